@@ -1,0 +1,141 @@
+"""The typed bundle a cloud layer hands to the in-cluster layer, and the names both sides agree on.
+
+The in-cluster layer (GPU operator, volumes, observability, tenancy, queueing, jobs) never branches on the
+cloud beyond `CloudProfile`; everything else it needs about the cluster arrives here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import pulumi
+
+from components.spec import NodePoolSpec, TeamSpec
+
+# Every GPU node carries this taint, on every cloud, so only pods that ask for GPUs land there.
+GPU_TAINT_KEY = "nvidia.com/gpu"
+GPU_TAINT_VALUE = "present"
+GPU_TAINT_EFFECT = "NoSchedule"
+
+# Labels trainplane puts on the nodes of every pool it creates (selectors and Kueue flavors use them).
+POOL_LABEL = "trainplane.dev/pool"
+GPU_LABEL = "trainplane.dev/gpu"
+CAPACITY_LABEL = "trainplane.dev/capacity"
+
+# Each team runs its jobs in its own namespace under one service account wired to cloud identity.
+TEAM_SERVICE_ACCOUNT = "trainer"
+
+
+def team_namespace(team: TeamSpec | str) -> str:
+    return team if isinstance(team, str) else team.name
+
+
+@dataclass(frozen=True)
+class TaintInfo:
+    key: str
+    value: str
+    effect: str
+
+    def as_k8s(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
+
+
+@dataclass(frozen=True)
+class NodePoolInfo:
+    """What a workload needs to know to land on a pool: its labels, taints and GPU shape."""
+
+    name: str
+    gpu: str | None
+    gpus_per_node: int
+    capacity: Literal["on-demand", "spot"]
+    min_nodes: int
+    max_nodes: int
+    labels: Mapping[str, str]
+    taints: tuple[TaintInfo, ...]
+    machine_types: tuple[str, ...] = ()
+
+    def as_output(self) -> dict:
+        return {
+            "name": self.name,
+            "gpu": self.gpu,
+            "gpusPerNode": self.gpus_per_node,
+            "capacity": self.capacity,
+            "minNodes": self.min_nodes,
+            "maxNodes": self.max_nodes,
+            "labels": dict(self.labels),
+            "taints": [t.as_k8s() for t in self.taints],
+            "machineTypes": list(self.machine_types),
+        }
+
+
+@dataclass(frozen=True)
+class StorageHandle:
+    """A shared file system, ready to be bound statically to a PersistentVolume (ReadWriteMany)."""
+
+    name: str
+    kind: Literal["lustre", "nfs"]
+    capacity_gib: int
+    # CSI driver name, or None for the in-tree `nfs` volume source (server + path).
+    csi_driver: str | None
+    volume_handle: pulumi.Input[str]
+    volume_attributes: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    mount_options: tuple[str, ...] = ()
+    # Address clients connect to (for NetworkPolicy egress and docs).
+    endpoint: pulumi.Input[str] | None = None
+    ports: tuple[int, ...] = ()
+
+    def as_output(self) -> dict:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "capacityGiB": self.capacity_gib,
+            "csiDriver": self.csi_driver,
+            "volumeHandle": self.volume_handle,
+            "volumeAttributes": dict(self.volume_attributes),
+            "mountOptions": list(self.mount_options),
+            "endpoint": self.endpoint,
+        }
+
+
+@dataclass(frozen=True)
+class CloudProfile:
+    """The little the in-cluster layer must know about the cloud underneath."""
+
+    name: Literal["eks", "gke", "kubernetes"]
+    # Object storage scheme of the platform's buckets ("s3", "gs"), None without buckets.
+    object_store: str | None = None
+    # Annotation that binds a Kubernetes service account to cloud identity, per team.
+    identity_annotation: str | None = None
+
+
+@dataclass(frozen=True)
+class ClusterBundle:
+    """Everything the cloud layer hands over once the cluster exists."""
+
+    name: str
+    region: str | None
+    provider: pulumi.ProviderResource
+    kubeconfig: pulumi.Output[str]
+    profile: CloudProfile
+    node_pools: tuple[NodePoolInfo, ...]
+    storage: tuple[StorageHandle, ...] = ()
+    # purpose ("checkpoints", "logs") -> bucket name
+    buckets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # team -> value of profile.identity_annotation (IAM role ARN / Google service account email)
+    team_identities: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # Resources in-cluster objects must wait for (e.g. node groups that run the system pods).
+    ready: tuple[pulumi.Resource, ...] = ()
+
+
+def pool_labels(pool: NodePoolSpec) -> dict[str, str]:
+    """The labels trainplane sets on the nodes of a pool it creates (the user's own labels win)."""
+    labels = {POOL_LABEL: pool.name, CAPACITY_LABEL: pool.capacity}
+    if pool.gpu:
+        labels[GPU_LABEL] = pool.gpu
+    return {**labels, **pool.labels}
+
+
+def gpu_taint() -> TaintInfo:
+    return TaintInfo(GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT)

@@ -1,0 +1,589 @@
+"""Cloud-neutral spec models of a GPU platform, shared by the stack-config schema and the components.
+
+A stack file holds one object, `trainplane:platform`, that `PlatformSpec.load()` validates in two passes:
+first the shape (types, allowed values, unknown keys) with pydantic, then the rules that need the GPU
+catalog or several keys at once (GPU counts per cloud, quotas, Lustre sizes, keys of another cloud).
+Every problem becomes one `ConfigError` line that names the key path, e.g.
+
+    platform.nodePools[1].gpu: 'H1000' is not a known GPU; known: A10G, L4, ...
+
+Example:
+    >>> spec = PlatformSpec.load({"cloud": "kubernetes", "cluster": {"name": "lab", "context": "lab"},
+    ...                           "nodePools": [{"name": "a100", "selector": {"gpu": "a100"},
+    ...                                          "gpu": "A100-80GB", "gpusPerNode": 8}]})
+    >>> spec.max_gpus()
+    8
+"""
+
+from __future__ import annotations
+
+import difflib
+import ipaddress
+import re
+from collections.abc import Iterable
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+
+from components.catalog import catalog
+
+Cloud = Literal["aws", "gcp", "kubernetes"]
+Capacity = Literal["on-demand", "spot"]
+
+# FSx for Lustre PERSISTENT_2 accepts 1200 GiB or a multiple of 2400 GiB (FSx API reference).
+FSX_LUSTRE_SMALLEST_GIB = 1200
+FSX_LUSTRE_STEP_GIB = 2400
+FSX_THROUGHPUTS = (125, 250, 500, 1000)
+# GCP Managed Lustre: 125-1000 MB/s per TiB, smallest instance about 9,000 GiB (Managed Lustre docs).
+GCP_LUSTRE_MIN_GIB = 9000
+GCP_LUSTRE_THROUGHPUTS = (125, 250, 500, 1000)
+# Filestore tier minimums and maximums in GiB (Filestore service tiers documentation).
+FILESTORE_LIMITS_GIB = {
+    "BASIC_HDD": (1024, 65434),
+    "BASIC_SSD": (2560, 65434),
+    "ZONAL": (1024, 102400),
+    "REGIONAL": (1024, 102400),
+    "ENTERPRISE": (1024, 10240),
+}
+
+_DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+
+class ConfigError(Exception):
+    """A stack file that cannot be deployed; `problems` holds one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class Spec(BaseModel):
+    """Base of every spec model: camelCase keys in YAML, unknown keys rejected, immutable."""
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, validate_default=True
+    )
+
+
+
+class ClusterSpec(Spec):
+    name: str = Field(pattern=_DNS_LABEL, max_length=40)
+    kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}$")
+    # aws
+    endpoint_access: Literal["public", "private", "both"] | None = None
+    admin_principals: list[str] = Field(default_factory=list)
+    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] | None = None
+    # gcp
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = None
+    authorized_networks: list[ipaddress.IPv4Network] = Field(default_factory=list)
+    private_nodes: bool | None = None
+    # kubernetes (an existing cluster): the kubeconfig itself is the secret `trainplane:kubeconfig`
+    context: str | None = None
+
+
+class NetworkSpec(Spec):
+    cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
+    # aws
+    zones: int | None = Field(default=None, ge=2, le=6)
+    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    subnet_ids: list[str] = Field(default_factory=list)
+    # gcp
+    pods_cidr: ipaddress.IPv4Network | None = None
+    services_cidr: ipaddress.IPv4Network | None = None
+    network: str | None = None
+    subnetwork: str | None = None
+
+
+class Taint(Spec):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class NodePoolSpec(Spec):
+    name: str = Field(pattern=_DNS_LABEL, max_length=30)
+    gpu: str | None = None
+    gpus_per_node: int | None = Field(default=None, ge=1, le=16)
+    capacity: Capacity = "on-demand"
+    min_nodes: int = Field(default=0, ge=0, le=1000)
+    max_nodes: int | None = Field(default=None, ge=1, le=1000)
+    disk_size_gib: int | None = Field(default=None, alias="diskSizeGiB", ge=20, le=16384)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    zones: list[str] = Field(default_factory=list)
+    placement: Literal["spread", "compact"] = "spread"
+    # aws
+    instance_type: str | None = None
+    efa: bool | None = None
+    # gcp
+    machine_type: str | None = None
+    local_ssd_count: int | None = Field(default=None, ge=0, le=32)
+    # kubernetes: the labels that select nodes that already exist
+    selector: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, v: str | None) -> str | None:
+        if v is not None and catalog().gpu(v) is None:
+            raise ValueError(f"{v!r} is not a known GPU; known: {', '.join(catalog().gpu_names())}")
+        return v
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpu is not None
+
+    @property
+    def effective_max_nodes(self) -> int:
+        return self.max_nodes if self.max_nodes is not None else max(self.min_nodes, 1)
+
+
+class StorageSpec(Spec):
+    name: str = Field(pattern=_DNS_LABEL, max_length=30)
+    kind: Literal["lustre", "nfs"]
+    capacity_gib: int | None = Field(default=None, alias="capacityGiB", ge=1)
+    throughput_per_tib: int | None = Field(default=None, alias="throughputPerTiB")
+    # aws lustre: an S3 prefix linked through a data repository association
+    import_path: str | None = Field(default=None, pattern=r"^s3://[a-z0-9.-]{3,63}(/.*)?$")
+    export_path: str | None = Field(default=None, pattern=r"^s3://[a-z0-9.-]{3,63}(/.*)?$")
+    # gcp nfs (Filestore)
+    tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] | None = None
+    # kubernetes nfs: an NFS server that already exists
+    server: str | None = None
+    path: str | None = Field(default=None, pattern=r"^/")
+    mount_options: list[str] = Field(default_factory=list)
+
+
+class ObservabilitySpec(Spec):
+    grafana: bool = True
+    loki: bool = False
+    retention_days: int = Field(default=15, ge=1, le=3650)
+    prometheus_storage_gib: int = Field(default=100, alias="prometheusStorageGiB", ge=8)
+    log_retention_days: int = Field(default=14, ge=1, le=3650)
+    alerts: bool = True
+
+
+class TeamSpec(Spec):
+    name: str = Field(pattern=_DNS_LABEL, max_length=40)
+    gpu_quota: int = Field(ge=0)
+    cpu_quota: int | None = Field(default=None, ge=1)
+    memory_quota_gib: int | None = Field(default=None, alias="memoryQuotaGiB", ge=1)
+    storage: list[str] | None = None  # names of platform storage the team mounts; None: all of it
+    admins: list[str] = Field(default_factory=list)
+
+
+class MigSpec(Spec):
+    strategy: Literal["none", "single", "mixed"] = "none"
+    profile: str | None = None  # e.g. all-1g.10gb, applied through the MIG manager's config label
+
+
+class TimeSlicingSpec(Spec):
+    replicas: int = Field(ge=2, le=48)
+
+
+class GpuOperatorSpec(Spec):
+    version: str | None = None
+    driver: bool | None = None  # existing clusters: let the operator install the driver (default true)
+    mig: MigSpec = MigSpec()
+    time_slicing: TimeSlicingSpec | None = None
+
+
+class QueueingSpec(Spec):
+    enabled: bool = True
+    cohort: str = Field(default="gpu-cohort", pattern=_DNS_LABEL)
+    borrowing: bool = True
+
+
+class PriceOverride(Spec):
+    on_demand_hourly: float = Field(gt=0)
+    spot_hourly: float | None = Field(default=None, gt=0)
+
+
+class PricingSpec(Spec):
+    spot_fraction: float | None = Field(default=None, gt=0, le=1)
+    overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+
+
+class PlatformSpec(Spec):
+    cloud: Cloud
+    region: str | None = None
+    cluster: ClusterSpec
+    network: NetworkSpec = NetworkSpec()
+    node_pools: list[NodePoolSpec] = Field(min_length=1)
+    storage: list[StorageSpec] = Field(default_factory=list)
+    observability: ObservabilitySpec = ObservabilitySpec()
+    teams: list[TeamSpec] = Field(default_factory=list)
+    gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
+    queueing: QueueingSpec = QueueingSpec()
+    pricing: PricingSpec = PricingSpec()
+    tags: dict[str, str] = Field(default_factory=dict)
+    # gcp
+    project: str | None = Field(default=None, pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+    zones: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def load(cls, raw: Any, root: str = "platform") -> PlatformSpec:
+        """Validate a raw stack object; raise ConfigError with one line per problem."""
+        if not isinstance(raw, dict):
+            raise ConfigError([f"{root}: must be a mapping, got {type(raw).__name__}"])
+        try:
+            spec = cls.model_validate(raw)
+        except ValidationError as e:
+            raise ConfigError(format_validation_error(e, cls, root)) from None
+        problems = list(check_platform(spec, root))
+        if problems:
+            raise ConfigError(problems)
+        return spec
+
+    def gpu_pools(self) -> list[NodePoolSpec]:
+        return [p for p in self.node_pools if p.is_gpu]
+
+    def gpus_per_node(self, pool: NodePoolSpec) -> int:
+        """GPUs on each node of `pool`, from the spec or else from its machine type."""
+        if pool.gpus_per_node is not None:
+            return pool.gpus_per_node
+        shape = machine_of(self.cloud, pool)
+        return shape.gpus if shape is not None else 0
+
+    def max_gpus(self) -> int:
+        return sum(self.gpus_per_node(p) * p.effective_max_nodes for p in self.gpu_pools())
+
+    def min_gpus(self) -> int:
+        return sum(self.gpus_per_node(p) * p.min_nodes for p in self.gpu_pools())
+
+    def zone_names(self) -> list[str]:
+        return list(self.zones)
+
+
+def machine_of(cloud: str, pool: NodePoolSpec):
+    """The catalog shape a pool's nodes are made of (None for unknown types or existing clusters)."""
+    if cloud == "aws":
+        if pool.instance_type:
+            return catalog().machine("aws", pool.instance_type)
+        if pool.gpu and pool.gpus_per_node:
+            shapes = catalog().shapes("aws", pool.gpu, pool.gpus_per_node)
+            return shapes[0] if shapes else None
+    if cloud == "gcp":
+        if pool.machine_type:
+            return catalog().machine("gcp", pool.machine_type)
+        if pool.gpu and pool.gpus_per_node:
+            shapes = catalog().shapes("gcp", pool.gpu, pool.gpus_per_node)
+            return shapes[0] if shapes else None
+    return None
+
+
+# Keys that only one cloud understands, by model and alias. Anything else is common to all clouds.
+CLOUD_ONLY_KEYS: dict[type[Spec], dict[str, tuple[str, ...]]] = {
+    PlatformSpec: {"project": ("gcp",), "zones": ("gcp",)},
+    ClusterSpec: {
+        "endpointAccess": ("aws",),
+        "adminPrincipals": ("aws",),
+        "logTypes": ("aws",),
+        "releaseChannel": ("gcp",),
+        "authorizedNetworks": ("gcp", "aws"),
+        "privateNodes": ("gcp",),
+        "context": ("kubernetes",),
+    },
+    NetworkSpec: {
+        "zones": ("aws",),
+        "vpcId": ("aws",),
+        "subnetIds": ("aws",),
+        "podsCidr": ("gcp",),
+        "servicesCidr": ("gcp",),
+        "network": ("gcp",),
+        "subnetwork": ("gcp",),
+        "cidr": ("aws", "gcp"),
+    },
+    NodePoolSpec: {
+        "instanceType": ("aws",),
+        "efa": ("aws",),
+        "machineType": ("gcp",),
+        "localSsdCount": ("gcp",),
+        "selector": ("kubernetes",),
+        "zones": ("aws", "gcp"),
+        "placement": ("aws", "gcp"),
+        "diskSizeGiB": ("aws", "gcp"),
+        "capacity": ("aws", "gcp"),
+    },
+    StorageSpec: {
+        "importPath": ("aws",),
+        "exportPath": ("aws",),
+        "tier": ("gcp",),
+        "server": ("kubernetes",),
+        "path": ("kubernetes",),
+    },
+    GpuOperatorSpec: {"driver": ("kubernetes",)},
+}
+# What to use instead, when a key of another cloud has a twin on this one.
+_TWINS = {("instanceType", "gcp"): "machineType", ("machineType", "aws"): "instanceType"}
+
+
+def _alias(model: type[Spec], field: str) -> str:
+    info = model.model_fields[field]
+    return info.alias or field
+
+
+def _cloud_key_problems(obj: Spec, path: str, cloud: str) -> Iterable[str]:
+    rules = CLOUD_ONLY_KEYS.get(type(obj), {})
+    for field in sorted(obj.model_fields_set):
+        alias = _alias(type(obj), field)
+        clouds = rules.get(alias)
+        if clouds and cloud not in clouds:
+            hint = _TWINS.get((alias, cloud))
+            instead = f"; use {hint}" if hint else ""
+            yield (
+                f"{path}.{alias}: only for cloud {' or '.join(clouds)}, this stack is cloud {cloud}{instead}"
+            )
+
+
+def _duplicates(names: list[str]) -> set[str]:
+    return {n for n in names if names.count(n) > 1}
+
+
+def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
+    """The rules pydantic cannot express per field: catalog lookups and cross-key constraints."""
+    cloud = spec.cloud
+    yield from _cloud_key_problems(spec, root, cloud)
+    yield from _cloud_key_problems(spec.cluster, f"{root}.cluster", cloud)
+    yield from _cloud_key_problems(spec.network, f"{root}.network", cloud)
+    yield from _cloud_key_problems(spec.gpu_operator, f"{root}.gpuOperator", cloud)
+
+    if cloud in ("aws", "gcp") and not spec.region:
+        yield f"{root}.region: required for cloud {cloud}"
+    if cloud == "gcp":
+        if not spec.project:
+            yield f"{root}.project: required for cloud gcp (the project id to deploy into)"
+        for i, z in enumerate(spec.zones):
+            if spec.region and not z.startswith(spec.region + "-"):
+                yield f"{root}.zones[{i}]: {z!r} is not a zone of region {spec.region}"
+    if cloud == "aws":
+        net = spec.network
+        if net.vpc_id and not net.subnet_ids:
+            yield f"{root}.network.subnetIds: required with vpcId (the private subnets nodes run in)"
+        if net.subnet_ids and not net.vpc_id:
+            yield f"{root}.network.vpcId: required with subnetIds"
+        for i, s in enumerate(net.subnet_ids):
+            if not re.match(r"^subnet-[0-9a-f]{8,17}$", s):
+                yield f"{root}.network.subnetIds[{i}]: {s!r} is not a subnet id (subnet-...)"
+    if cloud == "gcp" and bool(spec.network.network) != bool(spec.network.subnetwork):
+        yield f"{root}.network: network and subnetwork go together when bringing your own network"
+
+    for label, names in (
+        ("nodePools", [p.name for p in spec.node_pools]),
+        ("storage", [s.name for s in spec.storage]),
+        ("teams", [t.name for t in spec.teams]),
+    ):
+        for dup in sorted(_duplicates(names)):
+            yield f"{root}.{label}: name {dup!r} is used more than once"
+
+    for i, pool in enumerate(spec.node_pools):
+        yield from _check_pool(spec, pool, f"{root}.nodePools[{i}]")
+    for i, st in enumerate(spec.storage):
+        yield from _check_storage(spec, st, f"{root}.storage[{i}]")
+
+    yield from _check_teams(spec, root)
+    yield from _check_gpu_operator(spec, root)
+
+
+def _check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+    cloud = spec.cloud
+    yield from _cloud_key_problems(pool, path, cloud)
+    if pool.max_nodes is not None and pool.min_nodes > pool.max_nodes:
+        yield f"{path}.minNodes: {pool.min_nodes} is greater than maxNodes {pool.max_nodes}"
+    if pool.placement == "compact":
+        zones = pool.zones or (spec.zones if cloud == "gcp" else [])
+        if len(zones) != 1:
+            yield (
+                f"{path}.placement: compact placement needs exactly one zone; "
+                f"set {path.split('.', 1)[1]}.zones to a single zone"
+            )
+    if cloud == "kubernetes":
+        if not pool.selector:
+            yield f"{path}.selector: required on cloud kubernetes (labels of the existing nodes)"
+        if pool.gpu and not pool.gpus_per_node:
+            yield f"{path}.gpusPerNode: required on cloud kubernetes for a GPU pool"
+        if not pool.gpu and pool.gpus_per_node:
+            yield f"{path}.gpu: required when gpusPerNode is set"
+        if pool.gpu and pool.gpus_per_node:
+            allowed = (1, 2, 4, 8, 16)
+            if pool.gpus_per_node not in allowed:
+                yield f"{path}.gpusPerNode: {pool.gpus_per_node} GPUs per node is not a server shape; allowed: 1, 2, 4, 8, 16"
+        return
+    type_key = "instanceType" if cloud == "aws" else "machineType"
+    type_name = pool.instance_type if cloud == "aws" else pool.machine_type
+    if not pool.gpu:
+        if pool.gpus_per_node:
+            yield f"{path}.gpu: required when gpusPerNode is set"
+        if not type_name:
+            yield f"{path}.{type_key}: required for a CPU pool (or set gpu for a GPU pool)"
+        elif (shape := catalog().machine(cloud, type_name)) is not None and shape.gpus:
+            yield f"{path}.gpu: {type_name} carries {shape.gpus}x {shape.gpu}; set gpu: {shape.gpu}"
+        if pool.efa:
+            yield f"{path}.efa: EFA is for GPU pools"
+        return
+    kind = catalog().gpu(pool.gpu)
+    assert kind is not None  # the field validator already rejected unknown kinds
+    counts = kind.counts(cloud)
+    if not counts:
+        others = [c for c in ("aws", "gcp") if kind.counts(c)]
+        yield f"{path}.gpu: {pool.gpu} is not offered on {cloud}; it is on {', '.join(others) or 'no cloud'}"
+        return
+    if type_name:
+        shape = catalog().machine(cloud, type_name)
+        if shape is None or shape.gpu != pool.gpu:
+            known = ", ".join(m.name for m in kind.shapes(cloud))
+            yield f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: {known}"
+            return
+        if pool.gpus_per_node and pool.gpus_per_node != shape.gpus:
+            yield f"{path}.gpusPerNode: {type_name} has {shape.gpus} GPUs, not {pool.gpus_per_node}"
+    elif not pool.gpus_per_node:
+        yield f"{path}.gpusPerNode: required with gpu (or name the {type_key}); {pool.gpu} on {cloud} comes in {counts}"
+    elif pool.gpus_per_node not in counts:
+        yield (
+            f"{path}.gpusPerNode: {pool.gpu} does not come in {pool.gpus_per_node} per node on {cloud}; "
+            f"allowed: {', '.join(map(str, counts))}"
+        )
+    shape = machine_of(cloud, pool)
+    if cloud == "aws" and pool.efa and shape is not None and shape.efa_interfaces == 0:
+        yield f"{path}.efa: {shape.name} has no EFA interfaces; EFA needs e.g. p4d, p5, p5e, p5en"
+    if cloud == "gcp" and pool.local_ssd_count and shape is not None:
+        if shape.local_ssd_count and pool.local_ssd_count != shape.local_ssd_count:
+            yield (
+                f"{path}.localSsdCount: {shape.name} comes with {shape.local_ssd_count} local SSDs, "
+                f"not {pool.local_ssd_count}"
+            )
+
+
+def _check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[str]:
+    cloud = spec.cloud
+    yield from _cloud_key_problems(st, path, cloud)
+    if st.kind == "lustre":
+        if cloud == "kubernetes":
+            yield f"{path}.kind: lustre is provisioned on aws or gcp; on an existing cluster use kind nfs"
+        if st.tier is not None:
+            yield f"{path}.tier: only for kind nfs (Filestore)"
+        cap, tput = st.capacity_gib, st.throughput_per_tib
+        if cloud == "aws":
+            if cap is not None and cap != FSX_LUSTRE_SMALLEST_GIB and cap % FSX_LUSTRE_STEP_GIB:
+                yield (
+                    f"{path}.capacityGiB: FSx for Lustre PERSISTENT_2 takes {FSX_LUSTRE_SMALLEST_GIB} "
+                    f"or a multiple of {FSX_LUSTRE_STEP_GIB} GiB, not {cap}"
+                )
+            if tput is not None and tput not in FSX_THROUGHPUTS:
+                yield f"{path}.throughputPerTiB: FSx allows {', '.join(map(str, FSX_THROUGHPUTS))} MB/s per TiB, not {tput}"
+        if cloud == "gcp":
+            if cap is not None and cap < GCP_LUSTRE_MIN_GIB:
+                yield f"{path}.capacityGiB: GCP Managed Lustre needs at least {GCP_LUSTRE_MIN_GIB} GiB, not {cap}"
+            if tput is not None and tput not in GCP_LUSTRE_THROUGHPUTS:
+                yield (
+                    f"{path}.throughputPerTiB: Managed Lustre allows "
+                    f"{', '.join(map(str, GCP_LUSTRE_THROUGHPUTS))} MB/s per TiB, not {tput}"
+                )
+    else:
+        if st.throughput_per_tib is not None:
+            yield f"{path}.throughputPerTiB: only for kind lustre"
+        if st.import_path or st.export_path:
+            yield f"{path}.importPath: S3 data repositories are for kind lustre (FSx)"
+        if cloud == "gcp":
+            tier = st.tier or "BASIC_SSD"
+            lo, hi = FILESTORE_LIMITS_GIB[tier]
+            if st.capacity_gib is not None and not lo <= st.capacity_gib <= hi:
+                yield f"{path}.capacityGiB: Filestore {tier} takes {lo} to {hi} GiB, not {st.capacity_gib}"
+        if cloud == "aws" and st.capacity_gib is not None:
+            yield f"{path}.capacityGiB: EFS grows with its data and takes no capacity"
+        if cloud == "kubernetes":
+            if not st.server:
+                yield f"{path}.server: required for nfs on an existing cluster (the NFS server's address)"
+            if not st.path:
+                yield f"{path}.path: required for nfs on an existing cluster (the exported path)"
+
+
+def _check_teams(spec: PlatformSpec, root: str) -> Iterable[str]:
+    storage_names = {s.name for s in spec.storage}
+    ceiling = spec.max_gpus()
+    for i, team in enumerate(spec.teams):
+        path = f"{root}.teams[{i}]"
+        if team.gpu_quota > ceiling:
+            yield (
+                f"{path}.gpuQuota: {team.gpu_quota} GPUs is more than the platform's maximum of {ceiling} "
+                "(sum of gpusPerNode x maxNodes over GPU pools)"
+            )
+        for j, name in enumerate(team.storage or []):
+            if name not in storage_names:
+                known = ", ".join(sorted(storage_names)) or "none defined"
+                yield f"{path}.storage[{j}]: {name!r} is not a storage of this platform; known: {known}"
+
+
+def _check_gpu_operator(spec: PlatformSpec, root: str) -> Iterable[str]:
+    op = spec.gpu_operator
+    if op.time_slicing is not None and op.mig.strategy != "none":
+        yield (
+            f"{root}.gpuOperator.timeSlicing: time-slicing cannot be combined with MIG "
+            f"(mig.strategy is {op.mig.strategy}); choose one way of sharing GPUs"
+        )
+    if op.mig.profile and op.mig.strategy == "none":
+        yield f"{root}.gpuOperator.mig.profile: needs mig.strategy single or mixed"
+
+
+# ---- turning pydantic's errors into one readable line each -------------------------------------
+
+
+def _loc_path(root: str, loc: tuple[Any, ...]) -> str:
+    out = root
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return out
+
+
+def _model_at(model: type[BaseModel], loc: tuple[Any, ...]) -> type[BaseModel] | None:
+    """The spec model that owns the last key of `loc`, to suggest the key that was meant."""
+    current: Any = model
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        fields = {(f.alias or n): f for n, f in current.model_fields.items()}
+        info = fields.get(part)
+        if info is None:
+            return None
+        current = _inner_model(info.annotation)
+        if current is None:
+            return None
+    return current
+
+
+def _inner_model(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in getattr(annotation, "__args__", ()) or ():
+        found = _inner_model(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def format_validation_error(err: ValidationError, model: type[BaseModel], root: str) -> list[str]:
+    lines: list[str] = []
+    for e in err.errors(include_url=False):
+        loc = tuple(e["loc"])
+        path = _loc_path(root, loc)
+        kind = e["type"]
+        given = e.get("input")
+        if kind == "extra_forbidden":
+            owner = _model_at(model, loc)
+            known = sorted((f.alias or n) for n, f in owner.model_fields.items()) if owner else []
+            close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else (f"; known: {', '.join(known)}" if known else "")
+            lines.append(f"{path}: unknown key{hint}")
+        elif kind == "missing":
+            lines.append(f"{path}: required")
+        elif kind == "literal_error":
+            allowed = e.get("ctx", {}).get("expected", "")
+            lines.append(f"{path}: {given!r} is not allowed; allowed: {allowed}")
+        elif kind == "value_error":
+            lines.append(f"{path}: {str(e['msg']).removeprefix('Value error, ')}")
+        elif kind == "string_pattern_mismatch" and root:
+            lines.append(f"{path}: {given!r} is not valid here (expected the form {e['ctx']['pattern']})")
+        else:
+            shown = f" (got {given!r})" if given is not None and not isinstance(given, dict | list) else ""
+            lines.append(f"{path}: {e['msg']}{shown}")
+    return lines

@@ -1,0 +1,204 @@
+"""Run the real Pulumi program offline under the SDK's mock engine and record what it registers.
+
+Used by `trainplane plan`/`render` and by the tests. Mocked clouds answer like the real APIs do: computed
+outputs (endpoints, ARNs, DNS names) per resource type and realistic invoke results live in one module
+per cloud beside this one.
+
+Example:
+    >>> from infra.mockcloud import run_stack
+    >>> result = run_stack("aws-dev")  # doctest: +SKIP
+    >>> [r.name for r in result.of_type("aws:eks/cluster:Cluster")]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import runpy
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime import rpc, settings
+
+from infra import stackfile
+from infra.mockcloud import aws as aws_mocks
+from infra.mockcloud import gcp as gcp_mocks
+from infra.mockcloud import kubernetes as k8s_mocks
+
+PROJECT = "trainplane"
+PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
+
+ComputedFn = Callable[[str, dict[str, Any]], dict[str, Any]]
+COMPUTED: dict[str, ComputedFn] = {**aws_mocks.COMPUTED, **gcp_mocks.COMPUTED, **k8s_mocks.COMPUTED}
+INVOKES: dict[str, ComputedFn] = {**aws_mocks.INVOKES, **gcp_mocks.INVOKES, **k8s_mocks.INVOKES}
+
+
+@dataclass(frozen=True)
+class Resource:
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    custom: bool
+    deps: tuple[str, ...]
+    inputs: dict[str, Any]
+    provider: str | None = None
+
+
+@dataclass
+class RunResult:
+    stack: str
+    resources: list[Resource]
+    outputs: dict[str, Any]
+    secret_outputs: set[str] = field(default_factory=set)
+    stack_references: list[str] = field(default_factory=list)
+    invokes: list[str] = field(default_factory=list)
+
+    def of_type(self, type_: str) -> list[Resource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def named(self, name: str) -> Resource:
+        found = [r for r in self.resources if r.name == name]
+        if len(found) != 1:
+            raise KeyError(f"{len(found)} resources named {name!r}")
+        return found[0]
+
+    def by_urn(self) -> dict[str, Resource]:
+        return {r.urn: r for r in self.resources}
+
+    def children(self, parent: Resource) -> list[Resource]:
+        return [r for r in self.resources if r.parent == parent.urn]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return repr(value)
+
+
+class MockCloud(pulumi_mocks.Mocks):
+    """Answers resource registrations and invokes like the clouds would."""
+
+    def __init__(self, stack_refs: Mapping[str, Mapping[str, Any]]):
+        self.stack_refs = stack_refs
+        self.reads: list[str] = []
+        self.invokes: list[str] = []
+
+    def new_resource(self, args: pulumi_mocks.MockResourceArgs):
+        if args.typ == "pulumi:pulumi:StackReference":
+            ref = str(args.inputs.get("name") or args.name)
+            self.reads.append(ref)
+            outputs = self.stack_refs.get(ref, self.stack_refs.get(ref.split("/")[-1]))
+            if outputs is None:
+                raise KeyError(f"no recorded outputs for stack reference {ref!r}")
+            return [ref, {"name": ref, "outputs": dict(outputs), "secretOutputNames": []}]
+        state = dict(args.inputs)
+        computed = COMPUTED.get(args.typ)
+        if computed is not None:
+            state.update(computed(args.name, args.inputs))
+        state.setdefault("id", f"{args.name}-id")
+        return [state["id"], state]
+
+    def call(self, args: pulumi_mocks.MockCallArgs):
+        self.invokes.append(args.token)
+        answer = INVOKES.get(args.token)
+        if answer is None:
+            # An unmocked invoke silently returns {} in the SDK; fail loudly so tests notice.
+            raise NotImplementedError(f"invoke {args.token} has no mock answer in infra/mockcloud")
+        return answer(args.token, dict(args.args))
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    def __init__(self, mocks: MockCloud):
+        super().__init__(mocks)
+        self.records: list[Resource] = []
+
+    def RegisterResource(self, request):
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            deps = set(request.dependencies)
+            for prop in request.propertyDependencies.values():
+                deps.update(prop.urns)
+            self.records.append(
+                Resource(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent or None,
+                    custom=bool(request.custom),
+                    deps=tuple(sorted(deps)),
+                    inputs=_plain(rpc.deserialize_properties(request.object)),
+                    provider=request.provider or None,
+                )
+            )
+        return response
+
+
+def run_program(
+    config: Mapping[str, str],
+    stack: str,
+    stack_refs: Mapping[str, Mapping[str, Any]] | None = None,
+    secret_keys: list[str] | None = None,
+    program: Path = PROGRAM,
+) -> RunResult:
+    """Run `program` with `config` under mocks in a fresh event loop and return what it registered.
+
+    Exceptions raised by the program propagate (pulumi.RunError for invalid config).
+    """
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    settings.ROOT.set(None)
+    mocks = MockCloud(stack_refs or {})
+    monitor = RecordingMonitor(mocks)
+    pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
+    pulumi.runtime.set_all_config(dict(config), list(secret_keys or []))
+    outputs: dict[str, Any] = {}
+    secret: set[str] = set()
+    root_dir = str(program.resolve().parent.parent)
+    if root_dir not in sys.path:
+        sys.path.insert(0, root_dir)
+
+    @pulumi.runtime.test
+    def _run():
+        runpy.run_path(str(program), run_name="__main__")
+        root = settings.get_root_resource()
+        names = list(root.outputs)
+
+        async def _collect():
+            for name in names:
+                out = pulumi.Output.from_input(root.outputs[name])
+                outputs[name] = _plain(await out.future())
+                if await out.is_secret():
+                    secret.add(name)
+
+        return pulumi.Output.from_input(asyncio.ensure_future(_collect()))
+
+    try:
+        _run()
+    finally:
+        loop.close()
+        asyncio.set_event_loop(None)
+    return RunResult(
+        stack=stack,
+        resources=monitor.records,
+        outputs=outputs,
+        secret_outputs=secret,
+        stack_references=mocks.reads,
+        invokes=mocks.invokes,
+    )
+
+
+def run_stack(
+    stack: str | Path, stack_refs: Mapping[str, Mapping[str, Any]] | None = None, root: Path | None = None
+) -> RunResult:
+    """Plan a stack file (`aws-dev` or a path) under mocks."""
+    sf = stackfile.load(stack, root)
+    return run_program(sf.config, sf.name, stack_refs, sf.secret_keys)

@@ -1,0 +1,98 @@
+"""What AWS would answer: computed outputs per resource type and invoke results (account 123456789012)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+ACCOUNT = "123456789012"
+REGION = "us-east-1"
+ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1f"]
+ZONE_IDS = ["use1-az1", "use1-az2", "use1-az4", "use1-az6", "use1-az5"]
+
+
+def _arn(service: str, resource: str, region: str = REGION) -> str:
+    return f"arn:aws:{service}:{region}:{ACCOUNT}:{resource}"
+
+
+def _eks_cluster(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "arn": _arn("eks", f"cluster/{inputs.get('name', name)}"),
+        "endpoint": f"https://{name.upper()[:8]}0A1B2C3D4E5F.gr7.{REGION}.eks.amazonaws.com",
+        "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="},
+        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/0A1B2C3D4E5F6A7B"}]}],
+        "version": inputs.get("version") or "1.33",
+        "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": "sg-0c1a2b3c4d5e6f700"},
+        "status": "ACTIVE",
+    }
+
+
+def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    # Managed node groups own an auto scaling group whose name the autoscaler tags must target.
+    return {
+        "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{name}/1a2b"),
+        "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-1a2b3c4d"}], "remoteAccessSecurityGroupId": ""}],
+        "status": "ACTIVE",
+    }
+
+
+COMPUTED = {
+    "aws:eks/cluster:Cluster": _eks_cluster,
+    "aws:eks/nodeGroup:NodeGroup": _node_group,
+    "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name') or n}", "uniqueId": "AROA1"},
+    "aws:iam/policy:Policy": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name') or n}"},
+    "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda n, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{str(i.get('url', '')).removeprefix('https://')}",
+    },
+    "aws:kms/key:Key": lambda n, i: {"arn": _arn("kms", f"key/{n}-0000"), "keyId": f"{n}-0000"},
+    "aws:s3/bucket:Bucket": lambda n, i: {
+        "bucket": i.get("bucket") or f"{n}-a1b2c3",
+        "arn": f"arn:aws:s3:::{i.get('bucket') or f'{n}-a1b2c3'}",
+    },
+    "aws:s3/bucketV2:BucketV2": lambda n, i: {
+        "bucket": i.get("bucket") or f"{n}-a1b2c3",
+        "arn": f"arn:aws:s3:::{i.get('bucket') or f'{n}-a1b2c3'}",
+    },
+    "aws:fsx/lustreFileSystem:LustreFileSystem": lambda n, i: {
+        "arn": _arn("fsx", f"file-system/fs-0{n[:6]}"),
+        "dnsName": f"fs-0{abs(hash(n)) % 10**16:016d}.fsx.{REGION}.amazonaws.com",
+        "mountName": "abcdefgh",
+    },
+    "aws:efs/fileSystem:FileSystem": lambda n, i: {
+        "arn": _arn("elasticfilesystem", f"file-system/fs-{n[:6]}"),
+        "dnsName": f"fs-{n[:6]}.efs.{REGION}.amazonaws.com",
+    },
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {"latestVersion": 1, "arn": _arn("ec2", f"launch-template/{n}")},
+    "aws:ec2/vpc:Vpc": lambda n, i: {"arn": _arn("ec2", f"vpc/{n}"), "defaultSecurityGroupId": "sg-0default0000"},
+    "aws:ec2/securityGroup:SecurityGroup": lambda n, i: {"arn": _arn("ec2", f"security-group/{n}")},
+}
+
+
+def _policy_document(token: str, args: dict[str, Any]) -> dict[str, Any]:
+    statements = []
+    for s in args.get("statements", []):
+        stmt: dict[str, Any] = {"Effect": s.get("effect", "Allow")}
+        for key, out in (("actions", "Action"), ("resources", "Resource"), ("sid", "Sid")):
+            if s.get(key):
+                stmt[out] = s[key]
+        statements.append(stmt)
+    return {"json": json.dumps({"Version": "2012-10-17", "Statement": statements})}
+
+
+INVOKES = {
+    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda t, a: {
+        "names": ZONES,
+        "zoneIds": ZONE_IDS,
+        "id": REGION,
+        "state": "available",
+    },
+    "aws:index/getCallerIdentity:getCallerIdentity": lambda t, a: {
+        "accountId": ACCOUNT,
+        "arn": f"arn:aws:iam::{ACCOUNT}:role/platform-deployer",
+        "userId": "AROAEXAMPLE:ci",
+        "id": ACCOUNT,
+    },
+    "aws:index/getPartition:getPartition": lambda t, a: {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
+    "aws:index/getRegion:getRegion": lambda t, a: {"name": REGION, "region": REGION, "id": REGION},
+    "aws:iam/getPolicyDocument:getPolicyDocument": _policy_document,
+}
