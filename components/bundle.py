@@ -26,6 +26,9 @@ CAPACITY_LABEL = "trainplane.dev/capacity"
 
 # Each team runs its jobs in its own namespace under one service account wired to cloud identity.
 TEAM_SERVICE_ACCOUNT = "trainer"
+# Where the observability stack runs, and the service account Loki uses to reach its bucket.
+MONITORING_NAMESPACE = "monitoring"
+LOKI_SERVICE_ACCOUNT = "loki"
 
 
 def team_namespace(team: TeamSpec | str) -> str:
@@ -125,6 +128,8 @@ class ClusterBundle:
     buckets: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     # team -> value of profile.identity_annotation (IAM role ARN / Google service account email)
     team_identities: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
+    # The same for Loki's service account (MONITORING_NAMESPACE/LOKI_SERVICE_ACCOUNT), None without buckets.
+    loki_identity: pulumi.Input[str] | None = None
     # Resources in-cluster objects must wait for (e.g. node groups that run the system pods).
     ready: tuple[pulumi.Resource, ...] = ()
 
