@@ -50,6 +50,11 @@ class GpuPlatform(pulumi.ComponentResource):
             kwargs["kubeconfig"] = args.kubeconfig
         backend = getattr(module, class_name)(name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self))
         self.cluster = backend.bundle
+        from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
+
+        self.incluster = InClusterPlatform(
+            name, InClusterArgs(spec, self.cluster), pulumi.ResourceOptions(parent=self)
+        )
         self.outputs = platform_outputs(spec, self.cluster)
         self.register_outputs({"clusterName": self.cluster.name})
 

@@ -1,0 +1,48 @@
+"""Every Helm chart trainplane installs, pinned in one place.
+
+Versions are those whose upstream default values are kept in ../shared/reference/charts/ (the values-key
+check compares what the program sends with them), except where a note says otherwise.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Chart:
+    repo: str
+    chart: str
+    version: str
+
+    def release_args(self) -> dict[str, object]:
+        """The chart-locating keyword arguments of `kubernetes.helm.v3.Release`.
+
+        OCI charts carry their full reference in `chart` and take no repository options.
+        """
+        import pulumi_kubernetes as k8s
+
+        if self.repo.startswith("oci://"):
+            return {"chart": f"{self.repo.rstrip('/')}/{self.chart}", "version": self.version}
+        return {
+            "chart": self.chart,
+            "version": self.version,
+            "repository_opts": k8s.helm.v3.RepositoryOptsArgs(repo=self.repo),
+        }
+
+
+CHARTS: dict[str, Chart] = {
+    # In-cluster layer (components/kubernetes).
+    "gpu-operator": Chart("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0"),
+    "kube-prometheus-stack": Chart(
+        "https://prometheus-community.github.io/helm-charts", "kube-prometheus-stack", "88.5.3"
+    ),
+    # The OSS Loki chart moved to the grafana-community repository.
+    "loki": Chart("https://grafana-community.github.io/helm-charts", "loki", "18.11.0"),
+    # No upstream defaults are kept for Alloy here: its values are not key-checked (see docs/in-cluster.md).
+    "alloy": Chart("https://grafana.github.io/helm-charts", "alloy", "1.10.0"),
+    "kueue": Chart("oci://registry.k8s.io/kueue/charts", "kueue", "0.19.2"),
+    "aws-fsx-csi-driver": Chart(
+        "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver", "1.17.0"
+    ),
+}

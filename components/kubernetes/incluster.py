@@ -1,0 +1,34 @@
+"""InClusterPlatform: everything trainplane runs inside the cluster, on any cloud.
+
+It receives the cloud layer's ClusterBundle and never branches on the cloud beyond `bundle.profile`.
+Every child uses the bundle's Kubernetes provider.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.bundle import ClusterBundle
+from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.spec import PlatformSpec
+
+
+@dataclass(frozen=True)
+class InClusterArgs:
+    spec: PlatformSpec
+    bundle: ClusterBundle
+
+
+class InClusterPlatform(pulumi.ComponentResource):
+    """GPU operator, shared volumes, observability, tenancy and queueing on the bundle's cluster."""
+
+    def __init__(self, name: str, args: InClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        # Children inherit the bundle's provider: nothing here may reach the ambient kubeconfig.
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[args.bundle.provider]))
+        super().__init__("trainplane:kubernetes:InClusterPlatform", name, None, opts)
+        spec, bundle = args.spec, args.bundle
+        child = pulumi.ResourceOptions(parent=self)
+        self.gpu_operator = GpuOperator(f"{name}-gpu-operator", GpuOperatorArgs(spec, bundle), child)
+        self.register_outputs({})

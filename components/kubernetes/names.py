@@ -1,0 +1,34 @@
+"""Names the in-cluster components, the job builder and the tests agree on."""
+
+from __future__ import annotations
+
+from components.bundle import MONITORING_NAMESPACE
+
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+KUEUE_NAMESPACE = "kueue-system"
+# The FSx CSI node plugin runs beside the other storage drivers.
+CSI_NAMESPACE = "kube-system"
+
+# Helm release names are fixed (not auto-suffixed) so in-cluster service names are predictable.
+GPU_OPERATOR_RELEASE = "gpu-operator"
+PROMETHEUS_RELEASE = "kube-prometheus-stack"
+LOKI_RELEASE = "loki"
+ALLOY_RELEASE = "alloy"
+KUEUE_RELEASE = "kueue"
+FSX_CSI_RELEASE = "aws-fsx-csi-driver"
+
+# Trainer pods expose Prometheus metrics on this named port; the PodMonitor scrapes it and the team
+# NetworkPolicy admits the monitoring namespace to it.
+TRAINER_METRICS_PORT = 9090
+TRAINER_METRICS_PORT_NAME = "metrics"
+# Every pod of a training job carries these labels (the job builder sets them; Alloy and the PodMonitor
+# turn them into the `job` and `rank` labels of logs and metrics).
+JOB_LABEL = "trainplane.dev/job"
+RANK_LABEL = "trainplane.dev/rank"
+
+# Loki's in-cluster push and query endpoint (the chart's gateway service, single-binary mode).
+LOKI_URL = f"http://{LOKI_RELEASE}-gateway.{MONITORING_NAMESPACE}.svc.cluster.local"
+
+# Helm's default 5-minute wait is too short for the GPU operator's DaemonSets on fresh GPU nodes.
+GPU_OPERATOR_TIMEOUT_S = 1800
+RELEASE_TIMEOUT_S = 900
