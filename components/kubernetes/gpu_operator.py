@@ -59,7 +59,9 @@ def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, 
     # The operator's DaemonSets must land on every GPU node, whatever extra taints a pool carries.
     taint_keys = sorted({GPU_TAINT_KEY} | {t.key for p in bundle.node_pools if p.gpu for t in p.taints})
     values: dict[str, Any] = {
-        "daemonsets": {"tolerations": [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in taint_keys]},
+        "daemonsets": {
+            "tolerations": [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in taint_keys]
+        },
         "mig": {"strategy": op.mig.strategy},
         # Prometheus selects every ServiceMonitor (serviceMonitorSelectorNilUsesHelmValues=false).
         "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True, "interval": "15s"}},
@@ -67,7 +69,12 @@ def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, 
     plugin = device_plugin_config(op)
     if plugin is not None:
         values["devicePlugin"] = {
-            "config": {"create": True, "name": "device-plugin-config", "default": TIME_SLICING_CONFIG, "data": plugin}
+            "config": {
+                "create": True,
+                "name": "device-plugin-config",
+                "default": TIME_SLICING_CONFIG,
+                "data": plugin,
+            }
         }
     if profile == "eks":
         values["driver"] = {"enabled": False}
@@ -142,7 +149,10 @@ def cos_driver_installer_spec() -> dict[str, Any]:
                                 {
                                     "matchExpressions": [
                                         {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"},
-                                        {"key": "cloud.google.com/gke-gpu-driver-version", "operator": "DoesNotExist"},
+                                        {
+                                            "key": "cloud.google.com/gke-gpu-driver-version",
+                                            "operator": "DoesNotExist",
+                                        },
                                     ]
                                 }
                             ]

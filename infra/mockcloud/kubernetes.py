@@ -63,36 +63,55 @@ def profile_bundle(spec, profile: str, provider):
         if profile == "eks" and s.kind == "lustre":
             storage.append(
                 StorageHandle(
-                    name=s.name, kind="lustre", capacity_gib=s.capacity_gib or 1200,
-                    csi_driver="fsx.csi.aws.com", volume_handle=f"fs-0{s.name[:8]}0123456",
-                    volume_attributes={"dnsname": f"fs-0{s.name[:8]}.fsx.us-east-1.amazonaws.com",
-                                       "mountname": "abcdefgh"},
-                    mount_options=("flock",), endpoint="10.40.16.10", ports=(988, 1018, 1019, 1020, 1021, 1022, 1023),
+                    name=s.name,
+                    kind="lustre",
+                    capacity_gib=s.capacity_gib or 1200,
+                    csi_driver="fsx.csi.aws.com",
+                    volume_handle=f"fs-0{s.name[:8]}0123456",
+                    volume_attributes={
+                        "dnsname": f"fs-0{s.name[:8]}.fsx.us-east-1.amazonaws.com",
+                        "mountname": "abcdefgh",
+                    },
+                    mount_options=("flock",),
+                    endpoint="10.40.16.10",
+                    ports=(988, 1018, 1019, 1020, 1021, 1022, 1023),
                 )
             )
         elif profile == "eks":
             storage.append(
                 StorageHandle(
-                    name=s.name, kind="nfs", capacity_gib=1024, csi_driver="efs.csi.aws.com",
-                    volume_handle="fs-0efs0123456789", endpoint="10.40.16.20", ports=(2049,),
+                    name=s.name,
+                    kind="nfs",
+                    capacity_gib=1024,
+                    csi_driver="efs.csi.aws.com",
+                    volume_handle="fs-0efs0123456789",
+                    endpoint="10.40.16.20",
+                    ports=(2049,),
                 )
             )
         elif s.kind == "lustre":
             storage.append(
                 StorageHandle(
-                    name=s.name, kind="lustre", capacity_gib=s.capacity_gib or 9000,
-                    csi_driver="lustre.csi.storage.gke.io", volume_handle=f"{spec.project}/us-central1-a/{s.name}",
-                    volume_attributes={"ip": "10.50.8.3", "filesystem": "lfs"}, endpoint="10.50.8.3",
+                    name=s.name,
+                    kind="lustre",
+                    capacity_gib=s.capacity_gib or 9000,
+                    csi_driver="lustre.csi.storage.gke.io",
+                    volume_handle=f"{spec.project}/us-central1-a/{s.name}",
+                    volume_attributes={"ip": "10.50.8.3", "filesystem": "lfs"},
+                    endpoint="10.50.8.3",
                     ports=(988,),
                 )
             )
         else:
             storage.append(
                 StorageHandle(
-                    name=s.name, kind="nfs", capacity_gib=s.capacity_gib or 2560,
+                    name=s.name,
+                    kind="nfs",
+                    capacity_gib=s.capacity_gib or 2560,
                     csi_driver="filestore.csi.storage.gke.io",
                     volume_handle=f"modeInstance/us-central1-a/{name}-{s.name}/share",
-                    volume_attributes={"ip": "10.50.8.2", "volume": "share"}, endpoint="10.50.8.2",
+                    volume_attributes={"ip": "10.50.8.2", "volume": "share"},
+                    endpoint="10.50.8.2",
                     ports=(111, 2049),
                 )
             )
@@ -146,7 +165,9 @@ def _profile_program() -> None:
     config = pulumi.Config("trainplane")
     spec = PlatformSpec.load(config.require_object("platform"))
     profile = config.require("profile")
-    provider = k8s.Provider(f"{spec.cluster.name}-k8s", kubeconfig="(mock kubeconfig)", enable_server_side_apply=True)
+    provider = k8s.Provider(
+        f"{spec.cluster.name}-k8s", kubeconfig="(mock kubeconfig)", enable_server_side_apply=True
+    )
     bundle = profile_bundle(spec, profile, provider)
     InClusterPlatform(spec.cluster.name, InClusterArgs(spec, bundle))
 

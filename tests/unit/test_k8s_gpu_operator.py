@@ -40,7 +40,9 @@ def test_release_is_pinned_namespaced_and_waits_long(stack):
     assert r.inputs["timeout"] >= 1800
     values = r.inputs["values"]
     assert values["dcgmExporter"]["serviceMonitor"]["enabled"] is True
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in values["daemonsets"][
+        "tolerations"
+    ]
 
 
 def test_eks_leaves_driver_and_toolkit_to_the_ami():
@@ -75,7 +77,9 @@ def test_gke_follows_nvidias_gke_path():
     (ds,) = result.of_type("kubernetes:apps/v1:DaemonSet")
     assert ds.inputs["metadata"]["namespace"] == "kube-system"
     pod = ds.inputs["spec"]["template"]["spec"]
-    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
     assert {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"} in terms[0]["matchExpressions"]
     (installer,) = pod["initContainers"]
     env = {e["name"]: e["value"] for e in installer["env"]}
@@ -122,7 +126,9 @@ def test_mig_strategy_reaches_the_operator():
 
 def test_extra_pool_taints_are_tolerated_by_operator_daemonsets():
     obj = platform_object("onprem-dev")
-    obj["nodePools"][0]["taints"].append({"key": "lab.example/reserved", "value": "ml", "effect": "NoSchedule"})
+    obj["nodePools"][0]["taints"].append(
+        {"key": "lab.example/reserved", "value": "ml", "effect": "NoSchedule"}
+    )
     tolerations = operator_values(plan_incluster(obj))["daemonsets"]["tolerations"]
     assert {"key": "lab.example/reserved", "operator": "Exists", "effect": "NoSchedule"} in tolerations
 
@@ -132,5 +138,7 @@ def test_time_slicing_with_mig_is_a_config_error():
     obj["gpuOperator"] = {"mig": {"strategy": "single"}, "timeSlicing": {"replicas": 2}}
     with pytest.raises(ConfigError) as e:
         PlatformSpec.load(obj)
-    assert any(p.startswith("platform.gpuOperator.timeSlicing: time-slicing cannot be combined with MIG")
-               for p in e.value.problems), e.value.problems
+    assert any(
+        p.startswith("platform.gpuOperator.timeSlicing: time-slicing cannot be combined with MIG")
+        for p in e.value.problems
+    ), e.value.problems
