@@ -12,6 +12,8 @@ import pulumi
 
 from components.bundle import ClusterBundle
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kubernetes.tenancy import TeamTenancy, TeamTenancyArgs
+from components.kubernetes.volumes import SharedVolumes, SharedVolumesArgs
 from components.spec import PlatformSpec
 
 
@@ -31,4 +33,13 @@ class InClusterPlatform(pulumi.ComponentResource):
         spec, bundle = args.spec, args.bundle
         child = pulumi.ResourceOptions(parent=self)
         self.gpu_operator = GpuOperator(f"{name}-gpu-operator", GpuOperatorArgs(spec, bundle), child)
-        self.register_outputs({})
+        self.teams = {
+            t.name: TeamTenancy(f"{name}-team-{t.name}", TeamTenancyArgs(spec, bundle, t), child)
+            for t in spec.teams
+        }
+        self.volumes = SharedVolumes(
+            f"{name}-volumes",
+            SharedVolumesArgs(spec, bundle, {team: t.namespace for team, t in self.teams.items()}),
+            child,
+        )
+        self.register_outputs({"namespaces": [team for team in self.teams]})

@@ -1,0 +1,220 @@
+"""Per-team tenancy: namespace, quota, limits, the job service account, RBAC and NetworkPolicies.
+
+A team's jobs run in the namespace named after the team under service account `trainer`, which carries
+the cloud identity annotation (IRSA role ARN / Workload Identity service account) when the cloud layer
+made one. The Role grants only what running jobs need: read their own pods, logs, services and config;
+no secrets and no exec. NetworkPolicies deny by default and open exactly: the team's own pods, DNS,
+Prometheus scraping from the monitoring namespace, the shared file systems and object storage.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.bundle import MONITORING_NAMESPACE, TEAM_SERVICE_ACCOUNT, ClusterBundle, team_namespace
+from components.kubernetes.names import TRAINER_METRICS_PORT
+from components.spec import PlatformSpec, TeamSpec, machine_of
+
+# Used where the GPU machines are unknown (existing clusters): a typical 8-GPU server has ~96-128 vCPUs
+# and 1-2 TiB of memory.
+DEFAULT_CPU_PER_GPU = 12
+DEFAULT_MEMORY_GIB_PER_GPU = 120
+# What a container gets when it asks for nothing (the quota requires requests on every pod).
+DEFAULT_REQUEST = {"cpu": "500m", "memory": "1Gi"}
+DEFAULT_LIMIT = {"memory": "2Gi"}
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+TEAM_LABEL = "trainplane.dev/team"
+
+# Only what a running training job needs from the API (peer discovery, its own logs and config).
+TRAINER_RULES: list[dict[str, Any]] = [
+    {
+        "apiGroups": [""],
+        "resources": ["pods", "services", "endpoints", "configmaps"],
+        "verbs": ["get", "list", "watch"],
+    },
+    {"apiGroups": [""], "resources": ["pods/log"], "verbs": ["get"]},
+    {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
+    {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
+]
+
+
+def per_gpu_resources(spec: PlatformSpec) -> tuple[int, int]:
+    """vCPUs and GiB of memory per GPU on the platform's GPU machines (the smallest share wins)."""
+    shares = []
+    for pool in spec.gpu_pools():
+        shape = machine_of(spec.cloud, pool)
+        if shape is not None and shape.gpus:
+            shares.append((shape.vcpus // shape.gpus, int(shape.memory_gib // shape.gpus)))
+    if not shares:
+        return DEFAULT_CPU_PER_GPU, DEFAULT_MEMORY_GIB_PER_GPU
+    return min(s[0] for s in shares), min(s[1] for s in shares)
+
+
+def team_quota(spec: PlatformSpec, team: TeamSpec) -> dict[str, str]:
+    cpu_per_gpu, mem_per_gpu = per_gpu_resources(spec)
+    # A team with no GPUs still gets room for CPU work (data prep, evaluation).
+    cpu = team.cpu_quota or max(cpu_per_gpu * team.gpu_quota, 8)
+    memory = team.memory_quota_gib or max(mem_per_gpu * team.gpu_quota, 32)
+    return {
+        "requests.nvidia.com/gpu": str(team.gpu_quota),
+        "requests.cpu": str(cpu),
+        "requests.memory": f"{memory}Gi",
+        "limits.memory": f"{memory}Gi",
+    }
+
+
+def limit_range(spec: PlatformSpec) -> dict[str, Any]:
+    largest_node = max((spec.gpus_per_node(p) for p in spec.gpu_pools()), default=0)
+    item: dict[str, Any] = {"type": "Container", "defaultRequest": DEFAULT_REQUEST, "default": DEFAULT_LIMIT}
+    if largest_node:
+        # No container can use more GPUs than one node has; fail at admission, not Pending forever.
+        item["max"] = {"nvidia.com/gpu": str(largest_node)}
+    return {"limits": [item]}
+
+
+def _cidr(endpoint: str | None) -> str:
+    """A /32 for an IP endpoint; anywhere for a DNS name (NetworkPolicy cannot match names)."""
+    try:
+        return f"{ipaddress.ip_address(endpoint or '')}/32"
+    except ValueError:
+        return "0.0.0.0/0"
+
+
+def network_policies(
+    spec: PlatformSpec, bundle: ClusterBundle, team: TeamSpec
+) -> dict[str, dict[str, Any] | pulumi.Output[dict[str, Any]]]:
+    """NetworkPolicy specs by name for one team namespace."""
+    everyone: dict[str, Any] = {}
+    policies: dict[str, Any] = {
+        "default-deny": {"podSelector": everyone, "policyTypes": ["Ingress", "Egress"]},
+        "allow-same-namespace": {
+            "podSelector": everyone,
+            "policyTypes": ["Ingress", "Egress"],
+            "ingress": [{"from": [{"podSelector": everyone}]}],
+            "egress": [{"to": [{"podSelector": everyone}]}],
+        },
+        "allow-dns": {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [
+                        {
+                            "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: "kube-system"}},
+                            "podSelector": {"matchLabels": {"k8s-app": "kube-dns"}},
+                        }
+                    ],
+                    "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}],
+                }
+            ],
+        },
+        "allow-metrics-scrape": {
+            "podSelector": everyone,
+            "policyTypes": ["Ingress"],
+            "ingress": [
+                {
+                    "from": [{"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: MONITORING_NAMESPACE}}}],
+                    "ports": [{"protocol": "TCP", "port": TRAINER_METRICS_PORT}],
+                }
+            ],
+        },
+    }
+    used = set(team.storage) if team.storage is not None else {s.name for s in spec.storage}
+    for handle in bundle.storage:
+        if handle.name not in used or not handle.ports:
+            continue
+        ports = [{"protocol": "TCP", "port": p} for p in handle.ports]
+        policies[f"allow-storage-{handle.name}"] = pulumi.Output.from_input(handle.endpoint).apply(
+            lambda ep, ports=ports: {
+                "podSelector": everyone,
+                "policyTypes": ["Egress"],
+                "egress": [{"to": [{"ipBlock": {"cidr": _cidr(ep)}}], "ports": ports}],
+            }
+        )
+    if bundle.profile.object_store:
+        policies["allow-object-storage"] = {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {"to": [{"ipBlock": {"cidr": "0.0.0.0/0"}}], "ports": [{"protocol": "TCP", "port": 443}]}
+            ],
+        }
+    return policies
+
+
+@dataclass(frozen=True)
+class TeamTenancyArgs:
+    spec: PlatformSpec
+    bundle: ClusterBundle
+    team: TeamSpec
+
+
+class TeamTenancy(pulumi.ComponentResource):
+    """One team's namespace and everything that fences it."""
+
+    namespace: k8s.core.v1.Namespace
+
+    def __init__(self, name: str, args: TeamTenancyArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:TeamTenancy", name, None, opts)
+        spec, bundle, team = args.spec, args.bundle, args.team
+        child = pulumi.ResourceOptions(parent=self)
+        ns_name = team_namespace(team)
+        self.namespace = k8s.core.v1.Namespace(
+            f"{name}-ns",
+            metadata={
+                "name": ns_name,
+                # Training pods need no privileges; baseline blocks host access while allowing /dev/shm.
+                "labels": {TEAM_LABEL: team.name, "pod-security.kubernetes.io/enforce": "baseline"},
+            },
+            opts=child,
+        )
+        ns = self.namespace.metadata["name"]
+
+        def meta(obj_name: str, **extra: Any) -> dict[str, Any]:
+            return {"name": obj_name, "namespace": ns, "labels": {TEAM_LABEL: team.name}, **extra}
+
+        identity = bundle.team_identities.get(team.name)
+        annotations = (
+            {bundle.profile.identity_annotation: identity}
+            if identity is not None and bundle.profile.identity_annotation
+            else {}
+        )
+        self.service_account = k8s.core.v1.ServiceAccount(
+            f"{name}-sa", metadata=meta(TEAM_SERVICE_ACCOUNT, annotations=annotations), opts=child
+        )
+        k8s.core.v1.ResourceQuota(
+            f"{name}-quota", metadata=meta("team-quota"), spec={"hard": team_quota(spec, team)}, opts=child
+        )
+        k8s.core.v1.LimitRange(
+            f"{name}-limits", metadata=meta("team-limits"), spec=limit_range(spec), opts=child
+        )
+        role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta("trainer"), rules=TRAINER_RULES, opts=child)
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-rolebinding",
+            metadata=meta("trainer"),
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
+            subjects=[{"kind": "ServiceAccount", "name": TEAM_SERVICE_ACCOUNT, "namespace": ns}],
+            opts=child,
+        )
+        if team.admins:
+            # Team admins manage their own namespace only (the built-in `edit` role, bound namespaced).
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-admins",
+                metadata=meta("team-admins"),
+                role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+                subjects=[
+                    {"kind": "User", "name": a, "apiGroup": "rbac.authorization.k8s.io"} for a in team.admins
+                ],
+                opts=child,
+            )
+        for policy_name, policy in network_policies(spec, bundle, team).items():
+            k8s.networking.v1.NetworkPolicy(
+                f"{name}-{policy_name}", metadata=meta(policy_name), spec=policy, opts=child
+            )
+        self.register_outputs({"namespace": ns})

@@ -1,0 +1,117 @@
+"""Shared file systems as statically bound ReadWriteMany volumes in the team namespaces that use them.
+
+A PersistentVolume binds exactly one claim, so each (storage, team) pair gets its own PV pointing at the
+same file system, pre-bound to that team's claim through `claimRef`. Claims are named after the storage,
+so a job mounts `datasets` in whichever team namespace it runs. The FSx for Lustre CSI node plugin is
+installed here when a handle needs it (EFS and GKE's CSI drivers are cloud add-ons; NFS is in-tree).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.bundle import ClusterBundle, StorageHandle
+from components.charts import CHARTS
+from components.kubernetes.names import CSI_NAMESPACE, FSX_CSI_RELEASE, RELEASE_TIMEOUT_S
+from components.spec import PlatformSpec
+
+FSX_CSI_DRIVER = "fsx.csi.aws.com"
+STORAGE_LABEL = "trainplane.dev/storage"
+
+
+def teams_of(spec: PlatformSpec, storage: str) -> list[str]:
+    return [t.name for t in spec.teams if t.storage is None or storage in t.storage]
+
+
+def pv_name(storage: str, team: str) -> str:
+    return f"{storage}-{team}"
+
+
+def volume_source(handle: StorageHandle) -> dict[str, Any]:
+    if handle.csi_driver is None:
+        attrs = handle.volume_attributes
+        return {"nfs": {"server": attrs["server"], "path": attrs["path"]}}
+    csi: dict[str, Any] = {"driver": handle.csi_driver, "volumeHandle": handle.volume_handle}
+    if handle.volume_attributes:
+        csi["volumeAttributes"] = dict(handle.volume_attributes)
+    return {"csi": csi}
+
+
+def persistent_volume_spec(handle: StorageHandle, team: str) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "capacity": {"storage": f"{handle.capacity_gib}Gi"},
+        "accessModes": ["ReadWriteMany"],
+        # The file system outlives the claim: deleting a team must never delete the data.
+        "persistentVolumeReclaimPolicy": "Retain",
+        # Empty class: never dynamically provisioned, bound only to the claim named below.
+        "storageClassName": "",
+        "claimRef": {"namespace": team, "name": handle.name},
+        **volume_source(handle),
+    }
+    if handle.mount_options:
+        spec["mountOptions"] = list(handle.mount_options)
+    return spec
+
+
+def fsx_csi_values() -> dict[str, Any]:
+    # Static volumes need only the node plugin (no controller, so no IAM role); it must reach GPU nodes.
+    return {"nodeComponentOnly": True, "node": {"tolerateAllTaints": True}}
+
+
+@dataclass(frozen=True)
+class SharedVolumesArgs:
+    spec: PlatformSpec
+    bundle: ClusterBundle
+    # team name -> its namespace resource (claims wait for their namespace)
+    namespaces: Mapping[str, k8s.core.v1.Namespace]
+
+
+class SharedVolumes(pulumi.ComponentResource):
+    """PersistentVolumes and claims for every storage handle, plus the CSI node plugin FSx needs."""
+
+    def __init__(self, name: str, args: SharedVolumesArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:SharedVolumes", name, None, opts)
+        spec, bundle = args.spec, args.bundle
+        child = pulumi.ResourceOptions(parent=self)
+        driver_ready: list[pulumi.Resource] = []
+        if any(h.csi_driver == FSX_CSI_DRIVER for h in bundle.storage):
+            chart = CHARTS["aws-fsx-csi-driver"]
+            driver_ready.append(
+                k8s.helm.v3.Release(
+                    f"{name}-fsx-csi",
+                    name=FSX_CSI_RELEASE,
+                    namespace=CSI_NAMESPACE,
+                    **chart.release_args(),
+                    values=fsx_csi_values(),
+                    timeout=RELEASE_TIMEOUT_S,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=list(bundle.ready)),
+                )
+            )
+        for handle in bundle.storage:
+            for team in teams_of(spec, handle.name):
+                labels = {STORAGE_LABEL: handle.name, "trainplane.dev/team": team}
+                pv = k8s.core.v1.PersistentVolume(
+                    f"{name}-{pv_name(handle.name, team)}-pv",
+                    metadata={"name": pv_name(handle.name, team), "labels": labels},
+                    spec=persistent_volume_spec(handle, team),
+                    # The PV itself is inert; mounts need the driver, so wait only when we install it.
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=driver_ready),
+                )
+                ns = args.namespaces[team]
+                k8s.core.v1.PersistentVolumeClaim(
+                    f"{name}-{pv_name(handle.name, team)}-pvc",
+                    metadata={"name": handle.name, "namespace": ns.metadata["name"], "labels": labels},
+                    spec={
+                        "accessModes": ["ReadWriteMany"],
+                        "storageClassName": "",
+                        "volumeName": pv.metadata["name"],
+                        "resources": {"requests": {"storage": f"{handle.capacity_gib}Gi"}},
+                    },
+                    opts=child,
+                )
+        self.register_outputs({})

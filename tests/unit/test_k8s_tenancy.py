@@ -1,0 +1,262 @@
+"""Tenancy: quotas, limits, identity-wired service account, least-privilege RBAC and NetworkPolicies,
+the latter checked by evaluating them on a table of connections."""
+
+from __future__ import annotations
+
+import functools
+import ipaddress
+from dataclasses import dataclass, field
+
+import pytest
+
+from components.spec import ConfigError, PlatformSpec
+from infra.mockcloud.kubernetes import plan_incluster
+from tests.conftest import platform_object
+
+NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
+
+
+@functools.cache
+def plan(stack: str):
+    obj = platform_object(stack)
+    obj["teams"].append({"name": "vision", "gpuQuota": 8, "cpuQuota": 64, "memoryQuotaGiB": 512})
+    return plan_incluster(obj, stack)
+
+
+def objects(result, type_: str, namespace: str | None = None) -> list[dict]:
+    return [
+        r.inputs
+        for r in result.of_type(type_)
+        if namespace is None or r.inputs["metadata"].get("namespace") == namespace
+    ]
+
+
+# ---- quota, limits, identity, RBAC ------------------------------------------------------------
+
+
+def test_quota_derived_from_the_gpu_machines_or_given():
+    (aws,) = objects(plan("aws-dev"), "kubernetes:core/v1:ResourceQuota", "research")
+    # aws-dev: H100 x8 -> p5.48xlarge, 192 vCPU and 2048 GiB: 24 vCPU and 256 GiB per GPU, 16 GPUs.
+    assert aws["spec"]["hard"] == {
+        "requests.nvidia.com/gpu": "16",
+        "requests.cpu": "384",
+        "requests.memory": "4096Gi",
+        "limits.memory": "4096Gi",
+    }
+    (given,) = objects(plan("aws-dev"), "kubernetes:core/v1:ResourceQuota", "vision")
+    assert given["spec"]["hard"]["requests.cpu"] == "64"
+    assert given["spec"]["hard"]["requests.memory"] == "512Gi"
+    assert given["spec"]["hard"]["requests.nvidia.com/gpu"] == "8"
+
+
+def test_limit_range_defaults_requests_and_caps_gpus_at_one_node():
+    (lr,) = objects(plan("onprem-dev"), "kubernetes:core/v1:LimitRange", "research")
+    (item,) = lr["spec"]["limits"]
+    assert item["type"] == "Container"
+    assert item["defaultRequest"] == {"cpu": "500m", "memory": "1Gi"}
+    assert item["max"] == {"nvidia.com/gpu": "8"}
+
+
+@pytest.mark.parametrize(
+    ("stack", "annotation", "value"),
+    [
+        ("aws-dev", "eks.amazonaws.com/role-arn", "arn:aws:iam::123456789012:role/ml-dev-team-research"),
+        (
+            "gcp-dev",
+            "iam.gke.io/gcp-service-account",
+            "ml-dev-research@example-ml-dev.iam.gserviceaccount.com",
+        ),
+    ],
+)
+def test_service_account_carries_the_cloud_identity(stack, annotation, value):
+    (sa,) = objects(plan(stack), "kubernetes:core/v1:ServiceAccount", "research")
+    assert sa["metadata"]["name"] == "trainer"
+    assert sa["metadata"]["annotations"] == {annotation: value}
+
+
+def test_existing_cluster_service_account_has_no_identity():
+    (sa,) = objects(plan("onprem-dev"), "kubernetes:core/v1:ServiceAccount", "research")
+    assert sa["metadata"]["name"] == "trainer"
+    assert not sa["metadata"].get("annotations")
+
+
+def test_trainer_role_cannot_read_secrets_or_exec():
+    result = plan("aws-dev")
+    (role,) = objects(result, "kubernetes:rbac.authorization.k8s.io/v1:Role", "research")
+    granted = {
+        (g, r, v)
+        for rule in role["rules"]
+        for g in rule["apiGroups"]
+        for r in rule["resources"]
+        for v in rule["verbs"]
+    }
+    assert ("", "pods", "get") in granted and ("", "pods/log", "get") in granted
+    assert not any(r in ("secrets", "pods/exec", "pods/attach", "*") for _, r, _ in granted)
+    assert not any(v in ("*", "escalate", "bind", "impersonate") for _, _, v in granted)
+    (binding,) = objects(result, "kubernetes:rbac.authorization.k8s.io/v1:RoleBinding", "research")
+    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "trainer"}
+    assert binding["subjects"] == [{"kind": "ServiceAccount", "name": "trainer", "namespace": "research"}]
+
+
+def test_quota_above_capacity_is_a_config_error():
+    obj = platform_object("aws-dev")
+    obj["teams"][0]["gpuQuota"] = 40  # 4 nodes x 8 H100 = 32
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(obj)
+    assert e.value.problems == [
+        "platform.teams[0].gpuQuota: 40 GPUs is more than the platform's maximum of 32 "
+        "(sum of gpusPerNode x maxNodes over GPU pools)"
+    ]
+
+
+# ---- NetworkPolicy evaluation -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Peer:
+    """A pod (namespace + labels) or, with namespace None, an address outside the cluster."""
+
+    namespace: str | None
+    labels: dict = field(default_factory=dict, hash=False)
+    ip: str | None = None
+
+
+def selects(selector: dict, labels: dict) -> bool:
+    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
+        return False
+    for e in selector.get("matchExpressions") or []:
+        has, val = e["key"] in labels, labels.get(e["key"])
+        ok = {
+            "In": has and val in e.get("values", []),
+            "NotIn": not has or val not in e.get("values", []),
+            "Exists": has,
+            "DoesNotExist": not has,
+        }[e["operator"]]
+        if not ok:
+            return False
+    return True
+
+
+def peer_matches(rule_peer: dict, peer: Peer, policy_ns: str) -> bool:
+    if "ipBlock" in rule_peer:
+        if peer.namespace is not None:
+            return False  # pod IPs are never inside our ipBlocks in this table
+        block = rule_peer["ipBlock"]
+        addr = ipaddress.ip_address(peer.ip)
+        return addr in ipaddress.ip_network(block["cidr"]) and not any(
+            addr in ipaddress.ip_network(x) for x in block.get("except", [])
+        )
+    if peer.namespace is None:
+        return False
+    ns_sel = rule_peer.get("namespaceSelector")
+    if ns_sel is None:
+        if peer.namespace != policy_ns:
+            return False
+    elif not selects(ns_sel, {"kubernetes.io/metadata.name": peer.namespace}):
+        return False
+    pod_sel = rule_peer.get("podSelector")
+    return pod_sel is None or selects(pod_sel, peer.labels)
+
+
+def port_matches(ports: list | None, port: int, proto: str) -> bool:
+    if not ports:
+        return True
+    return any(
+        p.get("protocol", "TCP") == proto and (p.get("port") is None or int(p["port"]) == port) for p in ports
+    )
+
+
+def direction_allows(
+    policies: list[dict], subject: Peer, other: Peer, port: int, proto: str, kind: str
+) -> bool:
+    """Whether the policies in subject's namespace let traffic of `kind` (Ingress/Egress) through."""
+    applying = [
+        p
+        for p in policies
+        if p["metadata"]["namespace"] == subject.namespace
+        and kind in p["spec"].get("policyTypes", [])
+        and selects(p["spec"]["podSelector"], subject.labels)
+    ]
+    if not applying:
+        return True
+    key, peers_key = ("egress", "to") if kind == "Egress" else ("ingress", "from")
+    for p in applying:
+        for rule in p["spec"].get(key, []):
+            peers = rule.get(peers_key)
+            if (not peers or any(peer_matches(x, other, subject.namespace) for x in peers)) and port_matches(
+                rule.get("ports"), port, proto
+            ):
+                return True
+    return False
+
+
+def allowed(policies: list[dict], src: Peer, dst: Peer, port: int, proto: str = "TCP") -> bool:
+    egress = src.namespace is None or direction_allows(policies, src, dst, port, proto, "Egress")
+    ingress = dst.namespace is None or direction_allows(policies, dst, src, port, proto, "Ingress")
+    return egress and ingress
+
+
+TRAINER = Peer("research", {"app": "trainer", "trainplane.dev/job": "llm"})
+TRAINER2 = Peer("research", {"app": "trainer", "trainplane.dev/job": "llm2"})
+VISION = Peer("vision", {"app": "trainer"})
+DNS = Peer("kube-system", {"k8s-app": "kube-dns"})
+KUBE_PROXY = Peer("kube-system", {"k8s-app": "kube-proxy"})
+PROMETHEUS = Peer("monitoring", {"app.kubernetes.io/name": "prometheus"})
+DEFAULT_NS = Peer("default", {"app": "x"})
+INTERNET = Peer(None, ip="52.216.8.1")
+
+COMMON_CASES = [
+    (TRAINER, TRAINER2, 29500, "TCP", True, "rendezvous within the namespace"),
+    (TRAINER, DNS, 53, "UDP", True, "DNS over UDP"),
+    (TRAINER, DNS, 53, "TCP", True, "DNS over TCP"),
+    (TRAINER, KUBE_PROXY, 53, "UDP", False, "port 53 only to kube-dns"),
+    (TRAINER, DNS, 8080, "TCP", False, "only port 53 on kube-dns"),
+    (PROMETHEUS, TRAINER, 9090, "TCP", True, "Prometheus scrape on the metrics port"),
+    (PROMETHEUS, TRAINER, 29500, "TCP", False, "monitoring reaches only the metrics port"),
+    (VISION, TRAINER, 29500, "TCP", False, "other team in"),
+    (TRAINER, VISION, 29500, "TCP", False, "other team out"),
+    (VISION, TRAINER, 9090, "TCP", False, "other team on the metrics port"),
+    (DEFAULT_NS, TRAINER, 9090, "TCP", False, "default namespace in"),
+    (INTERNET, TRAINER, 443, "TCP", False, "nothing from outside"),
+    (TRAINER, INTERNET, 80, "TCP", False, "no plain HTTP out"),
+]
+CLOUD_CASES = {
+    "aws-dev": [
+        (TRAINER, Peer(None, ip="10.40.16.10"), 988, "TCP", True, "FSx Lustre"),
+        (TRAINER, Peer(None, ip="10.40.16.10"), 1021, "TCP", True, "FSx Lustre 1018-1023"),
+        (TRAINER, Peer(None, ip="10.40.16.11"), 988, "TCP", False, "only the file system's address"),
+        (TRAINER, Peer(None, ip="10.40.16.10"), 22, "TCP", False, "only Lustre ports"),
+        (TRAINER, INTERNET, 443, "TCP", True, "S3 over HTTPS"),
+    ],
+    "gcp-dev": [
+        (TRAINER, Peer(None, ip="10.50.8.2"), 2049, "TCP", True, "Filestore NFS"),
+        (TRAINER, Peer(None, ip="10.50.8.9"), 2049, "TCP", False, "only the Filestore address"),
+        (TRAINER, INTERNET, 443, "TCP", True, "GCS over HTTPS"),
+    ],
+    "onprem-dev": [
+        # The NFS server is a DNS name: any address, NFS port only.
+        (TRAINER, Peer(None, ip="192.168.10.5"), 2049, "TCP", True, "NFS server"),
+        (TRAINER, Peer(None, ip="192.168.10.5"), 111, "TCP", False, "only the NFS port"),
+        (TRAINER, INTERNET, 443, "TCP", False, "no object store on this platform"),
+    ],
+}
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "gcp-dev", "onprem-dev"])
+def test_network_policies_allow_exactly_the_table(stack):
+    policies = objects(plan(stack), NETPOL)
+    assert {p["metadata"]["namespace"] for p in policies} == {"research", "vision"}
+    wrong = [
+        f"{why}: {src.namespace}->{dst.namespace or dst.ip}:{port}/{proto} expected {'allowed' if ok else 'denied'}"
+        for src, dst, port, proto, ok, why in COMMON_CASES + CLOUD_CASES[stack]
+        if allowed(policies, src, dst, port, proto) != ok
+    ]
+    assert not wrong, wrong
+
+
+def test_evaluator_denies_without_the_allow_rules():
+    """The evaluator itself: with only default-deny left, in-namespace traffic and DNS are refused."""
+    policies = [p for p in objects(plan("aws-dev"), NETPOL) if p["metadata"]["name"] == "default-deny"]
+    assert not allowed(policies, TRAINER, TRAINER2, 29500)
+    assert not allowed(policies, TRAINER, DNS, 53, "UDP")
+    assert allowed([], TRAINER, VISION, 29500)
