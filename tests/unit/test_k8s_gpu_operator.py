@@ -63,8 +63,11 @@ def test_gke_follows_nvidias_gke_path():
     assert values["toolkit"]["env"] == [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]
     assert values["cdi"] == {"enabled": True}
 
-    (quota,) = result.of_type("kubernetes:core/v1:ResourceQuota")
-    assert quota.inputs["metadata"]["namespace"] == "gpu-operator"
+    (quota,) = [
+        r
+        for r in result.of_type("kubernetes:core/v1:ResourceQuota")
+        if r.inputs["metadata"]["namespace"] == "gpu-operator"
+    ]
     (expr,) = quota.inputs["spec"]["scopeSelector"]["matchExpressions"]
     assert expr == {
         "scopeName": "PriorityClass",

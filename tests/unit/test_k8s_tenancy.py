@@ -247,7 +247,7 @@ def test_network_policies_allow_exactly_the_table(stack):
     policies = objects(plan(stack), NETPOL)
     assert {p["metadata"]["namespace"] for p in policies} == {"research", "vision"}
     wrong = [
-        f"{why}: {src.namespace}->{dst.namespace or dst.ip}:{port}/{proto} expected {'allowed' if ok else 'denied'}"
+        f"{why}: {src.namespace}->{dst.namespace or dst.ip}:{port}/{proto} should be {ok}"
         for src, dst, port, proto, ok, why in COMMON_CASES + CLOUD_CASES[stack]
         if allowed(policies, src, dst, port, proto) != ok
     ]
