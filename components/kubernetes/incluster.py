@@ -9,9 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+import pulumi_kubernetes as k8s
 
-from components.bundle import ClusterBundle
+from components.bundle import MONITORING_NAMESPACE, ClusterBundle
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kubernetes.logs import Logs, LogsArgs
+from components.kubernetes.observability import Observability, ObservabilityArgs
 from components.kubernetes.tenancy import TeamTenancy, TeamTenancyArgs
 from components.kubernetes.volumes import SharedVolumes, SharedVolumesArgs
 from components.spec import PlatformSpec
@@ -41,5 +44,22 @@ class InClusterPlatform(pulumi.ComponentResource):
             f"{name}-volumes",
             SharedVolumesArgs(spec, bundle, {team: t.namespace for team, t in self.teams.items()}),
             child,
+        )
+        monitoring = k8s.core.v1.Namespace(
+            f"{name}-monitoring-ns",
+            metadata={
+                "name": MONITORING_NAMESPACE,
+                # node-exporter and Alloy read the host (hostNetwork, hostPID, hostPath).
+                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+            },
+            opts=child,
+        )
+        self.observability = Observability(
+            f"{name}-observability", ObservabilityArgs(spec, bundle, monitoring, list(self.teams)), child
+        )
+        self.logs = (
+            Logs(f"{name}-logs", LogsArgs(spec, bundle, monitoring), child)
+            if spec.observability.loki
+            else None
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

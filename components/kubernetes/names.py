@@ -21,10 +21,10 @@ FSX_CSI_RELEASE = "aws-fsx-csi-driver"
 # NetworkPolicy admits the monitoring namespace to it.
 TRAINER_METRICS_PORT = 9090
 TRAINER_METRICS_PORT_NAME = "metrics"
-# Every pod of a training job carries these labels (the job builder sets them; Alloy and the PodMonitor
-# turn them into the `job` and `rank` labels of logs and metrics).
-JOB_LABEL = "trainplane.dev/job"
-RANK_LABEL = "trainplane.dev/rank"
+# Kubernetes labels every pod of a batch/v1 Job (Indexed completion mode) carries; the PodMonitor and
+# Alloy turn them into the `job` and `rank` labels of metrics and logs.
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+RANK_LABEL = "batch.kubernetes.io/job-completion-index"
 
 # Loki's in-cluster push and query endpoint (the chart's gateway service, single-binary mode).
 LOKI_URL = f"http://{LOKI_RELEASE}-gateway.{MONITORING_NAMESPACE}.svc.cluster.local"

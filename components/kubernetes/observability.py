@@ -1,0 +1,160 @@
+"""Metrics and dashboards: kube-prometheus-stack (Prometheus, Alertmanager, Grafana), the GPU and
+training dashboards as ConfigMaps, the trainplane alert rules and the PodMonitor for training jobs.
+
+Prometheus selects every ServiceMonitor, PodMonitor and PrometheusRule in the cluster (the
+*SelectorNilUsesHelmValues=false settings), so the DCGM exporter's ServiceMonitor and ours need no
+release label. Objects of the chart's CRDs wait for the release; nothing else does.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.bundle import ClusterBundle
+from components.charts import CHARTS
+from components.kubernetes.alerts import alert_groups
+from components.kubernetes.dashboards import dashboards
+from components.kubernetes.names import (
+    JOB_NAME_LABEL,
+    LOKI_URL,
+    PROMETHEUS_RELEASE,
+    RANK_LABEL,
+    RELEASE_TIMEOUT_S,
+    TRAINER_METRICS_PORT_NAME,
+)
+from components.spec import PlatformSpec
+
+DASHBOARD_LABEL = "grafana_dashboard"
+
+
+def _meta_label(label: str) -> str:
+    """Prometheus' service-discovery name of a pod label."""
+    return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in label)
+
+
+def prometheus_values(spec: PlatformSpec, loki: bool) -> dict[str, Any]:
+    obs = spec.observability
+    values: dict[str, Any] = {
+        "prometheus": {
+            "prometheusSpec": {
+                "retention": f"{obs.retention_days}d",
+                "storageSpec": {
+                    "volumeClaimTemplate": {
+                        "spec": {
+                            "accessModes": ["ReadWriteOnce"],
+                            "resources": {"requests": {"storage": f"{obs.prometheus_storage_gib}Gi"}},
+                        }
+                    }
+                },
+                "serviceMonitorSelectorNilUsesHelmValues": False,
+                "podMonitorSelectorNilUsesHelmValues": False,
+                "ruleSelectorNilUsesHelmValues": False,
+            }
+        },
+        "grafana": {"enabled": obs.grafana},
+    }
+    if obs.grafana:
+        values["grafana"]["sidecar"] = {
+            "dashboards": {
+                "enabled": True,
+                "label": DASHBOARD_LABEL,
+                "labelValue": "1",
+                "searchNamespace": "ALL",
+            }
+        }
+        if loki:
+            values["grafana"]["additionalDataSources"] = [
+                {"name": "Loki", "type": "loki", "uid": "loki", "access": "proxy", "url": LOKI_URL}
+            ]
+    return values
+
+
+def trainer_pod_monitor(team_namespaces: Sequence[str]) -> dict[str, Any]:
+    return {
+        "namespaceSelector": {"matchNames": list(team_namespaces)},
+        "selector": {"matchExpressions": [{"key": JOB_NAME_LABEL, "operator": "Exists"}]},
+        "podMetricsEndpoints": [
+            {
+                "port": TRAINER_METRICS_PORT_NAME,
+                "interval": "15s",
+                # namespace and pod come with every PodMonitor target; job and rank from the Job's labels.
+                "relabelings": [
+                    {
+                        "sourceLabels": [_meta_label(JOB_NAME_LABEL)],
+                        "targetLabel": "job",
+                        "action": "replace",
+                    },
+                    {"sourceLabels": [_meta_label(RANK_LABEL)], "targetLabel": "rank", "action": "replace"},
+                ],
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class ObservabilityArgs:
+    spec: PlatformSpec
+    bundle: ClusterBundle
+    namespace: k8s.core.v1.Namespace
+    team_namespaces: Sequence[str]
+
+
+class Observability(pulumi.ComponentResource):
+    """kube-prometheus-stack plus trainplane's dashboards, alerts and training-job scraping."""
+
+    release: k8s.helm.v3.Release
+
+    def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:Observability", name, None, opts)
+        spec = args.spec
+        ns = args.namespace.metadata["name"]
+        child = pulumi.ResourceOptions(parent=self)
+        chart = CHARTS["kube-prometheus-stack"]
+        self.release = k8s.helm.v3.Release(
+            f"{name}-prometheus",
+            name=PROMETHEUS_RELEASE,
+            namespace=ns,
+            **chart.release_args(),
+            values=prometheus_values(spec, loki=spec.observability.loki),
+            timeout=RELEASE_TIMEOUT_S,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.bundle.ready)),
+        )
+        # Objects of the chart's CRDs (PrometheusRule, PodMonitor) wait for the release that installs them.
+        after_crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        if spec.observability.grafana:
+            for file_name, board in dashboards().items():
+                k8s.core.v1.ConfigMap(
+                    f"{name}-dashboard-{file_name.removesuffix('.json')}",
+                    metadata={
+                        "name": f"trainplane-dashboard-{file_name.removesuffix('.json')}",
+                        "namespace": ns,
+                        "labels": {DASHBOARD_LABEL: "1"},
+                    },
+                    data={file_name: json.dumps(board, indent=2)},
+                    opts=child,
+                )
+        if spec.observability.alerts:
+            k8s.apiextensions.CustomResource(
+                f"{name}-alerts",
+                api_version="monitoring.coreos.com/v1",
+                kind="PrometheusRule",
+                metadata={"name": "trainplane", "namespace": ns},
+                spec={"groups": alert_groups()},
+                opts=after_crds,
+            )
+        if args.team_namespaces:
+            k8s.apiextensions.CustomResource(
+                f"{name}-trainer-podmonitor",
+                api_version="monitoring.coreos.com/v1",
+                kind="PodMonitor",
+                metadata={"name": "trainplane-trainer", "namespace": ns},
+                spec=trainer_pod_monitor(args.team_namespaces),
+                opts=after_crds,
+            )
+        self.register_outputs({"release": self.release.name})

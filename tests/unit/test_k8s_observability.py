@@ -1,0 +1,265 @@
+"""Observability: Prometheus picks up DCGM and trainer metrics, dashboards and alerts name only known
+metrics, Loki stores on the cloud bucket with the cloud identity, Alloy labels logs."""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+
+import pytest
+
+from components.kubernetes.alerts import alert_groups
+from components.kubernetes.dashboards import dashboards
+from components.kubernetes.dashboards.metrics import ALLOWED_METRICS, DCGM_METRICS, TRAINER_METRICS
+from components.kubernetes.logs import alloy_config
+from infra.mockcloud.kubernetes import plan_incluster
+from tests.conftest import platform_object
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+@functools.cache
+def plan(stack: str):
+    return plan_incluster(platform_object(stack), stack)
+
+
+def release(result, chart: str):
+    (r,) = [r for r in result.of_type(RELEASE) if r.inputs["chart"].rsplit("/", 1)[-1] == chart]
+    return r
+
+
+# ---- PromQL: every selector names an allowed metric ------------------------------------------
+
+PROMQL_WORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "sum",
+    "avg",
+    "max",
+    "min",
+    "count",
+    "rate",
+    "increase",
+    "irate",
+    "delta",
+    "changes",
+    "avg_over_time",
+    "max_over_time",
+    "min_over_time",
+    "label_values",
+    "time",
+    "timestamp",
+    "histogram_quantile",
+    "topk",
+}
+
+
+def metric_names(expr: str) -> set[str]:
+    """Metric names in a PromQL expression: identifiers outside {...} and [...] and not functions or
+    keywords or label names in by/on clauses."""
+    # Grafana's label_values(metric, label): the second argument is a label name.
+    stripped = re.sub(r"label_values\((.*),\s*\w+\)", r"\1", expr)
+    stripped = re.sub(r"\{[^}]*\}", "", stripped)
+    stripped = re.sub(r"\[[^\]]*\]", "", stripped)
+    stripped = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", stripped)
+    stripped = re.sub(r'"[^"]*"', "", stripped)
+    names = set(re.findall(r"\b[A-Za-z_:][A-Za-z0-9_:]*\b", stripped))
+    return {n for n in names if n not in PROMQL_WORDS and not re.fullmatch(r"\d+[smhd]?", n)}
+
+
+def test_metric_name_parser_sees_through_functions_and_labels():
+    assert metric_names('sum by (namespace, job) (increase(trainplane_restarts_total{job=~"$job"}[1h]))') == {
+        "trainplane_restarts_total"
+    }
+    assert metric_names("a_metric and on (node) other > 0") == {"a_metric", "other"}
+    assert metric_names('label_values(trainplane_step{namespace=~"$namespace"}, job)') == {"trainplane_step"}
+
+
+def all_exprs() -> list[tuple[str, str]]:
+    exprs = []
+    for file_name, board in dashboards().items():
+        for panel in board["panels"]:
+            exprs += [(f"{file_name}:{panel['title']}", t["expr"]) for t in panel["targets"]]
+        for var in board["templating"]["list"]:
+            if var["type"] == "query":
+                exprs.append((f"{file_name}:${var['name']}", var["query"]["query"]))
+    for group in alert_groups():
+        exprs += [(f"alert {r['alert']}", r["expr"]) for r in group["rules"]]
+    return exprs
+
+
+def test_dashboards_and_alerts_name_only_dcgm_trainer_and_kube_state_metrics():
+    bad = {(where, n) for where, e in all_exprs() for n in metric_names(e) if n not in ALLOWED_METRICS}
+    assert not bad, bad
+    used = {n for _, e in all_exprs() for n in metric_names(e)}
+    for name in used:
+        assert name.startswith("DCGM_FI_") or name in TRAINER_METRICS or name.startswith("kube_"), name
+    # The GPU dashboard covers utilisation, memory, tensor activity, power and XIDs.
+    assert {
+        "DCGM_FI_DEV_GPU_UTIL",
+        "DCGM_FI_DEV_FB_USED",
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+        "DCGM_FI_DEV_POWER_USAGE",
+        "DCGM_FI_DEV_XID_ERRORS",
+    } <= used & DCGM_METRICS
+    assert {
+        "trainplane_tokens_per_second",
+        "trainplane_loss",
+        "trainplane_step_seconds",
+        "trainplane_checkpoint_save_seconds",
+        "trainplane_restarts_total",
+    } <= used
+
+
+def test_dashboards_are_valid_grafana_json():
+    boards = dashboards()
+    assert set(boards) == {"gpu.json", "training.json"}
+    uids = set()
+    for name, board in boards.items():
+        assert board["uid"] not in uids and len(board["uid"]) <= 40, name
+        uids.add(board["uid"])
+        assert isinstance(board["schemaVersion"], int) and board["title"]
+        ids = [p["id"] for p in board["panels"]]
+        assert len(ids) == len(set(ids)), f"{name}: duplicate panel ids"
+        for p in board["panels"]:
+            assert p["type"] in {"timeseries", "stat", "table", "gauge"}
+            g = p["gridPos"]
+            assert 0 <= g["x"] and g["x"] + g["w"] <= 24 and g["h"] > 0, (name, p["title"])
+            assert p["datasource"]["uid"] == "${datasource}"
+            assert [t["refId"] for t in p["targets"]] == [chr(65 + i) for i in range(len(p["targets"]))]
+        variables = {v["name"] for v in board["templating"]["list"]}
+        used = set(re.findall(r"\$(\w+)", json.dumps(board["panels"])))
+        assert used <= variables, (name, used - variables)
+
+
+def test_alert_rules_cover_the_four_conditions():
+    rules = {r["alert"]: r for g in alert_groups() for r in g["rules"]}
+    assert set(rules) == {"GpuIdleButAllocated", "GpuXidError", "TrainingJobStalled", "GpuNodeNotReady"}
+    assert 'pod!=""' in rules["GpuIdleButAllocated"]["expr"]
+    assert 'resource="nvidia_com_gpu"' in rules["GpuNodeNotReady"]["expr"]
+    for r in rules.values():
+        assert re.fullmatch(r"\d+[smh]", r["for"]) and r["labels"]["severity"] in {"warning", "critical"}
+
+
+# ---- what the program sends ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "gcp-dev", "onprem-dev"])
+def test_prometheus_selects_every_monitor_and_rule(stack):
+    result = plan(stack)
+    r = release(result, "kube-prometheus-stack")
+    assert r.inputs["version"] == "88.5.3" and r.inputs["namespace"] == "monitoring"
+    prom = r.inputs["values"]["prometheus"]["prometheusSpec"]
+    assert prom["serviceMonitorSelectorNilUsesHelmValues"] is False  # DCGM exporter's ServiceMonitor
+    assert prom["podMonitorSelectorNilUsesHelmValues"] is False
+    assert prom["ruleSelectorNilUsesHelmValues"] is False
+    assert prom["retention"] == "15d"
+    assert prom["storageSpec"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"] == "100Gi"
+    grafana = r.inputs["values"]["grafana"]
+    assert grafana["sidecar"]["dashboards"]["label"] == "grafana_dashboard"
+    (loki_ds,) = grafana["additionalDataSources"]
+    assert loki_ds["type"] == "loki" and loki_ds["url"] == "http://loki-gateway.monitoring.svc.cluster.local"
+
+    maps = [
+        c
+        for c in result.of_type("kubernetes:core/v1:ConfigMap")
+        if c.inputs["metadata"]["namespace"] == "monitoring"
+    ]
+    assert {m["metadata"]["labels"]["grafana_dashboard"] for m in (c.inputs for c in maps)} == {"1"}
+    shipped = {k: json.loads(v) for m in maps for k, v in m.inputs["data"].items()}
+    assert shipped == dashboards()
+
+    crs = {
+        c.inputs["kind"]: c for c in result.resources if c.type.startswith("kubernetes:monitoring.coreos.com")
+    }
+    assert set(crs) == {"PrometheusRule", "PodMonitor"}
+    for cr in crs.values():  # CRDs first: both wait for the release that installs them
+        assert r.urn in cr.deps
+    pm = crs["PodMonitor"].inputs["spec"]
+    assert pm["namespaceSelector"] == {"matchNames": ["research"]}
+    (endpoint,) = pm["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics"
+    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "rank"}
+    # Dashboards (ConfigMaps) need no CRD and are not serialised behind the release.
+    assert all(r.urn not in m.deps for m in maps)
+
+
+def test_retention_and_storage_come_from_config():
+    obj = platform_object("onprem-dev")
+    obj["observability"].update({"retentionDays": 30, "prometheusStorageGiB": 500, "grafana": False})
+    result = plan_incluster(obj)
+    values = release(result, "kube-prometheus-stack").inputs["values"]
+    assert values["prometheus"]["prometheusSpec"]["retention"] == "30d"
+    assert values["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"][
+        "resources"
+    ] == {"requests": {"storage": "500Gi"}}
+    assert values["grafana"] == {"enabled": False}
+    assert not [c for c in result.of_type("kubernetes:core/v1:ConfigMap") if "dashboard" in c.name]
+
+
+@pytest.mark.parametrize(
+    ("stack", "type_", "annotation", "identity"),
+    [
+        ("aws-dev", "s3", "eks.amazonaws.com/role-arn", "arn:aws:iam::123456789012:role/ml-dev-loki"),
+        (
+            "gcp-dev",
+            "gcs",
+            "iam.gke.io/gcp-service-account",
+            "ml-dev-loki@example-ml-dev.iam.gserviceaccount.com",
+        ),
+    ],
+)
+def test_loki_on_the_cloud_bucket_with_the_cloud_identity(stack, type_, annotation, identity):
+    values = release(plan(stack), "loki").inputs["values"]
+    storage = values["loki"]["storage"]
+    assert storage["type"] == type_
+    assert storage["bucketNames"]["chunks"] == "ml-dev-logs-123456789012"
+    assert values["loki"]["schemaConfig"]["configs"][0]["object_store"] == type_
+    assert values["serviceAccount"] == {"create": True, "name": "loki", "annotations": {annotation: identity}}
+    assert values["loki"]["structuredConfig"]["limits_config"]["retention_period"] == f"{14 * 24}h"
+    if type_ == "s3":
+        assert storage["s3"] == {"region": "us-east-1"}
+
+
+def test_loki_on_the_filesystem_on_existing_clusters():
+    values = release(plan("onprem-dev"), "loki").inputs["values"]
+    assert values["loki"]["storage"] == {"type": "filesystem"}
+    assert values["serviceAccount"] == {"create": True, "name": "loki"}
+
+
+def test_no_loki_when_disabled():
+    obj = platform_object("aws-dev")
+    obj["observability"]["loki"] = False
+    result = plan_incluster(obj)
+    charts = {r.inputs["chart"] for r in result.of_type(RELEASE)}
+    assert "loki" not in charts and "alloy" not in charts
+    assert "additionalDataSources" not in release(result, "kube-prometheus-stack").inputs["values"]["grafana"]
+
+
+def test_alloy_ships_pod_logs_with_job_and_rank_labels():
+    r = release(plan("aws-dev"), "alloy")
+    assert r.inputs["repositoryOpts"] == {"repo": "https://grafana.github.io/helm-charts"}
+    values = r.inputs["values"]
+    assert values["controller"]["type"] == "daemonset"
+    config = values["alloy"]["configMap"]["content"]
+    assert config == alloy_config()
+    pairs = re.findall(r'source_labels = \["([^"]+)"\]\s*target_label\s*= "([^"]+)"', config)
+    assert dict((t, s) for s, t in pairs) == {
+        "namespace": "__meta_kubernetes_namespace",
+        "pod": "__meta_kubernetes_pod_name",
+        "container": "__meta_kubernetes_pod_container_name",
+        "job": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_name",
+        "rank": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index",
+    }
+    assert 'url = "http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push"' in config
+    assert config.count("{") == config.count("}")
