@@ -15,6 +15,7 @@ from components.bundle import MONITORING_NAMESPACE, ClusterBundle
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.kubernetes.logs import Logs, LogsArgs
 from components.kubernetes.observability import Observability, ObservabilityArgs
+from components.kubernetes.queueing import Queueing, QueueingArgs
 from components.kubernetes.tenancy import TeamTenancy, TeamTenancyArgs
 from components.kubernetes.volumes import SharedVolumes, SharedVolumesArgs
 from components.spec import PlatformSpec
@@ -60,6 +61,16 @@ class InClusterPlatform(pulumi.ComponentResource):
         self.logs = (
             Logs(f"{name}-logs", LogsArgs(spec, bundle, monitoring), child)
             if spec.observability.loki
+            else None
+        )
+        namespaces = {team: t.namespace for team, t in self.teams.items()}
+        self.queueing = (
+            Queueing(
+                f"{name}-queueing",
+                QueueingArgs(spec, bundle, namespaces, prometheus=self.observability.release),
+                child,
+            )
+            if spec.queueing.enabled
             else None
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

@@ -1,0 +1,198 @@
+"""Queueing with Kueue: a ResourceFlavor per GPU kind and capacity, a ClusterQueue per team with its
+nominal GPU quota in one cohort (idle quota can be borrowed), a LocalQueue in every team namespace, and
+all-or-nothing admission (waitForPodsReady) so a multi-node job never holds half its GPUs.
+
+Kueue objects use the v1beta2 API (storage version since Kueue 0.16): ClusterQueue `cohortName`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components.bundle import ClusterBundle, NodePoolInfo
+from components.charts import CHARTS
+from components.kubernetes.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
+from components.kubernetes.tenancy import team_quota
+from components.spec import PlatformSpec
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+LOCAL_QUEUE = "default"
+
+
+def manager_config() -> str:
+    """Kueue's Configuration (chart value managerConfig.controllerManagerConfigYaml) with waitForPodsReady."""
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # A job is admitted whole or not at all: if its pods are not all running within the timeout, Kueue
+        # evicts and requeues it, and admits nothing else meanwhile (blockAdmission), so two half-started
+        # multi-node jobs cannot deadlock on each other's GPUs.
+        "waitForPodsReady": {
+            "timeout": "10m",
+            "recoveryTimeout": "3m",
+            "blockAdmission": True,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        },
+        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "pod"]},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+def flavor_name(gpu: str, capacity: str) -> str:
+    return re.sub(r"[^a-z0-9-]", "-", f"{gpu.lower()}-{capacity}")
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    gpus: int  # GPUs in the flavor at maximum scale
+    node_labels: dict[str, str]
+    tolerations: list[dict[str, str]]
+
+
+def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
+    groups: dict[tuple[str, str], list[NodePoolInfo]] = {}
+    for p in pools:
+        if p.gpu:
+            groups.setdefault((p.gpu, p.capacity), []).append(p)
+    out = []
+    for (gpu, capacity), members in sorted(groups.items()):
+        # Labels every node of the group carries (pool-specific labels drop out when pools share a flavor).
+        common = dict(members[0].labels)
+        for m in members[1:]:
+            common = {k: v for k, v in common.items() if m.labels.get(k) == v}
+        taints = {(t.key, t.value, t.effect) for m in members for t in m.taints}
+        out.append(
+            Flavor(
+                name=flavor_name(gpu, capacity),
+                gpus=sum(m.gpus_per_node * m.max_nodes for m in members),
+                node_labels=common,
+                tolerations=[
+                    {"key": k, "operator": "Equal", "value": v, "effect": e} for k, v, e in sorted(taints)
+                ],
+            )
+        )
+    return out
+
+
+def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> dict[str, Any]:
+    team = next(t for t in spec.teams if t.name == team_name)
+    quota = team_quota(spec, team)
+    cpu, memory = quota["requests.cpu"], quota["requests.memory"]
+
+    def resource(name: str, nominal: str) -> dict[str, Any]:
+        r: dict[str, Any] = {"name": name, "nominalQuota": nominal}
+        if not spec.queueing.borrowing:
+            r["borrowingLimit"] = "0"
+        return r
+
+    return {
+        "cohortName": spec.queueing.cohort,
+        # Only the team's own namespace feeds its queue.
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.name}},
+        "queueingStrategy": "BestEffortFIFO",
+        # Borrowed GPUs are returned when their owner needs them.
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", GPU],
+                "flavors": [
+                    {
+                        "name": f.name,
+                        # Each flavor can hold the whole team quota, up to what the flavor has; the
+                        # namespace ResourceQuota caps the team's total across flavors.
+                        "resources": [
+                            resource("cpu", cpu),
+                            resource("memory", memory),
+                            resource(GPU, str(min(team.gpu_quota, f.gpus))),
+                        ],
+                    }
+                    for f in fl
+                ],
+            }
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class QueueingArgs:
+    spec: PlatformSpec
+    bundle: ClusterBundle
+    namespaces: Mapping[str, k8s.core.v1.Namespace]
+    # The Prometheus release, whose ServiceMonitor CRD Kueue's metrics ServiceMonitor needs.
+    prometheus: k8s.helm.v3.Release | None = None
+
+
+class Queueing(pulumi.ComponentResource):
+    """Kueue and the flavors and queues that turn team quotas into admission."""
+
+    def __init__(self, name: str, args: QueueingArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:Queueing", name, None, opts)
+        spec, bundle = args.spec, args.bundle
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": KUEUE_NAMESPACE}, opts=pulumi.ResourceOptions(parent=self)
+        )
+        chart = CHARTS["kueue"]
+        values: dict[str, Any] = {"managerConfig": {"controllerManagerConfigYaml": manager_config()}}
+        waits = list(bundle.ready)
+        if args.prometheus is not None:
+            values["enablePrometheus"] = True
+            waits.append(args.prometheus)
+        self.release = k8s.helm.v3.Release(
+            f"{name}-kueue",
+            name=KUEUE_RELEASE,
+            namespace=ns.metadata["name"],
+            **chart.release_args(),
+            values=values,
+            timeout=RELEASE_TIMEOUT_S,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+        )
+        # Kueue objects need the chart's CRDs (and its webhook) first.
+        after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
+        fl = flavors(bundle.node_pools)
+        for f in fl:
+            flavor_spec: dict[str, Any] = {"nodeLabels": f.node_labels}
+            if f.tolerations:
+                flavor_spec["tolerations"] = f.tolerations
+            k8s.apiextensions.CustomResource(
+                f"{name}-flavor-{f.name}",
+                api_version=KUEUE_API,
+                kind="ResourceFlavor",
+                metadata={"name": f.name},
+                spec=flavor_spec,
+                opts=after,
+            )
+        for team in spec.teams:
+            cq = k8s.apiextensions.CustomResource(
+                f"{name}-cq-{team.name}",
+                api_version=KUEUE_API,
+                kind="ClusterQueue",
+                metadata={"name": team.name},
+                spec=cluster_queue_spec(spec, team.name, fl),
+                opts=after,
+            )
+            k8s.apiextensions.CustomResource(
+                f"{name}-lq-{team.name}",
+                api_version=KUEUE_API,
+                kind="LocalQueue",
+                metadata={"name": LOCAL_QUEUE, "namespace": args.namespaces[team.name].metadata["name"]},
+                spec={"clusterQueue": cq.metadata["name"]},
+                opts=after,
+            )
+        self.register_outputs({"release": self.release.name})

@@ -1,0 +1,106 @@
+"""Kueue: flavors matching pool labels and taints, team ClusterQueues in one cohort, LocalQueues,
+waitForPodsReady, and Kueue objects only after the chart that installs their CRDs."""
+
+from __future__ import annotations
+
+import functools
+
+import yaml
+
+from infra.mockcloud.kubernetes import plan_incluster
+from tests.conftest import platform_object
+
+
+@functools.cache
+def plan(stack: str):
+    obj = platform_object(stack)
+    obj["teams"].append({"name": "vision", "gpuQuota": 8})
+    return plan_incluster(obj, stack)
+
+
+def kueue(result, kind: str) -> list:
+    return [r for r in result.resources if r.type == f"kubernetes:kueue.x-k8s.io/v1beta2:{kind}"]
+
+
+def test_flavor_matches_the_pool_labels_and_taints():
+    (flavor,) = kueue(plan("aws-dev"), "ResourceFlavor")
+    assert flavor.inputs["metadata"]["name"] == "h100-spot"
+    assert flavor.inputs["spec"]["nodeLabels"] == {
+        "trainplane.dev/pool": "h100",
+        "trainplane.dev/gpu": "H100",
+        "trainplane.dev/capacity": "spot",
+        "eks.amazonaws.com/capacityType": "SPOT",
+    }
+    assert flavor.inputs["spec"]["tolerations"] == [
+        {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
+    ]
+    (onprem,) = kueue(plan("onprem-dev"), "ResourceFlavor")
+    assert onprem.inputs["spec"]["nodeLabels"] == {"node.kubernetes.io/instance-type": "dgx-a100"}
+
+
+def test_flavor_per_gpu_kind_and_capacity():
+    obj = platform_object("aws-dev")
+    obj["nodePools"].append({"name": "h100od", "gpu": "H100", "gpusPerNode": 8, "maxNodes": 2})
+    names = sorted(f.inputs["metadata"]["name"] for f in kueue(plan_incluster(obj), "ResourceFlavor"))
+    assert names == ["h100-on-demand", "h100-spot"]
+
+
+def test_team_queues_share_one_cohort_with_their_nominal_gpu_quota():
+    result = plan("aws-dev")
+    queues = {q.inputs["metadata"]["name"]: q.inputs["spec"] for q in kueue(result, "ClusterQueue")}
+    assert set(queues) == {"research", "vision"}
+    for team, gpus in (("research", "16"), ("vision", "8")):
+        spec = queues[team]
+        assert spec["cohortName"] == "gpu-cohort"
+        assert spec["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": team}}
+        (group,) = spec["resourceGroups"]
+        assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
+        (flavor,) = group["flavors"]
+        gpu = next(r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
+        assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": gpus}  # no borrowingLimit: may borrow
+    local = {
+        (q.inputs["metadata"]["namespace"], q.inputs["spec"]["clusterQueue"])
+        for q in kueue(result, "LocalQueue")
+    }
+    assert local == {("research", "research"), ("vision", "vision")}
+
+
+def test_borrowing_disabled_sets_zero_borrowing_limits():
+    obj = platform_object("onprem-dev")
+    obj["queueing"] = {"borrowing": False, "cohort": "lab"}
+    (cq,) = kueue(plan_incluster(obj), "ClusterQueue")
+    assert cq.inputs["spec"]["cohortName"] == "lab"
+    for r in cq.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
+        assert r["borrowingLimit"] == "0"
+
+
+def test_wait_for_pods_ready_and_crds_first():
+    result = plan("gcp-dev")
+    (release,) = [
+        r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"].endswith("/kueue")
+    ]
+    assert release.inputs["chart"] == "oci://registry.k8s.io/kueue/charts/kueue"
+    assert release.inputs["version"] == "0.19.2"
+    assert "repositoryOpts" not in release.inputs
+    config = yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
+    assert config["waitForPodsReady"]["blockAdmission"] is True
+    assert config["waitForPodsReady"]["timeout"] == "10m"
+    assert "batch/job" in config["integrations"]["frameworks"]
+    for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue"):
+        for obj in kueue(result, kind):
+            assert release.urn in obj.deps, (kind, obj.name)
+    # Kueue's metrics ServiceMonitor needs the Prometheus CRDs.
+    (prom,) = [
+        r
+        for r in result.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["chart"] == "kube-prometheus-stack"
+    ]
+    assert prom.urn in release.deps
+
+
+def test_queueing_disabled_installs_no_kueue():
+    obj = platform_object("onprem-dev")
+    obj["queueing"] = {"enabled": False}
+    result = plan_incluster(obj)
+    assert not [r for r in result.resources if "kueue" in r.type or "kueue" in str(r.inputs.get("chart"))]
