@@ -48,7 +48,9 @@ class GpuPlatform(pulumi.ComponentResource):
         kwargs = {"spec": spec}
         if spec.cloud == "kubernetes":
             kwargs["kubeconfig"] = args.kubeconfig
-        backend = getattr(module, class_name)(name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self))
+        backend = getattr(module, class_name)(
+            name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self)
+        )
         self.cluster = backend.bundle
         self.outputs = platform_outputs(spec, self.cluster)
         self.register_outputs({"clusterName": self.cluster.name})

@@ -48,6 +48,10 @@ FILESTORE_LIMITS_GIB = {
 }
 
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+PATTERN_WORDS = {
+    _DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
+    r"^1\.\d{2}$": 'a Kubernetes minor version in quotes, e.g. "1.33"',
+}
 
 
 class ConfigError(Exception):
@@ -64,7 +68,6 @@ class Spec(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, validate_default=True
     )
-
 
 
 class ClusterSpec(Spec):
@@ -376,12 +379,17 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
         for dup in sorted(_duplicates(names)):
             yield f"{root}.{label}: name {dup!r} is used more than once"
 
-    for i, pool in enumerate(spec.node_pools):
-        yield from _check_pool(spec, pool, f"{root}.nodePools[{i}]")
+    pool_problems = [
+        line
+        for i, pool in enumerate(spec.node_pools)
+        for line in _check_pool(spec, pool, f"{root}.nodePools[{i}]")
+    ]
+    yield from pool_problems
     for i, st in enumerate(spec.storage):
         yield from _check_storage(spec, st, f"{root}.storage[{i}]")
 
-    yield from _check_teams(spec, root)
+    # Quotas are measured against the pools; with a broken pool the ceiling would only add noise.
+    yield from _check_teams(spec, root, check_quota=not pool_problems)
     yield from _check_gpu_operator(spec, root)
 
 
@@ -498,12 +506,12 @@ def _check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[s
                 yield f"{path}.path: required for nfs on an existing cluster (the exported path)"
 
 
-def _check_teams(spec: PlatformSpec, root: str) -> Iterable[str]:
+def _check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iterable[str]:
     storage_names = {s.name for s in spec.storage}
     ceiling = spec.max_gpus()
     for i, team in enumerate(spec.teams):
         path = f"{root}.teams[{i}]"
-        if team.gpu_quota > ceiling:
+        if check_quota and team.gpu_quota > ceiling:
             yield (
                 f"{path}.gpuQuota: {team.gpu_quota} GPUs is more than the platform's maximum of {ceiling} "
                 "(sum of gpusPerNode x maxNodes over GPU pools)"
@@ -531,7 +539,12 @@ def _check_gpu_operator(spec: PlatformSpec, root: str) -> Iterable[str]:
 def _loc_path(root: str, loc: tuple[Any, ...]) -> str:
     out = root
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_./-]+", str(part)):
+            out += f".{part}"
+        else:  # keys with spaces or control characters are shown quoted, so the line stays one line
+            out += f"[{str(part)!r}]"
     return out
 
 
@@ -572,7 +585,11 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], root: 
             owner = _model_at(model, loc)
             known = sorted((f.alias or n) for n, f in owner.model_fields.items()) if owner else []
             close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else (f"; known: {', '.join(known)}" if known else "")
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else (f"; known: {', '.join(known)}" if known else "")
+            )
             lines.append(f"{path}: unknown key{hint}")
         elif kind == "missing":
             lines.append(f"{path}: required")
@@ -581,8 +598,10 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], root: 
             lines.append(f"{path}: {given!r} is not allowed; allowed: {allowed}")
         elif kind == "value_error":
             lines.append(f"{path}: {str(e['msg']).removeprefix('Value error, ')}")
-        elif kind == "string_pattern_mismatch" and root:
-            lines.append(f"{path}: {given!r} is not valid here (expected the form {e['ctx']['pattern']})")
+        elif kind == "string_pattern_mismatch":
+            pattern = e["ctx"]["pattern"]
+            wanted = PATTERN_WORDS.get(pattern, f"the form {pattern}")
+            lines.append(f"{path}: {given!r} is not valid here; expected {wanted}")
         else:
             shown = f" (got {given!r})" if given is not None and not isinstance(given, dict | list) else ""
             lines.append(f"{path}: {e['msg']}{shown}")

@@ -37,6 +37,8 @@ def run() -> None:
 def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:
     from components.platform import GpuPlatform, GpuPlatformArgs
 
-    platform = GpuPlatform(spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig")))
+    platform = GpuPlatform(
+        spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
+    )
     for key, value in platform.outputs.items():
         pulumi.export(key, value)
