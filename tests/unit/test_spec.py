@@ -225,3 +225,33 @@ def test_gpus_per_node_defaults_from_the_machine_type():
     spec = PlatformSpec.load(raw)
     assert spec.gpus_per_node(spec.node_pools[1]) == 4
     assert spec.max_gpus() == 8
+
+
+def _models(model, seen=None):
+    from components.spec import Spec
+
+    seen = seen if seen is not None else {}
+    if model in seen:
+        return seen
+    seen[model] = True
+    for f in model.model_fields.values():
+        stack = [f.annotation]
+        while stack:
+            t = stack.pop()
+            if isinstance(t, type) and issubclass(t, Spec):
+                _models(t, seen)
+            stack.extend(getattr(t, "__args__", ()) or ())
+    return seen
+
+
+def test_every_platform_key_is_documented():
+    from tests.conftest import ROOT
+
+    doc = (ROOT / "docs" / "configuration.md").read_text()
+    missing = [
+        f"{m.__name__}.{f.alias or n}"
+        for m in _models(PlatformSpec)
+        for n, f in m.model_fields.items()
+        if f"`{f.alias or n}`" not in doc and f".{f.alias or n}`" not in doc
+    ]
+    assert missing == []
