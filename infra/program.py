@@ -1,19 +1,21 @@
 """The Pulumi program: read the stack's one config object, validate it, build, export.
 
 A platform stack holds `trainplane:platform`; a job stack holds `trainplane:job`. Validation happens
-before any resource is registered; problems surface as one line each, never a traceback.
+before any resource is registered (a job stack first reads its platform stack, which is how it learns
+what to validate against); problems surface as one line each, never a traceback.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
+from pulumi.runtime.sync_await import _sync_await
 
-from components.spec import ConfigError, PlatformSpec
+from components.spec import ConfigError, JobSpec, PlatformSpec, check_job
 
-
-def load_platform_spec(config: pulumi.Config) -> PlatformSpec:
-    raw = config.get_object("platform")
-    return PlatformSpec.load(raw)
+# The platform outputs a job stack needs (see components.platform.platform_outputs).
+PLATFORM_KEYS = ("cloud", "clusterName", "region", "nodePools", "teams", "storage", "buckets", "objectStore")
 
 
 def run() -> None:
@@ -26,9 +28,9 @@ def run() -> None:
         )
     try:
         if kinds == ["platform"]:
-            _platform(config, load_platform_spec(config))
+            _platform(config, PlatformSpec.load(config.get_object("platform")))
         else:
-            raise ConfigError(["job: job stacks are not supported by this version of trainplane yet"])
+            _job(JobSpec.load(config.get_object("job")))
     except ConfigError as e:
         # RunError prints without a Python traceback under `pulumi up`.
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
@@ -37,8 +39,46 @@ def run() -> None:
 def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:
     from components.platform import GpuPlatform, GpuPlatformArgs
 
-    platform = GpuPlatform(
-        spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
-    )
+    args = GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
+    platform = GpuPlatform(spec.cluster.name, args)
     for key, value in platform.outputs.items():
+        pulumi.export(key, value)
+
+
+def read_platform(ref: pulumi.StackReference) -> dict[str, Any]:
+    """The platform stack's outputs as plain values, read once, before anything else is registered.
+
+    Reading them synchronously (rather than building inside `.apply`) keeps every job resource visible
+    to `pulumi preview`; the engine knows a stack reference's outputs during preview too.
+    """
+    values: dict[str, Any] = {}
+    for key in PLATFORM_KEYS:
+        details = _sync_await(ref.get_output_details(key))
+        values[key] = details.value if details.value is not None else details.secret_value
+    if values.get("clusterName") is None:
+        raise ConfigError([f"job.platformStack: stack {ref.name} has no trainplane platform outputs (is it deployed?)"])
+    return values
+
+
+def _job(job: JobSpec) -> None:
+    import pulumi_kubernetes as k8s
+
+    from components.kubernetes.training_job import TrainingJob, TrainingJobArgs
+
+    ref = pulumi.StackReference("platform", stack_name=job.platform_stack)
+    platform = read_platform(ref)
+    problems = check_job(job, platform)
+    if problems:
+        raise ConfigError(problems)
+    provider = k8s.Provider(
+        "platform-cluster",
+        kubeconfig=ref.require_output("kubeconfig"),
+        enable_server_side_apply=True,
+    )
+    training = TrainingJob(
+        job.name,
+        TrainingJobArgs(job=job, platform=platform),
+        pulumi.ResourceOptions(providers={"kubernetes": provider}),
+    )
+    for key, value in training.outputs.items():
         pulumi.export(key, value)
