@@ -2,6 +2,7 @@
 
     trainplane plan aws-dev            tree, counts, GPUs, cost per hour, critical path
     trainplane plan aws-dev --json     the same as data
+    trainplane plan gpt-small-aws-dev  a job stack, on the offline plan of its platform stack
 
 Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error.
 """
@@ -31,42 +32,81 @@ class UsageError(Exception):
         self.lines = lines
 
 
-def _load_platform(stack: str):
-    from components.spec import ConfigError, PlatformSpec
+def _load_stack(stack: str):
     from infra import stackfile
 
     try:
-        sf = stackfile.load(stack)
+        return stackfile.load(stack)
     except stackfile.StackFileError as e:
         raise UsageError([str(e)]) from None
-    raw = sf.object("trainplane:platform")
-    if raw is None:
-        if sf.object("trainplane:job") is not None:
-            raise UsageError([f"{sf.path}: job stacks are not supported by this version of trainplane yet"])
-        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+
+
+def _validated(sf, key: str, model):
+    from components.spec import ConfigError
+
     try:
-        spec = PlatformSpec.load(raw)
+        return model.load(sf.object(key))
     except ConfigError as e:
         raise UsageError([f"{sf.path}: {len(e.problems)} problem(s)", *e.problems]) from None
-    return sf, spec
 
 
-def _run(sf):
+def _run(sf, stack_refs: dict[str, Any] | None = None):
     import pulumi
 
     from infra.mockcloud import run_program
 
     try:
-        return run_program(sf.config, sf.name, secret_keys=sf.secret_keys)
+        return run_program(sf.config, sf.name, stack_refs=stack_refs, secret_keys=sf.secret_keys)
     except pulumi.RunError as e:
         raise UsageError([f"{sf.path}: {line}" for line in str(e).splitlines()]) from None
 
 
-def cmd_plan(args: argparse.Namespace, console: Console) -> int:
-    from infra.plan import summarize
+def _read_refs(pairs: list[str]) -> dict[str, Any]:
+    """`--ref NAME=FILE`: a platform stack's outputs as `pulumi stack output --json --show-secrets` prints them."""
+    refs: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(
+                [f"--ref {pair!r}: expected NAME=FILE, e.g. organization/trainplane/aws-dev=out.json"]
+            )
+        try:
+            data = json.loads(open(path).read())
+        except (OSError, json.JSONDecodeError) as e:
+            raise UsageError([f"--ref {name}: cannot read {path}: {e}"]) from None
+        refs[name] = data.get("outputs", data) if isinstance(data, dict) else data
+    return refs
 
-    sf, spec = _load_platform(args.stack)
-    summary = summarize(_run(sf), spec)
+
+def plan_stack(stack: str, ref_pairs: list[str] | None = None):
+    """Validate and run a stack offline; returns (summary input) for plan and render."""
+    from components.spec import JobSpec, PlatformSpec
+    from infra.plan import summarize_job, summarize_platform
+
+    sf = _load_stack(stack)
+    if sf.object("trainplane:platform") is not None:
+        spec = _validated(sf, "trainplane:platform", PlatformSpec)
+        result = _run(sf)
+        return result, summarize_platform(result, spec)
+    if sf.object("trainplane:job") is None:
+        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+    job = _validated(sf, "trainplane:job", JobSpec)
+    refs = _read_refs(ref_pairs or [])
+    platform_spec = None
+    short = job.platform_stack.split("/")[-1]
+    if job.platform_stack not in refs and short not in refs:
+        # No recorded outputs given: plan the platform stack of the same name from stacks/ and use its
+        # outputs, which are exactly what the engine would hand over after deploying it.
+        psf = _load_stack(short)
+        platform_spec = _validated(psf, "trainplane:platform", PlatformSpec)
+        refs[job.platform_stack] = _run(psf).outputs
+    outputs = refs.get(job.platform_stack, refs.get(short, {}))
+    result = _run(sf, refs)
+    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
+
+
+def cmd_plan(args: argparse.Namespace, console: Console) -> int:
+    _, summary = plan_stack(args.stack, args.ref)
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK
@@ -152,6 +192,13 @@ def build_parser() -> argparse.ArgumentParser:
     plan = sub.add_parser("plan", help="run the program offline under the mock engine and summarise it")
     plan.add_argument("stack", help="stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
     plan.add_argument("--json", action="store_true", help="emit the summary as JSON")
+    plan.add_argument(
+        "--ref",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a job stack's platform outputs (JSON); default: plan stacks/Pulumi.<platform>.yaml offline",
+    )
     plan.set_defaults(func=cmd_plan)
     return parser
 

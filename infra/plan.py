@@ -12,7 +12,7 @@ from functools import cache
 from typing import Any
 
 from components.catalog import catalog
-from components.spec import PlatformSpec, machine_of
+from components.spec import JobSpec, PlatformSpec, machine_of
 from infra.mockcloud import Resource, RunResult
 
 # Rough creation times in seconds per resource type, from provider docs and deploy logs (FSx and the
@@ -278,18 +278,53 @@ class PlanSummary:
         }
 
 
-def summarize(result: RunResult, spec: PlatformSpec) -> PlanSummary:
+def job_cost(job: JobSpec, platform: PlatformSpec | None) -> Cost:
+    """What the job's nodes cost per hour at its minimum and maximum size, from its platform's prices."""
+    if platform is None:
+        return Cost(None, None, None, None, 0.0, [], ["platform stack given as recorded outputs: no prices"])
+    pool_cost = next((p for p in estimate_cost(platform).pools if p.pool == job.node_pool), None)
+    base = estimate_cost(platform)
+    if pool_cost is None:
+        return Cost(None, None, None, None, 0.0, [], base.assumptions)
+    nodes = (job.nodes.min, job.nodes.max)
+
+    def at(n: int, price: float | None) -> float | None:
+        return None if price is None else round(n * price, 2)
+
+    assumptions = [a for a in base.assumptions if not a.startswith("control plane")]
+    assumptions.append("the job's own nodes only; the platform's system pool and control plane are shared")
+    return Cost(
+        min_hourly=at(nodes[0], pool_cost.hourly),
+        max_hourly=at(nodes[1], pool_cost.hourly),
+        min_hourly_on_demand=at(nodes[0], pool_cost.on_demand_hourly),
+        max_hourly_on_demand=at(nodes[1], pool_cost.on_demand_hourly),
+        control_plane_hourly=0.0,
+        pools=[pool_cost],
+        assumptions=assumptions,
+    )
+
+
+def summarize(result: RunResult, cloud: str, gpus: tuple[int, int], cost: Cost) -> PlanSummary:
     customs = [r for r in result.resources if r.custom]
     outputs = {k: ("[secret]" if k in result.secret_outputs else v) for k, v in result.outputs.items()}
     return PlanSummary(
         stack=result.stack,
-        cloud=spec.cloud,
+        cloud=cloud,
         resource_count=len(customs),
         counts=dict(sorted(Counter(r.type for r in customs).items())),
         tree=resource_tree(result),
-        gpus_min=spec.min_gpus(),
-        gpus_max=spec.max_gpus(),
-        cost=estimate_cost(spec),
+        gpus_min=gpus[0],
+        gpus_max=gpus[1],
+        cost=cost,
         critical_path=critical_path(result.resources),
         outputs=outputs,
     )
+
+
+def summarize_platform(result: RunResult, spec: PlatformSpec) -> PlanSummary:
+    return summarize(result, spec.cloud, (spec.min_gpus(), spec.max_gpus()), estimate_cost(spec))
+
+
+def summarize_job(result: RunResult, job: JobSpec, cloud: str, platform: PlatformSpec | None) -> PlanSummary:
+    gpus = (job.nodes.min * job.gpus_per_node, job.nodes.max * job.gpus_per_node)
+    return summarize(result, cloud, gpus, job_cost(job, platform))

@@ -56,7 +56,9 @@ def read_platform(ref: pulumi.StackReference) -> dict[str, Any]:
         details = _sync_await(ref.get_output_details(key))
         values[key] = details.value if details.value is not None else details.secret_value
     if values.get("clusterName") is None:
-        raise ConfigError([f"job.platformStack: stack {ref.name} has no trainplane platform outputs (is it deployed?)"])
+        raise ConfigError(
+            [f"job.platformStack: stack {ref.name} has no trainplane platform outputs (is it deployed?)"]
+        )
     return values
 
 
