@@ -7,15 +7,9 @@ what to validate against); problems surface as one line each, never a traceback.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pulumi
-from pulumi.runtime.sync_await import _sync_await
 
-from components.spec import ConfigError, JobSpec, PlatformSpec, check_job
-
-# The platform outputs a job stack needs (see components.platform.platform_outputs).
-PLATFORM_KEYS = ("cloud", "clusterName", "region", "nodePools", "teams", "storage", "buckets", "objectStore")
+from components.spec import ConfigError, JobSpec, PlatformSpec
 
 
 def run() -> None:
@@ -45,42 +39,9 @@ def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:
         pulumi.export(key, value)
 
 
-def read_platform(ref: pulumi.StackReference) -> dict[str, Any]:
-    """The platform stack's outputs as plain values, read once, before anything else is registered.
-
-    Reading them synchronously (rather than building inside `.apply`) keeps every job resource visible
-    to `pulumi preview`; the engine knows a stack reference's outputs during preview too.
-    """
-    values: dict[str, Any] = {}
-    for key in PLATFORM_KEYS:
-        details = _sync_await(ref.get_output_details(key))
-        values[key] = details.value if details.value is not None else details.secret_value
-    if values.get("clusterName") is None:
-        raise ConfigError(
-            [f"job.platformStack: stack {ref.name} has no trainplane platform outputs (is it deployed?)"]
-        )
-    return values
-
-
 def _job(job: JobSpec) -> None:
-    import pulumi_kubernetes as k8s
+    from components.job_stack import deploy_job
 
-    from components.kubernetes.training_job import TrainingJob, TrainingJobArgs
-
-    ref = pulumi.StackReference("platform", stack_name=job.platform_stack)
-    platform = read_platform(ref)
-    problems = check_job(job, platform)
-    if problems:
-        raise ConfigError(problems)
-    provider = k8s.Provider(
-        "platform-cluster",
-        kubeconfig=ref.require_output("kubeconfig"),
-        enable_server_side_apply=True,
-    )
-    training = TrainingJob(
-        job.name,
-        TrainingJobArgs(job=job, platform=platform),
-        pulumi.ResourceOptions(providers={"kubernetes": provider}),
-    )
+    training = deploy_job(job)
     for key, value in training.outputs.items():
         pulumi.export(key, value)
