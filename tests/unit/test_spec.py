@@ -244,13 +244,15 @@ def _models(model, seen=None):
     return seen
 
 
-def test_every_platform_key_is_documented():
+@pytest.mark.parametrize("root", ["PlatformSpec", "JobSpec"])
+def test_every_stack_key_is_documented(root):
+    import components.spec as spec_module
     from tests.conftest import ROOT
 
     doc = (ROOT / "docs" / "configuration.md").read_text()
     missing = [
         f"{m.__name__}.{f.alias or n}"
-        for m in _models(PlatformSpec)
+        for m in _models(getattr(spec_module, root))
         for n, f in m.model_fields.items()
         if f"`{f.alias or n}`" not in doc and f".{f.alias or n}`" not in doc
     ]
