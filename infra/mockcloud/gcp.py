@@ -28,7 +28,10 @@ COMPUTED = {
     "gcp:filestore/instance:Instance": lambda n, i: {
         "networks": [{**((i.get("networks") or [{}])[0] or {}), "ipAddresses": ["10.50.8.2"]}],
     },
-    "gcp:lustre/instance:Instance": lambda n, i: {"mountPoint": "10.50.8.3@tcp:/lfs", "filesystem": i.get("filesystem") or "lfs"},
+    "gcp:lustre/instance:Instance": lambda n, i: {
+        "mountPoint": "10.50.8.3@tcp:/lfs",
+        "filesystem": i.get("filesystem") or "lfs",
+    },
     "gcp:storage/bucket:Bucket": lambda n, i: {
         "url": f"gs://{i.get('name') or n}",
         "selfLink": f"https://www.googleapis.com/storage/v1/b/{i.get('name') or n}",
