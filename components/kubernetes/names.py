@@ -21,6 +21,8 @@ FSX_CSI_RELEASE = "aws-fsx-csi-driver"
 # NetworkPolicy admits the monitoring namespace to it.
 TRAINER_METRICS_PORT = 9090
 TRAINER_METRICS_PORT_NAME = "metrics"
+# trainplane's training jobs label their objects and pods with the job name (components/kubernetes/training_job.py).
+JOB_LABEL = "trainplane.dev/job"
 # Kubernetes labels every pod of a batch/v1 Job (Indexed completion mode) carries; the PodMonitor and
 # Alloy turn them into the `job` and `rank` labels of metrics and logs.
 JOB_NAME_LABEL = "batch.kubernetes.io/job-name"

@@ -16,7 +16,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.bundle import ClusterBundle, NodePoolInfo
+from components.bundle import ClusterBundle, NodePoolInfo, team_local_queue
 from components.charts import CHARTS
 from components.kubernetes.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
 from components.kubernetes.tenancy import team_quota
@@ -24,7 +24,6 @@ from components.spec import PlatformSpec
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
-LOCAL_QUEUE = "default"
 
 
 def manager_config() -> str:
@@ -191,7 +190,10 @@ class Queueing(pulumi.ComponentResource):
                 f"{name}-lq-{team.name}",
                 api_version=KUEUE_API,
                 kind="LocalQueue",
-                metadata={"name": LOCAL_QUEUE, "namespace": args.namespaces[team.name].metadata["name"]},
+                metadata={
+                    "name": team_local_queue(team),
+                    "namespace": args.namespaces[team.name].metadata["name"],
+                },
                 spec={"clusterQueue": cq.metadata["name"]},
                 opts=after,
             )

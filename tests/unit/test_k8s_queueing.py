@@ -62,7 +62,8 @@ def test_team_queues_share_one_cohort_with_their_nominal_gpu_quota():
         (q.inputs["metadata"]["namespace"], q.inputs["spec"]["clusterQueue"])
         for q in kueue(result, "LocalQueue")
     }
-    assert local == {("research", "research"), ("vision", "vision")}
+    # The name jobs put in kueue.x-k8s.io/queue-name (bundle.team_local_queue).
+    assert local == {("research", "research-gpus", "research"), ("vision", "vision-gpus", "vision")}
 
 
 def test_borrowing_disabled_sets_zero_borrowing_limits():
