@@ -59,7 +59,7 @@ def test_team_queues_share_one_cohort_with_their_nominal_gpu_quota():
         gpu = next(r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
         assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": gpus}  # no borrowingLimit: may borrow
     local = {
-        (q.inputs["metadata"]["namespace"], q.inputs["spec"]["clusterQueue"])
+        (q.inputs["metadata"]["namespace"], q.inputs["metadata"]["name"], q.inputs["spec"]["clusterQueue"])
         for q in kueue(result, "LocalQueue")
     }
     # The name jobs put in kueue.x-k8s.io/queue-name (bundle.team_local_queue).
