@@ -184,6 +184,16 @@ def _print_plan(summary, console: Console) -> None:
         path.add_row(str(i), step.name, step.type, f"{step.seconds:.0f}")
     console.print(path)
 
+def cmd_render(args: argparse.Namespace, console: Console) -> int:
+    from pathlib import Path
+
+    from infra.render import render
+
+    result, _ = plan_stack(args.stack, args.ref)
+    files = render(result, Path(args.out))
+    console.print(f"wrote {len(files)} files under {args.out}", markup=False, highlight=False)
+    return EXIT_OK
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainplane", description=__doc__.split("\n")[0])
@@ -200,6 +210,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="a job stack's platform outputs (JSON); default: plan stacks/Pulumi.<platform>.yaml offline",
     )
     plan.set_defaults(func=cmd_plan)
+    render = sub.add_parser("render", help="write every Kubernetes object and Helm values of a stack as YAML")
+    render.add_argument("stack", help="stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
+    render.add_argument("--out", required=True, help="directory to write into")
+    render.add_argument("--ref", action="append", default=[], metavar="NAME=FILE", help="as for plan")
+    render.set_defaults(func=cmd_render)
     return parser
 
 

@@ -107,3 +107,12 @@ def test_render_writes_one_file_per_object_with_kind_and_namespace(tmp_path):
     assert yaml.safe_load(text)["driver"] == {"enabled": False}
     for f in files:
         assert f.is_file() and f.is_relative_to(tmp_path)
+
+
+def test_cli_render_writes_the_onprem_stack(tmp_path):
+    from infra.cli import main
+
+    assert main(["render", "onprem-dev", "--out", str(tmp_path)]) == 0
+    ns = yaml.safe_load((tmp_path / "_cluster" / "Namespace-research.yaml").read_text())
+    assert ns["metadata"]["labels"]["trainplane.dev/team"] == "research"
+    assert (tmp_path / "helm" / "monitoring" / "loki.values.yaml").is_file()
