@@ -1,5 +1,5 @@
 """Metrics and dashboards: kube-prometheus-stack (Prometheus, Alertmanager, Grafana), the GPU and
-training dashboards as ConfigMaps, the trainplane alert rules and the PodMonitor for training jobs.
+training dashboards as ConfigMaps and the trainplane alert rules (each training job brings its own PodMonitor).
 
 Prometheus selects every ServiceMonitor, PodMonitor and PrometheusRule in the cluster (the
 *SelectorNilUsesHelmValues=false settings), so the DCGM exporter's ServiceMonitor and ours need no
@@ -75,10 +75,10 @@ def prometheus_values(spec: PlatformSpec, loki: bool) -> dict[str, Any]:
     return values
 
 
-def trainer_pod_monitor(team_namespaces: Sequence[str]) -> dict[str, Any]:
+def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
+    """The PodMonitor spec of one training job (created by its job stack, in the team's namespace)."""
     return {
-        "namespaceSelector": {"matchNames": list(team_namespaces)},
-        "selector": {"matchExpressions": [{"key": JOB_NAME_LABEL, "operator": "Exists"}]},
+        "selector": {"matchLabels": {JOB_NAME_LABEL: job_name}},
         "podMetricsEndpoints": [
             {
                 "port": TRAINER_METRICS_PORT_NAME,
@@ -146,15 +146,6 @@ class Observability(pulumi.ComponentResource):
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
                 spec={"groups": alert_groups()},
-                opts=after_crds,
-            )
-        if args.team_namespaces:
-            k8s.apiextensions.CustomResource(
-                f"{name}-trainer-podmonitor",
-                api_version="monitoring.coreos.com/v1",
-                kind="PodMonitor",
-                metadata={"name": "trainplane-trainer", "namespace": ns},
-                spec=trainer_pod_monitor(args.team_namespaces),
                 opts=after_crds,
             )
         self.register_outputs({"release": self.release.name})

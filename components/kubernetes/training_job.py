@@ -21,6 +21,7 @@ import yaml
 
 from components.catalog import catalog
 from components.kubernetes.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
+from components.kubernetes.observability import trainer_pod_monitor
 from components.spec import ConfigError, JobSpec
 
 CONTAINER = "trainer"
@@ -333,30 +334,13 @@ class TrainingJob(pulumi.ComponentResource):
             },
             opts=child,
         )
+        # Scraped by the platform's Prometheus (it selects every PodMonitor); labels job and rank.
         k8s.apiextensions.CustomResource(
             f"{name}-metrics",
             api_version="monitoring.coreos.com/v1",
             kind="PodMonitor",
             metadata={"name": job.name, "namespace": namespace, "labels": labels},
-            spec={
-                "selector": {"matchLabels": {JOB_LABEL: job.name}},
-                "podMetricsEndpoints": [
-                    {
-                        "port": TRAINER_METRICS_PORT_NAME,
-                        "interval": "15s",
-                        "relabelings": [
-                            {
-                                "sourceLabels": [f"__meta_kubernetes_pod_label_{_prom(JOB_LABEL)}"],
-                                "targetLabel": "job_name",
-                            },
-                            {
-                                "sourceLabels": [f"__meta_kubernetes_pod_label_{_prom(COMPLETION_INDEX)}"],
-                                "targetLabel": "node_rank",
-                            },
-                        ],
-                    }
-                ],
-            },
+            spec=trainer_pod_monitor(job.name),
             opts=child,
         )
         selector = f"{JOB_LABEL}={job.name}"
@@ -369,8 +353,3 @@ class TrainingJob(pulumi.ComponentResource):
             "grafana": f"Grafana > Dashboards > trainplane / Training, job={job.name}",
         }
         self.register_outputs(self.outputs)
-
-
-def _prom(label: str) -> str:
-    """A Kubernetes label as Prometheus service discovery spells it."""
-    return "".join(c if c.isalnum() else "_" for c in label)

@@ -182,14 +182,10 @@ def test_prometheus_selects_every_monitor_and_rule(stack):
     crs = {
         c.inputs["kind"]: c for c in result.resources if c.type.startswith("kubernetes:monitoring.coreos.com")
     }
-    assert set(crs) == {"PrometheusRule", "PodMonitor"}
-    for cr in crs.values():  # CRDs first: both wait for the release that installs them
+    # Training jobs bring their own PodMonitor (components/kubernetes/training_job.py).
+    assert set(crs) == {"PrometheusRule"}
+    for cr in crs.values():  # CRDs first: the rule waits for the release that installs them
         assert r.urn in cr.deps
-    pm = crs["PodMonitor"].inputs["spec"]
-    assert pm["namespaceSelector"] == {"matchNames": ["research"]}
-    (endpoint,) = pm["podMetricsEndpoints"]
-    assert endpoint["port"] == "metrics"
-    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "rank"}
     # Dashboards (ConfigMaps) need no CRD and are not serialised behind the release.
     assert all(r.urn not in m.deps for m in maps)
 
