@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import uuid
 import zlib
 from typing import Any
 
@@ -40,12 +41,13 @@ def _bucket_name(name: str, inputs: dict[str, Any]) -> str:
 
 
 def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    # Managed node groups own an auto scaling group whose name the autoscaler tags must target.
+    # Managed node groups own an auto scaling group named eks-<node group name>-<uuid>; the
+    # autoscaler tags and the priority expander's patterns must target that name.
+    group = inputs.get("nodeGroupName") or name
+    asg = f"eks-{group}-{uuid.uuid5(uuid.NAMESPACE_DNS, group)}"
     return {
-        "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{name}/1a2b"),
-        "resources": [
-            {"autoscalingGroups": [{"name": f"eks-{name}-1a2b3c4d"}], "remoteAccessSecurityGroupId": ""}
-        ],
+        "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{group}/1a2b"),
+        "resources": [{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}],
         "status": "ACTIVE",
     }
 
