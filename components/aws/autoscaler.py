@@ -90,7 +90,9 @@ def autoscaler_policy(partition: str, region: str, account: str, cluster_name: s
 
 def asg_name_regex(node_group_name: str) -> str:
     """A regex that matches exactly the ASG EKS makes for a node group (`eks-<name>-<uuid>`)."""
-    return f"^eks-{re.escape(node_group_name)}-[0-9a-f]{{8}}(-[0-9a-f]{{4}}){{3}}-[0-9a-f]{{12}}$"
+    # Node group names are DNS labels (a-z, 0-9, '-'): nothing in them needs escaping.
+    assert re.fullmatch(r"[a-z0-9-]+", node_group_name), node_group_name
+    return f"^eks-{node_group_name}-[0-9a-f]{{8}}(-[0-9a-f]{{4}}){{3}}-[0-9a-f]{{12}}$"
 
 
 def priorities(pools: Sequence[tuple[str, str]]) -> dict[int, list[str]]:
