@@ -98,3 +98,10 @@ def test_priority_expander_prefers_spot_over_on_demand_of_the_same_gpu():
     # A pattern of one group never matches another whose name merely starts the same way.
     assert not any(re.search(p, "eks-h200-train-h200-spot-x-" + "0" * 8 + "-0000-0000-0000-" + "0" * 12)
                    for ps in table.values() for p in ps)
+
+
+def test_priority_configmap_is_a_valid_kubernetes_object():
+    import kubernetes_validate
+
+    cm = one(plan("aws-dev"), "kubernetes:core/v1:ConfigMap").inputs
+    kubernetes_validate.validate(cm, "1.33", strict=True)
