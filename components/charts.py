@@ -1,7 +1,8 @@
 """Every Helm chart trainplane installs, pinned in one place.
 
 Versions are those whose upstream default values are kept in ../shared/reference/charts/ (the values-key
-check compares what the program sends with them), except where a note says otherwise.
+check compares what the program sends with them), except where a note says otherwise. Bumping a chart is
+a one-line change here; the components look their chart up by name and never spell a version themselves.
 """
 
 from __future__ import annotations
@@ -45,4 +46,19 @@ CHARTS: dict[str, Chart] = {
     "aws-fsx-csi-driver": Chart(
         "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver", "1.17.0"
     ),
+    # AWS layer (components/aws); no upstream defaults are kept for these two here.
+    # kubernetes/autoscaler; 9.47 ships cluster-autoscaler 1.33 (the image tag follows the cluster version).
+    "cluster-autoscaler": Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.47.0"),
+    # aws/eks-charts; exposes vpc.amazonaws.com/efa on EFA-capable instance types.
+    "aws-efa-k8s-device-plugin": Chart(
+        "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.20"
+    ),
 }
+
+
+def chart(name: str) -> Chart:
+    """The pinned chart called `name` (KeyError names the known ones)."""
+    try:
+        return CHARTS[name]
+    except KeyError:
+        raise KeyError(f"no pinned chart {name!r}; known: {', '.join(sorted(CHARTS))}") from None

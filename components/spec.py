@@ -398,7 +398,17 @@ def _check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[s
     yield from _cloud_key_problems(pool, path, cloud)
     if pool.max_nodes is not None and pool.min_nodes > pool.max_nodes:
         yield f"{path}.minNodes: {pool.min_nodes} is greater than maxNodes {pool.max_nodes}"
-    if pool.placement == "compact":
+    byo_vpc = cloud == "aws" and spec.network.vpc_id is not None
+    if byo_vpc and pool.zones:
+        yield (
+            f"{path}.zones: with network.vpcId pools run in network.subnetIds; "
+            "EFA and compact pools take the first of them"
+        )
+    if cloud == "aws" and spec.region:
+        for j, z in enumerate(pool.zones):
+            if not re.fullmatch(re.escape(spec.region) + r"[a-z]", z):
+                yield f"{path}.zones[{j}]: {z!r} is not an availability zone of region {spec.region}"
+    if pool.placement == "compact" and not byo_vpc:
         zones = pool.zones or (spec.zones if cloud == "gcp" else [])
         if len(zones) != 1:
             yield (

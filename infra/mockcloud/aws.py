@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import uuid
+import zlib
 from typing import Any
 
 ACCOUNT = "123456789012"
@@ -29,13 +31,23 @@ def _eks_cluster(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _bucket_name(name: str, inputs: dict[str, Any]) -> str:
+    # With bucket_prefix the provider appends a 26-character unique suffix.
+    if inputs.get("bucket"):
+        return inputs["bucket"]
+    if inputs.get("bucketPrefix"):
+        return f"{inputs['bucketPrefix']}20260101000000000000000001"
+    return f"{name}-a1b2c3"
+
+
 def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    # Managed node groups own an auto scaling group whose name the autoscaler tags must target.
+    # Managed node groups own an auto scaling group named eks-<node group name>-<uuid>; the
+    # autoscaler tags and the priority expander's patterns must target that name.
+    group = inputs.get("nodeGroupName") or name
+    asg = f"eks-{group}-{uuid.uuid5(uuid.NAMESPACE_DNS, group)}"
     return {
-        "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{name}/1a2b"),
-        "resources": [
-            {"autoscalingGroups": [{"name": f"eks-{name}-1a2b3c4d"}], "remoteAccessSecurityGroupId": ""}
-        ],
+        "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{group}/1a2b"),
+        "resources": [{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}],
         "status": "ACTIVE",
     }
 
@@ -43,26 +55,19 @@ def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
 COMPUTED = {
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws:eks/nodeGroup:NodeGroup": _node_group,
-    "aws:iam/role:Role": lambda n, i: {
-        "arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name') or n}",
-        "uniqueId": "AROA1",
-    },
     "aws:iam/policy:Policy": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name') or n}"},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda n, i: {
         "arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{str(i.get('url', '')).removeprefix('https://')}",
     },
     "aws:kms/key:Key": lambda n, i: {"arn": _arn("kms", f"key/{n}-0000"), "keyId": f"{n}-0000"},
-    "aws:s3/bucket:Bucket": lambda n, i: {
-        "bucket": i.get("bucket") or f"{n}-a1b2c3",
-        "arn": f"arn:aws:s3:::{i.get('bucket') or f'{n}-a1b2c3'}",
-    },
+    "aws:s3/bucket:Bucket": lambda n, i: {"bucket": _bucket_name(n, i), "arn": f"arn:aws:s3:::{_bucket_name(n, i)}"},
     "aws:s3/bucketV2:BucketV2": lambda n, i: {
         "bucket": i.get("bucket") or f"{n}-a1b2c3",
         "arn": f"arn:aws:s3:::{i.get('bucket') or f'{n}-a1b2c3'}",
     },
     "aws:fsx/lustreFileSystem:LustreFileSystem": lambda n, i: {
         "arn": _arn("fsx", f"file-system/fs-0{n[:6]}"),
-        "dnsName": f"fs-0{abs(hash(n)) % 10**16:016d}.fsx.{REGION}.amazonaws.com",
+        "dnsName": f"fs-0{zlib.crc32(n.encode()) % 10**16:016d}.fsx.{REGION}.amazonaws.com",
         "mountName": "abcdefgh",
     },
     "aws:efs/fileSystem:FileSystem": lambda n, i: {
@@ -77,7 +82,26 @@ COMPUTED = {
         "arn": _arn("ec2", f"vpc/{n}"),
         "defaultSecurityGroupId": "sg-0default0000",
     },
-    "aws:ec2/securityGroup:SecurityGroup": lambda n, i: {"arn": _arn("ec2", f"security-group/{n}")},
+    "aws:ec2/securityGroup:SecurityGroup": lambda n, i: {
+        "arn": _arn("ec2", f"security-group/{n}"),
+        "name": i.get("name") or f"{n}-sg",
+    },
+    "aws:ec2/placementGroup:PlacementGroup": lambda n, i: {
+        "name": i.get("name") or f"{n}-pg",
+        "arn": _arn("ec2", f"placement-group/{n}"),
+        "placementGroupId": f"pg-0{zlib.crc32(n.encode()) % 10**12:012d}",
+    },
+    "aws:ec2/eip:Eip": lambda n, i: {"allocationId": f"eipalloc-{n[-8:]}", "publicIp": "203.0.113.20"},
+    "aws:eks/accessEntry:AccessEntry": lambda n, i: {
+        "accessEntryArn": _arn("eks", f"access-entry/{i.get('clusterName', 'cluster')}/{n}"),
+    },
+    "aws:iam/role:Role": lambda n, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name') or n}",
+        "name": i.get("name") or n,
+        "uniqueId": "AROA1",
+    },
+    "aws:cloudwatch/logGroup:LogGroup": lambda n, i: {"arn": _arn("logs", f"log-group:{i.get('name') or n}")},
+    "aws:efs/mountTarget:MountTarget": lambda n, i: {"dnsName": f"{i.get('fileSystemId')}.efs.{REGION}.amazonaws.com"},
 }
 
 
@@ -101,7 +125,8 @@ INVOKES = {
     },
     "aws:index/getCallerIdentity:getCallerIdentity": lambda t, a: {
         "accountId": ACCOUNT,
-        "arn": f"arn:aws:iam::{ACCOUNT}:role/platform-deployer",
+        # What STS answers for a CI job that assumed a role: a session ARN, not the role's.
+        "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/platform-deployer/ci",
         "userId": "AROAEXAMPLE:ci",
         "id": ACCOUNT,
     },
@@ -112,4 +137,13 @@ INVOKES = {
     },
     "aws:index/getRegion:getRegion": lambda t, a: {"name": REGION, "region": REGION, "id": REGION},
     "aws:iam/getPolicyDocument:getPolicyDocument": _policy_document,
+    # The IAM role behind an STS session, with its path (access entries need the role ARN).
+    "aws:iam/getSessionContext:getSessionContext": lambda t, a: {
+        "arn": a.get("arn"),
+        "issuerArn": f"arn:aws:iam::{ACCOUNT}:role/platform/platform-deployer",
+        "issuerId": "AROAEXAMPLE",
+        "issuerName": "platform-deployer",
+        "sessionName": "ci",
+        "id": a.get("arn"),
+    },
 }

@@ -1,0 +1,321 @@
+"""EKS managed node groups: the CPU system pool and GPU pools from the catalog, with EFA where asked.
+
+Every pool gets its own launch template so nodes are hardened the same way everywhere: IMDSv2 only with
+a hop limit of 1 (pods cannot reach the node role; they use IRSA), an encrypted gp3 root volume sized
+for multi-GB training images, and both the EKS cluster security group and the node security group that
+storage admits. GPU pools use the AL2023 NVIDIA AMI (driver and container toolkit on the host), carry
+the taint nvidia.com/gpu=present:NoSchedule, and leave `desiredSize` to the cluster autoscaler.
+
+With `efa: true` the launch template adds one EFA interface per network card, the pool gets a cluster
+placement group and a single subnet, and a security group that lets the nodes talk to each other on
+every port (EFA's SRD traffic is not TCP and is refused otherwise).
+
+The auto scaling group EKS creates for each node group is tagged so the cluster autoscaler can scale it
+up from zero: it cannot look at a node that does not exist, so labels, taints and extended resources
+come from `k8s.io/cluster-autoscaler/node-template/...` tags.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pulumi
+import pulumi_aws as aws
+
+from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
+from components.catalog import MachineShape, catalog
+from components.spec import NodePoolSpec
+
+GPU_AMI = "AL2023_x86_64_NVIDIA"
+CPU_AMI = "AL2023_x86_64_STANDARD"
+GPU_ROOT_GIB = 200
+CPU_ROOT_GIB = 50
+CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
+EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+TAINT_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+CA_PREFIX = "k8s.io/cluster-autoscaler"
+NODE_POLICIES = (
+    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
+    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
+    # The VPC CNI runs on the node and assigns pod addresses with the node's credentials.
+    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
+)
+
+
+def machine_shapes(pool: NodePoolSpec, gpus_per_node: int) -> list[MachineShape]:
+    """The instance types a pool may launch, preferred first.
+
+    An explicit instanceType pins the pool to it. Otherwise a spot pool takes every catalog type with
+    the same GPU kind and count (more spot pools to draw from, and a training job does not care), an
+    on-demand pool the cheapest one. EFA pools keep only EFA-capable types.
+    """
+    if pool.instance_type:
+        shape = catalog().machine("aws", pool.instance_type)
+        if shape is None:  # a CPU type the catalog does not price
+            shape = MachineShape(
+                cloud="aws", name=pool.instance_type, vcpus=0, memory_gib=0, on_demand_hourly=0
+            )
+        return [shape]
+    assert pool.gpu is not None, "a pool without instanceType is a GPU pool (checked by the spec)"
+    shapes = catalog().shapes("aws", pool.gpu, gpus_per_node)
+    if pool.efa:
+        shapes = [s for s in shapes if s.efa_interfaces > 0]
+    return shapes if pool.capacity == "spot" else shapes[:1]
+
+
+def efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list:
+    """One interface per network card, as AWS documents for p5: card 0 carries the primary ENA+EFA
+    interface at device index 0, every other card an EFA-only interface at device index 1."""
+    return [
+        aws.ec2.LaunchTemplateNetworkInterfaceArgs(
+            network_card_index=i,
+            device_index=0 if i == 0 else 1,
+            interface_type="efa" if i == 0 else "efa-only",
+            security_groups=list(security_group_ids),
+            delete_on_termination="true",
+            associate_public_ip_address="false",
+        )
+        for i in range(count)
+    ]
+
+
+def autoscaler_tags(
+    cluster_name: str,
+    labels: dict[str, str],
+    taints: Sequence[TaintInfo],
+    resources: dict[str, str] | None = None,
+) -> dict[str, str]:
+    """ASG tags for cluster-autoscaler auto-discovery and scale-from-zero node templates."""
+    tags = {f"{CA_PREFIX}/enabled": "true", f"{CA_PREFIX}/{cluster_name}": "owned"}
+    tags.update({f"{CA_PREFIX}/node-template/label/{k}": v for k, v in labels.items()})
+    tags.update({f"{CA_PREFIX}/node-template/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints})
+    tags.update({f"{CA_PREFIX}/node-template/resources/{k}": v for k, v in (resources or {}).items()})
+    return tags
+
+
+class NodeRole(pulumi.ComponentResource):
+    """The IAM role every node group's instances run as (kept minimal: pods use IRSA)."""
+
+    arn: pulumi.Output[str]
+    attachments: list[aws.iam.RolePolicyAttachment]
+
+    def __init__(self, name: str, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:aws:NodeRole", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        role = aws.iam.Role(
+            f"{name}-role",
+            assume_role_policy=json.dumps(
+                {
+                    "Version": "2012-10-17",
+                    "Statement": [
+                        {
+                            "Effect": "Allow",
+                            "Principal": {"Service": "ec2.amazonaws.com"},
+                            "Action": "sts:AssumeRole",
+                        }
+                    ],
+                }
+            ),
+            description="EKS worker nodes",
+            tags=tags,
+            opts=child,
+        )
+        self.attachments = [
+            aws.iam.RolePolicyAttachment(
+                f"{name}-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child
+            )
+            for arn in NODE_POLICIES
+        ]
+        self.arn = role.arn
+        self.register_outputs({"arn": self.arn})
+
+
+@dataclass(frozen=True)
+class NodePoolArgs:
+    pool: NodePoolSpec
+    gpus_per_node: int
+    cluster_name: str
+    # The cluster's name as an output, so the node group waits for the control plane.
+    cluster: pulumi.Input[str]
+    node_role_arn: pulumi.Input[str]
+    subnet_ids: Sequence[pulumi.Input[str]]
+    vpc_id: pulumi.Input[str]
+    # The EKS cluster security group and the node security group.
+    security_group_ids: Sequence[pulumi.Input[str]]
+    # What must exist before nodes can join (node role policies, the CNI add-on).
+    depends_on: Sequence[pulumi.Resource] = ()
+    tags: dict[str, str] = field(default_factory=dict)
+
+
+class NodePool(pulumi.ComponentResource):
+    """One managed node group with its launch template (and EFA plumbing), tagged for the autoscaler.
+
+    Registered as `trainplane:aws:GpuNodePool` for GPU pools and `trainplane:aws:NodePool` for CPU pools.
+    """
+
+    node_group: aws.eks.NodeGroup
+    node_group_name: str
+    info: NodePoolInfo
+
+    def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        pool = args.pool
+        token = "trainplane:aws:GpuNodePool" if pool.is_gpu else "trainplane:aws:NodePool"
+        super().__init__(token, name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        shapes = machine_shapes(pool, args.gpus_per_node)
+        labels = pool_labels(pool)
+        taints = [gpu_taint()] if pool.is_gpu else []
+        taints += [TaintInfo(t.key, t.value, t.effect) for t in pool.taints]
+        efa_count = min(s.efa_interfaces for s in shapes) if pool.efa else 0
+        single_subnet = bool(pool.efa) or pool.placement == "compact"
+        subnet_ids = list(args.subnet_ids)[:1] if single_subnet else list(args.subnet_ids)
+        tags = {**args.tags, "trainplane.dev/pool": pool.name}
+        self.node_group_name = f"{args.cluster_name}-{pool.name}"
+
+        security_groups: list[pulumi.Input[str]] = list(args.security_group_ids)
+        placement = None
+        if pool.efa:
+            efa_sg = aws.ec2.SecurityGroup(
+                f"{name}-efa",
+                vpc_id=args.vpc_id,
+                description=f"EFA traffic between nodes of {self.node_group_name}",
+                tags={**tags, "Name": f"{self.node_group_name}-efa"},
+                opts=child,
+            )
+            for direction, rule in (
+                ("in", aws.vpc.SecurityGroupIngressRule),
+                ("out", aws.vpc.SecurityGroupEgressRule),
+            ):
+                rule(
+                    f"{name}-efa-self-{direction}",
+                    security_group_id=efa_sg.id,
+                    referenced_security_group_id=efa_sg.id,
+                    ip_protocol="-1",
+                    description="EFA: all traffic between members of this group",
+                    opts=child,
+                )
+            security_groups.append(efa_sg.id)
+        if single_subnet:
+            group = aws.ec2.PlacementGroup(
+                f"{name}-placement",
+                strategy="cluster",
+                tags=tags,
+                opts=child,
+            )
+            placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
+
+        template = aws.ec2.LaunchTemplate(
+            f"{name}-lt",
+            description=f"Nodes of {self.node_group_name}",
+            metadata_options=aws.ec2.LaunchTemplateMetadataOptionsArgs(
+                http_endpoint="enabled",
+                http_tokens="required",
+                http_put_response_hop_limit=1,
+            ),
+            block_device_mappings=[
+                aws.ec2.LaunchTemplateBlockDeviceMappingArgs(
+                    device_name="/dev/xvda",
+                    ebs=aws.ec2.LaunchTemplateBlockDeviceMappingEbsArgs(
+                        volume_size=pool.disk_size_gib or (GPU_ROOT_GIB if pool.is_gpu else CPU_ROOT_GIB),
+                        volume_type="gp3",
+                        encrypted="true",
+                        delete_on_termination="true",
+                    ),
+                )
+            ],
+            # With EFA the security groups go on the interfaces; a template may not set both.
+            network_interfaces=efa_interfaces(efa_count, security_groups) if efa_count else None,
+            vpc_security_group_ids=None if efa_count else security_groups,
+            placement=placement,
+            tag_specifications=[
+                aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
+                for kind in ("instance", "volume")
+            ],
+            update_default_version=True,
+            tags=tags,
+            opts=child,
+        )
+        self.node_group = aws.eks.NodeGroup(
+            f"{name}-ng",
+            cluster_name=args.cluster,
+            node_group_name=self.node_group_name,
+            node_role_arn=args.node_role_arn,
+            subnet_ids=subnet_ids,
+            ami_type=GPU_AMI if pool.is_gpu else CPU_AMI,
+            capacity_type=CAPACITY_TYPES[pool.capacity],
+            instance_types=[s.name for s in shapes],
+            scaling_config=aws.eks.NodeGroupScalingConfigArgs(
+                min_size=pool.min_nodes, max_size=pool.effective_max_nodes, desired_size=pool.min_nodes
+            ),
+            labels=labels,
+            taints=[
+                aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=TAINT_EFFECTS[t.effect])
+                for t in taints
+            ],
+            launch_template=aws.eks.NodeGroupLaunchTemplateArgs(
+                id=template.id, version=template.latest_version.apply(str)
+            ),
+            # GPU nodes: EKS replaces nodes whose GPUs report faults (XID errors) instead of keeping them.
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True) if pool.is_gpu else None,
+            update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
+            tags=tags,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=list(args.depends_on),
+                # The cluster autoscaler owns the current size; Pulumi owns only min and max.
+                ignore_changes=["scalingConfig.desiredSize"],
+            ),
+        )
+        resources = {EFA_RESOURCE: str(efa_count)} if efa_count else {}
+        ca_tags = autoscaler_tags(
+            args.cluster_name,
+            {**labels, EKS_CAPACITY_LABEL: CAPACITY_TYPES[pool.capacity]},
+            taints,
+            resources,
+        )
+        asg_name = self.node_group.resources.apply(_asg_name)
+        for key, value in ca_tags.items():
+            aws.autoscaling.Tag(
+                f"{name}-tag-{_slug(key)}",
+                autoscaling_group_name=asg_name,
+                # Template tags describe the group; launching instances need no copy of them.
+                tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
+                opts=child,
+            )
+        self.info = NodePoolInfo(
+            name=pool.name,
+            gpu=pool.gpu,
+            gpus_per_node=args.gpus_per_node,
+            capacity=pool.capacity,
+            min_nodes=pool.min_nodes,
+            max_nodes=pool.effective_max_nodes,
+            labels=labels,
+            taints=tuple(taints),
+            machine_types=tuple(s.name for s in shapes),
+        )
+        self.register_outputs({"nodeGroupName": self.node_group_name})
+
+
+def _asg_name(resources) -> str | None:
+    # EKS reports the group's ASG once it exists; offline checkers may leave `resources` empty.
+    first = resources[0] if resources else None
+    groups = (
+        first.get("autoscaling_groups") or first.get("autoscalingGroups")
+        if isinstance(first, dict)
+        else getattr(first, "autoscaling_groups", None)
+    )
+    if not groups:
+        return None
+    group = groups[0]
+    return group.get("name") if isinstance(group, dict) else group.name
+
+
+def _slug(key: str) -> str:
+    return key.removeprefix(f"{CA_PREFIX}/").replace("/", "-").replace(".", "-")
