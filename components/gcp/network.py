@@ -51,6 +51,8 @@ class GcpNetwork(pulumi.ComponentResource):
     services_cidr: str | None
     node_tag: str
     owned: bool
+    # The project that owns the network: a Shared VPC host project, else the platform's own.
+    host_project: str
     # Service Networking peering that Managed Lustre needs; None on a brought network or without Lustre.
     private_services: gcp.servicenetworking.Connection | None = None
     private_services_cidr: str | None = None
@@ -65,9 +67,12 @@ class GcpNetwork(pulumi.ComponentResource):
         # Firewall rules target this tag, which every node pool of the platform carries.
         self.node_tag = f"{spec.cluster.name}-node"
         self.owned = not net.network
+        self.host_project = project
         if not self.owned:
             assert net.network and net.subnetwork
-            self.network_id = pulumi.Output.from_input(network_path(net.network, project))
+            path = network_path(net.network, project)
+            self.host_project = path.split("/")[1]
+            self.network_id = pulumi.Output.from_input(path)
             self.network_name = pulumi.Output.from_input(network_name(net.network))
             self.subnetwork_id = pulumi.Output.from_input(subnetwork_path(net.subnetwork, project, region))
             self.pods_range_name = net.pods_range_name

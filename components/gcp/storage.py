@@ -95,7 +95,11 @@ class FilestoreStorage(pulumi.ComponentResource):
                 ),
             },
             networks=[
-                {"network": net.network_name, "modes": ["MODE_IPV4"], "connect_mode": "DIRECT_PEERING"}
+                # A Shared VPC of another project is reached through its private services access;
+                # a network of this project is peered directly (no PSA range needed).
+                {"network": net.network_id, "modes": ["MODE_IPV4"], "connect_mode": "PRIVATE_SERVICE_ACCESS"}
+                if net.host_project != spec.project
+                else {"network": net.network_name, "modes": ["MODE_IPV4"], "connect_mode": "DIRECT_PEERING"}
             ],
             labels=gcp_labels(spec.tags, spec.cluster.name),
             opts=pulumi.ResourceOptions(parent=self),
