@@ -47,6 +47,7 @@ class Resource:
     deps: tuple[str, ...]
     inputs: dict[str, Any]
     provider: str | None = None
+    ignore_changes: tuple[str, ...] = ()
 
 
 @dataclass
@@ -137,6 +138,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     deps=tuple(sorted(deps)),
                     inputs=_plain(rpc.deserialize_properties(request.object)),
                     provider=request.provider or None,
+                    ignore_changes=tuple(request.ignoreChanges),
                 )
             )
         return response
