@@ -6,7 +6,7 @@ import hashlib
 import re
 
 
-def short_id(base: str, max_len: int, min_len: int = 1, pad: str = "sa") -> str:
+def short_id(base: str, max_len: int, min_len: int = 1) -> str:
     """`base` if it fits, else a stable truncation with a hash suffix (GCP ids must be unique and short).
 
     >>> short_id("ml-dev-research", 30)
@@ -15,11 +15,11 @@ def short_id(base: str, max_len: int, min_len: int = 1, pad: str = "sa") -> str:
     30
     """
     base = re.sub(r"[^a-z0-9-]", "-", base.lower()).strip("-")
+    digest = hashlib.sha1(base.encode()).hexdigest()[:6]
     if len(base) > max_len:
-        digest = hashlib.sha1(base.encode()).hexdigest()[:6]
         base = f"{base[: max_len - 7].rstrip('-')}-{digest}"
-    if len(base) < min_len:
-        base = f"{base}-{pad}"
+    elif len(base) < min_len:  # a hash, not a fixed pad, so two short names never meet
+        base = f"{base}-{digest}"
     return base
 
 

@@ -23,7 +23,10 @@ def test_standard_cluster_with_workload_identity_private_nodes_and_dataplane_v2(
     assert "networkPolicy" not in c
     assert "networkPolicyConfig" not in c["addonsConfig"]
     assert c["networkingMode"] == "VPC_NATIVE"
-    assert c["ipAllocationPolicy"] == {"clusterSecondaryRangeName": "pods", "servicesSecondaryRangeName": "services"}
+    assert c["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
     assert c["network"] == "projects/example-ml-dev/global/networks/ml-dev-vpc"
     assert c["subnetwork"] == "projects/example-ml-dev/regions/us-central1/subnetworks/ml-dev-us-central1"
     assert "masterAuthorizedNetworksConfig" not in c

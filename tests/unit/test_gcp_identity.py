@@ -37,8 +37,14 @@ def test_checkpoint_bucket_keeps_versions_with_a_bounded_lifecycle():
     assert ckpt["name"] == "example-ml-dev-ml-dev-checkpoints"
     assert ckpt["versioning"] == {"enabled": True}
     rules = ckpt["lifecycleRules"]
-    assert {"action": {"type": "Delete"}, "condition": {"daysSinceNoncurrentTime": 7.0, "withState": "ARCHIVED"}} in rules
-    assert {"action": {"type": "Delete"}, "condition": {"numNewerVersions": 3.0, "withState": "ARCHIVED"}} in rules
+    assert {
+        "action": {"type": "Delete"},
+        "condition": {"daysSinceNoncurrentTime": 7.0, "withState": "ARCHIVED"},
+    } in rules
+    assert {
+        "action": {"type": "Delete"},
+        "condition": {"numNewerVersions": 3.0, "withState": "ARCHIVED"},
+    } in rules
     # Deletes only ever target noncurrent versions: the live checkpoint is never aged out.
     for rule in rules:
         if rule["action"]["type"] == "Delete":
@@ -53,11 +59,15 @@ def test_checkpoint_bucket_keeps_versions_with_a_bounded_lifecycle():
 
 @pytest.mark.parametrize(
     ("stack", "project", "cluster", "teams"),
-    [("gcp-dev", "example-ml-dev", "ml-dev", ["research"]),
-     ("gcp-h100-mega", "example-ml-prod", "mega", ["pretrain", "research"]),
-     ("gcp-byo-network", "example-ml-lab", "l4-lab", ["vision", "speech"])],
+    [
+        ("gcp-dev", "example-ml-dev", "ml-dev", ["research"]),
+        ("gcp-h100-mega", "example-ml-prod", "mega", ["pretrain", "research"]),
+        ("gcp-byo-network", "example-ml-lab", "l4-lab", ["vision", "speech"]),
+    ],
 )
-def test_each_team_gsa_is_bound_to_its_trainer_ksa_and_the_checkpoint_bucket_only(stack, project, cluster, teams):
+def test_each_team_gsa_is_bound_to_its_trainer_ksa_and_the_checkpoint_bucket_only(
+    stack, project, cluster, teams
+):
     result = plan(stack)
     ckpt_bucket = f"{project}-{cluster}-checkpoints"
     identities = {t["name"]: t["identity"] for t in result.outputs["teams"]}
@@ -71,8 +81,12 @@ def test_each_team_gsa_is_bound_to_its_trainer_ksa_and_the_checkpoint_bucket_onl
             "role": "roles/iam.workloadIdentityUser",
             "member": f"serviceAccount:{project}.svc.id.goog[{team}/trainer]",
         }
-        grants = [r.inputs for r in result.of_type(BUCKET_IAM) if r.inputs["member"] == f"serviceAccount:{email}"]
-        assert grants == [{"bucket": ckpt_bucket, "role": "roles/storage.objectUser", "member": f"serviceAccount:{email}"}]
+        grants = [
+            r.inputs for r in result.of_type(BUCKET_IAM) if r.inputs["member"] == f"serviceAccount:{email}"
+        ]
+        assert grants == [
+            {"bucket": ckpt_bucket, "role": "roles/storage.objectUser", "member": f"serviceAccount:{email}"}
+        ]
         assert not [r for r in result.of_type(PROJECT_IAM) if email in r.inputs["member"]]
         assert account.inputs["project"] == project
 
@@ -85,7 +99,11 @@ def test_loki_gsa_is_bound_to_monitoring_loki_and_the_log_bucket_only():
     assert wi.inputs["role"] == "roles/iam.workloadIdentityUser"
     grants = [r.inputs for r in result.of_type(BUCKET_IAM) if r.inputs["member"] == f"serviceAccount:{email}"]
     assert grants == [
-        {"bucket": "example-ml-dev-ml-dev-logs", "role": "roles/storage.objectUser", "member": f"serviceAccount:{email}"}
+        {
+            "bucket": "example-ml-dev-ml-dev-logs",
+            "role": "roles/storage.objectUser",
+            "member": f"serviceAccount:{email}",
+        }
     ]
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from tests.unit.test_gcp_support import CLUSTER, FIREWALL, FILESTORE, mutated, one, plan, plan_platform
+from tests.unit.test_gcp_support import CLUSTER, FILESTORE, FIREWALL, mutated, one, plan, plan_platform
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
@@ -33,8 +33,10 @@ def test_cloud_nat_serves_only_the_platform_subnet():
     nat = one(result, NAT).inputs
     assert nat["sourceSubnetworkIpRangesToNat"] == "LIST_OF_SUBNETWORKS"
     assert nat["subnetworks"] == [
-        {"name": "projects/example-ml-dev/regions/us-central1/subnetworks/ml-dev-us-central1",
-         "sourceIpRangesToNats": ["ALL_IP_RANGES"]}
+        {
+            "name": "projects/example-ml-dev/regions/us-central1/subnetworks/ml-dev-us-central1",
+            "sourceIpRangesToNats": ["ALL_IP_RANGES"],
+        }
     ]
     assert nat["router"] == router.inputs.get("name", f"{router.name}-a1b2c3d")
     assert nat["natIpAllocateOption"] == "AUTO_ONLY"
@@ -122,6 +124,9 @@ def test_shared_vpc_of_a_host_project_reaches_filestore_through_private_services
     assert c["network"] == "projects/example-net-host/global/networks/shared"
     assert c["subnetwork"] == "projects/example-net-host/regions/europe-west4/subnetworks/ml"
     assert one(result, FILESTORE).inputs["networks"] == [
-        {"network": "projects/example-net-host/global/networks/shared", "modes": ["MODE_IPV4"],
-         "connectMode": "PRIVATE_SERVICE_ACCESS"}
+        {
+            "network": "projects/example-net-host/global/networks/shared",
+            "modes": ["MODE_IPV4"],
+            "connectMode": "PRIVATE_SERVICE_ACCESS",
+        }
     ]

@@ -36,8 +36,11 @@ def test_gpu_pool_carries_the_catalog_accelerators_with_driver_installation_disa
 
 @pytest.mark.parametrize(
     ("stack", "name", "gpu", "capacity"),
-    [("gcp-dev", "h100", "H100", "spot"), ("gcp-h100-mega", "h100mega", "H100-MEGA", "spot"),
-     ("gcp-byo-network", "l4", "L4", "on-demand")],
+    [
+        ("gcp-dev", "h100", "H100", "spot"),
+        ("gcp-h100-mega", "h100mega", "H100-MEGA", "spot"),
+        ("gcp-byo-network", "l4", "L4", "on-demand"),
+    ],
 )
 def test_gpu_pool_declares_gkes_taint_and_the_operator_labels(stack, name, gpu, capacity):
     cfg = pool(plan(stack), name).inputs["nodeConfig"]
@@ -64,8 +67,9 @@ def test_system_pool_has_no_accelerator_taint_or_device_plugin_label():
 @pytest.mark.parametrize("stack", ["gcp-dev", "gcp-h100-mega", "gcp-byo-network"])
 def test_every_pool_hides_node_credentials_and_runs_as_the_node_service_account(stack):
     result = plan(stack)
-    node_sa = one(result, SA, next(r.name for r in result.of_type(SA) if r.inputs["accountId"].endswith("-nodes")))
-    email = f"{node_sa.inputs['accountId']}@{result.of_type(NODE_POOL)[0].inputs['project']}.iam.gserviceaccount.com"
+    project = result.of_type(NODE_POOL)[0].inputs["project"]
+    (node_sa,) = [r for r in result.of_type(SA) if r.inputs["accountId"].endswith("-nodes")]
+    email = f"{node_sa.inputs['accountId']}@{project}.iam.gserviceaccount.com"
     for p in result.of_type(NODE_POOL):
         cfg = p.inputs["nodeConfig"]
         assert cfg["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
@@ -77,10 +81,18 @@ def test_every_pool_hides_node_credentials_and_runs_as_the_node_service_account(
 def test_autoscaling_uses_whole_pool_limits_down_to_zero():
     result = plan("gcp-dev")
     h100 = pool(result, "h100").inputs
-    assert h100["autoscaling"] == {"totalMinNodeCount": 0.0, "totalMaxNodeCount": 4.0, "locationPolicy": "ANY"}
+    assert h100["autoscaling"] == {
+        "totalMinNodeCount": 0.0,
+        "totalMaxNodeCount": 4.0,
+        "locationPolicy": "ANY",
+    }
     assert h100["initialNodeCount"] == 0.0
     system = pool(result, "system").inputs
-    assert system["autoscaling"] == {"totalMinNodeCount": 2.0, "totalMaxNodeCount": 4.0, "locationPolicy": "BALANCED"}
+    assert system["autoscaling"] == {
+        "totalMinNodeCount": 2.0,
+        "totalMaxNodeCount": 4.0,
+        "locationPolicy": "BALANCED",
+    }
     # 2 nodes over 3 zones: one per zone at creation, then the autoscaler keeps the total within 2..4.
     assert system["initialNodeCount"] == 1.0
 

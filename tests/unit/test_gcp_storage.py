@@ -29,7 +29,9 @@ def test_filestore_instance_in_the_platform_zone_exported_to_its_subnet():
             {"ipRanges": ["10.50.0.0/20"], "accessMode": "READ_WRITE", "squashMode": "NO_ROOT_SQUASH"}
         ],
     }
-    assert fs["networks"] == [{"network": "ml-dev-vpc", "modes": ["MODE_IPV4"], "connectMode": "DIRECT_PEERING"}]
+    assert fs["networks"] == [
+        {"network": "ml-dev-vpc", "modes": ["MODE_IPV4"], "connectMode": "DIRECT_PEERING"}
+    ]
 
 
 def test_filestore_handle_uses_the_gke_csi_static_volume_format():
@@ -79,8 +81,9 @@ def test_lustre_handle_uses_the_gke_csi_static_volume_format():
     assert handle["kind"] == "lustre" and handle["capacityGiB"] == 18000
 
 
-@pytest.mark.parametrize(("stack", "type_"), [("gcp-dev", FILESTORE), ("gcp-h100-mega", LUSTRE),
-                                              ("gcp-byo-network", FILESTORE)])
+@pytest.mark.parametrize(
+    ("stack", "type_"), [("gcp-dev", FILESTORE), ("gcp-h100-mega", LUSTRE), ("gcp-byo-network", FILESTORE)]
+)
 def test_storage_does_not_wait_for_the_cluster_or_its_pools(stack, type_):
     result = plan(stack)
     waits = upstream(result, one(result, type_))

@@ -44,7 +44,9 @@ def one(result: RunResult, type_: str, name: str | None = None) -> Resource:
 
 
 def pool(result: RunResult, pool_name: str) -> Resource:
-    return one(result, NODE_POOL, next(r.name for r in result.of_type(NODE_POOL) if r.inputs["name"] == pool_name))
+    return one(
+        result, NODE_POOL, next(r.name for r in result.of_type(NODE_POOL) if r.inputs["name"] == pool_name)
+    )
 
 
 def upstream(result: RunResult, res: Resource) -> set[str]:
