@@ -35,6 +35,11 @@ def team_namespace(team: TeamSpec | str) -> str:
     return team if isinstance(team, str) else team.name
 
 
+def team_local_queue(team: TeamSpec | str) -> str:
+    """The Kueue LocalQueue in a team's namespace that its jobs name in `kueue.x-k8s.io/queue-name`."""
+    return f"{team_namespace(team)}-gpus"
+
+
 @dataclass(frozen=True)
 class TaintInfo:
     key: str

@@ -80,7 +80,7 @@ class Catalog:
                         on_demand_hourly=float(m["onDemandHourly"]),
                         gpu=kind,
                         gpus=int(m["gpus"]),
-                        gpu_memory_gib=float(entry["memoryGiB"]),
+                        gpu_memory_gib=entry["memoryMiB"] / 1024,
                         efa_interfaces=int(m.get("efaInterfaces", 0)),
                         accelerator_type=m.get("acceleratorType"),
                         local_ssd_count=int(m.get("localSsdCount", 0)),
@@ -89,7 +89,7 @@ class Catalog:
                 )
             self._gpus[kind] = GpuKind(
                 name=kind,
-                memory_gib=float(entry["memoryGiB"]),
+                memory_gib=entry["memoryMiB"] / 1024,
                 peak_bf16_tflops=float(entry["peakBf16Tflops"]),
                 aws=per_cloud["aws"],
                 gcp=per_cloud["gcp"],

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.bundle import TEAM_SERVICE_ACCOUNT, ClusterBundle, team_namespace
+from components.bundle import TEAM_SERVICE_ACCOUNT, ClusterBundle, team_local_queue, team_namespace
 from components.spec import PlatformSpec
 
 # The module and class of each cloud backend. Imported lazily so an AWS stack never loads pulumi_gcp
@@ -48,7 +48,9 @@ class GpuPlatform(pulumi.ComponentResource):
         kwargs = {"spec": spec}
         if spec.cloud == "kubernetes":
             kwargs["kubeconfig"] = args.kubeconfig
-        backend = getattr(module, class_name)(name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self))
+        backend = getattr(module, class_name)(
+            name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self)
+        )
         self.cluster = backend.bundle
         self.outputs = platform_outputs(spec, self.cluster)
         self.register_outputs({"clusterName": self.cluster.name})
@@ -70,6 +72,7 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, obj
                 "name": t.name,
                 "namespace": team_namespace(t),
                 "serviceAccount": TEAM_SERVICE_ACCOUNT,
+                "localQueue": team_local_queue(t),
                 "gpuQuota": t.gpu_quota,
                 "storage": list(t.storage) if t.storage is not None else [s.name for s in spec.storage],
                 "identity": bundle.team_identities.get(t.name),

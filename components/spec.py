@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -68,6 +68,10 @@ GCP_DEFAULT_PRIVATE_SERVICES_CIDR = ipaddress.IPv4Network("10.72.0.0/20")
 FILESTORE_ZONAL_TIERS = ("BASIC_HDD", "BASIC_SSD", "ZONAL")
 
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+PATTERN_WORDS = {
+    _DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
+    r"^1\.\d{2}$": 'a Kubernetes minor version in quotes, e.g. "1.33"',
+}
 
 
 class ConfigError(Exception):
@@ -84,7 +88,6 @@ class Spec(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, validate_default=True
     )
-
 
 
 class ClusterSpec(Spec):
@@ -404,12 +407,17 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
         for dup in sorted(_duplicates(names)):
             yield f"{root}.{label}: name {dup!r} is used more than once"
 
-    for i, pool in enumerate(spec.node_pools):
-        yield from _check_pool(spec, pool, f"{root}.nodePools[{i}]")
+    pool_problems = [
+        line
+        for i, pool in enumerate(spec.node_pools)
+        for line in _check_pool(spec, pool, f"{root}.nodePools[{i}]")
+    ]
+    yield from pool_problems
     for i, st in enumerate(spec.storage):
         yield from _check_storage(spec, st, f"{root}.storage[{i}]")
 
-    yield from _check_teams(spec, root)
+    # Quotas are measured against the pools; with a broken pool the ceiling would only add noise.
+    yield from _check_teams(spec, root, check_quota=not pool_problems)
     yield from _check_gpu_operator(spec, root)
 
 
@@ -621,12 +629,12 @@ def _alias_set(obj: Spec, alias: str) -> bool:
     return any(_alias(type(obj), f) == alias for f in obj.model_fields_set)
 
 
-def _check_teams(spec: PlatformSpec, root: str) -> Iterable[str]:
+def _check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iterable[str]:
     storage_names = {s.name for s in spec.storage}
     ceiling = spec.max_gpus()
     for i, team in enumerate(spec.teams):
         path = f"{root}.teams[{i}]"
-        if team.gpu_quota > ceiling:
+        if check_quota and team.gpu_quota > ceiling:
             yield (
                 f"{path}.gpuQuota: {team.gpu_quota} GPUs is more than the platform's maximum of {ceiling} "
                 "(sum of gpusPerNode x maxNodes over GPU pools)"
@@ -654,7 +662,12 @@ def _check_gpu_operator(spec: PlatformSpec, root: str) -> Iterable[str]:
 def _loc_path(root: str, loc: tuple[Any, ...]) -> str:
     out = root
     for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{part}"
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif re.fullmatch(r"[A-Za-z0-9_./-]+", str(part)):
+            out += f".{part}"
+        else:  # keys with spaces or control characters are shown quoted, so the line stays one line
+            out += f"[{str(part)!r}]"
     return out
 
 
@@ -695,7 +708,11 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], root: 
             owner = _model_at(model, loc)
             known = sorted((f.alias or n) for n, f in owner.model_fields.items()) if owner else []
             close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else (f"; known: {', '.join(known)}" if known else "")
+            hint = (
+                f"; did you mean {close[0]!r}?"
+                if close
+                else (f"; known: {', '.join(known)}" if known else "")
+            )
             lines.append(f"{path}: unknown key{hint}")
         elif kind == "missing":
             lines.append(f"{path}: required")
@@ -704,9 +721,180 @@ def format_validation_error(err: ValidationError, model: type[BaseModel], root: 
             lines.append(f"{path}: {given!r} is not allowed; allowed: {allowed}")
         elif kind == "value_error":
             lines.append(f"{path}: {str(e['msg']).removeprefix('Value error, ')}")
-        elif kind == "string_pattern_mismatch" and root:
-            lines.append(f"{path}: {given!r} is not valid here (expected the form {e['ctx']['pattern']})")
+        elif kind == "string_pattern_mismatch":
+            pattern = e["ctx"]["pattern"]
+            wanted = PATTERN_WORDS.get(pattern, f"the form {pattern}")
+            lines.append(f"{path}: {given!r} is not valid here; expected {wanted}")
         else:
             shown = f" (got {given!r})" if given is not None and not isinstance(given, dict | list) else ""
             lines.append(f"{path}: {e['msg']}{shown}")
     return lines
+
+
+# ---- training-job stacks ------------------------------------------------------------------------
+
+
+class NodeRange(Spec):
+    min: int = Field(ge=1, le=1000)
+    max: int = Field(ge=1, le=1000)
+
+
+class JobVolume(Spec):
+    storage: str = Field(pattern=_DNS_LABEL)
+    mount_path: str = Field(pattern=r"^/[^\s]*$")
+    read_only: bool = False
+    sub_path: str | None = None
+
+
+class JobCheckpoint(Spec):
+    # s3://auto / gs://auto: the platform's checkpoint bucket, prefix = job name; or s3://, gs:// URIs;
+    # or a path under one of the job's writable volumes (Lustre/NFS).
+    uri: str
+    interval_steps: int = Field(default=500, ge=1)
+    keep: int = Field(default=3, ge=2)
+    async_save: bool = True
+
+
+class JobResources(Spec):
+    cpu: float | None = Field(default=None, gt=0)
+    memory_gib: float | None = Field(default=None, alias="memoryGiB", gt=0)
+    shm_gib: float | None = Field(default=None, alias="shmGiB", gt=0)
+
+
+class JobSpec(Spec):
+    platform_stack: str = Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
+    # The Job name; pods are <name>-<index>, so keep it short enough for hostnames.
+    name: str = Field(pattern=_DNS_LABEL, max_length=40)
+    team: str = Field(pattern=_DNS_LABEL)
+    image: str = Field(pattern=r"^[^\s]+$")
+    node_pool: str = Field(pattern=_DNS_LABEL)
+    nodes: NodeRange
+    gpus_per_node: int = Field(ge=1, le=16)
+    trainer: dict[str, Any] = Field(default_factory=dict)
+    volumes: list[JobVolume] = Field(default_factory=list)
+    checkpoint: JobCheckpoint | None = None
+    spot: bool = False
+    max_restarts: int = Field(default=10, ge=0, le=1000)
+    resources: JobResources = JobResources()
+    env: dict[str, str] = Field(default_factory=dict)
+    grace_period_seconds: int | None = Field(default=None, ge=10, le=3600)
+    dataloader_workers: int = Field(default=4, ge=0, le=64)
+
+    @classmethod
+    def load(cls, raw: Any, root: str = "job") -> JobSpec:
+        """Validate a raw job object on its own; `check_job` then checks it against the platform."""
+        if not isinstance(raw, dict):
+            raise ConfigError([f"{root}: must be a mapping, got {type(raw).__name__}"])
+        try:
+            job = cls.model_validate(raw)
+        except ValidationError as e:
+            raise ConfigError(format_validation_error(e, cls, root)) from None
+        problems = list(_check_job_alone(job, root))
+        if problems:
+            raise ConfigError(problems)
+        return job
+
+
+def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
+    if job.nodes.min > job.nodes.max:
+        yield f"{root}.nodes.min: {job.nodes.min} is greater than nodes.max {job.nodes.max}"
+    mounts = [v.mount_path for v in job.volumes]
+    for dup in sorted(_duplicates(mounts)):
+        yield f"{root}.volumes: mountPath {dup!r} is used more than once"
+    for i, v in enumerate(job.volumes):
+        if v.mount_path in ("/", "/dev", "/dev/shm", "/proc", "/sys", "/etc", "/config"):
+            yield f"{root}.volumes[{i}].mountPath: {v.mount_path} is reserved in the trainer container"
+    for key in job.env:
+        if key.startswith("TRAINPLANE_") or key in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+            yield f"{root}.env.{key}: set by trainplane itself; configure it through the job's keys"
+    if job.checkpoint is not None:
+        uri = job.checkpoint.uri
+        if "://" in uri and not re.match(r"^(s3|gs)://[a-z0-9][a-z0-9._-]{1,62}(/.*)?$", uri):
+            yield f"{root}.checkpoint.uri: {uri!r} is not an s3:// or gs:// URI (or s3://auto, gs://auto, or a path)"
+        elif "://" not in uri and not uri.startswith("/"):
+            yield f"{root}.checkpoint.uri: {uri!r} must be s3://auto, gs://auto, an s3:// or gs:// URI, or an absolute path"
+        elif uri.startswith("/") and not any(
+            uri == v.mount_path or uri.startswith(v.mount_path.rstrip("/") + "/")
+            for v in job.volumes
+            if not v.read_only
+        ):
+            writable = ", ".join(v.mount_path for v in job.volumes if not v.read_only) or "none"
+            yield (
+                f"{root}.checkpoint.uri: {uri} is not under a writable volume of this job "
+                f"(writable mountPaths: {writable}); checkpoints must outlive the pod"
+            )
+
+
+def check_job(job: JobSpec, platform: Mapping[str, Any], root: str = "job") -> list[str]:
+    """Check a job against its platform stack's outputs (team, pool, GPUs, storage, object store)."""
+    problems: list[str] = []
+    pools = {p["name"]: p for p in platform.get("nodePools") or []}
+    teams = {t["name"]: t for t in platform.get("teams") or []}
+    ref = job.platform_stack
+    team = teams.get(job.team)
+    if team is None:
+        problems.append(
+            f"{root}.team: {job.team!r} is not a team of platform {ref}; known: {', '.join(sorted(teams)) or 'none'}"
+        )
+    pool = pools.get(job.node_pool)
+    if pool is None:
+        problems.append(
+            f"{root}.nodePool: {job.node_pool!r} is not a node pool of platform {ref}; "
+            f"known: {', '.join(sorted(pools)) or 'none'}"
+        )
+    else:
+        if not pool.get("gpu"):
+            problems.append(
+                f"{root}.nodePool: {job.node_pool} is a CPU pool; a training job needs a GPU pool"
+            )
+        elif job.gpus_per_node > int(pool.get("gpusPerNode") or 0):
+            problems.append(
+                f"{root}.gpusPerNode: {job.gpus_per_node} is more than the {int(pool['gpusPerNode'])} GPUs "
+                f"per node of pool {job.node_pool}"
+            )
+        if job.nodes.max > int(pool.get("maxNodes") or 0):
+            problems.append(
+                f"{root}.nodes.max: {job.nodes.max} nodes is more than pool {job.node_pool} "
+                f"can scale to ({int(pool['maxNodes'])})"
+            )
+        capacity = pool.get("capacity")
+        if capacity == "spot" and not job.spot:
+            others = [
+                p for p, v in pools.items() if v.get("gpu") == pool.get("gpu") and v.get("capacity") != "spot"
+            ]
+            hint = f"pick on-demand pool {others[0]}" if others else "set spot: true to accept preemption"
+            problems.append(f"{root}.spot: pool {job.node_pool} is spot capacity; {hint}")
+        if capacity != "spot" and job.spot:
+            problems.append(
+                f"{root}.spot: pool {job.node_pool} is on-demand capacity; set spot: false or pick a spot pool"
+            )
+        if team is not None and pool.get("gpu"):
+            # Kueue may lend idle quota, but a job that cannot start inside its team's own quota would
+            # wait for other teams to be idle; refuse it up front.
+            quota = int(team.get("gpuQuota") or 0)
+            if job.gpus_per_node * job.nodes.min > quota:
+                problems.append(
+                    f"{root}.nodes.min: {job.nodes.min} nodes x {job.gpus_per_node} GPUs is more than team "
+                    f"{job.team}'s GPU quota of {quota}"
+                )
+    if team is not None:
+        allowed = set(team.get("storage") or [])
+        for i, v in enumerate(job.volumes):
+            if v.storage not in allowed:
+                problems.append(
+                    f"{root}.volumes[{i}].storage: team {job.team} has no storage {v.storage!r} on platform {ref}; "
+                    f"it has: {', '.join(sorted(allowed)) or 'none'}"
+                )
+    if job.checkpoint is not None and "://" in job.checkpoint.uri:
+        scheme = job.checkpoint.uri.split("://", 1)[0]
+        store = platform.get("objectStore")
+        if job.checkpoint.uri.endswith("://auto"):
+            if store is None:
+                problems.append(
+                    f"{root}.checkpoint.uri: platform {ref} has no object storage; use a path on a writable volume"
+                )
+            elif scheme != store:
+                problems.append(
+                    f"{root}.checkpoint.uri: platform {ref} keeps checkpoints in {store}://; use {store}://auto"
+                )
+    return problems

@@ -7,6 +7,6 @@ from pathlib import Path
 # when the package is not installed into the virtualenv.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from infra.program import run  # noqa: E402
+from infra.program import run
 
 run()

@@ -1,19 +1,15 @@
 """The Pulumi program: read the stack's one config object, validate it, build, export.
 
 A platform stack holds `trainplane:platform`; a job stack holds `trainplane:job`. Validation happens
-before any resource is registered; problems surface as one line each, never a traceback.
+before any resource is registered (a job stack first reads its platform stack, which is how it learns
+what to validate against); problems surface as one line each, never a traceback.
 """
 
 from __future__ import annotations
 
 import pulumi
 
-from components.spec import ConfigError, PlatformSpec
-
-
-def load_platform_spec(config: pulumi.Config) -> PlatformSpec:
-    raw = config.get_object("platform")
-    return PlatformSpec.load(raw)
+from components.spec import ConfigError, JobSpec, PlatformSpec
 
 
 def run() -> None:
@@ -26,9 +22,9 @@ def run() -> None:
         )
     try:
         if kinds == ["platform"]:
-            _platform(config, load_platform_spec(config))
+            _platform(config, PlatformSpec.load(config.get_object("platform")))
         else:
-            raise ConfigError(["job: job stacks are not supported by this version of trainplane yet"])
+            _job(JobSpec.load(config.get_object("job")))
     except ConfigError as e:
         # RunError prints without a Python traceback under `pulumi up`.
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
@@ -37,6 +33,15 @@ def run() -> None:
 def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:
     from components.platform import GpuPlatform, GpuPlatformArgs
 
-    platform = GpuPlatform(spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig")))
+    args = GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
+    platform = GpuPlatform(spec.cluster.name, args)
     for key, value in platform.outputs.items():
+        pulumi.export(key, value)
+
+
+def _job(job: JobSpec) -> None:
+    from components.job_stack import deploy_job
+
+    training = deploy_job(job)
+    for key, value in training.outputs.items():
         pulumi.export(key, value)

@@ -55,7 +55,9 @@ def plan_stack() -> Callable[..., RunResult]:
 
 @pytest.fixture
 def plan_platform() -> Callable[..., RunResult]:
-    def _plan(platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None) -> RunResult:
+    def _plan(
+        platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
+    ) -> RunResult:
         return run_program(config_for(platform, extra), stack)
 
     return _plan

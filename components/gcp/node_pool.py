@@ -42,7 +42,7 @@ GKE_TAINT_EFFECTS = {
 # Machine families whose boot disk must be Hyperdisk (no Persistent Disk support).
 HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-")
 DEFAULT_GPU_DISK_GIB = 200  # training images (CUDA, PyTorch) are large
-DEFAULT_CPU_DISK_GIB = 100
+DEFAULT_CPU_DISK_GIB = 50  # docs/configuration.md: 200 (GPU), 50 (CPU)
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,9 @@ class ExistingCluster(pulumi.ComponentResource):
         kubeconfig = (
             pulumi.Output.secret(args.kubeconfig)
             if args.kubeconfig is not None
-            else pulumi.Output.from_input(f"(ambient kubeconfig, context {spec.cluster.context or 'current'})")
+            else pulumi.Output.from_input(
+                f"(ambient kubeconfig, context {spec.cluster.context or 'current'})"
+            )
         )
         pools = tuple(
             NodePoolInfo(

@@ -20,7 +20,9 @@ def _eks_cluster(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         "arn": _arn("eks", f"cluster/{inputs.get('name', name)}"),
         "endpoint": f"https://{name.upper()[:8]}0A1B2C3D4E5F.gr7.{REGION}.eks.amazonaws.com",
         "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="},
-        "identities": [{"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/0A1B2C3D4E5F6A7B"}]}],
+        "identities": [
+            {"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/0A1B2C3D4E5F6A7B"}]}
+        ],
         "version": inputs.get("version") or "1.33",
         "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": "sg-0c1a2b3c4d5e6f700"},
         "status": "ACTIVE",
@@ -31,7 +33,9 @@ def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     # Managed node groups own an auto scaling group whose name the autoscaler tags must target.
     return {
         "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{name}/1a2b"),
-        "resources": [{"autoscalingGroups": [{"name": f"eks-{name}-1a2b3c4d"}], "remoteAccessSecurityGroupId": ""}],
+        "resources": [
+            {"autoscalingGroups": [{"name": f"eks-{name}-1a2b3c4d"}], "remoteAccessSecurityGroupId": ""}
+        ],
         "status": "ACTIVE",
     }
 
@@ -39,7 +43,10 @@ def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
 COMPUTED = {
     "aws:eks/cluster:Cluster": _eks_cluster,
     "aws:eks/nodeGroup:NodeGroup": _node_group,
-    "aws:iam/role:Role": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name') or n}", "uniqueId": "AROA1"},
+    "aws:iam/role:Role": lambda n, i: {
+        "arn": f"arn:aws:iam::{ACCOUNT}:role/{i.get('name') or n}",
+        "uniqueId": "AROA1",
+    },
     "aws:iam/policy:Policy": lambda n, i: {"arn": f"arn:aws:iam::{ACCOUNT}:policy/{i.get('name') or n}"},
     "aws:iam/openIdConnectProvider:OpenIdConnectProvider": lambda n, i: {
         "arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{str(i.get('url', '')).removeprefix('https://')}",
@@ -62,8 +69,14 @@ COMPUTED = {
         "arn": _arn("elasticfilesystem", f"file-system/fs-{n[:6]}"),
         "dnsName": f"fs-{n[:6]}.efs.{REGION}.amazonaws.com",
     },
-    "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {"latestVersion": 1, "arn": _arn("ec2", f"launch-template/{n}")},
-    "aws:ec2/vpc:Vpc": lambda n, i: {"arn": _arn("ec2", f"vpc/{n}"), "defaultSecurityGroupId": "sg-0default0000"},
+    "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {
+        "latestVersion": 1,
+        "arn": _arn("ec2", f"launch-template/{n}"),
+    },
+    "aws:ec2/vpc:Vpc": lambda n, i: {
+        "arn": _arn("ec2", f"vpc/{n}"),
+        "defaultSecurityGroupId": "sg-0default0000",
+    },
     "aws:ec2/securityGroup:SecurityGroup": lambda n, i: {"arn": _arn("ec2", f"security-group/{n}")},
 }
 
@@ -92,7 +105,11 @@ INVOKES = {
         "userId": "AROAEXAMPLE:ci",
         "id": ACCOUNT,
     },
-    "aws:index/getPartition:getPartition": lambda t, a: {"partition": "aws", "dnsSuffix": "amazonaws.com", "id": "aws"},
+    "aws:index/getPartition:getPartition": lambda t, a: {
+        "partition": "aws",
+        "dnsSuffix": "amazonaws.com",
+        "id": "aws",
+    },
     "aws:index/getRegion:getRegion": lambda t, a: {"name": REGION, "region": REGION, "id": REGION},
     "aws:iam/getPolicyDocument:getPolicyDocument": _policy_document,
 }

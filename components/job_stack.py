@@ -1,0 +1,60 @@
+"""A training-job stack: read the platform stack it names, check the job against it, build the job.
+
+Used by the project's program (infra/) and by the `training-job` template's own `__main__.py`.
+
+Example:
+    >>> job = JobSpec.load(pulumi.Config("trainplane").require_object("job"))  # doctest: +SKIP
+    >>> training = deploy_job(job)  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pulumi
+from pulumi.runtime.sync_await import _sync_await
+
+from components.spec import ConfigError, JobSpec, check_job
+
+# The platform outputs a job stack needs (see components.platform.platform_outputs).
+PLATFORM_KEYS = ("cloud", "clusterName", "region", "nodePools", "teams", "storage", "buckets", "objectStore")
+
+
+def read_platform(ref: pulumi.StackReference, name: str) -> dict[str, Any]:
+    """The platform stack's outputs as plain values, read before anything else is registered.
+
+    Reading them synchronously (rather than building inside `.apply`) keeps every job resource visible
+    to `pulumi preview`; the engine knows a stack reference's outputs during preview too.
+    """
+    values: dict[str, Any] = {}
+    for key in PLATFORM_KEYS:
+        details = _sync_await(ref.get_output_details(key))
+        values[key] = details.value if details.value is not None else details.secret_value
+    if values.get("clusterName") is None:
+        raise ConfigError(
+            [f"job.platformStack: stack {name} has no trainplane platform outputs (is it deployed?)"]
+        )
+    return values
+
+
+def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):
+    """Register the job on its platform's cluster; ConfigError if the platform cannot run it."""
+    import pulumi_kubernetes as k8s
+
+    from components.kubernetes.training_job import TrainingJob, TrainingJobArgs
+
+    ref = pulumi.StackReference("platform", stack_name=job.platform_stack)
+    platform = read_platform(ref, job.platform_stack)
+    problems = check_job(job, platform)
+    if problems:
+        raise ConfigError(problems)
+    provider = k8s.Provider(
+        "platform-cluster",
+        kubeconfig=ref.require_output("kubeconfig"),
+        enable_server_side_apply=True,
+    )
+    return TrainingJob(
+        job.name,
+        TrainingJobArgs(job=job, platform=platform),
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"kubernetes": provider})),
+    )

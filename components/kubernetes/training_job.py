@@ -1,0 +1,376 @@
+"""TrainingJob: a distributed PyTorch job as an Indexed batch/v1 Job plus a headless Service.
+
+One pod per node; each pod runs the trainer's launcher (`python -m trainer.launch`, a torchrun wrapper
+whose exit code tells the truth: 0 done, 143 preempted after a committed checkpoint, 2 configuration
+error). The Job's podFailurePolicy encodes that contract, so spot reclaims and preemptions never eat
+into `maxRestarts` and a bad config fails once instead of retrying.
+
+Example:
+    >>> job = TrainingJob("gpt-small", TrainingJobArgs(job=spec, platform=outputs))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+import yaml
+
+from components.catalog import catalog
+from components.kubernetes.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
+from components.spec import ConfigError, JobSpec
+
+CONTAINER = "trainer"
+CONFIG_DIR = "/etc/trainplane"
+CONFIG_FILE = "trainer.yaml"
+RDZV_PORT = 29400
+MASTER_PORT = 29500
+EXIT_PREEMPTED = 143
+EXIT_CONFIG = 2
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+TEAM_LABEL = "trainplane.dev/team"
+# Seconds between SIGTERM and SIGKILL. It must cover the preemption checkpoint: AWS gives spot nodes a
+# 2-minute notice; GKE gives non-system pods of a spot node about 15-30 s by default; an existing
+# cluster is drained by people, who can wait.
+DEFAULT_GRACE_SECONDS = {"aws": 120, "gcp": 30, "kubernetes": 300}
+# Without a machine shape (existing clusters), size requests per GPU.
+CPU_PER_GPU, MEMORY_GIB_PER_GPU = 8, 64
+# Leave room on each node for the kubelet, DaemonSets (GPU operator, DCGM, CSI, log shipper).
+NODE_SHARE = 0.85
+
+
+@dataclass(frozen=True)
+class TrainingJobArgs:
+    job: JobSpec
+    # The platform stack's outputs (components.platform.platform_outputs), already checked by check_job.
+    platform: dict[str, Any]
+
+
+def checkpoint_uri(job: JobSpec, platform: dict[str, Any]) -> str | None:
+    """`s3://auto` / `gs://auto` become the platform's checkpoint bucket with the job name as prefix."""
+    if job.checkpoint is None:
+        return None
+    uri = job.checkpoint.uri
+    if uri.endswith("://auto"):
+        scheme = uri.split("://", 1)[0]
+        return f"{scheme}://{platform['buckets']['checkpoints']}/{job.name}"
+    return uri
+
+
+def pod_resources(job: JobSpec, pool: dict[str, Any]) -> tuple[str, str, str]:
+    """CPU, memory and /dev/shm for one pod: the job's values, or its GPU share of the node's machine."""
+    share = job.gpus_per_node / max(int(pool.get("gpusPerNode") or job.gpus_per_node), 1)
+    shapes = [catalog().machine(c, m) for m in pool.get("machineTypes") or [] for c in ("aws", "gcp")]
+    shapes = [s for s in shapes if s is not None]
+    if shapes:  # several types in a spot pool: size for the smallest so the pod fits on any of them
+        vcpus = min(s.vcpus for s in shapes) * share * NODE_SHARE
+        memory = min(s.memory_gib for s in shapes) * share * NODE_SHARE
+    else:
+        vcpus, memory = CPU_PER_GPU * job.gpus_per_node, MEMORY_GIB_PER_GPU * job.gpus_per_node
+    cpu = job.resources.cpu or math.floor(vcpus)
+    mem = job.resources.memory_gib or math.floor(memory)
+    # DataLoader workers pass batches through shared memory; the 64 MiB container default breaks them.
+    shm = job.resources.shm_gib or min(
+        max(8, job.dataloader_workers * job.gpus_per_node), math.floor(mem / 4)
+    )
+    return _quantity(cpu), f"{_quantity(mem)}Gi", f"{_quantity(shm)}Gi"
+
+
+def _quantity(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+def trainer_config(job: JobSpec) -> dict[str, Any]:
+    """The trainer's config file: the job's `trainer:` block plus what the job stack decides."""
+    config = dict(job.trainer)
+    config["jobName"] = job.name
+    # The world sizes this job can run at, so the trainer can refuse a global batch none of them divides.
+    config["worldSizes"] = [n * job.gpus_per_node for n in range(job.nodes.min, job.nodes.max + 1)]
+    config.setdefault("numWorkers", job.dataloader_workers)
+    if job.checkpoint is not None:
+        config["checkpoint"] = {
+            **(config.get("checkpoint") or {}),
+            "intervalSteps": job.checkpoint.interval_steps,
+            "keep": job.checkpoint.keep,
+            "asyncSave": job.checkpoint.async_save,
+        }
+    return {"trainer": config}
+
+
+def validate_trainer_config(job: JobSpec) -> None:
+    """Run the trainer's own validation now, so a bad `trainer:` block fails the deploy, not the pods."""
+    from trainer.config import ConfigError as TrainerConfigError
+    from trainer.config import TrainConfig, _normalise
+
+    try:
+        TrainConfig.model_validate(_normalise(trainer_config(job)["trainer"]))
+    except TrainerConfigError as e:
+        raise ConfigError([f"job.trainer: {str(e).removeprefix('config error: ')}"]) from None
+    except Exception as e:  # pydantic's ValidationError: one line per problem
+        errors = getattr(e, "errors", None)
+        if errors is None:
+            raise
+        raise ConfigError(
+            [
+                f"job.trainer.{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
+                if err["loc"]
+                else f"job.trainer: {err['msg'].removeprefix('Value error, ')}"
+                for err in errors()
+            ]
+        ) from None
+
+
+def launcher_args(job: JobSpec, service: str) -> list[str]:
+    """torchrun options for the launcher: static ranks when the size is fixed, c10d when elastic."""
+    nodes = job.nodes
+    args = [f"--nproc-per-node={job.gpus_per_node}"]
+    if nodes.min == nodes.max:
+        args += [
+            f"--nnodes={nodes.max}",
+            "--node-rank=$(NODE_RANK)",
+            f"--master-addr={job.name}-0.{service}",
+            f"--master-port={MASTER_PORT}",
+        ]
+    else:
+        # Pod 0 hosts the c10d store; the others find it by its stable DNS name.
+        args += [
+            f"--nnodes={nodes.min}:{nodes.max}",
+            "--rdzv-backend=c10d",
+            f"--rdzv-endpoint={job.name}-0.{service}:{RDZV_PORT}",
+            f"--rdzv-id={job.name}",
+        ]
+    # A failed worker restarts the group in place a few times before the pod gives up to the Job.
+    args.append("--max-restarts=3")
+    return [*args, "--", "--config", f"{CONFIG_DIR}/{CONFIG_FILE}"]
+
+
+def pod_failure_policy() -> dict[str, Any]:
+    """The trainer's exit-code contract (DESIGN.md) as a podFailurePolicy; first match wins."""
+    return {
+        "rules": [
+            # Evicted, preempted or its node reclaimed: not the job's fault, never counted.
+            {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+            # Preempted after a committed checkpoint: retry, not a failure.
+            {
+                "action": "Ignore",
+                "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_PREEMPTED]},
+            },
+            # Configuration error: retrying cannot help.
+            {
+                "action": "FailJob",
+                "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFIG]},
+            },
+        ]
+    }
+
+
+class TrainingJob(pulumi.ComponentResource):
+    """A distributed training job on a trainplane platform."""
+
+    outputs: dict[str, Any]
+
+    def __init__(self, name: str, args: TrainingJobArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:TrainingJob", name, None, opts)
+        job, platform = args.job, args.platform
+        validate_trainer_config(job)
+        team = next(t for t in platform["teams"] if t["name"] == job.team)
+        pool = next(p for p in platform["nodePools"] if p["name"] == job.node_pool)
+        namespace = team["namespace"]
+        service = f"{job.name}-workers"
+        labels = {
+            "app.kubernetes.io/name": "trainplane-trainer",
+            "app.kubernetes.io/instance": job.name,
+            "app.kubernetes.io/managed-by": "trainplane",
+            JOB_LABEL: job.name,
+            TEAM_LABEL: job.team,
+        }
+        child = pulumi.ResourceOptions(parent=self)
+
+        config_map = k8s.core.v1.ConfigMap(
+            f"{name}-config",
+            metadata={"name": f"{job.name}-config", "namespace": namespace, "labels": labels},
+            data={CONFIG_FILE: yaml.safe_dump(trainer_config(job), sort_keys=False)},
+            opts=child,
+        )
+        k8s.core.v1.Service(
+            f"{name}-workers",
+            metadata={"name": service, "namespace": namespace, "labels": labels},
+            spec={
+                "clusterIP": "None",
+                # Rendezvous happens before any pod is Ready; the DNS names must exist already.
+                "publishNotReadyAddresses": True,
+                "selector": {JOB_LABEL: job.name},
+                "ports": [
+                    {"name": "c10d", "port": RDZV_PORT, "targetPort": RDZV_PORT},
+                    {"name": "master", "port": MASTER_PORT, "targetPort": MASTER_PORT},
+                    {
+                        "name": TRAINER_METRICS_PORT_NAME,
+                        "port": TRAINER_METRICS_PORT,
+                        "targetPort": TRAINER_METRICS_PORT,
+                    },
+                ],
+            },
+            opts=child,
+        )
+        cpu, memory, shm = pod_resources(job, pool)
+        grace = job.grace_period_seconds or DEFAULT_GRACE_SECONDS.get(str(platform.get("cloud")), 120)
+        env = [
+            {"name": "TRAINPLANE_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
+            {"name": "TRAINPLANE_JOB_NAME", "value": job.name},
+            {"name": "TRAINPLANE_METRICS_PORT", "value": str(TRAINER_METRICS_PORT)},
+            # The launcher's own deadline for workers to save and exit, inside the pod's grace period.
+            {"name": "TRAINPLANE_GRACE_S", "value": str(max(grace - 10, 5))},
+            {
+                "name": "NODE_RANK",
+                "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
+            },
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        ]
+        uri = checkpoint_uri(job, platform)
+        if uri is not None:
+            env.append({"name": "TRAINPLANE_CHECKPOINT_URI", "value": uri})
+        env += [{"name": k, "value": v} for k, v in sorted(job.env.items())]
+
+        volumes: list[dict[str, Any]] = [
+            {"name": "config", "configMap": {"name": config_map.metadata["name"]}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": shm}},
+        ]
+        mounts: list[dict[str, Any]] = [
+            {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ]
+        for v in job.volumes:
+            volumes.append(
+                {
+                    "name": f"vol-{v.storage}",
+                    "persistentVolumeClaim": {"claimName": v.storage, "readOnly": v.read_only},
+                }
+            )
+            mount = {"name": f"vol-{v.storage}", "mountPath": v.mount_path, "readOnly": v.read_only}
+            if v.sub_path:
+                mount["subPath"] = v.sub_path
+            mounts.append(mount)
+
+        tolerations = [{**t, "operator": "Equal"} for t in pool.get("taints") or []]
+        pod_labels = {**labels, "kueue.x-k8s.io/queue-name": team["localQueue"]}
+        job_metadata: dict[str, Any] = {
+            "name": job.name,
+            "namespace": namespace,
+            "labels": pod_labels,
+            # The provider would otherwise wait for the Job to finish: a training run, not a deploy.
+            "annotations": {"pulumi.com/skipAwait": "true"},
+        }
+        if job.nodes.min < job.nodes.max:
+            # Kueue may admit an elastic job with fewer pods than max when quota is short.
+            job_metadata["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = str(job.nodes.min)
+
+        self.job = k8s.batch.v1.Job(
+            f"{name}-job",
+            metadata=job_metadata,
+            spec={
+                "completionMode": "Indexed",
+                "completions": job.nodes.max,
+                "parallelism": job.nodes.max,
+                # Kueue admits the whole job (all its GPUs) or none of it, then unsuspends it.
+                "suspend": True,
+                "backoffLimit": job.max_restarts,
+                "podFailurePolicy": pod_failure_policy(),
+                "template": {
+                    "metadata": {"labels": pod_labels},
+                    "spec": {
+                        "subdomain": service,
+                        "restartPolicy": "Never",
+                        "serviceAccountName": team["serviceAccount"],
+                        "terminationGracePeriodSeconds": grace,
+                        # The labels that select the pool's nodes (trainplane's own on clouds,
+                        # the stack's selector on existing clusters).
+                        "nodeSelector": dict(pool.get("labels") or {}),
+                        "tolerations": tolerations,
+                        # One pod per node: the job's GPUs per node come from one machine.
+                        "affinity": {
+                            "podAntiAffinity": {
+                                "requiredDuringSchedulingIgnoredDuringExecution": [
+                                    {
+                                        "labelSelector": {"matchLabels": {JOB_LABEL: job.name}},
+                                        "topologyKey": "kubernetes.io/hostname",
+                                    }
+                                ]
+                            }
+                        },
+                        "containers": [
+                            {
+                                "name": CONTAINER,
+                                "image": job.image,
+                                "command": ["python", "-m", "trainer.launch"],
+                                "args": launcher_args(job, service),
+                                "env": env,
+                                "ports": [
+                                    {
+                                        "name": TRAINER_METRICS_PORT_NAME,
+                                        "containerPort": TRAINER_METRICS_PORT,
+                                    },
+                                    {"name": "c10d", "containerPort": RDZV_PORT},
+                                    {"name": "master", "containerPort": MASTER_PORT},
+                                ],
+                                "resources": {
+                                    "requests": {
+                                        "cpu": cpu,
+                                        "memory": memory,
+                                        "nvidia.com/gpu": str(job.gpus_per_node),
+                                    },
+                                    "limits": {"memory": memory, "nvidia.com/gpu": str(job.gpus_per_node)},
+                                },
+                                "volumeMounts": mounts,
+                            }
+                        ],
+                        "volumes": volumes,
+                    },
+                },
+            },
+            opts=child,
+        )
+        k8s.apiextensions.CustomResource(
+            f"{name}-metrics",
+            api_version="monitoring.coreos.com/v1",
+            kind="PodMonitor",
+            metadata={"name": job.name, "namespace": namespace, "labels": labels},
+            spec={
+                "selector": {"matchLabels": {JOB_LABEL: job.name}},
+                "podMetricsEndpoints": [
+                    {
+                        "port": TRAINER_METRICS_PORT_NAME,
+                        "interval": "15s",
+                        "relabelings": [
+                            {
+                                "sourceLabels": [f"__meta_kubernetes_pod_label_{_prom(JOB_LABEL)}"],
+                                "targetLabel": "job_name",
+                            },
+                            {
+                                "sourceLabels": [f"__meta_kubernetes_pod_label_{_prom(COMPLETION_INDEX)}"],
+                                "targetLabel": "node_rank",
+                            },
+                        ],
+                    }
+                ],
+            },
+            opts=child,
+        )
+        selector = f"{JOB_LABEL}={job.name}"
+        self.outputs = {
+            "namespace": namespace,
+            "jobName": job.name,
+            "checkpointUri": uri,
+            "logs": f"kubectl -n {namespace} logs -f -l {selector} --prefix --max-log-requests={job.nodes.max}",
+            "status": f"kubectl -n {namespace} get job/{job.name} workloads.kueue.x-k8s.io pods -l {selector}",
+            "grafana": f"Grafana > Dashboards > trainplane / Training, job={job.name}",
+        }
+        self.register_outputs(self.outputs)
+
+
+def _prom(label: str) -> str:
+    """A Kubernetes label as Prometheus service discovery spells it."""
+    return "".join(c if c.isalnum() else "_" for c in label)

@@ -1,0 +1,230 @@
+"""`trainplane`: offline tools around the Pulumi program.
+
+    trainplane plan aws-dev            tree, counts, GPUs, cost per hour, critical path
+    trainplane plan aws-dev --json     the same as data
+    trainplane plan gpt-small-aws-dev  a job stack, on the offline plan of its platform stack
+
+Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+EXIT_OK, EXIT_INTERNAL, EXIT_CONFIG = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as lines, exit 2."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _load_stack(stack: str):
+    from infra import stackfile
+
+    try:
+        return stackfile.load(stack)
+    except stackfile.StackFileError as e:
+        raise UsageError([str(e)]) from None
+
+
+def _validated(sf, key: str, model):
+    from components.spec import ConfigError
+
+    try:
+        return model.load(sf.object(key))
+    except ConfigError as e:
+        raise UsageError([f"{sf.path}: {len(e.problems)} problem(s)", *e.problems]) from None
+
+
+def _run(sf, stack_refs: dict[str, Any] | None = None):
+    import pulumi
+
+    from infra.mockcloud import run_program
+
+    try:
+        return run_program(sf.config, sf.name, stack_refs=stack_refs, secret_keys=sf.secret_keys)
+    except pulumi.RunError as e:
+        raise UsageError([f"{sf.path}: {line}" for line in str(e).splitlines()]) from None
+
+
+def _read_refs(pairs: list[str]) -> dict[str, Any]:
+    """`--ref NAME=FILE`: a platform stack's outputs as `pulumi stack output --json --show-secrets` prints them."""
+    refs: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(
+                [f"--ref {pair!r}: expected NAME=FILE, e.g. organization/trainplane/aws-dev=out.json"]
+            )
+        try:
+            data = json.loads(open(path).read())
+        except (OSError, json.JSONDecodeError) as e:
+            raise UsageError([f"--ref {name}: cannot read {path}: {e}"]) from None
+        refs[name] = data.get("outputs", data) if isinstance(data, dict) else data
+    return refs
+
+
+def plan_stack(stack: str, ref_pairs: list[str] | None = None):
+    """Validate and run a stack offline; returns (summary input) for plan and render."""
+    from components.spec import JobSpec, PlatformSpec
+    from infra.plan import summarize_job, summarize_platform
+
+    sf = _load_stack(stack)
+    if sf.object("trainplane:platform") is not None:
+        spec = _validated(sf, "trainplane:platform", PlatformSpec)
+        result = _run(sf)
+        return result, summarize_platform(result, spec)
+    if sf.object("trainplane:job") is None:
+        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+    job = _validated(sf, "trainplane:job", JobSpec)
+    refs = _read_refs(ref_pairs or [])
+    platform_spec = None
+    short = job.platform_stack.split("/")[-1]
+    if job.platform_stack not in refs and short not in refs:
+        # No recorded outputs given: plan the platform stack of the same name from stacks/ and use its
+        # outputs, which are exactly what the engine would hand over after deploying it.
+        psf = _load_stack(short)
+        platform_spec = _validated(psf, "trainplane:platform", PlatformSpec)
+        refs[job.platform_stack] = _run(psf).outputs
+    outputs = refs.get(job.platform_stack, refs.get(short, {}))
+    result = _run(sf, refs)
+    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
+
+
+def cmd_plan(args: argparse.Namespace, console: Console) -> int:
+    _, summary = plan_stack(args.stack, args.ref)
+    if args.json:
+        print(json.dumps(summary.as_json(), indent=2, default=str))
+        return EXIT_OK
+    _print_plan(summary, console)
+    return EXIT_OK
+
+
+def _tree_node(parent: Tree, node: dict[str, Any]) -> None:
+    style = "" if node["custom"] else "bold cyan"
+    label = (
+        f"[{style}]{node['name']}[/] [dim]{node['type']}[/]"
+        if style
+        else f"{node['name']} [dim]{node['type']}[/]"
+    )
+    branch = parent.add(label)
+    for child in node["children"]:
+        _tree_node(branch, child)
+
+
+def _money(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:,.2f}/h"
+
+
+def _print_plan(summary, console: Console) -> None:
+    console.rule(f"[bold]trainplane plan[/] {summary.stack} ({summary.cloud})")
+    tree = Tree(f"[bold]{summary.stack}[/] [dim]{summary.resource_count} resources[/]")
+    for node in summary.tree:
+        _tree_node(tree, node)
+    console.print(tree)
+
+    counts = Table(title="Resources by type", show_edge=False)
+    counts.add_column("type")
+    counts.add_column("count", justify="right")
+    for t, n in summary.counts.items():
+        counts.add_row(t, str(n))
+    console.print(counts)
+
+    cost = summary.cost
+    pools = Table(title="Node pools and cost", show_edge=False)
+    for col in ("pool", "machine", "GPUs/node", "capacity", "nodes", "on-demand/node", "spot/node"):
+        pools.add_column(col, justify="right" if col not in ("pool", "machine", "capacity") else "left")
+    for p in cost.pools:
+        pools.add_row(
+            p.pool,
+            p.machine or "-",
+            f"{p.gpus_per_node} x {p.gpu}" if p.gpu else "-",
+            p.capacity,
+            f"{p.min_nodes}..{p.max_nodes}",
+            _money(p.on_demand_hourly),
+            _money(p.spot_hourly),
+        )
+    console.print(pools)
+
+    scale = Table(title="At scale", show_edge=False)
+    for col in ("", "GPUs", "as configured", "all on-demand"):
+        scale.add_column(col, justify="right" if col else "left")
+    scale.add_row(
+        "minimum", str(summary.gpus_min), _money(cost.min_hourly), _money(cost.min_hourly_on_demand)
+    )
+    scale.add_row(
+        "maximum", str(summary.gpus_max), _money(cost.max_hourly), _money(cost.max_hourly_on_demand)
+    )
+    console.print(scale)
+    for a in cost.assumptions:
+        console.print(f"  [dim]assumption:[/] {a}")
+
+    path = Table(
+        title=f"Critical path: about {summary.critical_seconds / 60:.0f} min to create", show_edge=False
+    )
+    path.add_column("#", justify="right")
+    path.add_column("resource")
+    path.add_column("type", style="dim")
+    path.add_column("~seconds", justify="right")
+    for i, step in enumerate(summary.critical_path, 1):
+        path.add_row(str(i), step.name, step.type, f"{step.seconds:.0f}")
+    console.print(path)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="trainplane", description=__doc__.split("\n")[0])
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    plan = sub.add_parser("plan", help="run the program offline under the mock engine and summarise it")
+    plan.add_argument("stack", help="stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
+    plan.add_argument("--json", action="store_true", help="emit the summary as JSON")
+    plan.add_argument(
+        "--ref",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="a job stack's platform outputs (JSON); default: plan stacks/Pulumi.<platform>.yaml offline",
+    )
+    plan.set_defaults(func=cmd_plan)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console()
+    err = Console(stderr=True)
+    try:
+        return args.func(args, console)
+    except UsageError as e:
+        for line in e.lines:
+            err.print(line, markup=False, highlight=False, soft_wrap=True)
+        return EXIT_CONFIG
+    except Exception as e:  # an internal error: one line unless asked for more
+        if args.debug:
+            traceback.print_exc()
+        err.print(
+            f"trainplane: internal error: {type(e).__name__}: {e} (rerun with --debug)",
+            markup=False,
+            soft_wrap=True,
+        )
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

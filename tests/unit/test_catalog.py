@@ -1,0 +1,97 @@
+"""The GPU catalog agrees with the AWS instance data that moto ships (AWS DescribeInstanceTypes output)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from pathlib import Path
+
+import moto
+import pytest
+
+from components.catalog import catalog
+
+# Catalog GPU kind -> GPU name as AWS reports it.
+AWS_GPU_NAME = {
+    "A10G": "A10G",
+    "L4": "L4",
+    "L40S": "L40S",
+    "A100-40GB": "A100",
+    "A100-80GB": "A100",
+    "H100": "H100",
+    "H200": "H200",
+    "B200": "B200",
+}
+REQUIRED_KINDS = {"A10G", "L4", "L40S", "A100-40GB", "A100-80GB", "H100", "H100-MEGA", "H200", "B200"}
+
+
+@cache
+def aws_instance_types() -> dict:
+    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
+    with gzip.open(path) as f:
+        return json.load(f)
+
+
+def aws_shapes():
+    for kind in catalog().gpu_names():
+        for shape in catalog().gpu(kind).aws:
+            yield pytest.param(kind, shape, id=shape.name)
+
+
+def test_catalog_has_every_required_gpu_kind():
+    assert REQUIRED_KINDS <= set(catalog().gpu_names())
+
+
+@pytest.mark.parametrize(("kind", "shape"), list(aws_shapes()))
+def test_aws_entry_matches_aws_instance_data(kind, shape):
+    data = aws_instance_types()[shape.name]
+    gpu = data["GpuInfo"]["Gpus"][0]
+    assert gpu["Name"] == AWS_GPU_NAME[kind]
+    assert gpu["Count"] == shape.gpus
+    assert gpu["MemoryInfo"]["SizeInMiB"] == round(shape.gpu_memory_gib * 1024)
+    assert data["VCpuInfo"]["DefaultVCpus"] == shape.vcpus
+    assert data["MemoryInfo"]["SizeInMiB"] == round(shape.memory_gib * 1024)
+    efa = (data["NetworkInfo"].get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0)
+    assert efa == shape.efa_interfaces
+
+
+def test_catalog_lists_every_aws_size_of_the_families_it_covers():
+    # A family half-listed would make spot pools draw from fewer instance types than they could.
+    listed = {s.name for k in catalog().gpu_names() for s in catalog().gpu(k).aws}
+    families = {n.split(".")[0] for n in listed}
+    by_name = {v: k for k, v in AWS_GPU_NAME.items()}
+    missing = sorted(
+        name
+        for name, data in aws_instance_types().items()
+        if name.split(".")[0] in families
+        and data.get("GpuInfo")
+        and data["GpuInfo"]["Gpus"][0]["Name"] in by_name
+        and name not in listed
+    )
+    assert missing == []
+
+
+def test_gcp_shapes_carry_accelerator_strings_and_counts():
+    a3 = catalog().machine("gcp", "a3-megagpu-8g")
+    assert (a3.gpu, a3.gpus, a3.accelerator_type) == ("H100-MEGA", 8, "nvidia-h100-mega-80gb")
+    assert catalog().machine("gcp", "g2-standard-24").gpus == 2
+    assert catalog().machine("gcp", "a2-megagpu-16g").gpus == 16
+    assert catalog().gpu("L4").counts("gcp") == [1, 2, 4, 8]
+    for kind in catalog().gpu_names():
+        for shape in catalog().gpu(kind).gcp:
+            assert shape.accelerator_type and shape.accelerator_type.startswith("nvidia-")
+
+
+def test_every_price_has_a_source_and_date():
+    for cloud in ("aws", "gcp"):
+        basis = catalog().pricing[cloud]
+        assert basis.source and basis.as_of and 0 < basis.spot_fraction < 1
+    for kind in catalog().gpu_names():
+        for shape in catalog().gpu(kind).aws + catalog().gpu(kind).gcp:
+            assert shape.on_demand_hourly > 0, shape.name
+
+
+def test_spot_pools_can_draw_on_all_same_shape_types():
+    assert [m.name for m in catalog().shapes("aws", "H200", 8)] == ["p5en.48xlarge", "p5e.48xlarge"]
+    assert len(catalog().shapes("aws", "A10G", 1)) == 5

@@ -1,0 +1,83 @@
+"""The numbers `trainplane plan` shows: GPUs and cost at both scales, and the critical path."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.catalog import catalog
+from components.spec import PlatformSpec
+from infra.mockcloud import Resource
+from infra.plan import critical_path, estimate_cost
+from tests.conftest import platform_object
+
+
+def res(name, type_, deps=(), parent=None, custom=True, provider=None):
+    return Resource(
+        urn=f"urn:{name}",
+        type=type_,
+        name=name,
+        parent=parent,
+        custom=custom,
+        deps=tuple(deps),
+        inputs={},
+        provider=provider,
+    )
+
+
+def test_critical_path_is_the_longest_chain_of_waits():
+    resources = [
+        res("vpc", "aws:ec2/vpc:Vpc"),
+        res("net", "trainplane:aws:Network", custom=False),
+        res("nat", "aws:ec2/natGateway:NatGateway", parent="urn:net"),
+        res("subnet", "aws:ec2/subnet:Subnet", deps=["urn:vpc"], parent="urn:net"),
+        # Depending on the component waits for everything inside it (the NAT gateway too).
+        res("cluster", "aws:eks/cluster:Cluster", deps=["urn:net"]),
+        res("fsx", "aws:fsx/lustreFileSystem:LustreFileSystem", deps=["urn:subnet"]),
+        res("k8s", "pulumi:providers:kubernetes", deps=["urn:cluster"]),
+        res("operator", "kubernetes:helm.sh/v3:Release", provider="urn:k8s::k8s-id"),
+    ]
+    path = critical_path(resources)
+    assert [s.name for s in path] == ["nat", "cluster", "k8s", "operator"]
+    assert sum(s.seconds for s in path) == 100 + 600 + 1 + 120
+
+
+def test_independent_storage_is_not_on_the_cluster_path():
+    resources = [
+        res("cluster", "aws:eks/cluster:Cluster"),
+        res("fsx", "aws:fsx/lustreFileSystem:LustreFileSystem"),
+        res("dra", "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation", deps=["urn:fsx"]),
+    ]
+    assert [s.name for s in critical_path(resources)] == ["fsx", "dra"]
+
+
+def test_cost_at_both_scales_uses_spot_for_spot_pools():
+    spec = PlatformSpec.load(platform_object("aws-dev"))
+    cost = estimate_cost(spec)
+    system = catalog().machine("aws", "m6i.xlarge").on_demand_hourly
+    p5 = catalog().machine("aws", "p5.48xlarge").on_demand_hourly
+    spot = p5 * catalog().pricing["aws"].spot_fraction
+    assert cost.min_hourly == pytest.approx(0.10 + 2 * system, abs=0.01)
+    assert cost.max_hourly == pytest.approx(0.10 + 4 * system + 4 * spot, abs=0.01)
+    assert cost.max_hourly_on_demand == pytest.approx(0.10 + 4 * system + 4 * p5, abs=0.01)
+    assert any("spot" in a for a in cost.assumptions)
+
+
+def test_price_overrides_from_config_win():
+    raw = platform_object("aws-dev")
+    raw["pricing"] = {"overrides": {"p5.48xlarge": {"onDemandHourly": 50.0, "spotHourly": 20.0}}}
+    cost = estimate_cost(PlatformSpec.load(raw))
+    h100 = next(p for p in cost.pools if p.pool == "h100")
+    assert (h100.on_demand_hourly, h100.spot_hourly, h100.price_source) == (
+        50.0,
+        20.0,
+        "stack config override",
+    )
+    assert cost.max_hourly == pytest.approx(0.10 + 4 * 0.192 + 4 * 20.0, abs=0.01)
+
+
+def test_unknown_machine_price_is_reported_not_invented():
+    raw = platform_object("aws-dev")
+    raw["nodePools"][0]["instanceType"] = "c7i.large"
+    cost = estimate_cost(PlatformSpec.load(raw))
+    assert cost.min_hourly is None
+    assert any("no price for c7i.large" in a for a in cost.assumptions)

@@ -1,0 +1,97 @@
+"""The program as the Pulumi engine runs it: only the SDKs a stack needs, the independent checkers agree."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import ROOT, stack_files
+
+SHARED_CHECKS = ROOT.parent / "shared" / "checks"
+STACK_NAMES = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+
+SDK_PROBE = """
+import json, sys
+from infra.mockcloud import run_stack
+run_stack(sys.argv[1])
+print(json.dumps(sorted(m for m in ("pulumi_aws", "pulumi_gcp", "pulumi_kubernetes") if m in sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    ("stack", "must_not_import"),
+    [
+        ("aws-dev", "pulumi_gcp"),
+        ("gcp-dev", "pulumi_aws"),
+        ("onprem-dev", "pulumi_aws"),
+        ("onprem-dev", "pulumi_gcp"),
+    ],
+)
+def test_a_stack_imports_only_the_sdks_of_its_cloud(stack, must_not_import):
+    proc = subprocess.run(
+        [sys.executable, "-c", SDK_PROBE, stack], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr
+    imported = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert must_not_import not in imported
+    assert "pulumi_kubernetes" in imported
+
+
+@pytest.mark.skipif(
+    not (SHARED_CHECKS / "mockplan.py").exists(), reason="../shared/checks is not beside this checkout"
+)
+@pytest.mark.parametrize("stack", [s for s in STACK_NAMES])
+def test_independent_mock_runner_plans_every_stack(stack, plan_stack):
+    proc = subprocess.run(
+        [sys.executable, str(SHARED_CHECKS / "mockplan.py"), f"stacks/Pulumi.{stack}.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    dump = json.loads(proc.stdout)
+    assert proc.returncode == 0, dump.get("error")
+    ours = plan_stack(stack)
+    assert sorted((r["type"], r["name"]) for r in dump["resources"]) == sorted(
+        (r.type, r.name) for r in ours.resources
+    )
+
+
+@pytest.mark.skipif(
+    not (SHARED_CHECKS / "pulumi_yaml.py").exists(), reason="../shared/checks is not beside this checkout"
+)
+def test_pulumi_yaml_is_valid():
+    proc = subprocess.run(
+        [sys.executable, str(SHARED_CHECKS / "pulumi_yaml.py")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stdout
+    assert proc.stdout.strip().endswith("valid")
+
+
+def test_invalid_config_fails_the_program_before_registering_anything():
+    import pulumi
+
+    from infra.mockcloud import run_program
+    from tests.conftest import config_for, platform_object
+
+    raw = platform_object("onprem-dev")
+    raw["nodePools"][0]["gpu"] = "H1000"
+    with pytest.raises(pulumi.RunError) as info:
+        run_program(config_for(raw), "bad")
+    assert "platform.nodePools[0].gpu: 'H1000' is not a known GPU" in str(info.value)
+
+
+def test_a_stack_with_neither_platform_nor_job_is_refused():
+    import pulumi
+
+    from infra.mockcloud import run_program
+
+    with pytest.raises(pulumi.RunError, match="exactly one of trainplane:platform or trainplane:job"):
+        run_program({"aws:region": "us-east-1"}, "empty")
