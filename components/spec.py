@@ -35,17 +35,37 @@ Capacity = Literal["on-demand", "spot"]
 FSX_LUSTRE_SMALLEST_GIB = 1200
 FSX_LUSTRE_STEP_GIB = 2400
 FSX_THROUGHPUTS = (125, 250, 500, 1000)
-# GCP Managed Lustre: 125-1000 MB/s per TiB, smallest instance about 9,000 GiB (Managed Lustre docs).
-GCP_LUSTRE_MIN_GIB = 9000
-GCP_LUSTRE_THROUGHPUTS = (125, 250, 500, 1000)
-# Filestore tier minimums and maximums in GiB (Filestore service tiers documentation).
+# GCP Managed Lustre performance tiers (Managed Lustre docs, "Performance tiers"), per MB/s per TiB:
+# (smallest GiB, step up to the threshold, threshold GiB, step above it, largest GiB).
+GCP_LUSTRE_TIERS = {
+    1000: (9000, 9000, 1_530_000, 72000, 10_008_000),
+    500: (18000, 18000, 3_060_000, 144000, 20_016_000),
+    250: (36000, 36000, 6_120_000, 288000, 40_032_000),
+    125: (72000, 72000, 12_240_000, 72000, 12_240_000),
+}
+GCP_LUSTRE_THROUGHPUTS = tuple(sorted(GCP_LUSTRE_TIERS))
+GCP_LUSTRE_DEFAULT_THROUGHPUT = 1000  # the GKE Lustre CSI driver's default tier, and the smallest instance
+GCP_LUSTRE_MIN_GIB = GCP_LUSTRE_TIERS[GCP_LUSTRE_DEFAULT_THROUGHPUT][0]
+# Filestore tier limits in GiB: (smallest, largest, step) where a step applies across the whole range,
+# following the Filestore service tiers documentation and the provider's `capacity_gb` reference.
+# ZONAL and REGIONAL take 1 GiB steps up to 10239 GiB and 2560 GiB steps from 10240 GiB (REGIONAL
+# starts at 100 GiB only in some regions, so 1024 is the safe floor).
 FILESTORE_LIMITS_GIB = {
-    "BASIC_HDD": (1024, 65434),
-    "BASIC_SSD": (2560, 65434),
-    "ZONAL": (1024, 102400),
+    "BASIC_HDD": (1024, 65433),
+    "BASIC_SSD": (2560, 65433),
+    "ZONAL": (100, 102400),
     "REGIONAL": (1024, 102400),
     "ENTERPRISE": (1024, 10240),
 }
+FILESTORE_STEP_GIB = {"ENTERPRISE": 256}
+FILESTORE_LARGE_FROM_GIB, FILESTORE_LARGE_STEP_GIB = 10240, 2560
+FILESTORE_DEFAULT_TIER = "BASIC_SSD"
+# Secondary and peering ranges of a GCP network trainplane creates, when the stack names none.
+GCP_DEFAULT_PODS_CIDR = ipaddress.IPv4Network("10.64.0.0/14")
+GCP_DEFAULT_SERVICES_CIDR = ipaddress.IPv4Network("10.68.0.0/20")
+GCP_DEFAULT_PRIVATE_SERVICES_CIDR = ipaddress.IPv4Network("10.72.0.0/20")
+# Filestore tiers that live in one zone (the others are regional).
+FILESTORE_ZONAL_TIERS = ("BASIC_HDD", "BASIC_SSD", "ZONAL")
 
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 PATTERN_WORDS = {
@@ -94,8 +114,13 @@ class NetworkSpec(Spec):
     # gcp
     pods_cidr: ipaddress.IPv4Network | None = None
     services_cidr: ipaddress.IPv4Network | None = None
+    # Range for private services access (Managed Lustre peers into the VPC from here).
+    private_services_cidr: ipaddress.IPv4Network | None = None
     network: str | None = None
     subnetwork: str | None = None
+    # Names of the subnet's existing secondary ranges, for a bring-your-own subnetwork.
+    pods_range_name: str | None = Field(default=None, pattern=_DNS_LABEL, max_length=63)
+    services_range_name: str | None = Field(default=None, pattern=_DNS_LABEL, max_length=63)
 
 
 class Taint(Spec):
@@ -295,6 +320,9 @@ CLOUD_ONLY_KEYS: dict[type[Spec], dict[str, tuple[str, ...]]] = {
         "servicesCidr": ("gcp",),
         "network": ("gcp",),
         "subnetwork": ("gcp",),
+        "privateServicesCidr": ("gcp",),
+        "podsRangeName": ("gcp",),
+        "servicesRangeName": ("gcp",),
         "cidr": ("aws", "gcp"),
     },
     NodePoolSpec: {
@@ -368,8 +396,8 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
         for i, s in enumerate(net.subnet_ids):
             if not re.match(r"^subnet-[0-9a-f]{8,17}$", s):
                 yield f"{root}.network.subnetIds[{i}]: {s!r} is not a subnet id (subnet-...)"
-    if cloud == "gcp" and bool(spec.network.network) != bool(spec.network.subnetwork):
-        yield f"{root}.network: network and subnetwork go together when bringing your own network"
+    if cloud == "gcp":
+        yield from _check_gcp(spec, root)
 
     for label, names in (
         ("nodePools", [p.name for p in spec.node_pools]),
@@ -490,23 +518,21 @@ def _check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[s
             if tput is not None and tput not in FSX_THROUGHPUTS:
                 yield f"{path}.throughputPerTiB: FSx allows {', '.join(map(str, FSX_THROUGHPUTS))} MB/s per TiB, not {tput}"
         if cloud == "gcp":
-            if cap is not None and cap < GCP_LUSTRE_MIN_GIB:
-                yield f"{path}.capacityGiB: GCP Managed Lustre needs at least {GCP_LUSTRE_MIN_GIB} GiB, not {cap}"
-            if tput is not None and tput not in GCP_LUSTRE_THROUGHPUTS:
+            if tput is not None and tput not in GCP_LUSTRE_TIERS:
                 yield (
                     f"{path}.throughputPerTiB: Managed Lustre allows "
                     f"{', '.join(map(str, GCP_LUSTRE_THROUGHPUTS))} MB/s per TiB, not {tput}"
                 )
+            elif cap is not None and (problem := gcp_lustre_capacity_problem(cap, tput)):
+                yield f"{path}.capacityGiB: {problem}"
     else:
         if st.throughput_per_tib is not None:
             yield f"{path}.throughputPerTiB: only for kind lustre"
         if st.import_path or st.export_path:
             yield f"{path}.importPath: S3 data repositories are for kind lustre (FSx)"
-        if cloud == "gcp":
-            tier = st.tier or "BASIC_SSD"
-            lo, hi = FILESTORE_LIMITS_GIB[tier]
-            if st.capacity_gib is not None and not lo <= st.capacity_gib <= hi:
-                yield f"{path}.capacityGiB: Filestore {tier} takes {lo} to {hi} GiB, not {st.capacity_gib}"
+        if cloud == "gcp" and st.capacity_gib is not None:
+            if problem := filestore_capacity_problem(st.tier or FILESTORE_DEFAULT_TIER, st.capacity_gib):
+                yield f"{path}.capacityGiB: {problem}"
         if cloud == "aws" and st.capacity_gib is not None:
             yield f"{path}.capacityGiB: EFS grows with its data and takes no capacity"
         if cloud == "kubernetes":
@@ -514,6 +540,103 @@ def _check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[s
                 yield f"{path}.server: required for nfs on an existing cluster (the NFS server's address)"
             if not st.path:
                 yield f"{path}.path: required for nfs on an existing cluster (the exported path)"
+
+
+def gcp_lustre_capacity_problem(cap: int, throughput: int | None) -> str | None:
+    """Why `cap` GiB is not a Managed Lustre size at `throughput` MB/s per TiB (None when it is)."""
+    tput = throughput or GCP_LUSTRE_DEFAULT_THROUGHPUT
+    lo, step, threshold, big_step, hi = GCP_LUSTRE_TIERS[tput]
+    tier = f"GCP Managed Lustre at {tput} MB/s per TiB"
+    if cap < lo or cap > hi:
+        return f"{tier} takes {lo} to {hi} GiB, not {cap}"
+    if cap <= threshold and cap % step:
+        return f"{tier} grows in steps of {step} GiB up to {threshold} GiB; {cap} is not a multiple of it"
+    if cap > threshold and cap % big_step:
+        return f"{tier} grows in steps of {big_step} GiB above {threshold} GiB; {cap} is not a multiple of it"
+    return None
+
+
+def filestore_capacity_problem(tier: str, cap: int) -> str | None:
+    """Why `cap` GiB is not a valid Filestore `tier` instance size (None when it is)."""
+    lo, hi = FILESTORE_LIMITS_GIB[tier]
+    if not lo <= cap <= hi:
+        return f"Filestore {tier} takes {lo} to {hi} GiB, not {cap}"
+    step = FILESTORE_STEP_GIB.get(tier)
+    if step and cap % step:
+        return f"Filestore {tier} grows in steps of {step} GiB; {cap} is not a multiple of {step}"
+    if tier in ("ZONAL", "REGIONAL") and cap >= FILESTORE_LARGE_FROM_GIB and cap % FILESTORE_LARGE_STEP_GIB:
+        return (
+            f"Filestore {tier} takes multiples of {FILESTORE_LARGE_STEP_GIB} GiB from "
+            f"{FILESTORE_LARGE_FROM_GIB} GiB; {cap} is not one"
+        )
+    return None
+
+
+def gcp_storage_zone(spec: PlatformSpec) -> str | None:
+    """The zone GCP's zonal file systems go in: next to the GPUs (the first GPU pool that names its
+    zones), else the platform's first zone. None when the stack names no zone at all."""
+    for pool in spec.gpu_pools():
+        if pool.zones:
+            return pool.zones[0]
+    return spec.zones[0] if spec.zones else None
+
+
+def _check_gcp(spec: PlatformSpec, root: str) -> Iterable[str]:
+    net = spec.network
+    byo = bool(net.network or net.subnetwork)
+    if bool(net.network) != bool(net.subnetwork):
+        yield f"{root}.network: network and subnetwork go together when bringing your own network"
+    if not byo:
+        for key in ("podsRangeName", "servicesRangeName"):
+            if _alias_set(net, key):
+                yield f"{root}.network.{key}: only with a bring-your-own network/subnetwork"
+    elif net.private_services_cidr is not None:
+        yield (
+            f"{root}.network.privateServicesCidr: only for a network trainplane creates; a bring-your-own "
+            "network brings its own private services access"
+        )
+    if bool(net.pods_range_name) != bool(net.services_range_name):
+        yield f"{root}.network: podsRangeName and servicesRangeName go together"
+    # A bring-your-own subnetwork has its own primary range; `cidr` only describes one trainplane creates.
+    ranges: list[tuple[str, ipaddress.IPv4Network]] = [] if byo else [("cidr", net.cidr)]
+    if byo:
+        ranges += [(k, v) for k, v in (("podsCidr", net.pods_cidr), ("servicesCidr", net.services_cidr)) if v]
+    else:  # the ranges trainplane will create, defaults included
+        ranges += [
+            ("podsCidr", net.pods_cidr or GCP_DEFAULT_PODS_CIDR),
+            ("servicesCidr", net.services_cidr or GCP_DEFAULT_SERVICES_CIDR),
+            ("privateServicesCidr", net.private_services_cidr or GCP_DEFAULT_PRIVATE_SERVICES_CIDR),
+        ]
+    for i, (ka, a) in enumerate(ranges):
+        for kb, b in ranges[i + 1:]:
+            if a.overlaps(b):
+                yield f"{root}.network.{kb}: {b} overlaps {ka} {a}; the ranges must be disjoint"
+    if spec.region:
+        for i, pool in enumerate(spec.node_pools):
+            for j, z in enumerate(pool.zones):
+                if not z.startswith(spec.region + "-"):
+                    yield f"{root}.nodePools[{i}].zones[{j}]: {z!r} is not a zone of region {spec.region}"
+    zonal = [
+        (i, st) for i, st in enumerate(spec.storage)
+        if st.kind == "lustre" or (st.tier or FILESTORE_DEFAULT_TIER) in FILESTORE_ZONAL_TIERS
+    ]
+    if zonal and gcp_storage_zone(spec) is None:
+        i, st = zonal[0]
+        yield (
+            f"{root}.zones: required for {root}.storage[{i}] ({st.name}): Filestore {FILESTORE_ZONAL_TIERS} "
+            "tiers and Managed Lustre live in one zone; list the zones of the platform"
+        )
+    minor = int(spec.cluster.kubernetes_version.split(".")[1])
+    for i, st in enumerate(spec.storage):
+        if st.kind == "lustre" and minor < 33:
+            yield (
+                f"{root}.storage[{i}].kind: the GKE Managed Lustre CSI driver needs GKE 1.33 or newer; "
+                f"cluster.kubernetesVersion is {spec.cluster.kubernetes_version}"
+            )
+
+
+def _alias_set(obj: Spec, alias: str) -> bool:
+    return any(_alias(type(obj), f) == alias for f in obj.model_fields_set)
 
 
 def _check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iterable[str]:

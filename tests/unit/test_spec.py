@@ -97,7 +97,7 @@ CASES = [
     (
         "gcp-dev",
         _set("storage.0", {"name": "datasets", "kind": "lustre", "capacityGiB": 4800}),
-        "platform.storage[0].capacityGiB: GCP Managed Lustre needs at least 9000 GiB, not 4800",
+        "platform.storage[0].capacityGiB: GCP Managed Lustre at 1000 MB/s per TiB takes 9000 to 10008000 GiB, not 4800",
     ),
     (
         "aws-dev",
@@ -154,7 +154,7 @@ CASES = [
     (
         "gcp-dev",
         _set("storage.0.capacityGiB", 1024),
-        "platform.storage[0].capacityGiB: Filestore BASIC_SSD takes 2560 to 65434 GiB, not 1024",
+        "platform.storage[0].capacityGiB: Filestore BASIC_SSD takes 2560 to 65433 GiB, not 1024",
     ),
     (
         "gcp-dev",

@@ -1,0 +1,97 @@
+"""PlatformBuckets: the GCS buckets of a platform, checkpoints for every team and logs for Loki.
+
+Both buckets: uniform bucket-level access (IAM only, no object ACLs), public access prevention enforced,
+never force-destroyed (a `pulumi destroy` fails on a non-empty bucket instead of deleting checkpoints),
+soft delete off (versioning already keeps checkpoints recoverable, and Loki churns its index). The
+checkpoint bucket keeps object versions, bounded by a lifecycle: a noncurrent version is deleted after
+NONCURRENT_DAYS or once NEWER_VERSIONS newer versions exist, whichever comes first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp.naming import gcp_labels, short_id
+from components.spec import PlatformSpec
+
+NONCURRENT_DAYS = 7
+NEWER_VERSIONS = 3
+# Multi-GB checkpoint shards are uploaded in parts; parts of a crashed upload are cleaned after a day.
+ABORT_UPLOADS_DAYS = 1
+# Loki's compactor enforces retention; the bucket deletes what it may have missed a week later.
+LOG_BACKSTOP_EXTRA_DAYS = 7
+
+
+def bucket_name(spec: PlatformSpec, purpose: str) -> str:
+    """Globally unique by construction: project ids are unique, cluster names unique per project."""
+    return short_id(f"{spec.project}-{spec.cluster.name}-{purpose}", 63)
+
+
+@dataclass(frozen=True)
+class PlatformBucketsArgs:
+    spec: PlatformSpec
+    logs: bool = False  # a bucket for Loki (observability.loki)
+
+
+class PlatformBuckets(pulumi.ComponentResource):
+    """The checkpoint bucket and, with Loki, the log bucket."""
+
+    checkpoints: gcp.storage.Bucket
+    logs: gcp.storage.Bucket | None = None
+
+    def __init__(self, name: str, args: PlatformBucketsArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:gcp:Buckets", name, None, opts)
+        spec = args.spec
+        common = {
+            "project": spec.project,
+            "location": (spec.region or "").upper(),  # the API answers in upper case
+            "storage_class": "STANDARD",
+            "uniform_bucket_level_access": True,
+            "public_access_prevention": "enforced",
+            "force_destroy": False,
+            "soft_delete_policy": {"retention_duration_seconds": 0},
+            "labels": gcp_labels(spec.tags, spec.cluster.name),
+        }
+        abort_uploads = {
+            "action": {"type": "AbortIncompleteMultipartUpload"},
+            "condition": {"age": ABORT_UPLOADS_DAYS},
+        }
+        self.checkpoints = gcp.storage.Bucket(
+            f"{name}-checkpoints",
+            name=bucket_name(spec, "checkpoints"),
+            versioning={"enabled": True},
+            lifecycle_rules=[
+                {
+                    "action": {"type": "Delete"},
+                    "condition": {"days_since_noncurrent_time": NONCURRENT_DAYS, "with_state": "ARCHIVED"},
+                },
+                {
+                    "action": {"type": "Delete"},
+                    "condition": {"num_newer_versions": NEWER_VERSIONS, "with_state": "ARCHIVED"},
+                },
+                abort_uploads,
+            ],
+            opts=pulumi.ResourceOptions(parent=self),
+            **common,
+        )
+        if args.logs:
+            self.logs = gcp.storage.Bucket(
+                f"{name}-logs",
+                name=bucket_name(spec, "logs"),
+                versioning={"enabled": False},
+                lifecycle_rules=[
+                    {
+                        "action": {"type": "Delete"},
+                        "condition": {"age": spec.observability.log_retention_days + LOG_BACKSTOP_EXTRA_DAYS},
+                    },
+                    abort_uploads,
+                ],
+                opts=pulumi.ResourceOptions(parent=self),
+                **common,
+            )
+        self.register_outputs(
+            {"checkpoints": self.checkpoints.name, "logs": self.logs.name if self.logs is not None else None}
+        )

@@ -1,0 +1,157 @@
+"""GcpCloud: the GCP backend of GpuPlatform. Builds network, GKE, node pools, storage, buckets and
+identities from a PlatformSpec and hands the in-cluster layer one ClusterBundle.
+
+Dependency shape (only true dependencies, so independent parts are created in parallel):
+
+    network -> cluster -> node pools (each on its own, none on another)
+    network -> Filestore / (private services peering -> Managed Lustre)     never on the cluster
+    buckets, service accounts, bucket IAM                                   on nothing of the above
+    Workload Identity bindings -> cluster (its identity pool must exist)
+
+Example:
+    >>> from components.gcp.cloud import GcpCloud, GcpCloudArgs  # doctest: +SKIP
+    >>> GcpCloud("ml-dev", GcpCloudArgs(spec=spec)).bundle.profile.name  # doctest: +SKIP
+    'gke'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+
+from components.bundle import (
+    LOKI_SERVICE_ACCOUNT,
+    MONITORING_NAMESPACE,
+    TEAM_SERVICE_ACCOUNT,
+    CloudProfile,
+    ClusterBundle,
+    StorageHandle,
+    team_namespace,
+)
+from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
+from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
+from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
+from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork, GcpNetworkArgs
+from components.gcp.node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, LustreStorage, LustreStorageArgs
+from components.spec import PlatformSpec
+
+GKE_PROFILE = CloudProfile(
+    name="gke", object_store="gs", identity_annotation="iam.gke.io/gcp-service-account"
+)
+
+
+@dataclass(frozen=True)
+class GcpCloudArgs:
+    spec: PlatformSpec
+
+
+class GcpCloud(pulumi.ComponentResource):
+    """A GKE GPU training platform's cloud side; `.bundle` is what the in-cluster layer builds on."""
+
+    bundle: ClusterBundle
+
+    def __init__(self, name: str, args: GcpCloudArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:gcp:GcpCloud", name, None, opts)
+        spec = args.spec
+        assert spec.cloud == "gcp" and spec.project and spec.region, "PlatformSpec.load checks these"
+        child = pulumi.ResourceOptions(parent=self)
+        lustre = any(s.kind == "lustre" for s in spec.storage)
+        legacy_lustre = lustre and uses_legacy_lustre_port(spec)
+
+        network = GcpNetwork(
+            f"{name}-net",
+            GcpNetworkArgs(
+                spec=spec,
+                lustre_port=(LUSTRE_LEGACY_PORT if legacy_lustre else LUSTRE_PORT) if lustre else None,
+            ),
+            child,
+        )
+        gke = GkeCluster(f"{name}-cluster", GkeClusterArgs(spec=spec, network=network), child)
+        nodes = NodeIdentity(f"{name}-nodes", NodeIdentityArgs(spec=spec), child)
+
+        pools = [
+            GpuNodePool(
+                f"{name}-{pool.name}",
+                GpuNodePoolArgs(
+                    spec=spec,
+                    pool=pool,
+                    cluster_id=gke.cluster.id,
+                    location=gke.location,
+                    node_service_account=nodes.email,
+                    node_tag=network.node_tag,
+                    depends_on=tuple(nodes.bindings),
+                ),
+                child,
+            )
+            for pool in spec.node_pools
+        ]
+
+        handles: list[StorageHandle] = []
+        for st in spec.storage:
+            if st.kind == "nfs":
+                fs = FilestoreStorage(
+                    f"{name}-{st.name}", FilestoreStorageArgs(spec=spec, storage=st, network=network), child
+                )
+                handles.append(fs.handle)
+            else:
+                lfs = LustreStorage(
+                    f"{name}-{st.name}",
+                    LustreStorageArgs(spec=spec, storage=st, network=network, legacy_port=legacy_lustre),
+                    child,
+                )
+                handles.append(lfs.handle)
+
+        buckets = PlatformBuckets(
+            f"{name}-buckets", PlatformBucketsArgs(spec=spec, logs=spec.observability.loki), child
+        )
+        team_identities: dict[str, pulumi.Output[str]] = {}
+        for team in spec.teams:
+            ident = WorkloadIdentity(
+                f"{name}-team-{team.name}",
+                WorkloadIdentityArgs(
+                    spec=spec,
+                    namespace=team_namespace(team),
+                    service_account=TEAM_SERVICE_ACCOUNT,
+                    purpose=team.name,
+                    bucket=buckets.checkpoints.name,
+                    cluster=gke.cluster,
+                ),
+                child,
+            )
+            team_identities[team.name] = ident.email
+        loki_identity = None
+        if buckets.logs is not None:
+            loki = WorkloadIdentity(
+                f"{name}-loki",
+                WorkloadIdentityArgs(
+                    spec=spec,
+                    namespace=MONITORING_NAMESPACE,
+                    service_account=LOKI_SERVICE_ACCOUNT,
+                    purpose="loki",
+                    bucket=buckets.logs.name,
+                    cluster=gke.cluster,
+                ),
+                child,
+            )
+            loki_identity = loki.email
+
+        bucket_names: dict[str, pulumi.Input[str]] = {"checkpoints": buckets.checkpoints.name}
+        if buckets.logs is not None:
+            bucket_names["logs"] = buckets.logs.name
+        self.bundle = ClusterBundle(
+            name=spec.cluster.name,
+            region=spec.region,
+            provider=gke.provider,
+            kubeconfig=gke.kubeconfig,
+            profile=GKE_PROFILE,
+            node_pools=tuple(p.info for p in pools),
+            storage=tuple(handles),
+            buckets=bucket_names,
+            team_identities=team_identities,
+            loki_identity=loki_identity,
+            # System pods (operators, Prometheus, Kueue) need the CPU pools; GPU pools may sit at zero.
+            ready=tuple(p.node_pool for p in pools if p.info.gpu is None),
+        )
+        self.register_outputs({"clusterName": spec.cluster.name, "kubeconfig": gke.kubeconfig})

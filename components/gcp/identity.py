@@ -1,0 +1,117 @@
+"""Google identities of a platform: the nodes' own service account, and one per workload through
+Workload Identity (each team's `trainer` service account, and Loki).
+
+Workload Identity: a Kubernetes service account `<ns>/<ksa>` acts as a Google service account (GSA) when
+the GSA grants `roles/iam.workloadIdentityUser` to `serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]` and
+the KSA carries the annotation `iam.gke.io/gcp-service-account: <gsa email>` (the in-cluster layer adds it).
+Each GSA gets object access to exactly one bucket, granted on that bucket, not on the project.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.gcp.cluster import workload_pool
+from components.gcp.naming import service_account_id
+from components.spec import PlatformSpec
+
+WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
+# Create, read, overwrite, delete and list objects; no bucket settings, no IAM.
+BUCKET_OBJECT_ROLE = "roles/storage.objectUser"
+# Least-privilege node roles: logs, metrics, autoscaler metadata (GKE's recommended node role), and image
+# pulls from Artifact Registry in the project.
+NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader")
+
+
+def workload_identity_member(project: str, namespace: str, service_account: str) -> str:
+    return f"serviceAccount:{workload_pool(project)}[{namespace}/{service_account}]"
+
+
+@dataclass(frozen=True)
+class NodeIdentityArgs:
+    spec: PlatformSpec
+
+
+class NodeIdentity(pulumi.ComponentResource):
+    """The service account GKE nodes run as (instead of the Compute Engine default with Editor)."""
+
+    account: gcp.serviceaccount.Account
+    bindings: list[gcp.projects.IAMMember]
+
+    def __init__(self, name: str, args: NodeIdentityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:gcp:NodeIdentity", name, None, opts)
+        spec = args.spec
+        project = spec.project or ""
+        self.account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            account_id=service_account_id(spec.cluster.name, "nodes"),
+            display_name=f"GKE nodes of {spec.cluster.name}",
+            project=project,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.bindings = [
+            gcp.projects.IAMMember(
+                f"{name}-{role.split('/')[-1].replace('.', '-').lower()}",
+                project=project,
+                role=role,
+                member=pulumi.Output.concat("serviceAccount:", self.account.email),
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            for role in NODE_ROLES
+        ]
+        self.email = self.account.email
+        self.register_outputs({"email": self.account.email})
+
+
+@dataclass(frozen=True)
+class WorkloadIdentityArgs:
+    spec: PlatformSpec
+    namespace: str
+    service_account: str
+    # What this identity is for, in the GSA's id (a team name, "loki").
+    purpose: str
+    # The one bucket this identity may use.
+    bucket: pulumi.Input[str]
+    # The cluster: the `<project>.svc.id.goog` pool exists only once a Workload Identity cluster does, and
+    # IAM rejects members of a pool that does not exist yet.
+    cluster: pulumi.Resource
+
+
+class WorkloadIdentity(pulumi.ComponentResource):
+    """A GSA bound to one Kubernetes service account, with object access to one bucket."""
+
+    account: gcp.serviceaccount.Account
+    email: pulumi.Output[str]
+
+    def __init__(self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:gcp:WorkloadIdentity", name, None, opts)
+        spec = args.spec
+        project = spec.project or ""
+        child = pulumi.ResourceOptions(parent=self)
+        self.account = gcp.serviceaccount.Account(
+            f"{name}-sa",
+            account_id=service_account_id(spec.cluster.name, args.purpose),
+            display_name=f"{args.namespace}/{args.service_account} on {spec.cluster.name}",
+            project=project,
+            opts=child,
+        )
+        self.member = workload_identity_member(project, args.namespace, args.service_account)
+        gcp.serviceaccount.IAMMember(
+            f"{name}-wi",
+            service_account_id=self.account.name,
+            role=WORKLOAD_IDENTITY_USER,
+            member=self.member,
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
+        )
+        gcp.storage.BucketIAMMember(
+            f"{name}-bucket",
+            bucket=args.bucket,
+            role=BUCKET_OBJECT_ROLE,
+            member=pulumi.Output.concat("serviceAccount:", self.account.email),
+            opts=child,
+        )
+        self.email = self.account.email
+        self.register_outputs({"email": self.account.email})

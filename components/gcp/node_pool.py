@@ -1,0 +1,182 @@
+"""GpuNodePool: one GKE node pool from one `nodePools` entry (the GPU pools and the CPU system pool).
+
+GPU pools follow NVIDIA's GKE guide for the GPU operator, which the in-cluster layer installs:
+- `gpu_driver_installation_config.gpu_driver_version = INSTALLATION_DISABLED`: GKE does not install the
+  driver; Google's COS driver-installer DaemonSet does, into /home/kubernetes/bin/nvidia, and the operator
+  runs with its own driver disabled. (Changing this value replaces the pool.)
+- label `gke-no-default-nvidia-gpu-device-plugin=true`: GKE's own device plugin stays off so the
+  operator's device plugin, DCGM exporter and MIG manager own the GPUs.
+- taint `nvidia.com/gpu=present:NoSchedule` declared in the pool: GKE adds the same taint to GPU nodes by
+  itself; declaring it keeps `pulumi up` free of diffs (a taint diff would replace the pool).
+
+Autoscaling uses `total_min_node_count`/`total_max_node_count`: `minNodes`/`maxNodes` mean whole-pool
+counts on every cloud (an AWS node group's min/max), and team GPU quotas are checked against them; per-zone
+limits would multiply them by the number of zones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_gcp as gcp
+
+from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
+from components.catalog import MachineShape
+from components.gcp.naming import gcp_labels
+from components.spec import NodePoolSpec, PlatformSpec, machine_of
+
+# Turns GKE's default NVIDIA device plugin off on a GPU pool (NVIDIA GPU operator on GKE guide).
+NO_DEFAULT_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
+# Labels GKE itself puts on nodes.
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+GKE_SPOT_LABEL = "cloud.google.com/gke-spot"
+GPU_DRIVER_VERSION = "INSTALLATION_DISABLED"
+# Kubernetes taint effects in GKE's API spelling.
+GKE_TAINT_EFFECTS = {
+    "NoSchedule": "NO_SCHEDULE",
+    "PreferNoSchedule": "PREFER_NO_SCHEDULE",
+    "NoExecute": "NO_EXECUTE",
+}
+# Machine families whose boot disk must be Hyperdisk (no Persistent Disk support).
+HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-")
+DEFAULT_GPU_DISK_GIB = 200  # training images (CUDA, PyTorch) are large
+DEFAULT_CPU_DISK_GIB = 50  # docs/configuration.md: 200 (GPU), 50 (CPU)
+
+
+@dataclass(frozen=True)
+class GpuNodePoolArgs:
+    spec: PlatformSpec
+    pool: NodePoolSpec
+    # The cluster's id (projects/<p>/locations/<l>/clusters/<n>) and location.
+    cluster_id: pulumi.Input[str]
+    location: str
+    node_service_account: pulumi.Input[str]
+    node_tag: str
+    # What must exist before nodes boot (the node service account's role binding).
+    depends_on: tuple[pulumi.Resource, ...] = ()
+
+
+def pool_shape(spec: PlatformSpec, pool: NodePoolSpec) -> MachineShape | None:
+    return machine_of("gcp", pool)
+
+
+def pool_zones(spec: PlatformSpec, pool: NodePoolSpec) -> list[str]:
+    """The zones a pool's nodes run in: its own, else the platform's (compact pools have exactly one)."""
+    return list(pool.zones or spec.zones)
+
+
+def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
+    return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
+
+
+class GpuNodePool(pulumi.ComponentResource):
+    """A GKE node pool; GPU pools carry their accelerators, driver mode, taint and labels."""
+
+    node_pool: gcp.container.NodePool
+    info: NodePoolInfo
+
+    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:gcp:GpuNodePool", name, None, opts)
+        spec, pool = args.spec, args.pool
+        shape = pool_shape(spec, pool)
+        machine_type = shape.name if shape is not None else pool.machine_type
+        assert machine_type, f"nodePools {pool.name}: no machine type (spec checks should have caught this)"
+        zones = pool_zones(spec, pool)
+        is_gpu = pool.is_gpu and shape is not None and shape.accelerator_type is not None
+
+        taints: tuple[TaintInfo, ...] = (gpu_taint(),) if is_gpu else ()
+        taints += tuple(TaintInfo(t.key, t.value, t.effect) for t in pool.taints if t.key != gpu_taint().key)
+        labels = pool_labels(pool)
+        node_labels = dict(labels)
+        if is_gpu:
+            node_labels[NO_DEFAULT_DEVICE_PLUGIN_LABEL] = "true"
+
+        node_config: dict = {
+            "machine_type": machine_type,
+            "image_type": "COS_CONTAINERD",  # the COS driver installer and the Lustre CSI driver need COS
+            "disk_type": "hyperdisk-balanced"
+            if machine_type.startswith(HYPERDISK_ONLY_PREFIXES)
+            else "pd-balanced",
+            "disk_size_gb": pool.disk_size_gib or (DEFAULT_GPU_DISK_GIB if is_gpu else DEFAULT_CPU_DISK_GIB),
+            "service_account": args.node_service_account,
+            "oauth_scopes": [
+                "https://www.googleapis.com/auth/cloud-platform"
+            ],  # IAM roles decide, not scopes
+            "labels": node_labels,
+            "taints": gke_taints(taints),
+            "tags": [args.node_tag],
+            "resource_labels": gcp_labels(spec.tags, spec.cluster.name),
+            "metadata": {"disable-legacy-endpoints": "true"},
+            # Pods see the GKE metadata server (Workload Identity), never the node's own credentials.
+            "workload_metadata_config": {"mode": "GKE_METADATA"},
+            "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+            "spot": pool.capacity == "spot",
+        }
+        if is_gpu:
+            assert shape is not None
+            node_config["guest_accelerators"] = [
+                {
+                    "type": shape.accelerator_type,
+                    "count": shape.gpus,
+                    "gpu_driver_installation_config": {"gpu_driver_version": GPU_DRIVER_VERSION},
+                }
+            ]
+            node_config["gvnic"] = {"enabled": True}  # A3 needs gVNIC; all GPU families support it
+        local_ssds = pool.local_ssd_count or (shape.local_ssd_count if shape is not None else 0)
+        if local_ssds:
+            # The machine's local SSDs become the node's ephemeral storage (image layers, emptyDir scratch).
+            node_config["ephemeral_storage_local_ssd_config"] = {"local_ssd_count": local_ssds}
+
+        # initial_node_count is per zone; the autoscaler then keeps the whole pool within min..max.
+        initial = math.ceil(pool.min_nodes / max(len(zones), 1)) if pool.min_nodes else 0
+        self.node_pool = gcp.container.NodePool(
+            f"{name}-pool",
+            name=pool.name,
+            project=spec.project,
+            cluster=args.cluster_id,
+            location=args.location,
+            node_locations=zones or None,
+            initial_node_count=initial,
+            autoscaling={
+                "total_min_node_count": pool.min_nodes,
+                "total_max_node_count": pool.effective_max_nodes,
+                # Spot: take capacity in whichever zone has it; on-demand: keep zones even.
+                "location_policy": "ANY" if pool.capacity == "spot" else "BALANCED",
+            },
+            management={"auto_repair": True, "auto_upgrade": True},
+            # GPU capacity is scarce: upgrade one node at a time without asking for a surge node.
+            upgrade_settings=(
+                {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
+                if is_gpu
+                else {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
+            ),
+            placement_policy={"type": "COMPACT"} if pool.placement == "compact" else None,
+            node_config=node_config,
+            opts=pulumi.ResourceOptions(
+                parent=self,
+                depends_on=list(args.depends_on),
+                # The autoscaler owns the node count; a changed initial count would replace the pool.
+                ignore_changes=["node_count", "initial_node_count"],
+            ),
+        )
+
+        info_labels = dict(labels)
+        if is_gpu:
+            assert shape is not None
+            info_labels[GKE_ACCELERATOR_LABEL] = shape.accelerator_type or ""
+        if pool.capacity == "spot":
+            info_labels[GKE_SPOT_LABEL] = "true"
+        self.info = NodePoolInfo(
+            name=pool.name,
+            gpu=pool.gpu if is_gpu else None,
+            gpus_per_node=shape.gpus if is_gpu and shape is not None else 0,
+            capacity=pool.capacity,
+            min_nodes=pool.min_nodes,
+            max_nodes=pool.effective_max_nodes,
+            labels=info_labels,
+            taints=taints,
+            machine_types=(machine_type,),
+        )
+        self.register_outputs({"name": self.node_pool.name})

@@ -1,0 +1,92 @@
+"""The GKE cluster as GCP would receive it, its kubeconfig and the Kubernetes provider."""
+
+from __future__ import annotations
+
+import yaml
+
+from tests.unit.test_gcp_support import CLUSTER, FIREWALL, LUSTRE, mutated, one, plan, plan_platform
+
+
+def test_standard_cluster_with_workload_identity_private_nodes_and_dataplane_v2():
+    c = one(plan("gcp-dev"), CLUSTER).inputs
+    assert c["name"] == "ml-dev"
+    assert c["location"] == "us-central1"
+    assert c["nodeLocations"] == ["us-central1-a", "us-central1-b", "us-central1-c"]
+    assert c["removeDefaultNodePool"] is True
+    assert c["releaseChannel"] == {"channel": "REGULAR"}
+    assert c["minMasterVersion"] == "1.33"
+    assert c["workloadIdentityConfig"] == {"workloadPool": "example-ml-dev.svc.id.goog"}
+    assert c["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
+    assert c["enableShieldedNodes"] is True
+    assert c["datapathProvider"] == "ADVANCED_DATAPATH"
+    # Dataplane V2 enforces NetworkPolicy itself; GKE rejects the Calico add-on next to it.
+    assert "networkPolicy" not in c
+    assert "networkPolicyConfig" not in c["addonsConfig"]
+    assert c["networkingMode"] == "VPC_NATIVE"
+    assert c["ipAllocationPolicy"] == {
+        "clusterSecondaryRangeName": "pods",
+        "servicesSecondaryRangeName": "services",
+    }
+    assert c["network"] == "projects/example-ml-dev/global/networks/ml-dev-vpc"
+    assert c["subnetwork"] == "projects/example-ml-dev/regions/us-central1/subnetworks/ml-dev-us-central1"
+    assert "masterAuthorizedNetworksConfig" not in c
+
+
+def test_storage_addons_follow_the_storage_kinds():
+    dev = one(plan("gcp-dev"), CLUSTER).inputs["addonsConfig"]
+    assert dev["gcpFilestoreCsiDriverConfig"] == {"enabled": True}
+    assert "lustreCsiDriverConfig" not in dev
+    mega = one(plan("gcp-h100-mega"), CLUSTER).inputs["addonsConfig"]
+    assert mega["gcpFilestoreCsiDriverConfig"] == {"enabled": False}
+    assert mega["lustreCsiDriverConfig"] == {"enabled": True, "enableLegacyLustrePort": False}
+
+
+def test_gke_133_uses_the_legacy_lustre_port_on_both_ends():
+    obj = mutated("gcp-h100-mega")
+    obj["cluster"]["kubernetesVersion"] = "1.33"
+    result = plan_platform(obj)
+    addon = one(result, CLUSTER).inputs["addonsConfig"]["lustreCsiDriverConfig"]
+    assert addon == {"enabled": True, "enableLegacyLustrePort": True}
+    assert one(result, LUSTRE).inputs["gkeSupportEnabled"] is True
+    fw = one(result, FIREWALL, "mega-net-lustre").inputs
+    assert fw["allows"] == [{"protocol": "tcp", "ports": ["6988"]}]
+
+
+def test_authorized_networks_narrow_the_control_plane():
+    c = one(plan("gcp-h100-mega"), CLUSTER).inputs
+    assert c["masterAuthorizedNetworksConfig"] == {
+        "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "authorized-0"}],
+        "gcpPublicCidrsAccessEnabled": False,
+    }
+    assert c["minMasterVersion"] == "1.34"
+
+
+def test_kubeconfig_is_secret_and_authenticates_with_the_gke_plugin():
+    result = plan("gcp-dev")
+    assert "kubeconfig" in result.secret_outputs
+    doc = yaml.safe_load(result.outputs["kubeconfig"])
+    assert doc["clusters"][0]["cluster"] == {
+        "server": "https://203.0.113.10",
+        "certificate-authority-data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM=",
+    }
+    user = doc["users"][0]["user"]
+    assert set(user) == {"exec"}  # no token, no client key: nothing to leak
+    assert user["exec"]["command"] == "gke-gcloud-auth-plugin"
+    assert user["exec"]["apiVersion"] == "client.authentication.k8s.io/v1beta1"
+    assert doc["current-context"] == doc["contexts"][0]["name"] == "gke_example-ml-dev_us-central1_ml-dev"
+
+
+def test_kubernetes_provider_is_built_from_the_cluster():
+    result = plan("gcp-dev")
+    provider = one(result, "pulumi:providers:kubernetes")
+    assert one(result, CLUSTER).urn in provider.deps
+    assert provider.inputs["enableServerSideApply"] in (True, "true")
+
+
+def test_platform_outputs_match_the_cloud_neutral_contract():
+    out = plan("gcp-dev").outputs
+    assert out["cloud"] == "gcp"
+    assert out["clusterName"] == "ml-dev"
+    assert out["region"] == "us-central1"
+    assert out["objectStore"] == "gs"
+    assert set(out) >= {"kubeconfig", "nodePools", "storage", "buckets", "teams"}

@@ -1,0 +1,132 @@
+"""Buckets and identities as GCP would receive them: bucket settings, Workload Identity members, IAM scope."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.unit.test_gcp_support import (
+    BUCKET,
+    BUCKET_IAM,
+    CLUSTER,
+    PROJECT_IAM,
+    SA,
+    SA_IAM,
+    one,
+    plan,
+    upstream,
+)
+
+
+def _account(result, account_id):
+    return one(result, SA, next(r.name for r in result.of_type(SA) if r.inputs["accountId"] == account_id))
+
+
+@pytest.mark.parametrize("stack", ["gcp-dev", "gcp-h100-mega", "gcp-byo-network"])
+def test_buckets_are_private_uniform_and_kept_on_destroy(stack):
+    for b in plan(stack).of_type(BUCKET):
+        inp = b.inputs
+        assert inp["uniformBucketLevelAccess"] is True
+        assert inp["publicAccessPrevention"] == "enforced"
+        assert inp["forceDestroy"] is False
+        assert inp["location"] == plan(stack).outputs["region"].upper()
+
+
+def test_checkpoint_bucket_keeps_versions_with_a_bounded_lifecycle():
+    result = plan("gcp-dev")
+    ckpt = one(result, BUCKET, "ml-dev-buckets-checkpoints").inputs
+    assert ckpt["name"] == "example-ml-dev-ml-dev-checkpoints"
+    assert ckpt["versioning"] == {"enabled": True}
+    rules = ckpt["lifecycleRules"]
+    assert {
+        "action": {"type": "Delete"},
+        "condition": {"daysSinceNoncurrentTime": 7.0, "withState": "ARCHIVED"},
+    } in rules
+    assert {
+        "action": {"type": "Delete"},
+        "condition": {"numNewerVersions": 3.0, "withState": "ARCHIVED"},
+    } in rules
+    # Deletes only ever target noncurrent versions: the live checkpoint is never aged out.
+    for rule in rules:
+        if rule["action"]["type"] == "Delete":
+            assert rule["condition"]["withState"] == "ARCHIVED"
+    logs = one(result, BUCKET, "ml-dev-buckets-logs").inputs
+    assert logs["versioning"] == {"enabled": False}
+    assert result.outputs["buckets"] == {
+        "checkpoints": "example-ml-dev-ml-dev-checkpoints",
+        "logs": "example-ml-dev-ml-dev-logs",
+    }
+
+
+@pytest.mark.parametrize(
+    ("stack", "project", "cluster", "teams"),
+    [
+        ("gcp-dev", "example-ml-dev", "ml-dev", ["research"]),
+        ("gcp-h100-mega", "example-ml-prod", "mega", ["pretrain", "research"]),
+        ("gcp-byo-network", "example-ml-lab", "l4-lab", ["vision", "speech"]),
+    ],
+)
+def test_each_team_gsa_is_bound_to_its_trainer_ksa_and_the_checkpoint_bucket_only(
+    stack, project, cluster, teams
+):
+    result = plan(stack)
+    ckpt_bucket = f"{project}-{cluster}-checkpoints"
+    identities = {t["name"]: t["identity"] for t in result.outputs["teams"]}
+    for team in teams:
+        account = _account(result, f"{cluster}-{team}")
+        email = f"{cluster}-{team}@{project}.iam.gserviceaccount.com"
+        assert identities[team] == email
+        (wi,) = [r for r in result.of_type(SA_IAM) if r.inputs["serviceAccountId"].endswith(f"/{email}")]
+        assert wi.inputs == {
+            "serviceAccountId": f"projects/{project}/serviceAccounts/{email}",
+            "role": "roles/iam.workloadIdentityUser",
+            "member": f"serviceAccount:{project}.svc.id.goog[{team}/trainer]",
+        }
+        grants = [
+            r.inputs for r in result.of_type(BUCKET_IAM) if r.inputs["member"] == f"serviceAccount:{email}"
+        ]
+        assert grants == [
+            {"bucket": ckpt_bucket, "role": "roles/storage.objectUser", "member": f"serviceAccount:{email}"}
+        ]
+        assert not [r for r in result.of_type(PROJECT_IAM) if email in r.inputs["member"]]
+        assert account.inputs["project"] == project
+
+
+def test_loki_gsa_is_bound_to_monitoring_loki_and_the_log_bucket_only():
+    result = plan("gcp-dev")
+    email = "ml-dev-loki@example-ml-dev.iam.gserviceaccount.com"
+    (wi,) = [r for r in result.of_type(SA_IAM) if r.inputs["serviceAccountId"].endswith(f"/{email}")]
+    assert wi.inputs["member"] == "serviceAccount:example-ml-dev.svc.id.goog[monitoring/loki]"
+    assert wi.inputs["role"] == "roles/iam.workloadIdentityUser"
+    grants = [r.inputs for r in result.of_type(BUCKET_IAM) if r.inputs["member"] == f"serviceAccount:{email}"]
+    assert grants == [
+        {
+            "bucket": "example-ml-dev-ml-dev-logs",
+            "role": "roles/storage.objectUser",
+            "member": f"serviceAccount:{email}",
+        }
+    ]
+
+
+def test_without_loki_there_is_no_log_bucket_or_loki_identity():
+    result = plan("gcp-byo-network")
+    assert [b.inputs["name"] for b in result.of_type(BUCKET)] == ["example-ml-lab-l4-lab-checkpoints"]
+    assert not [a for a in result.of_type(SA) if a.inputs["accountId"].endswith("-loki")]
+    assert result.outputs["buckets"] == {"checkpoints": "example-ml-lab-l4-lab-checkpoints"}
+
+
+def test_nodes_run_as_a_least_privilege_service_account():
+    result = plan("gcp-dev")
+    email = "ml-dev-nodes@example-ml-dev.iam.gserviceaccount.com"
+    roles = sorted(r.inputs["role"] for r in result.of_type(PROJECT_IAM))
+    assert roles == ["roles/artifactregistry.reader", "roles/container.defaultNodeServiceAccount"]
+    for r in result.of_type(PROJECT_IAM):
+        assert r.inputs["member"] == f"serviceAccount:{email}"
+
+
+def test_only_the_workload_identity_bindings_wait_for_the_cluster():
+    result = plan("gcp-dev")
+    cluster = one(result, CLUSTER).urn
+    for wi in result.of_type(SA_IAM):
+        assert cluster in wi.deps  # the <project>.svc.id.goog pool exists once the cluster does
+    for r in result.of_type(BUCKET_IAM) + result.of_type(BUCKET) + result.of_type(SA):
+        assert cluster not in upstream(result, r), r.name
