@@ -30,8 +30,9 @@ from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, Fsspec
 
 MANIFEST = "manifest.json"
 _STEP_RE = re.compile(r"^step-(\d+)$")
-# Test-only fault injection: seconds rank 0 sleeps between DCP finishing and writing the manifest, so a
-# test can deliver a second signal or a SIGKILL inside the commit window.
+# Test-only fault injection: seconds rank 0 sleeps between DCP finishing and writing the manifest of a
+# synchronous save (preemption and final saves), so a test can deliver a second signal or a SIGKILL
+# inside the commit window.
 ENV_FAULT_COMMIT_DELAY = "TRAINPLANE_FAULT_COMMIT_DELAY_S"
 
 
@@ -129,7 +130,7 @@ class CheckpointStore:
         else:
             self._log("checkpoint_save_started", ckpt_step=step, mode="sync")
             dcp.save(state, storage_writer=self._writer(step), process_group=self.pg)
-            nbytes = self._commit(step) if self.rank == 0 else 0
+            nbytes = self._commit(step, fault_delay=True) if self.rank == 0 else 0
             if self.pg is not None and dist.is_initialized():
                 dist.barrier(group=self.pg)  # nobody reports success before the manifest exists
             dt = time.perf_counter() - t0
@@ -163,9 +164,9 @@ class CheckpointStore:
         self._log(event, ckpt_step=res.step, bytes=res.bytes, save_s=round(res.seconds, 4),
                   blocking_s=round(res.blocking_seconds, 4))
 
-    def _commit(self, step: int) -> int:
+    def _commit(self, step: int, fault_delay: bool = False) -> int:
         d = self.step_dir(step)
-        delay = float(os.environ.get(ENV_FAULT_COMMIT_DELAY, "0") or 0)
+        delay = float(os.environ.get(ENV_FAULT_COMMIT_DELAY, "0") or 0) if fault_delay else 0.0
         if delay:
             self._log("fault_commit_delay", ckpt_step=step, seconds=delay)
             time.sleep(delay)

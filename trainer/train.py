@@ -155,7 +155,8 @@ class Trainer:
         msd, osd = get_state_dict(self.model, self.opt)
         return {"model": msd, "optim": osd, "sched": self.sched.state_dict(),
                 "train": {"step": step, "samples": step * self.cfg.global_batch_size,
-                          "world_size": self.world, "preemptions": self.preemptions, "resumes": self.resumes, "rng": rng}}
+                          "world_size": self.world, "preemptions": self.preemptions,
+                          "resumes": self.resumes, "rng": rng}}
 
     def _save(self, step: int, asynchronous: bool) -> None:
         states: list[Any] = [None] * self.world
