@@ -22,6 +22,7 @@ import sys
 import tempfile
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from trainer.config import ConfigError, load_config
 from trainer.preemption import EXIT_PREEMPTED
@@ -69,6 +70,18 @@ def _patch_second_signal() -> None:
     api._terminate_process_handler = handler
 
 
+def _first_failure_code(failures: dict[int, Any]) -> int:
+    """The first failed worker's exit code.
+
+    torchrun stamps failures without an error file with the second they were noticed, so a worker that
+    crashed and the peers that died because it vanished (gloo "connection closed" -> exit 1, or abort ->
+    SIGABRT) usually tie. Within a tie, prefer codes that are not such knock-on failures.
+    """
+    knock_on = {1, -int(signal.SIGABRT)}
+    best = min(failures.values(), key=lambda f: (f.timestamp, f.exitcode in knock_on))
+    return int(best.exitcode)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     run_opts, trainer_opts = _split(argv)
@@ -103,8 +116,7 @@ def main(argv: list[str] | None = None) -> int:
             torchrun.run(tr_args)
             return 0
         except ChildFailedError as e:
-            _, failure = e.get_first_failure()
-            code = failure.exitcode
+            code = _first_failure_code(e.failures)
             if code == EXIT_PREEMPTED and not preempted.exists():
                 code = EXIT_CRASH  # 143 is a promise that a checkpoint was committed
             elif code < 0:

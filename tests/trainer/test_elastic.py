@@ -21,7 +21,9 @@ def _args(corpus: Path, d: Path) -> list[str]:
 
 
 @pytest.mark.parametrize(("before", "after"), [(2, 1), (1, 2)])
-def test_resume_at_another_world_size_keeps_global_batch_and_samples(tmp_path, corpus, reference, before, after):
+def test_resume_at_another_world_size_keeps_global_batch_and_samples(
+    tmp_path, corpus, reference, before, after
+):
     ref = reference(2, STEPS)
     first = launch(tmp_path, "first", before, _args(corpus, tmp_path))
     first.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 9)
