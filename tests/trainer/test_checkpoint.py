@@ -1,0 +1,119 @@
+"""Torn checkpoints are skipped and cleaned, retention keeps K, a second signal during the save is safe."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+from pathlib import Path
+
+import pytest
+
+from tests.trainer.conftest import BASE, Proc, assert_bitwise, final_state, launch
+from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY, CheckpointStore
+
+STEPS = 24
+
+
+def _single(tmp_path: Path, name: str, corpus: Path, ckpt: Path, *extra: str) -> Proc:
+    return Proc(["-m", "trainer", *BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]",
+                 "--checkpoint.uri", str(ckpt), "--checkpoint.async-save", "false", *extra], tmp_path, name)
+
+
+def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
+    ckpt = tmp_path / "ckpt"
+    full = _single(tmp_path, "full", corpus, ckpt, "--steps", "16", "--checkpoint.interval-steps", "4",
+                   "--checkpoint.keep", "5")
+    assert full.wait() == 0, full.tail()
+    want = final_state(ckpt, 16)
+    # step 16: DCP wrote everything but the manifest never came (killed in the commit window)
+    (ckpt / "step-16" / "manifest.json").unlink()
+    # step 12: committed, then a shard lost its tail (a partial copy, a full disk)
+    shard = sorted((ckpt / "step-12").glob("*.distcp"))[0]
+    shard.write_bytes(shard.read_bytes()[:-100])
+    store = CheckpointStore(str(ckpt), keep=5, config_hash="x")
+    assert store.committed_steps() == [4, 8]
+
+    again = _single(tmp_path, "again", corpus, ckpt, "--steps", "16", "--checkpoint.interval-steps", "4",
+                    "--checkpoint.keep", "5")
+    assert again.wait() == 0, again.tail()
+    assert {e["ckpt_step"] for e in again.events("checkpoint_torn_skipped")} == {12, 16}
+    assert [e["ckpt_step"] for e in again.events("resumed")] == [8]
+    assert {e["ckpt_step"] for e in again.events("checkpoint_removed") if e["reason"] == "torn"} == {12, 16}
+    assert_bitwise(final_state(ckpt, 16), want)
+
+
+@pytest.mark.parametrize("keep", [2, 3])
+def test_retention_keeps_newest_k(tmp_path, corpus, keep):
+    ckpt = tmp_path / "ckpt"
+    p = _single(tmp_path, "run", corpus, ckpt, "--steps", "12", "--checkpoint.interval-steps", "2",
+                "--checkpoint.keep", str(keep), "--checkpoint.async-save", "true")
+    assert p.wait() == 0, p.tail()
+    assert sorted(int(d.name[5:]) for d in ckpt.iterdir()) == [12 - 2 * i for i in range(keep)][::-1]
+    assert CheckpointStore(str(ckpt), keep=keep, config_hash="x").committed_steps() == sorted(
+        12 - 2 * i for i in range(keep))
+
+
+@pytest.mark.slow
+def test_second_sigterm_during_commit_is_ignored_and_checkpoint_is_trusted(tmp_path, corpus, reference):
+    ref = reference(2, STEPS)
+    args = [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", str(STEPS),
+            "--checkpoint.uri", str(tmp_path / "ckpt"), "--checkpoint.interval-steps", "1000"]
+    run = launch(tmp_path, "run", 2, args, extra_env={ENV_FAULT_COMMIT_DELAY: "2"})
+    run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 5)
+    run.signal(signal.SIGTERM)
+    run.wait_for(lambda e: e["event"] == "fault_commit_delay")
+    # the second signal reaches the launcher and every worker while rank 0 is inside the commit window
+    run.signal(signal.SIGTERM)
+    for e in run.events("start"):
+        Path(f"/proc/{e['pid']}").exists() and __import__("os").kill(e["pid"], signal.SIGTERM)
+    assert run.wait() == 143, run.tail()
+    step = run.events("preempted_exit")[0]["ckpt_step"]
+    assert all(e["signals_received"] >= 1 for e in run.events("preemption_agreed"))
+    assert CheckpointStore(str(tmp_path / "ckpt"), keep=3, config_hash="x").manifest(step) is not None
+
+    rest = launch(tmp_path, "rest", 2, args)
+    assert rest.wait() == 0, rest.tail()
+    assert [e["ckpt_step"] for e in rest.events("resumed")] == [step, step]
+    assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
+
+
+@pytest.mark.slow
+def test_sigkill_inside_commit_window_leaves_an_untrusted_checkpoint(tmp_path, corpus, reference):
+    ref = reference(2, STEPS)
+    args = [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", str(STEPS),
+            "--checkpoint.uri", str(tmp_path / "ckpt"), "--checkpoint.interval-steps", "3"]
+    # grace of 1 s, commit takes 5 s: the agent SIGKILLs the workers between DCP and the manifest
+    run = launch(tmp_path, "run", 2, args, run_opts=["--shutdown-timeout", "1"],
+                 extra_env={ENV_FAULT_COMMIT_DELAY: "5"})
+    run.wait_for(lambda e: e["event"] == "checkpoint_committed" and e["ckpt_step"] >= 6)
+    run.signal(signal.SIGTERM)
+    assert run.wait() == 1, run.tail()  # not 143: nothing was committed for the preemption
+    delayed = run.events("fault_commit_delay")
+    assert len(delayed) == 1
+    torn = delayed[0]["ckpt_step"]
+    assert (tmp_path / "ckpt" / f"step-{torn}" / ".metadata").exists()
+    assert not (tmp_path / "ckpt" / f"step-{torn}" / "manifest.json").exists()
+
+    rest = launch(tmp_path, "rest", 2, args)
+    assert rest.wait() == 0, rest.tail()
+    assert torn in {e["ckpt_step"] for e in rest.events("checkpoint_torn_skipped")}
+    assert all(e["ckpt_step"] < torn for e in rest.events("resumed"))
+    assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
+
+
+def test_store_verification_rejects_bad_manifests(tmp_path):
+    d = tmp_path / "step-3"
+    d.mkdir()
+    (d / ".metadata").write_bytes(b"x" * 10)
+    store = CheckpointStore(str(tmp_path), keep=2, config_hash="h")
+    assert store.manifest(3) is None  # no manifest
+    (d / "manifest.json").write_text("{not json")
+    assert store.manifest(3) is None
+    (d / "manifest.json").write_text('{"step": 3, "files": {".metadata": 11}}')
+    assert store.manifest(3) is None  # size mismatch
+    (d / "manifest.json").write_text('{"step": 4, "files": {".metadata": 10}}')
+    assert store.manifest(3) is None  # manifest of another step (a copied directory)
+    (d / "manifest.json").write_text('{"step": 3, "files": {".metadata": 10}}')
+    assert store.manifest(3) is not None
+    shutil.rmtree(d)
+    assert store.all_steps() == []

@@ -1,0 +1,240 @@
+"""Checkpoints with torch.distributed.checkpoint (DCP) and a commit manifest.
+
+Layout: ``<root>/step-<N>/`` holds DCP's shard files and ``.metadata``; ``manifest.json`` is written last
+by rank 0, after DCP returned (which means every rank's shards and ``.metadata`` are complete). A step
+directory counts only when its manifest parses and every file it lists exists with the listed size, so a
+crash, SIGKILL or a second signal at any moment leaves either a trusted checkpoint or one resume ignores.
+A shard truncated after the commit (disk trouble, partial copy) is caught by the same size check.
+
+Roots are local/NFS/Lustre paths (DCP's FileSystemWriter, fsync'd) or fsspec URLs such as ``s3://`` and
+``gs://`` (DCP's FsspecWriter). Object-store endpoints and credentials come from the standard environment
+(``AWS_ENDPOINT_URL``, ``AWS_ACCESS_KEY_ID``, ``GOOGLE_APPLICATION_CREDENTIALS``...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import fsspec
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
+
+MANIFEST = "manifest.json"
+_STEP_RE = re.compile(r"^step-(\d+)$")
+# Test-only fault injection: seconds rank 0 sleeps between DCP finishing and writing the manifest of a
+# synchronous save (preemption and final saves), so a test can deliver a second signal or a SIGKILL
+# inside the commit window.
+ENV_FAULT_COMMIT_DELAY = "TRAINPLANE_FAULT_COMMIT_DELAY_S"
+
+
+@dataclass(frozen=True)
+class SaveResult:
+    step: int
+    bytes: int
+    seconds: float
+    blocking_seconds: float
+
+
+class CheckpointStore:
+    """Saves, commits, finds, verifies, loads and prunes checkpoints under one root."""
+
+    def __init__(self, uri: str, *, keep: int, config_hash: str, thread_count: int = 4,
+                 process_group: dist.ProcessGroup | None = None, rank: int = 0, world_size: int = 1,
+                 log: Callable[..., None] | None = None) -> None:
+        self.uri = uri.rstrip("/")
+        self.fs, self.root = fsspec.core.url_to_fs(self.uri)
+        self.local = "file" in _protocols(self.fs)
+        self.keep, self.config_hash, self.thread_count = keep, config_hash, thread_count
+        self.pg, self.rank, self.world_size = process_group, rank, world_size
+        self._log = log or (lambda *a, **k: None)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ckpt-commit")
+        self._pending: tuple[int, float, float, Future[SaveResult]] | None = None
+        self.last_result: SaveResult | None = None
+
+    # ---- paths ---------------------------------------------------------------------------------
+    def step_dir(self, step: int) -> str:
+        return f"{self.root}/step-{step}"
+
+    def _url(self, step: int) -> str:
+        return self.step_dir(step) if self.local else f"{self.uri}/step-{step}"
+
+    def _writer(self, step: int) -> FileSystemWriter:
+        if self.local:
+            return FileSystemWriter(self.step_dir(step), thread_count=self.thread_count, sync_files=True)
+        return FsspecWriter(self._url(step), thread_count=self.thread_count, sync_files=False)
+
+    def _reader(self, step: int) -> FileSystemReader:
+        return FileSystemReader(self.step_dir(step)) if self.local else FsspecReader(self._url(step))
+
+    # ---- discovery -----------------------------------------------------------------------------
+    def all_steps(self) -> list[int]:
+        self.fs.invalidate_cache()
+        try:
+            names = self.fs.ls(self.root, detail=False)
+        except FileNotFoundError:
+            return []
+        steps = [int(m.group(1)) for n in names if (m := _STEP_RE.match(n.rstrip("/").rsplit("/", 1)[-1]))]
+        return sorted(steps)
+
+    def manifest(self, step: int) -> dict[str, Any] | None:
+        """The manifest of a step if the checkpoint is complete and intact, else None."""
+        d = self.step_dir(step)
+        try:
+            man = json.loads(self.fs.cat_file(f"{d}/{MANIFEST}"))
+            sizes = {e["name"].rstrip("/").rsplit("/", 1)[-1]: e["size"] for e in self.fs.ls(d, detail=True)}
+        except (FileNotFoundError, ValueError, KeyError, TypeError):
+            return None
+        files = man.get("files") if isinstance(man, dict) else None
+        if not isinstance(files, dict) or ".metadata" not in files or man.get("step") != step:
+            return None
+        if any(sizes.get(name) != size for name, size in files.items()):
+            return None
+        return man
+
+    def committed_steps(self) -> list[int]:
+        return [s for s in self.all_steps() if self.manifest(s) is not None]
+
+    def latest(self) -> int | None:
+        """Newest committed, intact step (rank 0 decides; all ranks get the same answer)."""
+        found: list[int | None] = [None]
+        if self.rank == 0:
+            for s in reversed(self.all_steps()):
+                if self.manifest(s) is not None:
+                    found[0] = s
+                    break
+                self._log("checkpoint_torn_skipped", ckpt_step=s, path=self._url(s))
+        if self.pg is not None and dist.is_initialized():
+            dist.broadcast_object_list(found, src=0, group=self.pg)
+        return found[0]
+
+    # ---- save / commit -------------------------------------------------------------------------
+    def save(self, state: dict[str, Any], step: int, *, asynchronous: bool) -> None:
+        """Save ``state`` as step ``step``. Async returns once the state is copied (staged)."""
+        self.wait()  # saves are serialised: one in flight at a time, and the group is shared
+        t0 = time.perf_counter()
+        if asynchronous:
+            fut = dcp.async_save(state, storage_writer=self._writer(step), process_group=self.pg)
+            blocking = time.perf_counter() - t0
+            commit = self._pool.submit(self._finish_async, fut, step, t0, blocking)
+            self._pending = (step, t0, blocking, commit)
+            self._log("checkpoint_save_started", ckpt_step=step, mode="async", blocking_s=round(blocking, 4))
+        else:
+            self._log("checkpoint_save_started", ckpt_step=step, mode="sync")
+            dcp.save(state, storage_writer=self._writer(step), process_group=self.pg)
+            nbytes = self._commit(step, fault_delay=True) if self.rank == 0 else 0
+            if self.pg is not None and dist.is_initialized():
+                dist.barrier(group=self.pg)  # nobody reports success before the manifest exists
+            dt = time.perf_counter() - t0
+            self._done(SaveResult(step, nbytes, dt, dt))
+
+    def _finish_async(self, fut: Future[Any], step: int, t0: float, blocking: float) -> SaveResult:
+        fut.result()
+        nbytes = self._commit(step) if self.rank == 0 else 0
+        return SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+
+    def poll(self) -> None:
+        """Report a finished async save; cheap, called at step boundaries."""
+        if self._pending is not None and self._pending[3].done():
+            self.wait()
+
+    def wait(self) -> None:
+        """Block until the in-flight async save (if any) is written and committed."""
+        if self._pending is None:
+            return
+        step, _, _, commit = self._pending
+        self._pending = None
+        try:
+            self._done(commit.result())
+        except Exception as e:
+            self._log("checkpoint_failed", ckpt_step=step, error=f"{type(e).__name__}: {e}")
+
+    def _done(self, res: SaveResult) -> None:
+        self.last_result = res
+        # only rank 0 writes the manifest; the others report that their shards are written
+        event = "checkpoint_committed" if self.rank == 0 else "checkpoint_shards_written"
+        self._log(event, ckpt_step=res.step, bytes=res.bytes, save_s=round(res.seconds, 4),
+                  blocking_s=round(res.blocking_seconds, 4))
+
+    def _commit(self, step: int, fault_delay: bool = False) -> int:
+        d = self.step_dir(step)
+        delay = float(os.environ.get(ENV_FAULT_COMMIT_DELAY, "0") or 0) if fault_delay else 0.0
+        if delay:
+            self._log("fault_commit_delay", ckpt_step=step, seconds=delay)
+            time.sleep(delay)
+        self.fs.invalidate_cache()
+        files = {e["name"].rstrip("/").rsplit("/", 1)[-1]: e["size"] for e in self.fs.ls(d, detail=True)}
+        files.pop(MANIFEST, None)
+        man = {"step": step, "world_size": self.world_size, "config_hash": self.config_hash,
+               "bytes": sum(files.values()), "files": files, "time": time.time(), "format": 1}
+        blob = json.dumps(man, sort_keys=True).encode()
+        if self.local:
+            # tmp + fsync + rename: the manifest appears whole or not at all
+            tmp = f"{d}/{MANIFEST}.tmp"
+            with open(tmp, "wb") as f:
+                f.write(blob)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, f"{d}/{MANIFEST}")
+            dfd = os.open(d, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+        else:
+            self.fs.pipe_file(f"{d}/{MANIFEST}", blob)  # one PUT: atomic on S3 and GCS
+        self._prune(step)
+        return man["bytes"]
+
+    def _prune(self, newest: int) -> None:
+        """Keep the newest K committed; drop torn directories older than the newest commit."""
+        steps = self.all_steps()
+        committed = [s for s in steps if self.manifest(s) is not None]
+        torn = [s for s in steps if s < newest and s not in committed]
+        doomed = committed[: -self.keep] + torn
+        for s in sorted(set(doomed)):
+            self._remove(s, "retention" if s in committed else "torn")
+
+    def clean_torn(self) -> None:
+        """At start-up (no save in flight): remove every directory that is not a trusted checkpoint."""
+        if self.rank != 0:
+            return
+        for s in self.all_steps():
+            if self.manifest(s) is None:
+                self._remove(s, "torn")
+
+    def _remove(self, step: int, reason: str) -> None:
+        try:
+            self.fs.rm(self.step_dir(step), recursive=True)
+            self._log("checkpoint_removed", ckpt_step=step, reason=reason)
+        except FileNotFoundError:
+            pass
+
+    # ---- load ----------------------------------------------------------------------------------
+    def load(self, state: dict[str, Any], step: int) -> dict[str, Any]:
+        """Load ``step`` into ``state`` in place (DCP reshards to this world size); returns the manifest."""
+        man = self.manifest(step) if self.rank == 0 else None
+        box = [man]
+        if self.pg is not None and dist.is_initialized():
+            dist.broadcast_object_list(box, src=0, group=self.pg)
+        if box[0] is None:
+            raise RuntimeError(f"checkpoint step {step} is not committed")
+        dcp.load(state, storage_reader=self._reader(step), process_group=self.pg)
+        return box[0]
+
+    def close(self) -> None:
+        self.wait()
+        self._pool.shutdown(wait=True)
+
+
+def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:
+    p = fs.protocol
+    return (p,) if isinstance(p, str) else tuple(p)

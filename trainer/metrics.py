@@ -1,0 +1,112 @@
+"""Prometheus metrics, JSON event logs and the terminal progress bar.
+
+Every metric name starts with ``trainplane_``; docs/trainer.md lists them for the Grafana dashboards.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
+
+# Dense bf16 peak FLOP/s per GPU (vendor datasheets); MFU is only reported for these.
+GPU_PEAK_BF16 = {
+    "H100": 989e12,
+    "H200": 989e12,
+    "B200": 2250e12,
+    "A100": 312e12,
+    "L40S": 362e12,
+    "A10G": 70e12,
+    "L4": 121e12,
+}
+
+
+def gpu_peak_flops(device_name: str) -> float | None:
+    for key, peak in GPU_PEAK_BF16.items():
+        if key in device_name.upper():
+            return peak
+    return None
+
+
+class Metrics:
+    """The trainer's metrics in their own registry (tests can run several trainers in one process)."""
+
+    def __init__(self, job: str) -> None:
+        r = self.registry = CollectorRegistry()
+        self.info = Gauge("trainplane_info", "Static facts about this trainer", ["job", "parallelism"],
+                          registry=r)
+        self.step = Gauge("trainplane_step", "Last completed optimizer step", registry=r)
+        self.loss = Gauge("trainplane_loss", "Training loss of the last step (mean over ranks)", registry=r)
+        self.tokens_per_second = Gauge("trainplane_tokens_per_second",
+                                       "Tokens per second over the last step, all ranks", registry=r)
+        self.tokens = Counter("trainplane_tokens", "Tokens trained on by this process's job since start",
+                              registry=r)
+        self.step_seconds = Gauge("trainplane_step_seconds", "Wall time of the last step", registry=r)
+        self.mfu = Gauge("trainplane_mfu_ratio", "Model FLOPs utilisation (only where the GPU peak is known)",
+                         registry=r)
+        self.world_size = Gauge("trainplane_world_size", "Processes in the current group", registry=r)
+        self.save_seconds = Gauge("trainplane_checkpoint_save_seconds",
+                                  "Duration of the last committed checkpoint save", registry=r)
+        self.save_blocking_seconds = Gauge("trainplane_checkpoint_save_blocking_seconds",
+                                           "Time the last save blocked training", registry=r)
+        self.save_bytes = Gauge("trainplane_checkpoint_save_bytes", "Bytes of the last committed checkpoint",
+                                registry=r)
+        self.saves = Counter("trainplane_checkpoint_saves", "Committed checkpoints", registry=r)
+        self.save_failures = Counter("trainplane_checkpoint_save_failures", "Failed checkpoint saves",
+                                     registry=r)
+        self.load_seconds = Gauge("trainplane_checkpoint_load_seconds", "Duration of the resume load",
+                                  registry=r)
+        self.load_bytes = Gauge("trainplane_checkpoint_load_bytes", "Bytes of the checkpoint resumed from",
+                                registry=r)
+        self.last_checkpoint_step = Gauge("trainplane_checkpoint_step",
+                                          "Step of the newest committed checkpoint",
+                                          registry=r)
+        self.restarts = Gauge("trainplane_restarts", "torchrun group restarts of this launcher "
+                              "(TORCHELASTIC_RESTART_COUNT)", registry=r)
+        self.resumes = Gauge("trainplane_resumes", "Times this job resumed from a checkpoint (cumulative)",
+                             registry=r)
+        self.preemptions = Gauge("trainplane_preemptions",
+                                 "Preemptions handled by this job (cumulative across restarts)", registry=r)
+        self.job = job
+
+    def serve(self, port: int) -> None:
+        start_http_server(port, registry=self.registry)
+
+
+class EventLog:
+    """One JSON object per line: ts, event, job, rank, step, then event fields."""
+
+    def __init__(self, job: str, rank: int, stream: TextIO | None = None) -> None:
+        self.job, self.rank, self.step = job, rank, 0
+        self.stream = stream or sys.stdout
+
+    def __call__(self, event: str, **fields: Any) -> None:
+        rec = {"ts": round(time.time(), 3), "event": event, "job": self.job, "rank": self.rank,
+               "step": self.step, **fields}
+        self.stream.write(json.dumps(rec, default=str) + "\n")
+        self.stream.flush()
+
+
+class Progress:
+    """A rich progress bar on rank 0 when stdout is a terminal; nothing otherwise."""
+
+    def __init__(self, total: int, start: int, enabled: bool) -> None:
+        self._bar = None
+        if enabled and sys.stdout.isatty():
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._bar = Progress(TextColumn("train"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("loss {task.fields[loss]:.4f}"), TimeRemainingColumn())
+            self._task = self._bar.add_task("train", total=total, completed=start, loss=float("nan"))
+            self._bar.start()
+
+    def update(self, step: int, loss: float) -> None:
+        if self._bar is not None:
+            self._bar.update(self._task, completed=step, loss=loss)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()

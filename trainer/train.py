@@ -1,0 +1,388 @@
+"""The training loop: ``python -m trainer`` (under torchrun, or as one plain process).
+
+Exit codes: 0 done, 143 preempted after a committed checkpoint, 2 configuration error, 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import math
+import os
+import pickle
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+from torch import nn
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+from torch.nn.parallel import DistributedDataParallel as DDP
+from torch.utils.data import DataLoader
+
+from trainer.checkpoint import CheckpointStore
+from trainer.config import ConfigError, TrainConfig, load_config
+from trainer.data import ElasticSampler, Indexed, build_dataset, load_object, worker_init
+from trainer.metrics import EventLog, Metrics, Progress, gpu_peak_flops
+from trainer.model import GPT, gpt_config
+from trainer.preemption import EXIT_PREEMPTED, PreemptionFlag
+
+EXIT_OK, EXIT_CRASH, EXIT_CONFIG = 0, 1, 2
+ENV_LAUNCH_DIR = "TRAINPLANE_LAUNCH_DIR"  # set by trainer.launch; workers leave status markers there
+
+
+def parse_args(argv: list[str] | None) -> tuple[str | None, list[str]]:
+    """``--config FILE``, ``--set key=value`` (repeatable) and ``--any-key value`` as a shorthand for set."""
+    p = argparse.ArgumentParser(prog="python -m trainer", description=__doc__)
+    p.add_argument("--config", help="YAML file (default: $TRAINPLANE_CONFIG)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
+                   help="override one key, dotted for nested (checkpoint.uri=s3://b/run)")
+    args, rest = p.parse_known_args(argv)
+    sets = list(args.sets)
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("--"):
+            raise ConfigError(f"config error: unexpected argument {tok!r}")
+        key, eq, val = tok[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"config error: {tok}: missing value")
+            val, i = rest[i + 1], i + 1
+        sets.append(f"{key.replace('-', '_')}={val}")
+        i += 1
+    return args.config, sets
+
+
+def _rng_state() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng_state(s: dict[str, Any]) -> None:
+    random.setstate(s["python"])
+    np.random.set_state(s["numpy"])
+    torch.set_rng_state(s["torch"])
+    if s["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"])
+
+
+def _seed_rank(seed: int, step: int, rank: int) -> None:
+    """Derive a per-rank RNG stream from (seed, step, rank): used at a fresh start and after a resize."""
+    s = int.from_bytes(hashlib.sha256(f"{seed}/{step}/{rank}".encode()).digest()[:8], "little") >> 1
+    random.seed(s)
+    np.random.seed(s % 2**32)
+    torch.manual_seed(s)
+
+
+def lr_factor(cfg: TrainConfig, step: int) -> float:
+    """Linear warm-up, then cosine decay to min_lr_ratio; a pure function of the step."""
+    if step < cfg.warmup_steps:
+        return (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.steps - cfg.warmup_steps)
+    return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * min(1.0, progress)))
+
+
+def build_model(cfg: TrainConfig) -> nn.Module:
+    if ":" in cfg.model:
+        return load_object(cfg.model, "model")(cfg)
+    try:
+        return GPT(gpt_config(cfg.model, cfg.seq_len, cfg.dropout, cfg.model_args))
+    except KeyError:
+        raise ConfigError(f"config error: model: unknown {cfg.model!r}; presets: tiny, mini, gpt-small, "
+                          "or module:function") from None
+    except TypeError as e:
+        raise ConfigError(f"config error: modelArgs: {e}") from None
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig) -> None:
+        self.cfg = cfg
+        self.flag = PreemptionFlag()
+        self.flag.install()  # first: a signal during slow start-up must not kill the process
+        self.rank = int(os.environ.get("RANK", 0))
+        self.world = int(os.environ.get("WORLD_SIZE", 1))
+        self.local_rank = int(os.environ.get("LOCAL_RANK", 0))
+        self.restart_count = int(os.environ.get("TORCHELASTIC_RESTART_COUNT", 0))
+        self.log = EventLog(cfg.job_name, self.rank)
+        self.accum = cfg.accumulation(self.world)  # ConfigError -> exit 2 before any collective
+        if cfg.threads:
+            torch.set_num_threads(cfg.threads)
+
+    # ---- setup ---------------------------------------------------------------------------------
+    def _init_dist(self) -> None:
+        self.cuda = torch.cuda.is_available()
+        self.device = torch.device(f"cuda:{self.local_rank}") if self.cuda else torch.device("cpu")
+        if self.cuda:
+            torch.cuda.set_device(self.device)
+        if "MASTER_ADDR" in os.environ:
+            # gloo next to nccl: async checkpoint collectives run on CPU in a background thread
+            dist.init_process_group("cpu:gloo,cuda:nccl" if self.cuda else "gloo", device_id=None)
+        else:  # a plain single process: a group of one keeps one code path
+            dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+        self.ckpt_pg = dist.new_group(backend="gloo")
+
+    def _wrap(self, model: nn.Module) -> tuple[nn.Module, nn.Module]:
+        model.to(self.device)
+        if self.cfg.parallelism == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+
+            for m in getattr(model, "blocks", []):
+                fully_shard(m)
+            fully_shard(model)
+            wrapped: nn.Module = model
+        else:
+            wrapped = DDP(model, device_ids=[self.local_rank] if self.cuda else None)
+        fwd = torch.compile(wrapped) if self.cfg.compile else wrapped
+        return wrapped, fwd
+
+    def _sync_ctx(self, sync: bool) -> contextlib.AbstractContextManager[Any]:
+        if sync:
+            return contextlib.nullcontext()
+        if isinstance(self.model, DDP):
+            return self.model.no_sync()
+        self.model.set_requires_gradient_sync(False)  # FSDP2: re-enabled below for the last micro-batch
+        return contextlib.nullcontext()
+
+    def _state(self, step: int, rng: bytes) -> dict[str, Any]:
+        msd, osd = get_state_dict(self.model, self.opt)
+        return {"model": msd, "optim": osd, "sched": self.sched.state_dict(),
+                "train": {"step": step, "samples": step * self.cfg.global_batch_size,
+                          "world_size": self.world, "preemptions": self.preemptions,
+                          "resumes": self.resumes, "rng": rng}}
+
+    def _save(self, step: int, asynchronous: bool) -> None:
+        states: list[Any] = [None] * self.world
+        dist.all_gather_object(states, _rng_state(), group=self.ckpt_pg)
+        self.store.save(self._state(step, pickle.dumps(states)), step, asynchronous=asynchronous)
+        self.saved_step = step
+
+    def _resume(self) -> int:
+        step = self.store.latest()
+        if self.rank == 0:
+            self.store.clean_torn()
+        if step is None:
+            self.log("fresh_start")
+            return 0
+        t0 = time.perf_counter()
+        state = self._state(0, b"")
+        man = self.store.load(state, step)
+        set_state_dict(self.model, self.opt, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        self.sched.load_state_dict(state["sched"])
+        tr = state["train"]
+        self.preemptions, self.resumes = int(tr["preemptions"]), int(tr["resumes"]) + 1
+        if man["config_hash"] != self.cfg.training_hash():
+            self.log("config_changed_since_checkpoint", ckpt_hash=man["config_hash"])
+        rngs = pickle.loads(tr["rng"])
+        if int(tr["world_size"]) == self.world:
+            _set_rng_state(rngs[self.rank])
+        else:
+            # Per-rank streams cannot be split or merged; re-derive them. Data order is unaffected (it
+            # depends only on seed, epoch and offset); only dropout-like noise differs from a fixed-size run.
+            _seed_rank(self.cfg.seed, step, self.rank)
+            self.log("rng_reseeded", from_world_size=int(tr["world_size"]), to_world_size=self.world)
+        dt = time.perf_counter() - t0
+        self.metrics.load_seconds.set(dt)
+        self.metrics.load_bytes.set(man["bytes"])
+        self.log("resumed", ckpt_step=step, samples=int(tr["samples"]), from_world_size=int(tr["world_size"]),
+                 load_s=round(dt, 4), bytes=man["bytes"])
+        self.saved_step = step
+        return step
+
+    # ---- run -----------------------------------------------------------------------------------
+    def run(self) -> int:
+        cfg = self.cfg
+        self._init_dist()
+        self.log("start", world_size=self.world, accumulation=self.accum, pid=os.getpid(),
+                 restart_count=self.restart_count, config_hash=cfg.training_hash())
+        self.metrics = Metrics(cfg.job_name)
+        torch.manual_seed(cfg.seed)  # identical initial weights on every rank
+        model = build_model(cfg)
+        vocab = getattr(getattr(model, "config", None), "vocab_size", cfg.model_args.get("vocab_size", 256))
+        dataset = build_dataset(cfg, vocab)
+        self.raw_model = model
+        self.model, fwd = self._wrap(model)
+        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
+                                     weight_decay=cfg.weight_decay)
+        self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(cfg, s))
+        self.preemptions = self.resumes = 0
+        self.saved_step = -1
+        self.store: CheckpointStore | None = None
+        start = 0
+        if cfg.checkpoint.uri:
+            self.store = CheckpointStore(cfg.checkpoint.uri, keep=cfg.checkpoint.keep,
+                                         config_hash=cfg.training_hash(),
+                                         thread_count=cfg.checkpoint.thread_count,
+                                         process_group=self.ckpt_pg, rank=self.rank, world_size=self.world,
+                                         log=self.log)
+            start = self._resume()
+        if start == 0:
+            _seed_rank(cfg.seed, 0, self.rank)
+        self.log.step = start
+
+        m = self.metrics
+        m.info.labels(job=cfg.job_name, parallelism=cfg.parallelism).set(1)
+        m.world_size.set(self.world)
+        m.restarts.set(self.restart_count)
+        m.resumes.set(self.resumes)
+        m.preemptions.set(self.preemptions)
+        m.step.set(start)
+        if cfg.metrics_port and self.local_rank == 0:
+            m.serve(cfg.metrics_port)
+            self.log("metrics_listening", port=cfg.metrics_port)
+
+        sampler = ElasticSampler(len(dataset), cfg.seed, cfg.global_batch_size, cfg.micro_batch_size,  # type: ignore[arg-type]
+                                 self.world, self.rank, start, cfg.steps)
+        loader = DataLoader(Indexed(dataset), batch_size=cfg.micro_batch_size, sampler=sampler,
+                            num_workers=cfg.num_workers, worker_init_fn=worker_init,
+                            # its own generator: creating the iterator must not consume the training RNG
+                            generator=torch.Generator().manual_seed(cfg.seed), pin_memory=self.cuda)
+        try:
+            return self._loop(fwd, loader, start)
+        finally:
+            if self.store is not None:
+                self.store.close()
+            dist.destroy_process_group()
+
+    def _loop(self, fwd: nn.Module, loader: DataLoader[Any], start: int) -> int:
+        cfg, m = self.cfg, self.metrics
+        bf16 = cfg.precision == "bf16" or (cfg.precision == "auto" and self.cuda)
+        autocast = (torch.autocast(self.device.type, dtype=torch.bfloat16) if bf16
+                    else contextlib.nullcontext())
+        recorder = self._recorder()
+        peak = gpu_peak_flops(torch.cuda.get_device_name(self.device)) if self.cuda else None
+        model_cfg = getattr(self.raw_model, "config", None)
+        flops_tok = model_cfg.flops_per_token() if hasattr(model_cfg, "flops_per_token") else None
+        tokens_step = cfg.global_batch_size * cfg.seq_len
+        progress = Progress(cfg.steps, start, enabled=self.rank == 0)
+        it = iter(loader)
+        vote = torch.zeros(2, dtype=torch.float64)
+        loss = float("nan")
+        try:
+            for step in range(start, cfg.steps):
+                t0 = time.perf_counter()
+                loss_sum = torch.zeros((), device=self.device)
+                seen: list[int] = []
+                for a in range(self.accum):
+                    idx, x = next(it)
+                    x = x.to(self.device, non_blocking=True)
+                    last = a == self.accum - 1
+                    if last and not isinstance(self.model, DDP):
+                        self.model.set_requires_gradient_sync(True)
+                    with self._sync_ctx(last), autocast:
+                        logits = fwd(x[:, :-1])
+                        micro = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)),
+                                                x[:, 1:].reshape(-1))
+                    (micro / self.accum).backward()
+                    loss_sum += micro.detach() / self.accum
+                    if recorder:
+                        seen.extend(idx.tolist())
+                if cfg.grad_clip:
+                    nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
+                self.opt.step()
+                self.sched.step()
+                self.opt.zero_grad(set_to_none=True)
+                done = step + 1
+                # One collective per step carries the loss and the preemption vote (any rank signalled).
+                vote[0], vote[1] = float(loss_sum), float(self.flag.set)
+                dist.all_reduce(vote)
+                loss, preempt = float(vote[0]) / self.world, bool(vote[1] > 0)
+                dt = time.perf_counter() - t0
+                self.log.step = done
+                m.step.set(done)
+                m.loss.set(loss)
+                m.step_seconds.set(dt)
+                m.tokens_per_second.set(tokens_step / dt)
+                m.tokens.inc(tokens_step)
+                if peak and flops_tok:
+                    m.mfu.set(flops_tok * tokens_step / dt / (peak * self.world))
+                if recorder:
+                    recorder.write(json.dumps({"step": step, "attempt": self.attempt, "rank": self.rank,
+                                               "world_size": self.world, "indices": seen}) + "\n")
+                    recorder.flush()
+                if done % cfg.log_interval == 0 or done == cfg.steps:
+                    self.log("step_done", loss=round(loss, 6), step_s=round(dt, 5),
+                             tokens_per_s=round(tokens_step / dt, 1), lr=self.sched.get_last_lr()[0])
+                progress.update(done, loss)
+                if self.store is not None:
+                    self._after_save_poll()
+                if preempt:
+                    return self._preempt(done)
+                due = done % cfg.checkpoint.interval_steps == 0 or done == cfg.steps
+                if self.store is not None and due:
+                    self._save(done, asynchronous=cfg.checkpoint.async_save and done != cfg.steps)
+                    self._after_save_poll()
+        finally:
+            progress.close()
+            if recorder:
+                recorder.close()
+        if self.store is not None:
+            self.store.wait()
+            self._after_save_poll()
+        self.log("finished", loss=round(loss, 6), steps=cfg.steps)
+        return EXIT_OK
+
+    def _after_save_poll(self) -> None:
+        assert self.store is not None
+        before = self.store.last_result
+        self.store.poll()
+        res = self.store.last_result
+        if res is not None and res is not before:
+            m = self.metrics
+            m.saves.inc()
+            m.save_seconds.set(res.seconds)
+            m.save_blocking_seconds.set(res.blocking_seconds)
+            if self.rank == 0:
+                m.save_bytes.set(res.bytes)
+            m.last_checkpoint_step.set(res.step)
+
+    def _preempt(self, done: int) -> int:
+        self.log("preemption_agreed", signal=self.flag.name or "peer", signals_received=self.flag.count)
+        if self.store is None:
+            self.log("preempted_without_checkpoint", reason="no checkpoint.uri configured")
+            return EXIT_CRASH
+        self.store.wait()
+        self.preemptions += 1
+        self.metrics.preemptions.set(self.preemptions)
+        self._save(done, asynchronous=False)  # also when `done` was just saved: the count must persist
+        self._after_save_poll()
+        dist.barrier(group=self.ckpt_pg)  # every rank knows the commit happened
+        launch_dir = os.environ.get(ENV_LAUNCH_DIR)
+        if launch_dir and self.local_rank == 0:
+            Path(launch_dir, "preempted").write_text(json.dumps({"step": done}))
+        since = time.monotonic() - self.flag.received_at if self.flag.received_at else None
+        self.log("preempted_exit", exit_code=EXIT_PREEMPTED, ckpt_step=done,
+                 signal_to_exit_s=round(since, 4) if since is not None else None)
+        return EXIT_PREEMPTED
+
+    def _recorder(self) -> Any:
+        if not self.cfg.record_samples:
+            return None
+        # One id per incarnation, shared by its ranks, sortable: later attempts redo uncommitted steps.
+        box = [f"{time.time():020.6f}"]
+        dist.broadcast_object_list(box, src=0, group=self.ckpt_pg)
+        self.attempt = box[0]
+        Path(self.cfg.record_samples).mkdir(parents=True, exist_ok=True)
+        return open(Path(self.cfg.record_samples) / f"samples-{self.attempt}-r{self.rank}.jsonl", "a")
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        path, sets = parse_args(argv)
+        cfg = load_config(path, sets)
+        trainer = Trainer(cfg)
+    except ConfigError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_CONFIG
+    try:
+        return trainer.run()
+    except ConfigError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_CONFIG
