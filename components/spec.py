@@ -608,7 +608,7 @@ def _check_gcp(spec: PlatformSpec, root: str) -> Iterable[str]:
             ("privateServicesCidr", net.private_services_cidr or GCP_DEFAULT_PRIVATE_SERVICES_CIDR),
         ]
     for i, (ka, a) in enumerate(ranges):
-        for kb, b in ranges[i + 1:]:
+        for kb, b in ranges[i + 1 :]:
             if a.overlaps(b):
                 yield f"{root}.network.{kb}: {b} overlaps {ka} {a}; the ranges must be disjoint"
     if spec.region:
@@ -617,7 +617,8 @@ def _check_gcp(spec: PlatformSpec, root: str) -> Iterable[str]:
                 if not z.startswith(spec.region + "-"):
                     yield f"{root}.nodePools[{i}].zones[{j}]: {z!r} is not a zone of region {spec.region}"
     zonal = [
-        (i, st) for i, st in enumerate(spec.storage)
+        (i, st)
+        for i, st in enumerate(spec.storage)
         if st.kind == "lustre" or (st.tier or FILESTORE_DEFAULT_TIER) in FILESTORE_ZONAL_TIERS
     ]
     if zonal and gcp_storage_zone(spec) is None:

@@ -184,6 +184,7 @@ def _print_plan(summary, console: Console) -> None:
         path.add_row(str(i), step.name, step.type, f"{step.seconds:.0f}")
     console.print(path)
 
+
 def cmd_render(args: argparse.Namespace, console: Console) -> int:
     from pathlib import Path
 

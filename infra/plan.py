@@ -7,7 +7,7 @@ ones the program would really send to the cloud, not a second model of it.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -287,6 +287,7 @@ def job_cost(job: JobSpec, platform: PlatformSpec | None) -> Cost:
     if pool_cost is None:
         return Cost(None, None, None, None, 0.0, [], base.assumptions)
     nodes = (job.nodes.min, job.nodes.max)
+    pool_cost = replace(pool_cost, min_nodes=nodes[0], max_nodes=nodes[1], gpus_per_node=job.gpus_per_node)
 
     def at(n: int, price: float | None) -> float | None:
         return None if price is None else round(n * price, 2)

@@ -144,7 +144,8 @@ class PrivateBucket(pulumi.ComponentResource):
             # Noncurrent-version rules need versioning in place first.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[versioning] if versioning else []),
         )
-        self.name = bucket.bucket
+        # The provider's id of a bucket is its name, known as soon as the bucket exists.
+        self.name = bucket.id
         self.arn = bucket.arn
         self.register_outputs({"name": self.name, "arn": self.arn})
 

@@ -244,13 +244,17 @@ class TrainingJob(pulumi.ComponentResource):
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "dshm", "mountPath": "/dev/shm"},
         ]
-        for v in job.volumes:
+        # One volume per storage; several mounts (sub-paths) of it share it. The claim is read-only only
+        # when every mount of it is.
+        for storage in dict.fromkeys(v.storage for v in job.volumes):
+            read_only = all(v.read_only for v in job.volumes if v.storage == storage)
             volumes.append(
                 {
-                    "name": f"vol-{v.storage}",
-                    "persistentVolumeClaim": {"claimName": v.storage, "readOnly": v.read_only},
+                    "name": f"vol-{storage}",
+                    "persistentVolumeClaim": {"claimName": storage, "readOnly": read_only},
                 }
             )
+        for v in job.volumes:
             mount = {"name": f"vol-{v.storage}", "mountPath": v.mount_path, "readOnly": v.read_only}
             if v.sub_path:
                 mount["subPath"] = v.sub_path

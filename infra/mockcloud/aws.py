@@ -60,7 +60,12 @@ COMPUTED = {
         "arn": f"arn:aws:iam::{ACCOUNT}:oidc-provider/{str(i.get('url', '')).removeprefix('https://')}",
     },
     "aws:kms/key:Key": lambda n, i: {"arn": _arn("kms", f"key/{n}-0000"), "keyId": f"{n}-0000"},
-    "aws:s3/bucket:Bucket": lambda n, i: {"bucket": _bucket_name(n, i), "arn": f"arn:aws:s3:::{_bucket_name(n, i)}"},
+    # An S3 bucket's id is its name.
+    "aws:s3/bucket:Bucket": lambda n, i: {
+        "id": _bucket_name(n, i),
+        "bucket": _bucket_name(n, i),
+        "arn": f"arn:aws:s3:::{_bucket_name(n, i)}",
+    },
     "aws:s3/bucketV2:BucketV2": lambda n, i: {
         "bucket": i.get("bucket") or f"{n}-a1b2c3",
         "arn": f"arn:aws:s3:::{i.get('bucket') or f'{n}-a1b2c3'}",
@@ -101,7 +106,9 @@ COMPUTED = {
         "uniqueId": "AROA1",
     },
     "aws:cloudwatch/logGroup:LogGroup": lambda n, i: {"arn": _arn("logs", f"log-group:{i.get('name') or n}")},
-    "aws:efs/mountTarget:MountTarget": lambda n, i: {"dnsName": f"{i.get('fileSystemId')}.efs.{REGION}.amazonaws.com"},
+    "aws:efs/mountTarget:MountTarget": lambda n, i: {
+        "dnsName": f"{i.get('fileSystemId')}.efs.{REGION}.amazonaws.com"
+    },
 }
 
 

@@ -15,7 +15,9 @@ MUTATING = {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAu
 def _policy(stack: str) -> dict:
     result = plan(stack)
     name = one(result, "aws:eks/cluster:Cluster").inputs["name"]
-    return doc(one(result, "aws:iam/rolePolicy:RolePolicy", f"{name}-autoscaler-irsa-policy").inputs["policy"])
+    return doc(
+        one(result, "aws:iam/rolePolicy:RolePolicy", f"{name}-autoscaler-irsa-policy").inputs["policy"]
+    )
 
 
 def test_mutating_autoscaling_actions_are_scoped_to_this_clusters_groups():
@@ -53,16 +55,26 @@ def test_autoscaler_role_trusts_only_its_service_account():
     (stmt,) = trust["Statement"]
     cond = stmt["Condition"]["StringEquals"]
     host = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"
-    assert cond == {f"{host}:sub": "system:serviceaccount:kube-system:cluster-autoscaler",
-                    f"{host}:aud": "sts.amazonaws.com"}
+    assert cond == {
+        f"{host}:sub": "system:serviceaccount:kube-system:cluster-autoscaler",
+        f"{host}:aud": "sts.amazonaws.com",
+    }
     assert stmt["Principal"] == {"Federated": f"arn:aws:iam::123456789012:oidc-provider/{host}"}
 
 
 def test_helm_release_is_pinned_and_wired_to_its_role_and_cluster():
     result = plan("aws-dev")
-    (release,) = [r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "cluster-autoscaler"]
+    (release,) = [
+        r
+        for r in result.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["chart"] == "cluster-autoscaler"
+    ]
     pinned = CHARTS["cluster-autoscaler"]
-    assert (release.inputs["repositoryOpts"]["repo"], release.inputs["chart"], release.inputs["version"]) == pinned
+    assert (release.inputs["repositoryOpts"]["repo"], release.inputs["chart"], release.inputs["version"]) == (
+        pinned.repo,
+        pinned.chart,
+        pinned.version,
+    )
     values = release.inputs["values"]
     assert values["cloudProvider"] == "aws" and values["awsRegion"] == "us-east-1"
     assert values["autoDiscovery"] == {"clusterName": "ml-dev"}
@@ -77,8 +89,11 @@ def test_helm_release_is_pinned_and_wired_to_its_role_and_cluster():
 
 def test_priority_expander_prefers_spot_over_on_demand_of_the_same_gpu():
     result = plan("aws-h200-efa")
-    cm = one(result, "kubernetes:core/v1:ConfigMap")
-    assert cm.inputs["metadata"] == {"name": "cluster-autoscaler-priority-expander", "namespace": "kube-system"}
+    cm = one(result, "kubernetes:core/v1:ConfigMap", "h200-train-autoscaler-priorities")
+    assert cm.inputs["metadata"] == {
+        "name": "cluster-autoscaler-priority-expander",
+        "namespace": "kube-system",
+    }
     table = yaml.safe_load(cm.inputs["data"]["priorities"])
     asgs = {}
     for ng in result.of_type(NODE_GROUP):
@@ -92,16 +107,23 @@ def test_priority_expander_prefers_spot_over_on_demand_of_the_same_gpu():
 
     by_group = {}
     for asg in tags:
-        group = next(n for n in asgs if asg.startswith(f"eks-{n}-") and re.fullmatch(r"[0-9a-f-]{36}", asg[len(n) + 5:]))
+        group = next(
+            n
+            for n in asgs
+            if asg.startswith(f"eks-{n}-") and re.fullmatch(r"[0-9a-f-]{36}", asg[len(n) + 5 :])
+        )
         by_group[group] = priority_of(asg)
     assert by_group["h200-train-h200-spot"] > by_group["h200-train-h200-od"]
     # A pattern of one group never matches another whose name merely starts the same way.
-    assert not any(re.search(p, "eks-h200-train-h200-spot-x-" + "0" * 8 + "-0000-0000-0000-" + "0" * 12)
-                   for ps in table.values() for p in ps)
+    assert not any(
+        re.search(p, "eks-h200-train-h200-spot-x-" + "0" * 8 + "-0000-0000-0000-" + "0" * 12)
+        for ps in table.values()
+        for p in ps
+    )
 
 
 def test_priority_configmap_is_a_valid_kubernetes_object():
     import kubernetes_validate
 
-    cm = one(plan("aws-dev"), "kubernetes:core/v1:ConfigMap").inputs
+    cm = one(plan("aws-dev"), "kubernetes:core/v1:ConfigMap", "ml-dev-autoscaler-priorities").inputs
     kubernetes_validate.validate(cm, "1.33", strict=True)

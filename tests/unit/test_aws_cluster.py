@@ -16,7 +16,10 @@ def test_cluster_version_auth_mode_encryption_and_logging():
     c = one(result, EKS).inputs
     key = one(result, "aws:kms/key:Key", "h200-train-cluster-secrets")
     assert c["version"] == "1.33"
-    assert c["accessConfig"] == {"authenticationMode": "API", "bootstrapClusterCreatorAdminPermissions": False}
+    assert c["accessConfig"] == {
+        "authenticationMode": "API",
+        "bootstrapClusterCreatorAdminPermissions": False,
+    }
     assert c["encryptionConfig"] == {
         "resources": ["secrets"],
         "provider": {"keyArn": f"arn:aws:kms:us-east-1:123456789012:key/{key.name}-0000"},
@@ -62,7 +65,10 @@ def test_iam_principal_maps_sessions_to_roles():
     assert iam_principal("arn:aws:sts::123456789012:assumed-role/deployer/ci-42") == (
         "arn:aws:iam::123456789012:role/deployer"
     )
-    assert iam_principal("arn:aws-us-gov:sts::123456789012:assumed-role/r/s") == "arn:aws-us-gov:iam::123456789012:role/r"
+    assert (
+        iam_principal("arn:aws-us-gov:sts::123456789012:assumed-role/r/s")
+        == "arn:aws-us-gov:iam::123456789012:role/r"
+    )
     assert iam_principal("arn:aws:iam::123456789012:user/alice") == "arn:aws:iam::123456789012:user/alice"
 
 
@@ -98,16 +104,22 @@ def test_efs_csi_addon_uses_its_own_irsa_role():
     role = one(result, "aws:iam/role:Role", "ml-shared-addons-efs-csi-role")
     assert addon.inputs["serviceAccountRoleArn"] == f"arn:aws:iam::123456789012:role/{role.name}"
     assert "system:serviceaccount:kube-system:efs-csi-controller-sa" in role.inputs["assumeRolePolicy"]
-    (attach,) = [a for a in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                 if a.parent == role.parent]
+    (attach,) = [
+        a
+        for a in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if a.parent == role.parent
+    ]
     assert attach.inputs["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
 
 
 def test_node_role_is_minimal():
     result = plan("aws-dev")
     role = one(result, "aws:iam/role:Role", "ml-dev-node-role")
-    attached = {a.inputs["policyArn"] for a in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
-                if a.parent == role.parent}
+    attached = {
+        a.inputs["policyArn"]
+        for a in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
+        if a.parent == role.parent
+    }
     assert attached == {
         "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
         "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",

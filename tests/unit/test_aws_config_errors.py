@@ -67,7 +67,9 @@ def test_pool_zones_with_a_brought_vpc():
 def test_efs_takes_no_capacity():
     obj = platform_object("aws-byo-vpc")
     obj["storage"][0]["capacityGiB"] = 1024
-    assert _problems(obj) == ["platform.storage[0].capacityGiB: EFS grows with its data and takes no capacity"]
+    assert _problems(obj) == [
+        "platform.storage[0].capacityGiB: EFS grows with its data and takes no capacity"
+    ]
 
 
 def test_the_program_reports_config_errors_without_registering_anything(plan_platform):
@@ -75,6 +77,7 @@ def test_the_program_reports_config_errors_without_registering_anything(plan_pla
     obj["storage"][0]["capacityGiB"] = 3000
     with pytest.raises(pulumi.RunError) as e:
         plan_platform(obj)
-    assert "platform.storage[0].capacityGiB: FSx for Lustre PERSISTENT_2 takes 1200 or a multiple of 2400 GiB" in str(
-        e.value
+    assert (
+        "platform.storage[0].capacityGiB: FSx for Lustre PERSISTENT_2 takes 1200 or a multiple of 2400 GiB"
+        in str(e.value)
     )

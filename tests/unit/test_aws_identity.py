@@ -31,7 +31,9 @@ def _assert_scoped_to(policy: dict, bucket_arn: str, key_arn: str) -> None:
             assert resources in ([bucket_arn], [f"{bucket_arn}/*"]), resources
         else:
             assert services == {"kms"} and resources == [key_arn]
-    granted = {(a, r) for s in policy["Statement"] for a in as_list(s["Action"]) for r in as_list(s["Resource"])}
+    granted = {
+        (a, r) for s in policy["Statement"] for a in as_list(s["Action"]) for r in as_list(s["Resource"])
+    }
     assert ("s3:ListBucket", bucket_arn) in granted
     assert ("s3:PutObject", f"{bucket_arn}/*") in granted and ("s3:GetObject", f"{bucket_arn}/*") in granted
     assert ("kms:GenerateDataKey", key_arn) in granted
@@ -44,10 +46,17 @@ def test_team_role_trusts_its_trainer_and_reaches_only_the_checkpoint_bucket(tea
     (stmt,) = trust["Statement"]
     assert stmt["Action"] == "sts:AssumeRoleWithWebIdentity"
     assert stmt["Principal"] == {"Federated": f"arn:aws:iam::123456789012:oidc-provider/{HOST}"}
-    assert stmt["Condition"] == {"StringEquals": {f"{HOST}:sub": f"system:serviceaccount:{team}:trainer",
-                                                  f"{HOST}:aud": "sts.amazonaws.com"}}
-    _assert_scoped_to(policy, _bucket_arn(result, "h200-train-buckets-checkpoints-bucket"),
-                      "arn:aws:kms:us-east-1:123456789012:key/h200-train-data-0000")
+    assert stmt["Condition"] == {
+        "StringEquals": {
+            f"{HOST}:sub": f"system:serviceaccount:{team}:trainer",
+            f"{HOST}:aud": "sts.amazonaws.com",
+        }
+    }
+    _assert_scoped_to(
+        policy,
+        _bucket_arn(result, "h200-train-buckets-checkpoints-bucket"),
+        "arn:aws:kms:us-east-1:123456789012:key/h200-train-data-0000",
+    )
     team_out = next(t for t in result.outputs["teams"] if t["name"] == team)
     assert team_out["identity"] == f"arn:aws:iam::123456789012:role/h200-train-identity-team-{team}-role"
 
@@ -55,9 +64,15 @@ def test_team_role_trusts_its_trainer_and_reaches_only_the_checkpoint_bucket(tea
 def test_loki_role_reaches_only_the_logs_bucket():
     result = plan("aws-dev")
     trust, policy = _role_docs(result, "ml-dev-identity-loki")
-    assert trust["Statement"][0]["Condition"]["StringEquals"][f"{HOST}:sub"] == "system:serviceaccount:monitoring:loki"
-    _assert_scoped_to(policy, _bucket_arn(result, "ml-dev-buckets-logs-bucket"),
-                      "arn:aws:kms:us-east-1:123456789012:key/ml-dev-data-0000")
+    assert (
+        trust["Statement"][0]["Condition"]["StringEquals"][f"{HOST}:sub"]
+        == "system:serviceaccount:monitoring:loki"
+    )
+    _assert_scoped_to(
+        policy,
+        _bucket_arn(result, "ml-dev-buckets-logs-bucket"),
+        "arn:aws:kms:us-east-1:123456789012:key/ml-dev-data-0000",
+    )
 
 
 def test_no_logs_bucket_or_loki_role_without_loki():
@@ -72,16 +87,25 @@ def test_buckets_are_private_kms_encrypted_and_tls_only(purpose):
     result = plan("aws-dev")
     comp = f"ml-dev-buckets-{purpose}"
     bucket = one(result, BUCKET, f"{comp}-bucket")
-    bucket_id = f"{bucket.name}-id"
-    block = one(result, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", f"{comp}-public-access").inputs
+    bucket_id = result.outputs["buckets"][purpose]  # an S3 bucket's id is its name
+    assert bucket_id.startswith(bucket.inputs["bucketPrefix"])
+    block = one(
+        result, "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock", f"{comp}-public-access"
+    ).inputs
     assert block["bucket"] == bucket_id
-    assert all(block[k] is True for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls",
-                                          "restrictPublicBuckets"))
-    sse = one(result, "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
-              f"{comp}-sse").inputs
+    assert all(
+        block[k] is True
+        for k in ("blockPublicAcls", "blockPublicPolicy", "ignorePublicAcls", "restrictPublicBuckets")
+    )
+    sse = one(
+        result,
+        "aws:s3/bucketServerSideEncryptionConfiguration:BucketServerSideEncryptionConfiguration",
+        f"{comp}-sse",
+    ).inputs
     (rule,) = sse["rules"]
     assert rule["applyServerSideEncryptionByDefault"] == {
-        "sseAlgorithm": "aws:kms", "kmsMasterKeyId": "arn:aws:kms:us-east-1:123456789012:key/ml-dev-data-0000"
+        "sseAlgorithm": "aws:kms",
+        "kmsMasterKeyId": "arn:aws:kms:us-east-1:123456789012:key/ml-dev-data-0000",
     }
     assert rule["bucketKeyEnabled"] is True
     owner = one(result, "aws:s3/bucketOwnershipControls:BucketOwnershipControls", f"{comp}-ownership").inputs
@@ -96,10 +120,15 @@ def test_buckets_are_private_kms_encrypted_and_tls_only(purpose):
 def test_checkpoints_are_versioned_and_old_versions_expire():
     result = plan("aws-dev")
     versioning = one(result, "aws:s3/bucketVersioning:BucketVersioning").inputs
-    assert versioning["bucket"] == "ml-dev-buckets-checkpoints-bucket-id"
+    # Wired to the checkpoint bucket by its id (an S3 bucket's id is its name).
+    assert versioning["bucket"] == result.outputs["buckets"]["checkpoints"]
+    assert versioning["bucket"].startswith("ml-dev-ckpt-")
     assert versioning["versioningConfiguration"] == {"status": "Enabled"}
-    lifecycle = one(result, "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
-                    "ml-dev-buckets-checkpoints-lifecycle")
+    lifecycle = one(
+        result,
+        "aws:s3/bucketLifecycleConfiguration:BucketLifecycleConfiguration",
+        "ml-dev-buckets-checkpoints-lifecycle",
+    )
     rules = {r["id"]: r for r in lifecycle.inputs["rules"]}
     assert rules["expire-old-versions"]["noncurrentVersionExpiration"] == {"noncurrentDays": 7}
     assert rules["abort-incomplete-multipart"]["abortIncompleteMultipartUpload"] == {"daysAfterInitiation": 2}

@@ -16,7 +16,7 @@ def test_subnet_plan_fits_the_vpc_without_overlap():
         blocks = [ipaddress.IPv4Network(c) for pair in subnet_plan(net, zones) for c in pair]
         assert len(blocks) == 2 * zones
         assert all(b.subnet_of(net) for b in blocks)
-        assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1:])
+        assert not any(a.overlaps(b) for i, a in enumerate(blocks) for b in blocks[i + 1 :])
     private, public = subnet_plan(ipaddress.IPv4Network("10.40.0.0/16"), 3)[0]
     assert (private, public) == ("10.40.0.0/19", "10.40.224.0/22")
 
@@ -37,7 +37,9 @@ def test_vpc_spans_the_zones_with_tagged_public_and_private_subnets():
     nats = result.of_type("aws:ec2/natGateway:NatGateway")
     assert len(nats) == 3
     routes = [r for r in result.of_type("aws:ec2/routeTable:RouteTable") if "private" in r.name]
-    assert sorted(r.inputs["routes"][0]["natGatewayId"] for r in routes) == sorted(f"{n.name}-id" for n in nats)
+    assert sorted(r.inputs["routes"][0]["natGatewayId"] for r in routes) == sorted(
+        f"{n.name}-id" for n in nats
+    )
     # Nodes and the control plane use the private subnets only.
     cluster_subnets = one(result, "aws:eks/cluster:Cluster").inputs["vpcConfig"]["subnetIds"]
     assert sorted(cluster_subnets) == sorted(f"{s.name}-id" for s in private)
@@ -46,7 +48,12 @@ def test_vpc_spans_the_zones_with_tagged_public_and_private_subnets():
 def test_bring_your_own_vpc_creates_no_network_and_uses_the_given_subnets():
     result = plan("aws-byo-vpc")
     given = ["subnet-0aa11bb22cc33dd44", "subnet-0ee55ff66aa77bb88", "subnet-0cc99dd00ee11ff22"]
-    for t in ("aws:ec2/vpc:Vpc", SUBNET, "aws:ec2/natGateway:NatGateway", "aws:ec2/internetGateway:InternetGateway"):
+    for t in (
+        "aws:ec2/vpc:Vpc",
+        SUBNET,
+        "aws:ec2/natGateway:NatGateway",
+        "aws:ec2/internetGateway:InternetGateway",
+    ):
         assert not result.of_type(t), t
     for ng in result.of_type(NODE_GROUP):
         assert ng.inputs["subnetIds"] == given

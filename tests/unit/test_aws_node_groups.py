@@ -17,8 +17,11 @@ def test_gpu_pools_use_the_nvidia_ami_taint_and_pool_labels():
     gpu = one(result, NODE_GROUP, "ml-dev-h100-ng").inputs
     assert gpu["amiType"] == "AL2023_x86_64_NVIDIA"
     assert gpu["taints"] == [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
-    assert gpu["labels"] == {"trainplane.dev/pool": "h100", "trainplane.dev/gpu": "H100",
-                             "trainplane.dev/capacity": "spot"}
+    assert gpu["labels"] == {
+        "trainplane.dev/pool": "h100",
+        "trainplane.dev/gpu": "H100",
+        "trainplane.dev/capacity": "spot",
+    }
     assert gpu["capacityType"] == "SPOT"
     assert gpu["nodeRepairConfig"] == {"enabled": True}
     cpu = one(result, NODE_GROUP, "ml-dev-system-ng").inputs
@@ -35,7 +38,9 @@ def test_bundle_labels_select_the_pool_and_taints_match_the_node_group():
         # Every label the bundle hands over is on the pool's nodes, and the pool label is unique to it.
         assert pool["labels"].items() <= ng["labels"].items()
         assert pool["labels"]["trainplane.dev/pool"] == pool["name"]
-        assert [(t["key"], t["value"]) for t in pool["taints"]] == [(t["key"], t["value"]) for t in ng.get("taints") or []]
+        assert [(t["key"], t["value"]) for t in pool["taints"]] == [
+            (t["key"], t["value"]) for t in ng.get("taints") or []
+        ]
         assert pool["machineTypes"] == ng["instanceTypes"]
 
 
@@ -65,7 +70,9 @@ def test_launch_templates_require_imdsv2_and_encrypt_gp3_roots(stack):
     assert len(templates) == len(result.of_type(NODE_GROUP))
     for lt in templates:
         assert lt.inputs["metadataOptions"] == {
-            "httpEndpoint": "enabled", "httpTokens": "required", "httpPutResponseHopLimit": 1
+            "httpEndpoint": "enabled",
+            "httpTokens": "required",
+            "httpPutResponseHopLimit": 1,
         }, lt.name
         (root,) = lt.inputs["blockDeviceMappings"]
         assert root["deviceName"] == "/dev/xvda"
@@ -78,7 +85,9 @@ def test_root_volume_sizes():
     assert one(dev, LT, "ml-dev-h100-lt").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 200
     assert one(dev, LT, "ml-dev-system-lt").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 50
     h200 = plan("aws-h200-efa")
-    assert one(h200, LT, "h200-train-h200-spot-lt").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 500
+    assert (
+        one(h200, LT, "h200-train-h200-spot-lt").inputs["blockDeviceMappings"][0]["ebs"]["volumeSize"] == 500
+    )
 
 
 def test_node_groups_use_their_launch_template_and_carry_cluster_and_node_security_groups():
@@ -112,10 +121,16 @@ def test_efa_pools_get_interfaces_placement_group_single_subnet_and_open_self_sg
     assert pg.inputs["strategy"] == "cluster"
     assert lt["placement"] == {"groupName": "h200-train-h200-spot-placement-pg"}
     assert ng["subnetIds"] == ["h200-train-net-private-us-east-1a-id"]
-    rules = [r for r in result.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
-             + result.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
-             if r.inputs["securityGroupId"] == f"{efa_sg.name}-id"]
-    assert sorted(r.type.rsplit(":", 1)[-1] for r in rules) == ["SecurityGroupEgressRule", "SecurityGroupIngressRule"]
+    rules = [
+        r
+        for r in result.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        + result.of_type("aws:vpc/securityGroupEgressRule:SecurityGroupEgressRule")
+        if r.inputs["securityGroupId"] == f"{efa_sg.name}-id"
+    ]
+    assert sorted(r.type.rsplit(":", 1)[-1] for r in rules) == [
+        "SecurityGroupEgressRule",
+        "SecurityGroupIngressRule",
+    ]
     for r in rules:
         assert r.inputs["ipProtocol"] == "-1"
         assert r.inputs["referencedSecurityGroupId"] == f"{efa_sg.name}-id"
@@ -126,11 +141,16 @@ def test_the_efa_device_plugin_runs_only_with_efa_pools_and_tolerates_gpu_nodes(
     dev_charts = {r.inputs["chart"] for r in plan("aws-dev").of_type("kubernetes:helm.sh/v3:Release")}
     assert "cluster-autoscaler" in dev_charts and "aws-efa-k8s-device-plugin" not in dev_charts
     result = plan("aws-h200-efa")
-    (release,) = [r for r in result.of_type("kubernetes:helm.sh/v3:Release")
-                  if r.inputs["chart"] == "aws-efa-k8s-device-plugin"]
+    (release,) = [
+        r
+        for r in result.of_type("kubernetes:helm.sh/v3:Release")
+        if r.inputs["chart"] == "aws-efa-k8s-device-plugin"
+    ]
     assert release.inputs["repositoryOpts"]["repo"] == "https://aws.github.io/eks-charts"
     assert release.inputs["namespace"] == "kube-system"
-    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in release.inputs["values"]["tolerations"]
+    assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in release.inputs[
+        "values"
+    ]["tolerations"]
 
 
 def _asg_tags(result, node_group_name: str) -> dict[str, str]:

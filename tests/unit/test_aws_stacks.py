@@ -90,9 +90,13 @@ def test_stack_exports_what_job_stacks_read(stack):
     assert out["clusterName"] == one(result, "aws:eks/cluster:Cluster").inputs["name"]
     assert spec_pools == {r.inputs["labels"]["trainplane.dev/pool"] for r in result.of_type(NODE_GROUP)}
     assert out["objectStore"] == "s3"
-    assert out["buckets"]["checkpoints"] == one(
-        result, "aws:s3/bucket:Bucket", f"{out['clusterName']}-buckets-checkpoints-bucket"
-    ).inputs["bucketPrefix"] + "20260101000000000000000001"
+    assert (
+        out["buckets"]["checkpoints"]
+        == one(result, "aws:s3/bucket:Bucket", f"{out['clusterName']}-buckets-checkpoints-bucket").inputs[
+            "bucketPrefix"
+        ]
+        + "20260101000000000000000001"
+    )
     for team in out["teams"]:
         assert team["serviceAccount"] == "trainer" and team["namespace"] == team["name"]
         assert team["identity"].startswith("arn:aws:iam::123456789012:role/")
@@ -106,7 +110,14 @@ def test_kubeconfig_authenticates_with_aws_eks_get_token(stack):
     name = result.outputs["clusterName"]
     (user,) = config["users"]
     assert user["user"]["exec"]["command"] == "aws"
-    assert user["user"]["exec"]["args"] == ["eks", "get-token", "--cluster-name", name, "--region", "us-east-1"]
+    assert user["user"]["exec"]["args"] == [
+        "eks",
+        "get-token",
+        "--cluster-name",
+        name,
+        "--region",
+        "us-east-1",
+    ]
     (cluster,) = config["clusters"]
     assert cluster["cluster"]["server"].endswith(".eks.amazonaws.com")
     assert cluster["cluster"]["certificate-authority-data"]
@@ -132,7 +143,9 @@ def test_fsx_does_not_wait_for_the_eks_cluster(stack):
 def test_efs_does_not_wait_for_the_eks_cluster():
     result = plan("aws-byo-vpc")
     cluster = one(result, "aws:eks/cluster:Cluster")
-    for r in result.of_type("aws:efs/fileSystem:FileSystem") + result.of_type("aws:efs/mountTarget:MountTarget"):
+    for r in result.of_type("aws:efs/fileSystem:FileSystem") + result.of_type(
+        "aws:efs/mountTarget:MountTarget"
+    ):
         assert cluster.urn not in waits_for(result, r), r.name
 
 
@@ -154,7 +167,11 @@ def test_node_groups_wait_for_the_cni_and_node_role_policies():
     for g in result.of_type(NODE_GROUP):
         deps = [result.by_urn()[u] for u in waits_for(result, g)]
         assert "vpc-cni" in {d.inputs.get("addonName") for d in deps if d.type == "aws:eks/addon:Addon"}
-        attached = {d.inputs["policyArn"] for d in deps if d.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment"}
+        attached = {
+            d.inputs["policyArn"]
+            for d in deps
+            if d.type == "aws:iam/rolePolicyAttachment:RolePolicyAttachment"
+        }
         assert "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy" in attached
 
 
@@ -162,7 +179,10 @@ def test_in_cluster_releases_wait_for_the_system_nodes():
     result = plan("aws-h200-efa")
     system = one(result, NODE_GROUP, "h200-train-system-ng")
     releases = result.of_type("kubernetes:helm.sh/v3:Release")
-    assert {r.inputs["chart"] for r in releases} == {"cluster-autoscaler", "aws-efa-k8s-device-plugin"}
+    # The AWS layer's own releases and the in-cluster layer's: every one runs pods on the system nodes.
+    assert {"cluster-autoscaler", "aws-efa-k8s-device-plugin", "gpu-operator"} <= {
+        r.inputs["chart"] for r in releases
+    }
     for r in releases:
         assert system.urn in waits_for(result, r)
 

@@ -15,7 +15,12 @@ INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"
 
 def _ingress(result, sg_name: str) -> set[tuple[str, int, int, str]]:
     return {
-        (r.inputs["ipProtocol"], r.inputs["fromPort"], r.inputs["toPort"], r.inputs["referencedSecurityGroupId"])
+        (
+            r.inputs["ipProtocol"],
+            r.inputs["fromPort"],
+            r.inputs["toPort"],
+            r.inputs["referencedSecurityGroupId"],
+        )
         for r in result.of_type(INGRESS)
         if r.inputs["securityGroupId"] == f"{sg_name}-id"
     }

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import functools
-from pathlib import Path
 
 import kubernetes_validate
 import pytest
@@ -12,7 +11,8 @@ import yaml
 
 from infra.mockcloud.kubernetes import plan_incluster
 from infra.render import helm_releases, kubernetes_objects, render
-from tests.conftest import platform_object
+from tests.conftest import ROOT, platform_object
+from tests.unit.test_training_job import reference_plan as reference_job_plan
 
 STACKS = ["aws-dev", "gcp-dev", "onprem-dev"]
 VERSIONS = ["1.33", "1.34", "1.35"]
@@ -25,7 +25,7 @@ CRD_KINDS = {
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): "Kueue CRD",
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): "Kueue CRD",
 }
-REFERENCE_CHARTS = Path("/work/shared/reference/charts")
+REFERENCE_CHARTS = ROOT.parent / "shared" / "reference" / "charts"
 # Keys the chart's templates read although its defaults only document them in a comment.
 DOCUMENTED_ONLY = {("loki", "loki.storage.bucketNames")}
 
@@ -53,8 +53,10 @@ def test_objects_validate_strictly(stack, version):
 
 
 def test_only_the_named_crd_kinds_are_skipped():
-    builtin = ("v1", "apps/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1")
+    builtin = ("v1", "apps/v1", "batch/v1", "rbac.authorization.k8s.io/v1", "networking.k8s.io/v1")
     seen = {(o["apiVersion"], o["kind"]) for s in STACKS for o in kubernetes_objects(plan(s))}
+    # Training jobs bring their PodMonitor in the job stack.
+    seen |= {(o["apiVersion"], o["kind"]) for o in kubernetes_objects(reference_job_plan())}
     assert {k for k in seen if k[0] not in builtin} == set(CRD_KINDS)
 
 

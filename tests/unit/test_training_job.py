@@ -1,0 +1,351 @@
+"""Training-job stacks on recorded aws-dev and gcp-dev platforms: what the job sends to the cluster."""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+from typing import Any
+
+import kubernetes_validate
+import pulumi
+import pytest
+
+from infra.mockcloud import RunResult, run_program, run_stack
+from infra.render import kubernetes_objects
+from tests.conftest import ROOT
+
+REF = "organization/trainplane/aws-dev"
+GCP_REF = "organization/trainplane/gcp-dev"
+JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor")}
+
+
+@functools.cache
+def platform_outputs(stack: str) -> dict[str, Any]:
+    """What a deployed platform stack hands over: its offline plan's outputs."""
+    return run_stack(stack, root=ROOT).outputs
+
+
+def job_object() -> dict[str, Any]:
+    from infra import stackfile
+
+    return copy.deepcopy(stackfile.load("gpt-small-aws-dev", ROOT).object("trainplane:job"))
+
+
+def gcp_job_object() -> dict[str, Any]:
+    job = job_object()
+    job["platformStack"] = GCP_REF
+    job["checkpoint"]["uri"] = "gs://auto"
+    return job
+
+
+def plan_job(job: dict[str, Any], refs: dict[str, Any] | None = None) -> RunResult:
+    if refs is None:
+        refs = {REF: platform_outputs("aws-dev"), GCP_REF: platform_outputs("gcp-dev")}
+    return run_program({"trainplane:job": json.dumps(job)}, "job", stack_refs=refs)
+
+
+@functools.cache
+def reference_plan() -> RunResult:
+    return plan_job(job_object())
+
+
+def the(result: RunResult, type_: str) -> dict[str, Any]:
+    (r,) = result.of_type(type_)
+    return r.inputs
+
+
+def pod_spec(result: RunResult) -> dict[str, Any]:
+    return the(result, "kubernetes:batch/v1:Job")["spec"]["template"]["spec"]
+
+
+def container(result: RunResult) -> dict[str, Any]:
+    (c,) = pod_spec(result)["containers"]
+    return c
+
+
+def env_of(result: RunResult) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(result)["env"]}
+
+
+def test_the_job_reads_its_platform_through_a_stack_reference():
+    result = reference_plan()
+    assert result.stack_references == [REF]
+    assert result.outputs["namespace"] == "research"
+    assert result.outputs["jobName"] == "gpt-small"
+    bucket = platform_outputs("aws-dev")["buckets"]["checkpoints"]
+    assert result.outputs["checkpointUri"] == f"s3://{bucket}/gpt-small"
+    assert "kubectl -n research logs" in result.outputs["logs"]
+
+
+def test_indexed_job_with_headless_service_and_elastic_rendezvous():
+    result = reference_plan()
+    job = the(result, "kubernetes:batch/v1:Job")
+    svc = the(result, "kubernetes:core/v1:Service")
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed"
+    assert spec["parallelism"] == spec["completions"] == 4
+    assert spec["suspend"] is True
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research-gpus"
+    assert job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] == "2"
+    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    pod = pod_spec(result)
+    assert pod["subdomain"] == svc["metadata"]["name"] == "gpt-small-workers"
+    args = container(result)["args"]
+    assert args[:5] == [
+        "--nproc-per-node=8",
+        "--nnodes=2:4",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=gpt-small-0.gpt-small-workers:29400",
+        "--rdzv-id=gpt-small",
+    ]
+    assert args[-3:] == ["--", "--config", "/etc/trainplane/trainer.yaml"]
+    assert container(result)["command"] == ["python", "-m", "trainer.launch"]
+
+
+def test_pod_spec_carries_resources_selectors_tolerations_volumes_identity_and_failure_policy():
+    result = reference_plan()
+    pod = pod_spec(result)
+    c = container(result)
+    # p5.48xlarge: 192 vCPUs, 2048 GiB; the whole node (8 of 8 GPUs) less 15% for the system.
+    assert c["resources"] == {
+        "requests": {"cpu": "163", "memory": "1740Gi", "nvidia.com/gpu": "8"},
+        "limits": {"memory": "1740Gi", "nvidia.com/gpu": "8"},
+    }
+    assert pod["nodeSelector"] == {
+        "trainplane.dev/pool": "h100",
+        "trainplane.dev/capacity": "spot",
+        "trainplane.dev/gpu": "H100",
+    }
+    assert pod["tolerations"] == [
+        {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule", "operator": "Equal"}
+    ]
+    anti = pod["affinity"]["podAntiAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert anti == [
+        {
+            "labelSelector": {"matchLabels": {"trainplane.dev/job": "gpt-small"}},
+            "topologyKey": "kubernetes.io/hostname",
+        }
+    ]
+    assert pod["serviceAccountName"] == "trainer"
+    assert pod["restartPolicy"] == "Never"
+    assert pod["terminationGracePeriodSeconds"] == 120
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes["vol-datasets"] == {
+        "name": "vol-datasets",
+        "persistentVolumeClaim": {"claimName": "datasets", "readOnly": True},
+    }
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "32Gi"}
+    mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
+    assert mounts["/data"]["readOnly"] is True and mounts["/dev/shm"]["name"] == "dshm"
+    job = the(result, "kubernetes:batch/v1:Job")
+    assert job["spec"]["backoffLimit"] == 20
+    assert job["spec"]["podFailurePolicy"]["rules"] == [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "Ignore", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [143]}},
+        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2]}},
+    ]
+    env = env_of(result)
+    assert env["TRAINPLANE_METRICS_PORT"] == "9090"
+    assert env["TRAINPLANE_JOB_NAME"] == "gpt-small"
+    assert env["TRAINPLANE_GRACE_S"] == "110"
+    assert env["NODE_RANK"] == {
+        "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+    }
+
+
+def test_trainer_config_map_holds_the_trainer_block_and_the_job_decisions():
+    import yaml
+
+    data = yaml.safe_load(the(reference_plan(), "kubernetes:core/v1:ConfigMap")["data"]["trainer.yaml"])
+    trainer = data["trainer"]
+    assert trainer["model"] == "gpt-small" and trainer["globalBatchSize"] == 512
+    assert trainer["worldSizes"] == [16, 24, 32]
+    assert trainer["checkpoint"] == {"intervalSteps": 500, "keep": 3, "asyncSave": True}
+    from trainer.config import TrainConfig, _normalise
+
+    config = TrainConfig.model_validate(_normalise(trainer))
+    assert [config.accumulation(w) for w in (16, 32)] == [4, 2]
+
+
+def test_pod_monitor_scrapes_the_trainer_with_job_and_rank_labels():
+    (pm,) = [r for r in reference_plan().resources if r.type.endswith(":PodMonitor")]
+    spec = pm.inputs["spec"]
+    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/job-name": "gpt-small"}}
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert endpoint["port"] == "metrics"
+    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "rank"}
+    assert "metrics" in {p["name"] for p in container(reference_plan())["ports"]}
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.34", "1.35"])
+@pytest.mark.parametrize("platform", ["aws", "gcp"])
+def test_job_objects_validate_strictly(platform, version):
+    result = reference_plan() if platform == "aws" else plan_job(gcp_job_object())
+    objects = kubernetes_objects(result)
+    assert {o["kind"] for o in objects} == {"ConfigMap", "Service", "Job", "PodMonitor"}
+    for obj in objects:
+        if (obj["apiVersion"], obj["kind"]) in JOB_KINDS_FROM_CRDS:
+            continue  # kube-prometheus-stack's CRD; its fields are asserted above
+        kubernetes_validate.validate(obj, version, strict=True)
+
+
+def test_gcp_platform_job_uses_gcs_and_gke_grace():
+    result = plan_job(gcp_job_object())
+    bucket = platform_outputs("gcp-dev")["buckets"]["checkpoints"]
+    assert env_of(result)["TRAINPLANE_CHECKPOINT_URI"] == f"gs://{bucket}/gpt-small"
+    assert pod_spec(result)["terminationGracePeriodSeconds"] == 30
+    assert pod_spec(result)["serviceAccountName"] == "trainer"
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            out.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    if isinstance(value, list) and value and all(isinstance(v, dict) and "name" in v for v in value):
+        return _flatten({v["name"]: v for v in value}, prefix)
+    return {prefix: value}
+
+
+def _state(result: RunResult) -> dict[str, Any]:
+    return {
+        k: v
+        for r in result.resources
+        if r.type.startswith("kubernetes:")
+        for k, v in _flatten(r.inputs, r.type.rsplit(":", 1)[-1]).items()
+    }
+
+
+def _changed(before: RunResult, after: RunResult) -> set[str]:
+    a, b = _state(before), _state(after)
+    return {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+
+
+def _two_h100_pools() -> dict[str, Any]:
+    outputs = copy.deepcopy(platform_outputs("aws-dev"))
+    spot = next(p for p in outputs["nodePools"] if p["name"] == "h100")
+    ondemand = copy.deepcopy(spot)
+    ondemand.update(name="h100-od", capacity="on-demand")
+    ondemand["labels"].update({"trainplane.dev/pool": "h100-od", "trainplane.dev/capacity": "on-demand"})
+    outputs["nodePools"].append(ondemand)
+    return outputs
+
+
+def _set(obj: dict, **changes: Any) -> dict:
+    obj = copy.deepcopy(obj)
+    for path, value in changes.items():
+        cur = obj
+        *parents, last = path.split("__")
+        for p in parents:
+            cur = cur[p]
+        cur[last] = value
+    return obj
+
+
+JOB = "Job.spec"
+POD = "Job.spec.template.spec"
+CHANGES = [
+    (
+        "nodes fixed at 2",
+        {"nodes": {"min": 2, "max": 2}},
+        {
+            f"{JOB}.parallelism",
+            f"{JOB}.completions",
+            "Job.metadata.annotations.kueue.x-k8s.io/job-min-parallelism",
+            f"{POD}.containers.trainer.args",
+            "ConfigMap.data.trainer.yaml",
+        },
+    ),
+    (
+        "4 of 8 GPUs per node",
+        {"gpusPerNode": 4},
+        {
+            f"{POD}.containers.trainer.resources.requests.nvidia.com/gpu",
+            f"{POD}.containers.trainer.resources.limits.nvidia.com/gpu",
+            f"{POD}.containers.trainer.resources.requests.cpu",
+            f"{POD}.containers.trainer.resources.requests.memory",
+            f"{POD}.containers.trainer.resources.limits.memory",
+            f"{POD}.volumes.dshm.emptyDir.sizeLimit",
+            f"{POD}.containers.trainer.args",
+            "ConfigMap.data.trainer.yaml",
+        },
+    ),
+    (
+        "on-demand pool",
+        {"spot": False, "nodePool": "h100-od"},
+        {f"{POD}.nodeSelector.trainplane.dev/pool", f"{POD}.nodeSelector.trainplane.dev/capacity"},
+    ),
+    (
+        "checkpoint to a bucket of its own",
+        {"checkpoint__uri": "s3://team-research-ckpt/gpt"},
+        {f"{POD}.containers.trainer.env.TRAINPLANE_CHECKPOINT_URI.value"},
+    ),
+]
+
+
+@pytest.mark.parametrize(("what", "changes", "expected"), CHANGES, ids=[c[0] for c in CHANGES])
+def test_changing_one_knob_changes_what_it_must_and_nothing_else(what, changes, expected):
+    refs = {REF: _two_h100_pools()}
+    before = plan_job(job_object(), refs)
+    after = plan_job(_set(job_object(), **changes), refs)
+    assert _changed(before, after) == expected
+
+
+BAD = [
+    (
+        {"nodePool": "a100"},
+        "job.nodePool: 'a100' is not a node pool of platform organization/trainplane/aws-dev; known: h100, system",
+    ),
+    ({"gpusPerNode": 16}, "job.gpusPerNode: 16 is more than the 8 GPUs per node of pool h100"),
+    (
+        {"volumes": [{"storage": "scratch", "mountPath": "/scratch"}]},
+        "job.volumes[0].storage: team research has no storage 'scratch' on platform "
+        "organization/trainplane/aws-dev; it has: datasets",
+    ),
+    ({"nodes": {"min": 3, "max": 2}}, "job.nodes.min: 3 is greater than nodes.max 2"),
+    (
+        {"team": "vision"},
+        "job.team: 'vision' is not a team of platform organization/trainplane/aws-dev; known: research",
+    ),
+    ({"nodePool": "system"}, "job.nodePool: system is a CPU pool; a training job needs a GPU pool"),
+    ({"nodes": {"min": 2, "max": 6}}, "job.nodes.max: 6 nodes is more than pool h100 can scale to (4)"),
+    ({"spot": False}, "job.spot: pool h100 is spot capacity; set spot: true to accept preemption"),
+    (
+        {"checkpoint": {"uri": "gs://auto"}},
+        "job.checkpoint.uri: platform organization/trainplane/aws-dev keeps checkpoints in s3://; use s3://auto",
+    ),
+    (
+        {"checkpoint": {"uri": "/data/ckpt"}},
+        "job.checkpoint.uri: /data/ckpt is not under a writable volume of this job (writable mountPaths: none); checkpoints must outlive the pod",
+    ),
+    ({"trainer": {"globalBatchSize": 500, "microBatchSize": 8}}, "job.trainer"),
+    (
+        {"nodes": {"min": 3, "max": 4}},
+        "job.nodes.min: 3 nodes x 8 GPUs is more than team research's GPU quota of 16",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"), BAD, ids=[b[1].split(":")[0] + str(i) for i, b in enumerate(BAD)]
+)
+def test_bad_jobs_fail_with_a_config_error_before_any_kubernetes_object(change, expected):
+    job = {**job_object(), **change}
+    with pytest.raises(pulumi.RunError) as info:
+        plan_job(job)
+    lines = str(info.value).splitlines()
+    assert lines[0] == "invalid stack config:"
+    assert any(line.startswith(expected) for line in lines[1:]), lines
+
+
+def test_checkpoints_may_go_to_a_writable_shared_volume():
+    job = job_object()
+    job["volumes"].append({"storage": "datasets", "mountPath": "/ckpt", "subPath": "checkpoints/gpt-small"})
+    job["checkpoint"]["uri"] = "/ckpt/run1"
+    result = plan_job(job)
+    assert env_of(result)["TRAINPLANE_CHECKPOINT_URI"] == "/ckpt/run1"
+    mounts = {m["mountPath"]: m for m in container(result)["volumeMounts"]}
+    assert mounts["/ckpt"]["subPath"] == "checkpoints/gpt-small" and mounts["/ckpt"]["readOnly"] is False
