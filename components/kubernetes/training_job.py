@@ -354,6 +354,6 @@ class TrainingJob(pulumi.ComponentResource):
             "checkpointUri": uri,
             "logs": f"kubectl -n {namespace} logs -f -l {selector} --prefix --max-log-requests={job.nodes.max}",
             "status": f"kubectl -n {namespace} get job/{job.name} workloads.kueue.x-k8s.io pods -l {selector}",
-            "grafana": f"Grafana > Dashboards > trainplane / Training, job={job.name}",
+            "grafana": f"Grafana > Dashboards > trainplane / Training jobs, job={job.name}",
         }
         self.register_outputs(self.outputs)
