@@ -117,7 +117,9 @@ def test_dashboards_and_alerts_name_only_dcgm_trainer_and_kube_state_metrics():
         "trainplane_loss",
         "trainplane_step_seconds",
         "trainplane_checkpoint_save_seconds",
-        "trainplane_restarts_total",
+        "trainplane_restarts",
+        "trainplane_resumes",
+        "trainplane_preemptions",
     } <= used
 
 

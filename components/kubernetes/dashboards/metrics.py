@@ -14,10 +14,11 @@ TRAINER_METRICS = frozenset(
         "trainplane_tokens_per_second",
         "trainplane_step_seconds",
         "trainplane_checkpoint_save_seconds",
-        "trainplane_checkpoint_bytes",
-        "trainplane_restarts_total",
-        "trainplane_preemptions_total",
-        "trainplane_mfu",
+        "trainplane_checkpoint_save_bytes",
+        "trainplane_restarts",
+        "trainplane_resumes",
+        "trainplane_preemptions",
+        "trainplane_mfu_ratio",
     }
 )
 
