@@ -25,7 +25,7 @@ from typing import Any
 import fsspec
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint import CheckpointException, FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
 
 MANIFEST = "manifest.json"
@@ -154,7 +154,7 @@ class CheckpointStore:
         self._pending = None
         try:
             self._done(commit.result())
-        except Exception as e:
+        except (Exception, CheckpointException) as e:  # CheckpointException derives from BaseException
             self._log("checkpoint_failed", ckpt_step=step, error=f"{type(e).__name__}: {e}")
 
     def _done(self, res: SaveResult) -> None:

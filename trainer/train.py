@@ -15,6 +15,7 @@ import pickle
 import random
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +123,18 @@ class Trainer:
         self.device = torch.device(f"cuda:{self.local_rank}") if self.cuda else torch.device("cpu")
         if self.cuda:
             torch.cuda.set_device(self.device)
-        if "MASTER_ADDR" in os.environ:
-            # gloo next to nccl: async checkpoint collectives run on CPU in a background thread
-            dist.init_process_group("cpu:gloo,cuda:nccl" if self.cuda else "gloo", device_id=None)
+        # gloo next to nccl: async checkpoint collectives run on CPU in a background thread
+        backend = "cpu:gloo,cuda:nccl" if self.cuda else "gloo"
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            # torchrun's agent store outlives a group restart, and gloo's address exchange would read the
+            # dead group's keys (seen here: restarted ranks dialling the killed worker's port). A prefix
+            # per restart gives each incarnation a clean namespace.
+            base = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                                 world_size=self.world, is_master=False, timeout=timedelta(minutes=10))
+            store = dist.PrefixStore(f"trainplane/restart-{self.restart_count}", base)
+            dist.init_process_group(backend, store=store, rank=self.rank, world_size=self.world)
+        elif "MASTER_ADDR" in os.environ:
+            dist.init_process_group(backend)
         else:  # a plain single process: a group of one keeps one code path
             dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
         self.ckpt_pg = dist.new_group(backend="gloo")
@@ -159,6 +169,10 @@ class Trainer:
                           "resumes": self.resumes, "rng": rng}}
 
     def _save(self, step: int, asynchronous: bool) -> None:
+        # The previous async save runs collectives on ckpt_pg in its own thread; gloo cannot interleave
+        # two threads' collectives on one group, so it must be finished before we gather here.
+        self.store.wait()
+        self._after_save_poll()
         states: list[Any] = [None] * self.world
         dist.all_gather_object(states, _rng_state(), group=self.ckpt_pg)
         self.store.save(self._state(step, pickle.dumps(states)), step, asynchronous=asynchronous)
@@ -214,6 +228,7 @@ class Trainer:
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(cfg, s))
         self.preemptions = self.resumes = 0
         self.saved_step = -1
+        self._reported: Any = None
         self.store: CheckpointStore | None = None
         start = 0
         if cfg.checkpoint.uri:
@@ -331,10 +346,10 @@ class Trainer:
 
     def _after_save_poll(self) -> None:
         assert self.store is not None
-        before = self.store.last_result
         self.store.poll()
         res = self.store.last_result
-        if res is not None and res is not before:
+        if res is not None and res is not self._reported:
+            self._reported = res
             m = self.metrics
             m.saves.inc()
             m.save_seconds.set(res.seconds)

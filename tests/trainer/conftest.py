@@ -45,7 +45,7 @@ class Proc:
     """A trainer or launcher process whose stdout (JSON events) and stderr go to files."""
 
     def __init__(self, args: list[str], workdir: Path, name: str, extra_env: dict[str, str] | None = None,
-                 new_session: bool = False) -> None:
+                 new_session: bool = True) -> None:
         self.out = workdir / f"{name}.out"
         self.err = workdir / f"{name}.err"
         self.args = args
@@ -90,7 +90,7 @@ class Proc:
 
     def kill_tree(self) -> None:
         try:
-            os.killpg(self.p.pid, signal.SIGKILL) if self.p.pid == os.getpgid(self.p.pid) else self.p.kill()
+            os.killpg(self.p.pid, signal.SIGKILL)  # its own session: workers and loaders go too
         except ProcessLookupError:
             pass
 

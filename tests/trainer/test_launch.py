@@ -121,7 +121,8 @@ def test_launcher_bad_config_exit_2_before_workers_start(tmp_path):
 def test_dataloader_workers_do_not_swallow_a_process_group_sigterm(tmp_path):
     # SIGTERM to the whole process group reaches the DataLoader workers too; they must not die on it
     p = Proc(["-m", "trainer", "--steps", "100000", "--num-workers", "2", "--threads", "1",
-              "--log-interval", "1", "--checkpoint.uri", str(tmp_path / "ckpt")], tmp_path, "dl", new_session=True)
+              "--log-interval", "1", "--checkpoint.uri", str(tmp_path / "ckpt")],
+             tmp_path, "dl", new_session=True)
     p.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
     os.killpg(p.p.pid, signal.SIGTERM)
     assert p.wait() == 143, p.tail()
