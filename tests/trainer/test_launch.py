@@ -128,3 +128,12 @@ def test_dataloader_workers_do_not_swallow_a_process_group_sigterm(tmp_path):
     assert p.wait() == 143, p.tail()
     step = p.events("preempted_exit")[0]["ckpt_step"]
     assert (tmp_path / "ckpt" / f"step-{step}" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_demo_shows_exact_resume(tmp_path):
+    p = Proc(["-m", "trainer.demo"], tmp_path, "demo")
+    assert p.wait() == 0, p.tail()
+    lines = p.out.read_text().splitlines()
+    assert any("launcher exit code 143" in ln for ln in lines)
+    assert "resumed run MATCHES the uninterrupted run bitwise" in lines[-1]
