@@ -105,7 +105,8 @@ def bench_step_time(work: Path, steps: int, rounds: int) -> dict[str, Any]:
         done = events(work / f"trainer-{r}.log", "step_done")
         trainer_t += [e["step_s"] for e in done if e["rank"] == 0][10:]
         out = subprocess.run([PY, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend",
-                              "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(bare_py), str(steps)],
+                              "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(bare_py),
+                              str(steps)],
                              capture_output=True, text=True, env=ENV, cwd=ROOT, check=True)
         line = next(ln for ln in out.stdout.splitlines() if ln.startswith('{"times"'))
         bare_t += json.loads(line)["times"][10:]
@@ -273,7 +274,8 @@ def main() -> int:
     st, ck, sg = results["step_time"], results["checkpoint"], results["sigterm"]
     rows = [
         ("trainer step vs bare DDP loop",
-         f"{st['trainer_step_s'] * 1e3:.1f} ms vs {st['bare_step_s'] * 1e3:.1f} ms", f"overhead {st['overhead']:+.1%}", "< 3%"),
+         f"{st['trainer_step_s'] * 1e3:.1f} ms vs {st['bare_step_s'] * 1e3:.1f} ms",
+         f"overhead {st['overhead']:+.1%}", "< 3%"),
         ("async save blocking vs sync save", f"{ck['async_blocking_s']:.3f} s vs {ck['sync_save_s']:.3f} s "
          f"({ck['checkpoint_mb']:.0f} MB)", f"{ck['async_blocking_ratio']:.1%}", "< 10%"),
         ("DCP local write vs raw write+fsync",
