@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import fsspec
+import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import CheckpointException, FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
+from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
 MANIFEST = "manifest.json"
 _STEP_RE = re.compile(r"^step-(\d+)$")
@@ -58,6 +60,12 @@ class CheckpointStore:
         self._log = log or (lambda *a, **k: None)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ckpt-commit")
         self._pending: tuple[int, float, float, Future[SaveResult]] | None = None
+        # One stager for the whole run: it caches its CPU staging buffers by source storage, so after the
+        # first save an async save is a copy into warm memory instead of allocating (and page-faulting)
+        # the whole state again. Pinned memory only helps device-to-host copies.
+        cuda = torch.cuda.is_available()
+        self._stager = DefaultStager(StagingOptions(use_pinned_memory=cuda, use_shared_memory=False,
+                                                    use_async_staging=False, use_non_blocking_copy=cuda))
         self.last_result: SaveResult | None = None
 
     # ---- paths ---------------------------------------------------------------------------------
@@ -122,7 +130,8 @@ class CheckpointStore:
         self.wait()  # saves are serialised: one in flight at a time, and the group is shared
         t0 = time.perf_counter()
         if asynchronous:
-            fut = dcp.async_save(state, storage_writer=self._writer(step), process_group=self.pg)
+            fut = dcp.async_save(state, storage_writer=self._writer(step), process_group=self.pg,
+                                 async_stager=self._stager)
             blocking = time.perf_counter() - t0
             commit = self._pool.submit(self._finish_async, fut, step, t0, blocking)
             self._pending = (step, t0, blocking, commit)
@@ -233,6 +242,7 @@ class CheckpointStore:
     def close(self) -> None:
         self.wait()
         self._pool.shutdown(wait=True)
+        self._stager.close()
 
 
 def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:
