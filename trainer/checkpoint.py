@@ -143,12 +143,17 @@ class CheckpointStore:
             if self.pg is not None and dist.is_initialized():
                 dist.barrier(group=self.pg)  # nobody reports success before the manifest exists
             dt = time.perf_counter() - t0
+            if self.rank == 0:  # deleting old multi-GB checkpoints need not hold up training
+                self._pool.submit(self._prune, step)
             self._done(SaveResult(step, nbytes, dt, dt))
 
     def _finish_async(self, fut: Future[Any], step: int, t0: float, blocking: float) -> SaveResult:
         fut.result()
         nbytes = self._commit(step) if self.rank == 0 else 0
-        return SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+        res = SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+        if self.rank == 0:
+            self._prune(step)
+        return res
 
     def poll(self) -> None:
         """Report a finished async save; cheap, called at step boundaries."""
@@ -200,11 +205,14 @@ class CheckpointStore:
                 os.close(dfd)
         else:
             self.fs.pipe_file(f"{d}/{MANIFEST}", blob)  # one PUT: atomic on S3 and GCS
-        self._prune(step)
         return man["bytes"]
 
     def _prune(self, newest: int) -> None:
-        """Keep the newest K committed; drop torn directories older than the newest commit."""
+        """Keep the newest K committed; drop torn directories older than the newest commit.
+
+        Runs in the commit thread. Saves are serialised, so the only directory that can be in flight is
+        newer than ``newest`` and is never touched here.
+        """
         steps = self.all_steps()
         committed = [s for s in steps if self.manifest(s) is not None]
         torn = [s for s in steps if s < newest and s not in committed]
