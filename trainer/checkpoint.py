@@ -49,9 +49,18 @@ class SaveResult:
 class CheckpointStore:
     """Saves, commits, finds, verifies, loads and prunes checkpoints under one root."""
 
-    def __init__(self, uri: str, *, keep: int, config_hash: str, thread_count: int = 4,
-                 process_group: dist.ProcessGroup | None = None, rank: int = 0, world_size: int = 1,
-                 log: Callable[..., None] | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        keep: int,
+        config_hash: str,
+        thread_count: int = 4,
+        process_group: dist.ProcessGroup | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        log: Callable[..., None] | None = None,
+    ) -> None:
         self.uri = uri.rstrip("/")
         self.fs, self.root = fsspec.core.url_to_fs(self.uri)
         self.local = "file" in _protocols(self.fs)
@@ -64,8 +73,14 @@ class CheckpointStore:
         # first save an async save is a copy into warm memory instead of allocating (and page-faulting)
         # the whole state again. Pinned memory only helps device-to-host copies.
         cuda = torch.cuda.is_available()
-        self._stager = DefaultStager(StagingOptions(use_pinned_memory=cuda, use_shared_memory=False,
-                                                    use_async_staging=False, use_non_blocking_copy=cuda))
+        self._stager = DefaultStager(
+            StagingOptions(
+                use_pinned_memory=cuda,
+                use_shared_memory=False,
+                use_async_staging=False,
+                use_non_blocking_copy=cuda,
+            )
+        )
         self.last_result: SaveResult | None = None
 
     # ---- paths ---------------------------------------------------------------------------------
@@ -130,8 +145,9 @@ class CheckpointStore:
         self.wait()  # saves are serialised: one in flight at a time, and the group is shared
         t0 = time.perf_counter()
         if asynchronous:
-            fut = dcp.async_save(state, storage_writer=self._writer(step), process_group=self.pg,
-                                 async_stager=self._stager)
+            fut = dcp.async_save(
+                state, storage_writer=self._writer(step), process_group=self.pg, async_stager=self._stager
+            )
             blocking = time.perf_counter() - t0
             commit = self._pool.submit(self._finish_async, fut, step, t0, blocking)
             self._pending = (step, t0, blocking, commit)
@@ -175,8 +191,13 @@ class CheckpointStore:
         self.last_result = res
         # only rank 0 writes the manifest; the others report that their shards are written
         event = "checkpoint_committed" if self.rank == 0 else "checkpoint_shards_written"
-        self._log(event, ckpt_step=res.step, bytes=res.bytes, save_s=round(res.seconds, 4),
-                  blocking_s=round(res.blocking_seconds, 4))
+        self._log(
+            event,
+            ckpt_step=res.step,
+            bytes=res.bytes,
+            save_s=round(res.seconds, 4),
+            blocking_s=round(res.blocking_seconds, 4),
+        )
 
     def _commit(self, step: int, fault_delay: bool = False) -> int:
         d = self.step_dir(step)
@@ -187,8 +208,15 @@ class CheckpointStore:
         self.fs.invalidate_cache()
         files = {e["name"].rstrip("/").rsplit("/", 1)[-1]: e["size"] for e in self.fs.ls(d, detail=True)}
         files.pop(MANIFEST, None)
-        man = {"step": step, "world_size": self.world_size, "config_hash": self.config_hash,
-               "bytes": sum(files.values()), "files": files, "time": time.time(), "format": 1}
+        man = {
+            "step": step,
+            "world_size": self.world_size,
+            "config_hash": self.config_hash,
+            "bytes": sum(files.values()),
+            "files": files,
+            "time": time.time(),
+            "format": 1,
+        }
         blob = json.dumps(man, sort_keys=True).encode()
         if self.local:
             # tmp + fsync + rename: the manifest appears whole or not at all

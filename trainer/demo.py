@@ -21,9 +21,28 @@ from typing import Any
 import torch
 
 STEPS = 40
-ARGS = ["--model", "tiny", "--dataset", "bytes", "--seq-len", "64", "--global-batch-size", "8",
-        "--micro-batch-size", "2", "--threads", "1", "--log-interval", "1", "--steps", str(STEPS),
-        "--dropout", "0.1", "--checkpoint.interval-steps", "10"]
+ARGS = [
+    "--model",
+    "tiny",
+    "--dataset",
+    "bytes",
+    "--seq-len",
+    "64",
+    "--global-batch-size",
+    "8",
+    "--micro-batch-size",
+    "2",
+    "--threads",
+    "1",
+    "--log-interval",
+    "1",
+    "--steps",
+    str(STEPS),
+    "--dropout",
+    "0.1",
+    "--checkpoint.interval-steps",
+    "10",
+]
 
 
 def _say(msg: str) -> None:
@@ -32,11 +51,26 @@ def _say(msg: str) -> None:
 
 def _launch(work: Path, name: str, ckpt: Path, corpus: Path) -> tuple[subprocess.Popen[bytes], Path]:
     out = work / f"{name}.log"
-    cmd = [sys.executable, "-m", "trainer.launch", "--standalone", "--nproc-per-node", "2", "--",
-           *ARGS, "--data-paths", f"[{corpus}]", "--checkpoint.uri", str(ckpt)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "trainer.launch",
+        "--standalone",
+        "--nproc-per-node",
+        "2",
+        "--",
+        *ARGS,
+        "--data-paths",
+        f"[{corpus}]",
+        "--checkpoint.uri",
+        str(ckpt),
+    ]
     root = str(Path(__file__).resolve().parents[1])
-    env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")]),
+    }
     with open(out, "wb") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env), out
 
@@ -91,8 +125,10 @@ def main() -> int:
         exits = _events(log, "preempted_exit")
         step = exits[0]["ckpt_step"] if exits else None
         latency = max((e["signal_to_exit_s"] for e in exits), default=float("nan"))
-        _say(f"    launcher exit code {code} (143 = preempted after a committed checkpoint), "
-             f"checkpoint at step {step}, signal->exit {latency:.2f} s in the workers")
+        _say(
+            f"    launcher exit code {code} (143 = preempted after a committed checkpoint), "
+            f"checkpoint at step {step}, signal->exit {latency:.2f} s in the workers"
+        )
         if code != 143:
             _say(f"expected 143; log: {log.read_text()[-2000:]}")
             return 1
@@ -109,8 +145,11 @@ def main() -> int:
         n, differ = _compare(_final(work / "ckpt"), _final(work / "ckpt-ref"))
         ok = differ == 0
         _say(f"finished in {time.monotonic() - t0:.0f} s")
-        print(f"demo: resumed run {'MATCHES' if ok else 'DIFFERS FROM'} the uninterrupted run bitwise: "
-              f"{n - differ}/{n} weight and optimizer tensors identical after {STEPS} steps", flush=True)
+        print(
+            f"demo: resumed run {'MATCHES' if ok else 'DIFFERS FROM'} the uninterrupted run bitwise: "
+            f"{n - differ}/{n} weight and optimizer tensors identical after {STEPS} steps",
+            flush=True,
+        )
         return 0 if ok else 1
 
 

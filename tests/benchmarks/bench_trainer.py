@@ -31,14 +31,31 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 PY = sys.executable
-ENV = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
-       "OMP_NUM_THREADS": "1"}
+ENV = {
+    **os.environ,
+    "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
+    "OMP_NUM_THREADS": "1",
+}
 
 # the workload of the step-time comparison: big enough that a step is tens of ms on a CPU core
-WORKLOAD = ["--model", "mini", "--seq-len", "128", "--global-batch-size", "16", "--micro-batch-size", "4",
-            "--threads", "1", "--log-interval", "1", "--dataset", "synthetic"]
+WORKLOAD = [
+    "--model",
+    "mini",
+    "--seq-len",
+    "128",
+    "--global-batch-size",
+    "16",
+    "--micro-batch-size",
+    "4",
+    "--threads",
+    "1",
+    "--log-interval",
+    "1",
+    "--dataset",
+    "synthetic",
+]
 
-BARE_LOOP = textwrap.dedent('''
+BARE_LOOP = textwrap.dedent("""
     import json, os, sys, time
     import torch, torch.distributed as dist, torch.nn.functional as F
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -72,7 +89,7 @@ BARE_LOOP = textwrap.dedent('''
     if rank == 0:
         print(json.dumps({"times": times}))
     dist.destroy_process_group()
-''')
+""")
 
 
 def free_port() -> int:
@@ -82,15 +99,29 @@ def free_port() -> int:
 
 
 def launcher(trainer_args: list[str], out: Path) -> subprocess.Popen[bytes]:
-    cmd = [PY, "-m", "trainer.launch", "--nproc-per-node", "2", "--rdzv-backend", "c10d",
-           "--rdzv-endpoint", f"127.0.0.1:{free_port()}", "--", *trainer_args]
+    cmd = [
+        PY,
+        "-m",
+        "trainer.launch",
+        "--nproc-per-node",
+        "2",
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{free_port()}",
+        "--",
+        *trainer_args,
+    ]
     with open(out, "wb") as f:
         return subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=ENV, cwd=ROOT)
 
 
 def events(path: Path, name: str) -> list[dict[str, Any]]:
-    return [e for e in (json.loads(line) for line in path.read_text().splitlines() if line.startswith("{"))
-            if e.get("event") == name]
+    return [
+        e
+        for e in (json.loads(line) for line in path.read_text().splitlines() if line.startswith("{"))
+        if e.get("event") == name
+    ]
 
 
 def bench_step_time(work: Path, steps: int, rounds: int) -> dict[str, Any]:
@@ -104,15 +135,37 @@ def bench_step_time(work: Path, steps: int, rounds: int) -> dict[str, Any]:
         assert p.wait() == 0, (work / f"trainer-{r}.log").read_text()[-2000:]
         done = events(work / f"trainer-{r}.log", "step_done")
         trainer_t += [e["step_s"] for e in done if e["rank"] == 0][10:]
-        out = subprocess.run([PY, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--rdzv-backend",
-                              "c10d", "--rdzv-endpoint", f"127.0.0.1:{free_port()}", str(bare_py),
-                              str(steps)],
-                             capture_output=True, text=True, env=ENV, cwd=ROOT, check=True)
+        out = subprocess.run(
+            [
+                PY,
+                "-m",
+                "torch.distributed.run",
+                "--nproc-per-node",
+                "2",
+                "--rdzv-backend",
+                "c10d",
+                "--rdzv-endpoint",
+                f"127.0.0.1:{free_port()}",
+                str(bare_py),
+                str(steps),
+            ],
+            capture_output=True,
+            text=True,
+            env=ENV,
+            cwd=ROOT,
+            check=True,
+        )
         line = next(ln for ln in out.stdout.splitlines() if ln.startswith('{"times"'))
         bare_t += json.loads(line)["times"][10:]
     tm, bm = statistics.median(trainer_t), statistics.median(bare_t)
-    return {"trainer_step_s": tm, "bare_step_s": bm, "overhead": tm / bm - 1, "goal": "< 3%",
-            "met": tm / bm - 1 < 0.03, "samples": len(trainer_t)}
+    return {
+        "trainer_step_s": tm,
+        "bare_step_s": bm,
+        "overhead": tm / bm - 1,
+        "goal": "< 3%",
+        "met": tm / bm - 1 < 0.03,
+        "samples": len(trainer_t),
+    }
 
 
 def _state(mb_target: int) -> tuple[Any, Any, int]:
@@ -180,7 +233,8 @@ def bench_checkpoint(work: Path, mb_target: int, reps: int, s3: dict[str, str] |
     import torch
 
     tensors = [t for t in state()["model"].values()] + [
-        t for s in state()["optim"]["state"].values() for t in s.values() if isinstance(t, torch.Tensor)]
+        t for s in state()["optim"]["state"].values() for t in s.values() if isinstance(t, torch.Tensor)
+    ]
     buffers = [torch.empty_like(t) for t in tensors]
     for b, t in zip(buffers, tensors, strict=True):
         b.copy_(t)
@@ -190,10 +244,16 @@ def bench_checkpoint(work: Path, mb_target: int, reps: int, s3: dict[str, str] |
     copy_floor = time.perf_counter() - t0
     del buffers
     res: dict[str, Any] = {
-        "state_mb": nbytes / 2**20, "checkpoint_mb": written / 2**20, "state_copy_floor_s": copy_floor,
-        "async_blocking_first_s": block_s[0], "async_blocking_warm_s": statistics.median(block_s[1:]),
-        "sync_save_s": statistics.median(sync_s), "async_blocking_s": statistics.median(block_s),
-        "async_total_s": statistics.median(async_total), "raw_write_s": statistics.median(raw_s)}
+        "state_mb": nbytes / 2**20,
+        "checkpoint_mb": written / 2**20,
+        "state_copy_floor_s": copy_floor,
+        "async_blocking_first_s": block_s[0],
+        "async_blocking_warm_s": statistics.median(block_s[1:]),
+        "sync_save_s": statistics.median(sync_s),
+        "async_blocking_s": statistics.median(block_s),
+        "async_total_s": statistics.median(async_total),
+        "raw_write_s": statistics.median(raw_s),
+    }
     res["async_blocking_ratio"] = res["async_blocking_s"] / res["sync_save_s"]
     res["async_blocking_warm_ratio"] = res["async_blocking_warm_s"] / res["sync_save_s"]
     res["local_throughput_ratio"] = res["raw_write_s"] / res["sync_save_s"]
@@ -235,8 +295,21 @@ def bench_sigterm(work: Path, reps: int) -> dict[str, Any]:
     launcher_s, worker_s = [], []
     for r in range(reps):
         log = work / f"sigterm-{r}.log"
-        p = launcher(["--model", "tiny", "--steps", "100000", "--threads", "1", "--log-interval", "1",
-                      "--checkpoint.uri", str(work / f"sig-ckpt-{r}")], log)
+        p = launcher(
+            [
+                "--model",
+                "tiny",
+                "--steps",
+                "100000",
+                "--threads",
+                "1",
+                "--log-interval",
+                "1",
+                "--checkpoint.uri",
+                str(work / f"sig-ckpt-{r}"),
+            ],
+            log,
+        )
         while not [e for e in events(log, "step_done") if e["step"] >= 20]:
             time.sleep(0.02)
         t0 = time.perf_counter()
@@ -245,23 +318,33 @@ def bench_sigterm(work: Path, reps: int) -> dict[str, Any]:
         launcher_s.append(time.perf_counter() - t0)
         assert code == 143, log.read_text()[-2000:]
         worker_s.append(max(e["signal_to_exit_s"] for e in events(log, "preempted_exit")))
-    return {"launcher_sigterm_to_exit_s": statistics.median(launcher_s),
-            "worker_signal_to_exit_s": statistics.median(worker_s), "checkpoint": "tiny model, local disk"}
+    return {
+        "launcher_sigterm_to_exit_s": statistics.median(launcher_s),
+        "worker_signal_to_exit_s": statistics.median(worker_s),
+        "checkpoint": "tiny model, local disk",
+    }
 
 
 def start_moto(work: Path) -> tuple[subprocess.Popen[bytes], dict[str, str]]:
     port = free_port()
     exe = Path(PY).with_name("moto_server")
-    p = subprocess.Popen([str(exe) if exe.exists() else "moto_server", "-H", "127.0.0.1", "-p", str(port)],
-                         stdout=open(work / "moto.log", "wb"), stderr=subprocess.STDOUT)
+    p = subprocess.Popen(
+        [str(exe) if exe.exists() else "moto_server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=open(work / "moto.log", "wb"),
+        stderr=subprocess.STDOUT,
+    )
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
             break
         except OSError:
             time.sleep(0.1)
-    return p, {"AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}", "AWS_ACCESS_KEY_ID": "bench",
-               "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1"}
+    return p, {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
 
 
 def main() -> int:
@@ -271,8 +354,10 @@ def main() -> int:
     ap.add_argument("--skip-step-time", action="store_true", help="only the checkpoint and signal parts")
     args = ap.parse_args()
     reps = 2 if args.quick else 4
-    results: dict[str, Any] = {"machine": f"{os.cpu_count()} CPU cores, {platform.machine()}, no GPU",
-                               "python": platform.python_version()}
+    results: dict[str, Any] = {
+        "machine": f"{os.cpu_count()} CPU cores, {platform.machine()}, no GPU",
+        "python": platform.python_version(),
+    }
     import torch
 
     results["torch"] = torch.__version__
@@ -280,7 +365,9 @@ def main() -> int:
         work = Path(tmp)
         results["step_time"] = (
             {"trainer_step_s": float("nan"), "bare_step_s": float("nan"), "overhead": float("nan")}
-            if args.skip_step_time else bench_step_time(work, 40 if args.quick else 60, reps))
+            if args.skip_step_time
+            else bench_step_time(work, 40 if args.quick else 60, reps)
+        )
         print(json.dumps({"step_time": results["step_time"]}), flush=True)
         moto, s3 = start_moto(work)
         try:
@@ -292,21 +379,43 @@ def main() -> int:
         print(json.dumps({"sigterm": results["sigterm"]}), flush=True)
     st, ck, sg = results["step_time"], results["checkpoint"], results["sigterm"]
     rows = [
-        ("trainer step vs bare DDP loop",
-         f"{st['trainer_step_s'] * 1e3:.1f} ms vs {st['bare_step_s'] * 1e3:.1f} ms",
-         f"overhead {st['overhead']:+.1%}", "< 3%"),
-        ("async save blocking vs sync save", f"{ck['async_blocking_s']:.3f} s vs {ck['sync_save_s']:.3f} s "
-         f"({ck['checkpoint_mb']:.0f} MB)", f"{ck['async_blocking_ratio']:.1%}", "< 10%"),
-        ("  warm (after 1st save) / copy floor", f"{ck['async_blocking_warm_s']:.3f} s / "
-         f"{ck['state_copy_floor_s']:.3f} s", f"{ck['async_blocking_warm_ratio']:.1%}", "< 10%"),
-        ("DCP local write vs raw write+fsync",
-         f"{ck['local_dcp_mb_s']:.0f} vs {ck['local_raw_mb_s']:.0f} MB/s",
-         f"{ck['local_throughput_ratio']:.0%}", ">= 70%"),
-        ("DCP to S3 (moto) vs boto3 multipart",
-         f"{ck['s3_dcp_save_s']:.2f} s vs {ck['s3_raw_multipart_s']:.2f} s",
-         f"{ck['s3_throughput_ratio']:.0%}", ">= 80%"),
-        ("SIGTERM -> exit 143", f"launcher {sg['launcher_sigterm_to_exit_s']:.2f} s, "
-         f"workers {sg['worker_signal_to_exit_s']:.2f} s", "", "within grace"),
+        (
+            "trainer step vs bare DDP loop",
+            f"{st['trainer_step_s'] * 1e3:.1f} ms vs {st['bare_step_s'] * 1e3:.1f} ms",
+            f"overhead {st['overhead']:+.1%}",
+            "< 3%",
+        ),
+        (
+            "async save blocking vs sync save",
+            f"{ck['async_blocking_s']:.3f} s vs {ck['sync_save_s']:.3f} s ({ck['checkpoint_mb']:.0f} MB)",
+            f"{ck['async_blocking_ratio']:.1%}",
+            "< 10%",
+        ),
+        (
+            "  warm (after 1st save) / copy floor",
+            f"{ck['async_blocking_warm_s']:.3f} s / {ck['state_copy_floor_s']:.3f} s",
+            f"{ck['async_blocking_warm_ratio']:.1%}",
+            "< 10%",
+        ),
+        (
+            "DCP local write vs raw write+fsync",
+            f"{ck['local_dcp_mb_s']:.0f} vs {ck['local_raw_mb_s']:.0f} MB/s",
+            f"{ck['local_throughput_ratio']:.0%}",
+            ">= 70%",
+        ),
+        (
+            "DCP to S3 (moto) vs boto3 multipart",
+            f"{ck['s3_dcp_save_s']:.2f} s vs {ck['s3_raw_multipart_s']:.2f} s",
+            f"{ck['s3_throughput_ratio']:.0%}",
+            ">= 80%",
+        ),
+        (
+            "SIGTERM -> exit 143",
+            f"launcher {sg['launcher_sigterm_to_exit_s']:.2f} s, "
+            f"workers {sg['worker_signal_to_exit_s']:.2f} s",
+            "",
+            "within grace",
+        ),
     ]
     print()
     for name, raw, ratio, goal in rows:

@@ -23,8 +23,24 @@ PY = sys.executable
 RUN_TIMEOUT = 240
 
 # Trajectory-defining settings shared by the reference and interrupted runs (tiny model, bytes corpus).
-BASE = ["--model", "tiny", "--seq-len", "32", "--global-batch-size", "8", "--micro-batch-size", "2",
-        "--threads", "1", "--log-interval", "1", "--warmup-steps", "4", "--lr", "0.003"]
+BASE = [
+    "--model",
+    "tiny",
+    "--seq-len",
+    "32",
+    "--global-batch-size",
+    "8",
+    "--micro-batch-size",
+    "2",
+    "--threads",
+    "1",
+    "--log-interval",
+    "1",
+    "--warmup-steps",
+    "4",
+    "--lr",
+    "0.003",
+]
 
 
 def free_port() -> int:
@@ -44,15 +60,26 @@ def env(**extra: str) -> dict[str, str]:
 class Proc:
     """A trainer or launcher process whose stdout (JSON events) and stderr go to files."""
 
-    def __init__(self, args: list[str], workdir: Path, name: str, extra_env: dict[str, str] | None = None,
-                 new_session: bool = True) -> None:
+    def __init__(
+        self,
+        args: list[str],
+        workdir: Path,
+        name: str,
+        extra_env: dict[str, str] | None = None,
+        new_session: bool = True,
+    ) -> None:
         self.out = workdir / f"{name}.out"
         self.err = workdir / f"{name}.err"
         self.args = args
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
-            self.p = subprocess.Popen([PY, *args], cwd=workdir, stdout=o, stderr=e,
-                                      env=env(**(extra_env or {})),
-                                      start_new_session=new_session)
+            self.p = subprocess.Popen(
+                [PY, *args],
+                cwd=workdir,
+                stdout=o,
+                stderr=e,
+                env=env(**(extra_env or {})),
+                start_new_session=new_session,
+            )
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
         evs = []
@@ -66,8 +93,9 @@ class Proc:
                     evs.append(ev)
         return evs
 
-    def wait_for(self, pred: Callable[[dict[str, Any]], bool], timeout: float = RUN_TIMEOUT
-                 ) -> dict[str, Any]:
+    def wait_for(
+        self, pred: Callable[[dict[str, Any]], bool], timeout: float = RUN_TIMEOUT
+    ) -> dict[str, Any]:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             for ev in self.events():
@@ -98,10 +126,25 @@ class Proc:
         return f"stdout: {self.out.read_text()[-3000:]}\nstderr: {self.err.read_text()[-3000:]}"
 
 
-def launch(workdir: Path, name: str, nproc: int, trainer_args: list[str], run_opts: list[str] | None = None,
-           extra_env: dict[str, str] | None = None) -> Proc:
-    opts = ["--nproc-per-node", str(nproc), "--rdzv-backend", "c10d", "--rdzv-endpoint",
-            f"127.0.0.1:{free_port()}", "--rdzv-conf", "last_call_timeout=1", *(run_opts or [])]
+def launch(
+    workdir: Path,
+    name: str,
+    nproc: int,
+    trainer_args: list[str],
+    run_opts: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
+) -> Proc:
+    opts = [
+        "--nproc-per-node",
+        str(nproc),
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{free_port()}",
+        "--rdzv-conf",
+        "last_call_timeout=1",
+        *(run_opts or []),
+    ]
     return Proc(["-m", "trainer.launch", *opts, "--", *trainer_args], workdir, name, extra_env)
 
 
@@ -150,11 +193,14 @@ def samples_by_step(record_dir: Path) -> dict[int, list[int]]:
 def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """~200 KB of English-like text: real enough that a byte-level model's loss falls."""
     rng = random.Random(7)
-    words = ("the model learns to predict the next byte of text and the loss falls as training goes on "
-             "checkpoints are written to disk and training resumes exactly where it stopped after a "
-             "preemption signal arrives from the cloud provider").split()
-    lines = [" ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize() + "."
-             for _ in range(3000)]
+    words = (
+        "the model learns to predict the next byte of text and the loss falls as training goes on "
+        "checkpoints are written to disk and training resumes exactly where it stopped after a "
+        "preemption signal arrives from the cloud provider"
+    ).split()
+    lines = [
+        " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize() + "." for _ in range(3000)
+    ]
     p = tmp_path_factory.mktemp("corpus") / "corpus.txt"
     p.write_text("\n".join(lines))
     return p
@@ -169,10 +215,27 @@ def reference(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Callabl
         key = (nproc, steps, extra)
         if key not in cache:
             d = tmp_path_factory.mktemp("reference")
-            p = launch(d, "ref", nproc, [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]",
-                                         "--steps", str(steps), "--checkpoint.uri", str(d / "ckpt"),
-                                         "--checkpoint.interval-steps", "1000", "--record-samples",
-                                         str(d / "samples"), *extra])
+            p = launch(
+                d,
+                "ref",
+                nproc,
+                [
+                    *BASE,
+                    "--dataset",
+                    "bytes",
+                    "--data-paths",
+                    f"[{corpus}]",
+                    "--steps",
+                    str(steps),
+                    "--checkpoint.uri",
+                    str(d / "ckpt"),
+                    "--checkpoint.interval-steps",
+                    "1000",
+                    "--record-samples",
+                    str(d / "samples"),
+                    *extra,
+                ],
+            )
             assert p.wait() == 0, p.tail()
             cache[key] = d
         return cache[key]
@@ -189,8 +252,12 @@ def moto_s3(tmp_path: Path) -> Iterator[dict[str, str]]:
     with open(tmp_path / "moto.log", "wb") as log:
         p = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
-    e = {"AWS_ENDPOINT_URL": url, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
-         "AWS_DEFAULT_REGION": "us-east-1"}
+    e = {
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -204,8 +271,13 @@ def moto_s3(tmp_path: Path) -> Iterator[dict[str, str]]:
                 time.sleep(0.1)
         import boto3
 
-        boto3.client("s3", endpoint_url=url, aws_access_key_id="testing", aws_secret_access_key="testing",
-                     region_name="us-east-1").create_bucket(Bucket="ckpt")
+        boto3.client(
+            "s3",
+            endpoint_url=url,
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+            region_name="us-east-1",
+        ).create_bucket(Bucket="ckpt")
         yield e
     finally:
         p.terminate()

@@ -15,14 +15,40 @@ STEPS = 24
 
 
 def _single(tmp_path: Path, name: str, corpus: Path, ckpt: Path, *extra: str) -> Proc:
-    return Proc(["-m", "trainer", *BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]",
-                 "--checkpoint.uri", str(ckpt), "--checkpoint.async-save", "false", *extra], tmp_path, name)
+    return Proc(
+        [
+            "-m",
+            "trainer",
+            *BASE,
+            "--dataset",
+            "bytes",
+            "--data-paths",
+            f"[{corpus}]",
+            "--checkpoint.uri",
+            str(ckpt),
+            "--checkpoint.async-save",
+            "false",
+            *extra,
+        ],
+        tmp_path,
+        name,
+    )
 
 
 def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
     ckpt = tmp_path / "ckpt"
-    full = _single(tmp_path, "full", corpus, ckpt, "--steps", "16", "--checkpoint.interval-steps", "4",
-                   "--checkpoint.keep", "5")
+    full = _single(
+        tmp_path,
+        "full",
+        corpus,
+        ckpt,
+        "--steps",
+        "16",
+        "--checkpoint.interval-steps",
+        "4",
+        "--checkpoint.keep",
+        "5",
+    )
     assert full.wait() == 0, full.tail()
     want = final_state(ckpt, 16)
     # step 16: DCP wrote everything but the manifest never came (killed in the commit window)
@@ -33,8 +59,18 @@ def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
     store = CheckpointStore(str(ckpt), keep=5, config_hash="x")
     assert store.committed_steps() == [4, 8]
 
-    again = _single(tmp_path, "again", corpus, ckpt, "--steps", "16", "--checkpoint.interval-steps", "4",
-                    "--checkpoint.keep", "5")
+    again = _single(
+        tmp_path,
+        "again",
+        corpus,
+        ckpt,
+        "--steps",
+        "16",
+        "--checkpoint.interval-steps",
+        "4",
+        "--checkpoint.keep",
+        "5",
+    )
     assert again.wait() == 0, again.tail()
     assert {e["ckpt_step"] for e in again.events("checkpoint_torn_skipped")} == {12, 16}
     assert [e["ckpt_step"] for e in again.events("resumed")] == [8]
@@ -45,19 +81,43 @@ def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
 @pytest.mark.parametrize("keep", [2, 3])
 def test_retention_keeps_newest_k(tmp_path, corpus, keep):
     ckpt = tmp_path / "ckpt"
-    p = _single(tmp_path, "run", corpus, ckpt, "--steps", "12", "--checkpoint.interval-steps", "2",
-                "--checkpoint.keep", str(keep), "--checkpoint.async-save", "true")
+    p = _single(
+        tmp_path,
+        "run",
+        corpus,
+        ckpt,
+        "--steps",
+        "12",
+        "--checkpoint.interval-steps",
+        "2",
+        "--checkpoint.keep",
+        str(keep),
+        "--checkpoint.async-save",
+        "true",
+    )
     assert p.wait() == 0, p.tail()
     assert sorted(int(d.name[5:]) for d in ckpt.iterdir()) == [12 - 2 * i for i in range(keep)][::-1]
     assert CheckpointStore(str(ckpt), keep=keep, config_hash="x").committed_steps() == sorted(
-        12 - 2 * i for i in range(keep))
+        12 - 2 * i for i in range(keep)
+    )
 
 
 @pytest.mark.slow
 def test_second_sigterm_during_commit_is_ignored_and_checkpoint_is_trusted(tmp_path, corpus, reference):
     ref = reference(2, STEPS)
-    args = [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", str(STEPS),
-            "--checkpoint.uri", str(tmp_path / "ckpt"), "--checkpoint.interval-steps", "1000"]
+    args = [
+        *BASE,
+        "--dataset",
+        "bytes",
+        "--data-paths",
+        f"[{corpus}]",
+        "--steps",
+        str(STEPS),
+        "--checkpoint.uri",
+        str(tmp_path / "ckpt"),
+        "--checkpoint.interval-steps",
+        "1000",
+    ]
     run = launch(tmp_path, "run", 2, args, extra_env={ENV_FAULT_COMMIT_DELAY: "2"})
     run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 5)
     run.signal(signal.SIGTERM)
@@ -80,11 +140,28 @@ def test_second_sigterm_during_commit_is_ignored_and_checkpoint_is_trusted(tmp_p
 @pytest.mark.slow
 def test_sigkill_inside_commit_window_leaves_an_untrusted_checkpoint(tmp_path, corpus, reference):
     ref = reference(2, STEPS)
-    args = [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", str(STEPS),
-            "--checkpoint.uri", str(tmp_path / "ckpt"), "--checkpoint.interval-steps", "3"]
+    args = [
+        *BASE,
+        "--dataset",
+        "bytes",
+        "--data-paths",
+        f"[{corpus}]",
+        "--steps",
+        str(STEPS),
+        "--checkpoint.uri",
+        str(tmp_path / "ckpt"),
+        "--checkpoint.interval-steps",
+        "3",
+    ]
     # grace of 1 s, commit takes 5 s: the agent SIGKILLs the workers between DCP and the manifest
-    run = launch(tmp_path, "run", 2, args, run_opts=["--shutdown-timeout", "1"],
-                 extra_env={ENV_FAULT_COMMIT_DELAY: "5"})
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        args,
+        run_opts=["--shutdown-timeout", "1"],
+        extra_env={ENV_FAULT_COMMIT_DELAY: "5"},
+    )
     run.wait_for(lambda e: e["event"] == "checkpoint_committed" and e["ckpt_step"] >= 6)
     run.signal(signal.SIGTERM)
     assert run.wait() == 1, run.tail()  # not 143: nothing was committed for the preemption

@@ -23,8 +23,12 @@ def test_job_stack_block_is_accepted_as_is(tmp_path):
 def test_precedence_defaults_file_env_flags(tmp_path):
     f = tmp_path / "c.yaml"
     f.write_text("steps: 10\nmetricsPort: 1000\ncheckpoint: {keep: 4}\n")
-    env = {"TRAINPLANE_CONFIG": str(f), "TRAINPLANE_METRICS_PORT": "2000",
-           "TRAINPLANE_CHECKPOINT_URI": "s3://b/run", "TRAINPLANE_JOB_NAME": "job-a"}
+    env = {
+        "TRAINPLANE_CONFIG": str(f),
+        "TRAINPLANE_METRICS_PORT": "2000",
+        "TRAINPLANE_CHECKPOINT_URI": "s3://b/run",
+        "TRAINPLANE_JOB_NAME": "job-a",
+    }
     cfg = load_config(None, ["steps=20", "checkpoint.interval_steps=7"], env=env)
     assert cfg.steps == 20 and cfg.metrics_port == 2000 and cfg.job_name == "job-a"
     assert cfg.checkpoint.uri == "s3://b/run" and cfg.checkpoint.keep == 4
@@ -82,8 +86,13 @@ def test_lr_schedule_warms_up_and_decays():
 
 
 @settings(max_examples=40, deadline=None)
-@given(n=st.integers(5, 300), mb=st.sampled_from([1, 2, 3]),
-       accum_ws=st.sampled_from([(1, 4), (2, 2), (4, 1)]), start=st.integers(0, 20), seed=st.integers(0, 5))
+@given(
+    n=st.integers(5, 300),
+    mb=st.sampled_from([1, 2, 3]),
+    accum_ws=st.sampled_from([(1, 4), (2, 2), (4, 1)]),
+    start=st.integers(0, 20),
+    seed=st.integers(0, 5),
+)
 def test_sampler_steps_are_world_size_independent(n, mb, accum_ws, start, seed):
     """Every step is the same multiset of samples at any world size, and epochs are permutations."""
     gb = mb * 4
@@ -91,7 +100,7 @@ def test_sampler_steps_are_world_size_independent(n, mb, accum_ws, start, seed):
 
     def per_step(ws: int) -> list[list[int]]:
         out: list[list[int]] = [[] for _ in range(steps - start)]
-        per_rank = (gb // ws)
+        per_rank = gb // ws
         for r in range(ws):
             idx = list(ElasticSampler(n, seed, gb, mb, ws, r, start, steps))
             for s in range(steps - start):

@@ -15,9 +15,21 @@ pytestmark = pytest.mark.slow
 
 
 def _args(corpus: Path, d: Path) -> list[str]:
-    return [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", str(STEPS),
-            "--checkpoint.uri", str(d / "ckpt"), "--checkpoint.interval-steps", "4",
-            "--record-samples", str(d / "samples")]
+    return [
+        *BASE,
+        "--dataset",
+        "bytes",
+        "--data-paths",
+        f"[{corpus}]",
+        "--steps",
+        str(STEPS),
+        "--checkpoint.uri",
+        str(d / "ckpt"),
+        "--checkpoint.interval-steps",
+        "4",
+        "--record-samples",
+        str(d / "samples"),
+    ]
 
 
 @pytest.mark.parametrize(("before", "after"), [(2, 1), (1, 2)])

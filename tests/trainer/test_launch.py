@@ -9,15 +9,36 @@ import pytest
 
 from tests.trainer.conftest import BASE, Proc, launch
 
-PLUGIN = ["--model", "tests.trainer.plugins:bigram", "--dataset", "tests.trainer.plugins:counting",
-          "--seq-len", "16", "--global-batch-size", "8", "--micro-batch-size", "2", "--threads", "1",
-          "--log-interval", "1", "--lr", "0.3", "--warmup-steps", "0"]
+PLUGIN = [
+    "--model",
+    "tests.trainer.plugins:bigram",
+    "--dataset",
+    "tests.trainer.plugins:counting",
+    "--seq-len",
+    "16",
+    "--global-batch-size",
+    "8",
+    "--micro-batch-size",
+    "2",
+    "--threads",
+    "1",
+    "--log-interval",
+    "1",
+    "--lr",
+    "0.3",
+    "--warmup-steps",
+    "0",
+]
 
 
 @pytest.mark.slow
 def test_loss_falls_on_byte_corpus_and_exit_0(tmp_path, corpus):
-    run = launch(tmp_path, "run", 2, [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]",
-                                      "--steps", "60", "--seq-len", "64"])
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", "60", "--seq-len", "64"],
+    )
     assert run.wait() == 0, run.tail()
     losses = [e["loss"] for e in run.events("step_done") if e["rank"] == 0]
     assert len(losses) == 60
@@ -31,8 +52,20 @@ def test_loss_falls_on_byte_corpus_and_exit_0(tmp_path, corpus):
 def test_fsdp2_trains_and_matches_ddp_loss(tmp_path):
     common = ["--steps", "8", "--threads", "1", "--log-interval", "1"]
     ddp = launch(tmp_path, "ddp", 2, common)
-    fsdp = launch(tmp_path, "fsdp", 2, [*common, "--parallelism", "fsdp", "--checkpoint.uri",
-                                        str(tmp_path / "ckpt"), "--checkpoint.interval-steps", "4"])
+    fsdp = launch(
+        tmp_path,
+        "fsdp",
+        2,
+        [
+            *common,
+            "--parallelism",
+            "fsdp",
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+            "--checkpoint.interval-steps",
+            "4",
+        ],
+    )
     assert ddp.wait() == 0, ddp.tail()
     assert fsdp.wait() == 0, fsdp.tail()
     a = [e["loss"] for e in ddp.events("step_done") if e["rank"] == 0]
@@ -51,8 +84,21 @@ def test_user_model_and_dataset_plugins(tmp_path):
 
 @pytest.mark.slow
 def test_sigterm_to_launcher_exits_143_after_commit(tmp_path):
-    run = launch(tmp_path, "run", 2, ["--steps", "100000", "--threads", "1", "--log-interval", "1",
-                                      "--checkpoint.uri", str(tmp_path / "ckpt")])
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        [
+            "--steps",
+            "100000",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+        ],
+    )
     run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
     run.signal(signal.SIGTERM)
     assert run.wait() == 143, run.tail()
@@ -62,8 +108,21 @@ def test_sigterm_to_launcher_exits_143_after_commit(tmp_path):
 
 @pytest.mark.slow
 def test_sigusr1_to_launcher_is_forwarded_and_exits_143(tmp_path):
-    run = launch(tmp_path, "run", 2, ["--steps", "100000", "--threads", "1", "--log-interval", "1",
-                                      "--checkpoint.uri", str(tmp_path / "ckpt")])
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        [
+            "--steps",
+            "100000",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+        ],
+    )
     run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
     run.signal(signal.SIGUSR1)
     assert run.wait() == 143, run.tail()
@@ -71,8 +130,13 @@ def test_sigusr1_to_launcher_is_forwarded_and_exits_143(tmp_path):
 
 
 def test_worker_crash_code_is_returned(tmp_path):
-    run = launch(tmp_path, "run", 2, [*PLUGIN, "--dataset", "tests.trainer.plugins:crashing", "--steps", "5"],
-                 extra_env={"CRASH_CODE": "7"})
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        [*PLUGIN, "--dataset", "tests.trainer.plugins:crashing", "--steps", "5"],
+        extra_env={"CRASH_CODE": "7"},
+    )
     assert run.wait() == 7, run.tail()
 
 
@@ -120,9 +184,25 @@ def test_launcher_bad_config_exit_2_before_workers_start(tmp_path):
 
 def test_dataloader_workers_do_not_swallow_a_process_group_sigterm(tmp_path):
     # SIGTERM to the whole process group reaches the DataLoader workers too; they must not die on it
-    p = Proc(["-m", "trainer", "--steps", "100000", "--num-workers", "2", "--threads", "1",
-              "--log-interval", "1", "--checkpoint.uri", str(tmp_path / "ckpt")],
-             tmp_path, "dl", new_session=True)
+    p = Proc(
+        [
+            "-m",
+            "trainer",
+            "--steps",
+            "100000",
+            "--num-workers",
+            "2",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+        ],
+        tmp_path,
+        "dl",
+        new_session=True,
+    )
     p.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
     os.killpg(p.p.pid, signal.SIGTERM)
     assert p.wait() == 143, p.tail()
@@ -143,8 +223,24 @@ def test_demo_shows_exact_resume(tmp_path):
 def test_torch_compile_trains_and_checkpoints_clean_keys(tmp_path):
     from tests.trainer.conftest import final_state
 
-    p = Proc(["-m", "trainer", "--compile", "true", "--steps", "4", "--threads", "1", "--log-interval", "1",
-              "--checkpoint.uri", str(tmp_path / "ckpt")], tmp_path, "compiled")
+    p = Proc(
+        [
+            "-m",
+            "trainer",
+            "--compile",
+            "true",
+            "--steps",
+            "4",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+        ],
+        tmp_path,
+        "compiled",
+    )
     assert p.wait() == 0, p.tail()
     keys = final_state(tmp_path / "ckpt", 4)["model"].keys()
     assert "tok.weight" in keys and not any("_orig_mod" in k or "module." in k for k in keys)
@@ -159,8 +255,9 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
 
     args = [sys.executable, "-m", "trainer", "--steps", "6", "--log-interval", "3", "--threads", "1"]
     leader, follower = pty.openpty()
-    with subprocess.Popen(args, stdout=follower, stderr=subprocess.DEVNULL, env=env(),
-                          cwd=tmp_path) as tty_run:
+    with subprocess.Popen(
+        args, stdout=follower, stderr=subprocess.DEVNULL, env=env(), cwd=tmp_path
+    ) as tty_run:
         os.close(follower)
         chunks = []
         while True:

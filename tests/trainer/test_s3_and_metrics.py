@@ -25,8 +25,19 @@ def test_s3_checkpoint_resume_is_bitwise_exact(tmp_path, corpus, reference, moto
     import fsspec
 
     ref = reference(2, STEPS)
-    args = [*BASE, "--dataset", "bytes", "--data-paths", f"[{corpus}]", "--steps", str(STEPS),
-            "--checkpoint.uri", "s3://ckpt/run-1", "--checkpoint.interval-steps", "5"]
+    args = [
+        *BASE,
+        "--dataset",
+        "bytes",
+        "--data-paths",
+        f"[{corpus}]",
+        "--steps",
+        str(STEPS),
+        "--checkpoint.uri",
+        "s3://ckpt/run-1",
+        "--checkpoint.interval-steps",
+        "5",
+    ]
     first = launch(tmp_path, "first", 2, args, extra_env=moto_s3)
     first.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 7)
     first.signal(signal.SIGTERM)
@@ -49,16 +60,36 @@ def test_s3_checkpoint_resume_is_bitwise_exact(tmp_path, corpus, reference, moto
 
 def _scrape(port: int) -> dict[str, float]:
     text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
-    return {s.name: s.value for fam in text_string_to_metric_families(text) for s in fam.samples
-            if s.name.startswith("trainplane_")}
+    return {
+        s.name: s.value
+        for fam in text_string_to_metric_families(text)
+        for s in fam.samples
+        if s.name.startswith("trainplane_")
+    }
 
 
 @pytest.mark.slow
 def test_metrics_endpoint_scraped_and_parsed(tmp_path):
     port = free_port()
-    run = launch(tmp_path, "run", 2, ["--steps", "100000", "--threads", "1", "--log-interval", "1",
-                                      "--metrics-port", str(port), "--checkpoint.uri", str(tmp_path / "ckpt"),
-                                      "--checkpoint.interval-steps", "3"])
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        [
+            "--steps",
+            "100000",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--metrics-port",
+            str(port),
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+            "--checkpoint.interval-steps",
+            "3",
+        ],
+    )
     try:
         run.wait_for(lambda e: e["event"] == "checkpoint_committed" and e["ckpt_step"] >= 3)
         deadline = time.monotonic() + 60
@@ -75,8 +106,14 @@ def test_metrics_endpoint_scraped_and_parsed(tmp_path):
         assert m["trainplane_checkpoint_saves_total"] >= 1
         assert m["trainplane_checkpoint_save_bytes"] > 0 and m["trainplane_checkpoint_save_seconds"] > 0
         assert m["trainplane_checkpoint_step"] >= 3
-        for name in ("trainplane_restarts", "trainplane_preemptions", "trainplane_resumes",
-                     "trainplane_checkpoint_load_seconds", "trainplane_mfu_ratio", "trainplane_info"):
+        for name in (
+            "trainplane_restarts",
+            "trainplane_preemptions",
+            "trainplane_resumes",
+            "trainplane_checkpoint_load_seconds",
+            "trainplane_mfu_ratio",
+            "trainplane_info",
+        ):
             assert name in m, name
     finally:
         run.signal(signal.SIGTERM)
@@ -91,14 +128,36 @@ def test_real_prometheus_scrapes_the_step(tmp_path):
     port, prom_port = free_port(), free_port()
     (tmp_path / "prometheus.yml").write_text(
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
-        f"scrape_configs: [{{job_name: trainer, static_configs: [{{targets: ['127.0.0.1:{port}']}}]}}]\n")
-    run = launch(tmp_path, "run", 2, ["--steps", "100000", "--threads", "1", "--log-interval", "1",
-                                      "--metrics-port", str(port), "--checkpoint.uri",
-                                      str(tmp_path / "ckpt")])
+        f"scrape_configs: [{{job_name: trainer, static_configs: [{{targets: ['127.0.0.1:{port}']}}]}}]\n"
+    )
+    run = launch(
+        tmp_path,
+        "run",
+        2,
+        [
+            "--steps",
+            "100000",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--metrics-port",
+            str(port),
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+        ],
+    )
     with open(tmp_path / "prometheus.log", "wb") as log:
-        prom = subprocess.Popen([exe, f"--config.file={tmp_path / 'prometheus.yml'}",
-                                 f"--storage.tsdb.path={tmp_path / 'tsdb'}",
-                                 f"--web.listen-address=127.0.0.1:{prom_port}"], stdout=log, stderr=log)
+        prom = subprocess.Popen(
+            [
+                exe,
+                f"--config.file={tmp_path / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp_path / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{prom_port}",
+            ],
+            stdout=log,
+            stderr=log,
+        )
     try:
         run.wait_for(lambda e: e["event"] == "metrics_listening")
         q = urllib.parse.urlencode({"query": 'trainplane_step{job="trainer"}'})
