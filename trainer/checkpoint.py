@@ -23,10 +23,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import fsspec
+import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from torch.distributed.checkpoint import FileSystemReader, FileSystemWriter
+from torch.distributed.checkpoint import CheckpointException, FileSystemReader, FileSystemWriter
 from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader, FsspecWriter
+from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions
 
 MANIFEST = "manifest.json"
 _STEP_RE = re.compile(r"^step-(\d+)$")
@@ -47,9 +49,18 @@ class SaveResult:
 class CheckpointStore:
     """Saves, commits, finds, verifies, loads and prunes checkpoints under one root."""
 
-    def __init__(self, uri: str, *, keep: int, config_hash: str, thread_count: int = 4,
-                 process_group: dist.ProcessGroup | None = None, rank: int = 0, world_size: int = 1,
-                 log: Callable[..., None] | None = None) -> None:
+    def __init__(
+        self,
+        uri: str,
+        *,
+        keep: int,
+        config_hash: str,
+        thread_count: int = 4,
+        process_group: dist.ProcessGroup | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        log: Callable[..., None] | None = None,
+    ) -> None:
         self.uri = uri.rstrip("/")
         self.fs, self.root = fsspec.core.url_to_fs(self.uri)
         self.local = "file" in _protocols(self.fs)
@@ -58,6 +69,18 @@ class CheckpointStore:
         self._log = log or (lambda *a, **k: None)
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ckpt-commit")
         self._pending: tuple[int, float, float, Future[SaveResult]] | None = None
+        # One stager for the whole run: it caches its CPU staging buffers by source storage, so after the
+        # first save an async save is a copy into warm memory instead of allocating (and page-faulting)
+        # the whole state again. Pinned memory only helps device-to-host copies.
+        cuda = torch.cuda.is_available()
+        self._stager = DefaultStager(
+            StagingOptions(
+                use_pinned_memory=cuda,
+                use_shared_memory=False,
+                use_async_staging=False,
+                use_non_blocking_copy=cuda,
+            )
+        )
         self.last_result: SaveResult | None = None
 
     # ---- paths ---------------------------------------------------------------------------------
@@ -122,7 +145,9 @@ class CheckpointStore:
         self.wait()  # saves are serialised: one in flight at a time, and the group is shared
         t0 = time.perf_counter()
         if asynchronous:
-            fut = dcp.async_save(state, storage_writer=self._writer(step), process_group=self.pg)
+            fut = dcp.async_save(
+                state, storage_writer=self._writer(step), process_group=self.pg, async_stager=self._stager
+            )
             blocking = time.perf_counter() - t0
             commit = self._pool.submit(self._finish_async, fut, step, t0, blocking)
             self._pending = (step, t0, blocking, commit)
@@ -134,12 +159,17 @@ class CheckpointStore:
             if self.pg is not None and dist.is_initialized():
                 dist.barrier(group=self.pg)  # nobody reports success before the manifest exists
             dt = time.perf_counter() - t0
+            if self.rank == 0:  # deleting old multi-GB checkpoints need not hold up training
+                self._pool.submit(self._prune, step)
             self._done(SaveResult(step, nbytes, dt, dt))
 
     def _finish_async(self, fut: Future[Any], step: int, t0: float, blocking: float) -> SaveResult:
         fut.result()
         nbytes = self._commit(step) if self.rank == 0 else 0
-        return SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+        res = SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+        if self.rank == 0:
+            self._prune(step)
+        return res
 
     def poll(self) -> None:
         """Report a finished async save; cheap, called at step boundaries."""
@@ -154,15 +184,20 @@ class CheckpointStore:
         self._pending = None
         try:
             self._done(commit.result())
-        except Exception as e:
+        except (Exception, CheckpointException) as e:  # CheckpointException derives from BaseException
             self._log("checkpoint_failed", ckpt_step=step, error=f"{type(e).__name__}: {e}")
 
     def _done(self, res: SaveResult) -> None:
         self.last_result = res
         # only rank 0 writes the manifest; the others report that their shards are written
         event = "checkpoint_committed" if self.rank == 0 else "checkpoint_shards_written"
-        self._log(event, ckpt_step=res.step, bytes=res.bytes, save_s=round(res.seconds, 4),
-                  blocking_s=round(res.blocking_seconds, 4))
+        self._log(
+            event,
+            ckpt_step=res.step,
+            bytes=res.bytes,
+            save_s=round(res.seconds, 4),
+            blocking_s=round(res.blocking_seconds, 4),
+        )
 
     def _commit(self, step: int, fault_delay: bool = False) -> int:
         d = self.step_dir(step)
@@ -173,8 +208,15 @@ class CheckpointStore:
         self.fs.invalidate_cache()
         files = {e["name"].rstrip("/").rsplit("/", 1)[-1]: e["size"] for e in self.fs.ls(d, detail=True)}
         files.pop(MANIFEST, None)
-        man = {"step": step, "world_size": self.world_size, "config_hash": self.config_hash,
-               "bytes": sum(files.values()), "files": files, "time": time.time(), "format": 1}
+        man = {
+            "step": step,
+            "world_size": self.world_size,
+            "config_hash": self.config_hash,
+            "bytes": sum(files.values()),
+            "files": files,
+            "time": time.time(),
+            "format": 1,
+        }
         blob = json.dumps(man, sort_keys=True).encode()
         if self.local:
             # tmp + fsync + rename: the manifest appears whole or not at all
@@ -191,11 +233,14 @@ class CheckpointStore:
                 os.close(dfd)
         else:
             self.fs.pipe_file(f"{d}/{MANIFEST}", blob)  # one PUT: atomic on S3 and GCS
-        self._prune(step)
         return man["bytes"]
 
     def _prune(self, newest: int) -> None:
-        """Keep the newest K committed; drop torn directories older than the newest commit."""
+        """Keep the newest K committed; drop torn directories older than the newest commit.
+
+        Runs in the commit thread. Saves are serialised, so the only directory that can be in flight is
+        newer than ``newest`` and is never touched here.
+        """
         steps = self.all_steps()
         committed = [s for s in steps if self.manifest(s) is not None]
         torn = [s for s in steps if s < newest and s not in committed]
@@ -233,6 +278,7 @@ class CheckpointStore:
     def close(self) -> None:
         self.wait()
         self._pool.shutdown(wait=True)
+        self._stager.close()
 
 
 def _protocols(fs: fsspec.AbstractFileSystem) -> tuple[str, ...]:

@@ -101,8 +101,21 @@ class TrainConfig(_Model):
 
     def training_hash(self) -> str:
         """Hash of the fields that define the training trajectory (not steps, ports, paths, workers)."""
-        keys = ["model", "model_args", "dataset", "data_paths", "seq_len", "global_batch_size", "lr",
-                "min_lr_ratio", "warmup_steps", "weight_decay", "grad_clip", "dropout", "seed"]
+        keys = [
+            "model",
+            "model_args",
+            "dataset",
+            "data_paths",
+            "seq_len",
+            "global_batch_size",
+            "lr",
+            "min_lr_ratio",
+            "warmup_steps",
+            "weight_decay",
+            "grad_clip",
+            "dropout",
+            "seed",
+        ]
         blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -114,8 +127,14 @@ def _format_error(err: ValidationError) -> str:
         msg = e["msg"].removeprefix("Value error, ")
         if e["type"] == "extra_forbidden":
             msg = "unknown key"
-        parts.append(f"{loc}: {msg}" + (f" (got {e['input']!r})" if e["type"] != "extra_forbidden"
-                                          and not isinstance(e["input"], dict) else ""))
+        parts.append(
+            f"{loc}: {msg}"
+            + (
+                f" (got {e['input']!r})"
+                if e["type"] != "extra_forbidden" and not isinstance(e["input"], dict)
+                else ""
+            )
+        )
     return "config error: " + "; ".join(parts)
 
 

@@ -87,7 +87,8 @@ def build_dataset(cfg: TrainConfig, vocab: int) -> Dataset[torch.Tensor]:
     if ":" in cfg.dataset:
         return load_object(cfg.dataset, "dataset")(cfg)
     raise ConfigError(
-        f"config error: dataset: unknown {cfg.dataset!r}; use synthetic, bytes or module:function")
+        f"config error: dataset: unknown {cfg.dataset!r}; use synthetic, bytes or module:function"
+    )
 
 
 def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
@@ -97,8 +98,17 @@ def epoch_permutation(n: int, seed: int, epoch: int) -> torch.Tensor:
 class ElasticSampler(Sampler[int]):
     """Yields this rank's dataset indices for steps ``start_step .. end_step`` in training order."""
 
-    def __init__(self, n: int, seed: int, global_batch: int, micro_batch: int, world_size: int, rank: int,
-                 start_step: int, end_step: int) -> None:
+    def __init__(
+        self,
+        n: int,
+        seed: int,
+        global_batch: int,
+        micro_batch: int,
+        world_size: int,
+        rank: int,
+        start_step: int,
+        end_step: int,
+    ) -> None:
         self.n, self.seed = n, seed
         self.gb, self.mb, self.ws, self.rank = global_batch, micro_batch, world_size, rank
         self.accum = global_batch // (micro_batch * world_size)

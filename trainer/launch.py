@@ -125,8 +125,11 @@ def main(argv: list[str] | None = None) -> int:
         except SignalException as e:
             if preempted.exists():
                 return EXIT_PREEMPTED
-            print(f"trainplane.launch: {signal.Signals(e.sigval).name} received and no preemption "
-                  "checkpoint was committed", file=sys.stderr)
+            print(
+                f"trainplane.launch: {signal.Signals(e.sigval).name} received and no preemption "
+                "checkpoint was committed",
+                file=sys.stderr,
+            )
             return EXIT_CRASH
 
 

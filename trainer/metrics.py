@@ -36,40 +36,57 @@ class Metrics:
 
     def __init__(self, job: str) -> None:
         r = self.registry = CollectorRegistry()
-        self.info = Gauge("trainplane_info", "Static facts about this trainer", ["job", "parallelism"],
-                          registry=r)
+        self.info = Gauge(
+            "trainplane_info", "Static facts about this trainer", ["job", "parallelism"], registry=r
+        )
         self.step = Gauge("trainplane_step", "Last completed optimizer step", registry=r)
         self.loss = Gauge("trainplane_loss", "Training loss of the last step (mean over ranks)", registry=r)
-        self.tokens_per_second = Gauge("trainplane_tokens_per_second",
-                                       "Tokens per second over the last step, all ranks", registry=r)
-        self.tokens = Counter("trainplane_tokens", "Tokens trained on by this process's job since start",
-                              registry=r)
+        self.tokens_per_second = Gauge(
+            "trainplane_tokens_per_second", "Tokens per second over the last step, all ranks", registry=r
+        )
+        self.tokens = Counter(
+            "trainplane_tokens", "Tokens trained on by this process's job since start", registry=r
+        )
         self.step_seconds = Gauge("trainplane_step_seconds", "Wall time of the last step", registry=r)
-        self.mfu = Gauge("trainplane_mfu_ratio", "Model FLOPs utilisation (only where the GPU peak is known)",
-                         registry=r)
+        self.mfu = Gauge(
+            "trainplane_mfu_ratio", "Model FLOPs utilisation (only where the GPU peak is known)", registry=r
+        )
         self.world_size = Gauge("trainplane_world_size", "Processes in the current group", registry=r)
-        self.save_seconds = Gauge("trainplane_checkpoint_save_seconds",
-                                  "Duration of the last committed checkpoint save", registry=r)
-        self.save_blocking_seconds = Gauge("trainplane_checkpoint_save_blocking_seconds",
-                                           "Time the last save blocked training", registry=r)
-        self.save_bytes = Gauge("trainplane_checkpoint_save_bytes", "Bytes of the last committed checkpoint",
-                                registry=r)
+        self.save_seconds = Gauge(
+            "trainplane_checkpoint_save_seconds", "Duration of the last committed checkpoint save", registry=r
+        )
+        self.save_blocking_seconds = Gauge(
+            "trainplane_checkpoint_save_blocking_seconds", "Time the last save blocked training", registry=r
+        )
+        self.save_bytes = Gauge(
+            "trainplane_checkpoint_save_bytes", "Bytes of the last committed checkpoint", registry=r
+        )
         self.saves = Counter("trainplane_checkpoint_saves", "Committed checkpoints", registry=r)
-        self.save_failures = Counter("trainplane_checkpoint_save_failures", "Failed checkpoint saves",
-                                     registry=r)
-        self.load_seconds = Gauge("trainplane_checkpoint_load_seconds", "Duration of the resume load",
-                                  registry=r)
-        self.load_bytes = Gauge("trainplane_checkpoint_load_bytes", "Bytes of the checkpoint resumed from",
-                                registry=r)
-        self.last_checkpoint_step = Gauge("trainplane_checkpoint_step",
-                                          "Step of the newest committed checkpoint",
-                                          registry=r)
-        self.restarts = Gauge("trainplane_restarts", "torchrun group restarts of this launcher "
-                              "(TORCHELASTIC_RESTART_COUNT)", registry=r)
-        self.resumes = Gauge("trainplane_resumes", "Times this job resumed from a checkpoint (cumulative)",
-                             registry=r)
-        self.preemptions = Gauge("trainplane_preemptions",
-                                 "Preemptions handled by this job (cumulative across restarts)", registry=r)
+        self.save_failures = Counter(
+            "trainplane_checkpoint_save_failures", "Failed checkpoint saves", registry=r
+        )
+        self.load_seconds = Gauge(
+            "trainplane_checkpoint_load_seconds", "Duration of the resume load", registry=r
+        )
+        self.load_bytes = Gauge(
+            "trainplane_checkpoint_load_bytes", "Bytes of the checkpoint resumed from", registry=r
+        )
+        self.last_checkpoint_step = Gauge(
+            "trainplane_checkpoint_step", "Step of the newest committed checkpoint", registry=r
+        )
+        self.restarts = Gauge(
+            "trainplane_restarts",
+            "torchrun group restarts of this launcher (TORCHELASTIC_RESTART_COUNT)",
+            registry=r,
+        )
+        self.resumes = Gauge(
+            "trainplane_resumes", "Times this job resumed from a checkpoint (cumulative)", registry=r
+        )
+        self.preemptions = Gauge(
+            "trainplane_preemptions",
+            "Preemptions handled by this job (cumulative across restarts)",
+            registry=r,
+        )
         self.job = job
 
     def serve(self, port: int) -> None:
@@ -84,8 +101,14 @@ class EventLog:
         self.stream = stream or sys.stdout
 
     def __call__(self, event: str, **fields: Any) -> None:
-        rec = {"ts": round(time.time(), 3), "event": event, "job": self.job, "rank": self.rank,
-               "step": self.step, **fields}
+        rec = {
+            "ts": round(time.time(), 3),
+            "event": event,
+            "job": self.job,
+            "rank": self.rank,
+            "step": self.step,
+            **fields,
+        }
         self.stream.write(json.dumps(rec, default=str) + "\n")
         self.stream.flush()
 
@@ -98,8 +121,13 @@ class Progress:
         if enabled and sys.stdout.isatty():
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-            self._bar = Progress(TextColumn("train"), BarColumn(), MofNCompleteColumn(),
-                                 TextColumn("loss {task.fields[loss]:.4f}"), TimeRemainingColumn())
+            self._bar = Progress(
+                TextColumn("train"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("loss {task.fields[loss]:.4f}"),
+                TimeRemainingColumn(),
+            )
             self._task = self._bar.add_task("train", total=total, completed=start, loss=float("nan"))
             self._bar.start()
 

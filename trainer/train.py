@@ -15,6 +15,7 @@ import pickle
 import random
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +43,14 @@ def parse_args(argv: list[str] | None) -> tuple[str | None, list[str]]:
     """``--config FILE``, ``--set key=value`` (repeatable) and ``--any-key value`` as a shorthand for set."""
     p = argparse.ArgumentParser(prog="python -m trainer", description=__doc__)
     p.add_argument("--config", help="YAML file (default: $TRAINPLANE_CONFIG)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="sets",
-                   help="override one key, dotted for nested (checkpoint.uri=s3://b/run)")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="sets",
+        help="override one key, dotted for nested (checkpoint.uri=s3://b/run)",
+    )
     args, rest = p.parse_known_args(argv)
     sets = list(args.sets)
     i = 0
@@ -62,8 +69,12 @@ def parse_args(argv: list[str] | None) -> tuple[str | None, list[str]]:
 
 
 def _rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    return {
+        "python": random.getstate(),
+        "numpy": np.random.get_state(),
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
 
 
 def _set_rng_state(s: dict[str, Any]) -> None:
@@ -96,8 +107,9 @@ def build_model(cfg: TrainConfig) -> nn.Module:
     try:
         return GPT(gpt_config(cfg.model, cfg.seq_len, cfg.dropout, cfg.model_args))
     except KeyError:
-        raise ConfigError(f"config error: model: unknown {cfg.model!r}; presets: tiny, mini, gpt-small, "
-                          "or module:function") from None
+        raise ConfigError(
+            f"config error: model: unknown {cfg.model!r}; presets: tiny, mini, gpt-small, or module:function"
+        ) from None
     except TypeError as e:
         raise ConfigError(f"config error: modelArgs: {e}") from None
 
@@ -122,9 +134,23 @@ class Trainer:
         self.device = torch.device(f"cuda:{self.local_rank}") if self.cuda else torch.device("cpu")
         if self.cuda:
             torch.cuda.set_device(self.device)
-        if "MASTER_ADDR" in os.environ:
-            # gloo next to nccl: async checkpoint collectives run on CPU in a background thread
-            dist.init_process_group("cpu:gloo,cuda:nccl" if self.cuda else "gloo", device_id=None)
+        # gloo next to nccl: async checkpoint collectives run on CPU in a background thread
+        backend = "cpu:gloo,cuda:nccl" if self.cuda else "gloo"
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+            # torchrun's agent store outlives a group restart, and gloo's address exchange would read the
+            # dead group's keys (seen here: restarted ranks dialling the killed worker's port). A prefix
+            # per restart gives each incarnation a clean namespace.
+            base = dist.TCPStore(
+                os.environ["MASTER_ADDR"],
+                int(os.environ["MASTER_PORT"]),
+                world_size=self.world,
+                is_master=False,
+                timeout=timedelta(minutes=10),
+            )
+            store = dist.PrefixStore(f"trainplane/restart-{self.restart_count}", base)
+            dist.init_process_group(backend, store=store, rank=self.rank, world_size=self.world)
+        elif "MASTER_ADDR" in os.environ:
+            dist.init_process_group(backend)
         else:  # a plain single process: a group of one keeps one code path
             dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
         self.ckpt_pg = dist.new_group(backend="gloo")
@@ -153,12 +179,25 @@ class Trainer:
 
     def _state(self, step: int, rng: bytes) -> dict[str, Any]:
         msd, osd = get_state_dict(self.model, self.opt)
-        return {"model": msd, "optim": osd, "sched": self.sched.state_dict(),
-                "train": {"step": step, "samples": step * self.cfg.global_batch_size,
-                          "world_size": self.world, "preemptions": self.preemptions,
-                          "resumes": self.resumes, "rng": rng}}
+        return {
+            "model": msd,
+            "optim": osd,
+            "sched": self.sched.state_dict(),
+            "train": {
+                "step": step,
+                "samples": step * self.cfg.global_batch_size,
+                "world_size": self.world,
+                "preemptions": self.preemptions,
+                "resumes": self.resumes,
+                "rng": rng,
+            },
+        }
 
     def _save(self, step: int, asynchronous: bool) -> None:
+        # The previous async save runs collectives on ckpt_pg in its own thread; gloo cannot interleave
+        # two threads' collectives on one group, so it must be finished before we gather here.
+        self.store.wait()
+        self._after_save_poll()
         states: list[Any] = [None] * self.world
         dist.all_gather_object(states, _rng_state(), group=self.ckpt_pg)
         self.store.save(self._state(step, pickle.dumps(states)), step, asynchronous=asynchronous)
@@ -191,8 +230,14 @@ class Trainer:
         dt = time.perf_counter() - t0
         self.metrics.load_seconds.set(dt)
         self.metrics.load_bytes.set(man["bytes"])
-        self.log("resumed", ckpt_step=step, samples=int(tr["samples"]), from_world_size=int(tr["world_size"]),
-                 load_s=round(dt, 4), bytes=man["bytes"])
+        self.log(
+            "resumed",
+            ckpt_step=step,
+            samples=int(tr["samples"]),
+            from_world_size=int(tr["world_size"]),
+            load_s=round(dt, 4),
+            bytes=man["bytes"],
+        )
         self.saved_step = step
         return step
 
@@ -200,8 +245,14 @@ class Trainer:
     def run(self) -> int:
         cfg = self.cfg
         self._init_dist()
-        self.log("start", world_size=self.world, accumulation=self.accum, pid=os.getpid(),
-                 restart_count=self.restart_count, config_hash=cfg.training_hash())
+        self.log(
+            "start",
+            world_size=self.world,
+            accumulation=self.accum,
+            pid=os.getpid(),
+            restart_count=self.restart_count,
+            config_hash=cfg.training_hash(),
+        )
         self.metrics = Metrics(cfg.job_name)
         torch.manual_seed(cfg.seed)  # identical initial weights on every rank
         model = build_model(cfg)
@@ -209,19 +260,26 @@ class Trainer:
         dataset = build_dataset(cfg, vocab)
         self.raw_model = model
         self.model, fwd = self._wrap(model)
-        self.opt = torch.optim.AdamW(self.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95),
-                                     weight_decay=cfg.weight_decay)
+        self.opt = torch.optim.AdamW(
+            self.model.parameters(), lr=cfg.lr, betas=(0.9, 0.95), weight_decay=cfg.weight_decay
+        )
         self.sched = torch.optim.lr_scheduler.LambdaLR(self.opt, lambda s: lr_factor(cfg, s))
         self.preemptions = self.resumes = 0
         self.saved_step = -1
+        self._reported: Any = None
         self.store: CheckpointStore | None = None
         start = 0
         if cfg.checkpoint.uri:
-            self.store = CheckpointStore(cfg.checkpoint.uri, keep=cfg.checkpoint.keep,
-                                         config_hash=cfg.training_hash(),
-                                         thread_count=cfg.checkpoint.thread_count,
-                                         process_group=self.ckpt_pg, rank=self.rank, world_size=self.world,
-                                         log=self.log)
+            self.store = CheckpointStore(
+                cfg.checkpoint.uri,
+                keep=cfg.checkpoint.keep,
+                config_hash=cfg.training_hash(),
+                thread_count=cfg.checkpoint.thread_count,
+                process_group=self.ckpt_pg,
+                rank=self.rank,
+                world_size=self.world,
+                log=self.log,
+            )
             start = self._resume()
         if start == 0:
             _seed_rank(cfg.seed, 0, self.rank)
@@ -238,12 +296,26 @@ class Trainer:
             m.serve(cfg.metrics_port)
             self.log("metrics_listening", port=cfg.metrics_port)
 
-        sampler = ElasticSampler(len(dataset), cfg.seed, cfg.global_batch_size, cfg.micro_batch_size,  # type: ignore[arg-type]
-                                 self.world, self.rank, start, cfg.steps)
-        loader = DataLoader(Indexed(dataset), batch_size=cfg.micro_batch_size, sampler=sampler,
-                            num_workers=cfg.num_workers, worker_init_fn=worker_init,
-                            # its own generator: creating the iterator must not consume the training RNG
-                            generator=torch.Generator().manual_seed(cfg.seed), pin_memory=self.cuda)
+        sampler = ElasticSampler(
+            len(dataset),
+            cfg.seed,
+            cfg.global_batch_size,
+            cfg.micro_batch_size,  # type: ignore[arg-type]
+            self.world,
+            self.rank,
+            start,
+            cfg.steps,
+        )
+        loader = DataLoader(
+            Indexed(dataset),
+            batch_size=cfg.micro_batch_size,
+            sampler=sampler,
+            num_workers=cfg.num_workers,
+            worker_init_fn=worker_init,
+            # its own generator: creating the iterator must not consume the training RNG
+            generator=torch.Generator().manual_seed(cfg.seed),
+            pin_memory=self.cuda,
+        )
         try:
             return self._loop(fwd, loader, start)
         finally:
@@ -254,8 +326,9 @@ class Trainer:
     def _loop(self, fwd: nn.Module, loader: DataLoader[Any], start: int) -> int:
         cfg, m = self.cfg, self.metrics
         bf16 = cfg.precision == "bf16" or (cfg.precision == "auto" and self.cuda)
-        autocast = (torch.autocast(self.device.type, dtype=torch.bfloat16) if bf16
-                    else contextlib.nullcontext())
+        autocast = (
+            torch.autocast(self.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+        )
         recorder = self._recorder()
         peak = gpu_peak_flops(torch.cuda.get_device_name(self.device)) if self.cuda else None
         model_cfg = getattr(self.raw_model, "config", None)
@@ -278,8 +351,9 @@ class Trainer:
                         self.model.set_requires_gradient_sync(True)
                     with self._sync_ctx(last), autocast:
                         logits = fwd(x[:, :-1])
-                        micro = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)),
-                                                x[:, 1:].reshape(-1))
+                        micro = F.cross_entropy(
+                            logits.float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1)
+                        )
                     (micro / self.accum).backward()
                     loss_sum += micro.detach() / self.accum
                     if recorder:
@@ -304,12 +378,27 @@ class Trainer:
                 if peak and flops_tok:
                     m.mfu.set(flops_tok * tokens_step / dt / (peak * self.world))
                 if recorder:
-                    recorder.write(json.dumps({"step": step, "attempt": self.attempt, "rank": self.rank,
-                                               "world_size": self.world, "indices": seen}) + "\n")
+                    recorder.write(
+                        json.dumps(
+                            {
+                                "step": step,
+                                "attempt": self.attempt,
+                                "rank": self.rank,
+                                "world_size": self.world,
+                                "indices": seen,
+                            }
+                        )
+                        + "\n"
+                    )
                     recorder.flush()
                 if done % cfg.log_interval == 0 or done == cfg.steps:
-                    self.log("step_done", loss=round(loss, 6), step_s=round(dt, 5),
-                             tokens_per_s=round(tokens_step / dt, 1), lr=self.sched.get_last_lr()[0])
+                    self.log(
+                        "step_done",
+                        loss=round(loss, 6),
+                        step_s=round(dt, 5),
+                        tokens_per_s=round(tokens_step / dt, 1),
+                        lr=self.sched.get_last_lr()[0],
+                    )
                 progress.update(done, loss)
                 if self.store is not None:
                     self._after_save_poll()
@@ -331,10 +420,10 @@ class Trainer:
 
     def _after_save_poll(self) -> None:
         assert self.store is not None
-        before = self.store.last_result
         self.store.poll()
         res = self.store.last_result
-        if res is not None and res is not before:
+        if res is not None and res is not self._reported:
+            self._reported = res
             m = self.metrics
             m.saves.inc()
             m.save_seconds.set(res.seconds)
@@ -358,8 +447,12 @@ class Trainer:
         if launch_dir and self.local_rank == 0:
             Path(launch_dir, "preempted").write_text(json.dumps({"step": done}))
         since = time.monotonic() - self.flag.received_at if self.flag.received_at else None
-        self.log("preempted_exit", exit_code=EXIT_PREEMPTED, ckpt_step=done,
-                 signal_to_exit_s=round(since, 4) if since is not None else None)
+        self.log(
+            "preempted_exit",
+            exit_code=EXIT_PREEMPTED,
+            ckpt_step=done,
+            signal_to_exit_s=round(since, 4) if since is not None else None,
+        )
         return EXIT_PREEMPTED
 
     def _recorder(self) -> Any:

@@ -66,7 +66,7 @@ class Proc:
         workdir: Path,
         name: str,
         extra_env: dict[str, str] | None = None,
-        new_session: bool = False,
+        new_session: bool = True,
     ) -> None:
         self.out = workdir / f"{name}.out"
         self.err = workdir / f"{name}.err"
@@ -118,7 +118,7 @@ class Proc:
 
     def kill_tree(self) -> None:
         try:
-            os.killpg(self.p.pid, signal.SIGKILL) if self.p.pid == os.getpgid(self.p.pid) else self.p.kill()
+            os.killpg(self.p.pid, signal.SIGKILL)  # its own session: workers and loaders go too
         except ProcessLookupError:
             pass
 

@@ -208,3 +208,71 @@ def test_dataloader_workers_do_not_swallow_a_process_group_sigterm(tmp_path):
     assert p.wait() == 143, p.tail()
     step = p.events("preempted_exit")[0]["ckpt_step"]
     assert (tmp_path / "ckpt" / f"step-{step}" / "manifest.json").exists()
+
+
+@pytest.mark.slow
+def test_demo_shows_exact_resume(tmp_path):
+    p = Proc(["-m", "trainer.demo"], tmp_path, "demo")
+    assert p.wait() == 0, p.tail()
+    lines = p.out.read_text().splitlines()
+    assert any("launcher exit code 143" in ln for ln in lines)
+    assert "resumed run MATCHES the uninterrupted run bitwise" in lines[-1]
+
+
+@pytest.mark.slow
+def test_torch_compile_trains_and_checkpoints_clean_keys(tmp_path):
+    from tests.trainer.conftest import final_state
+
+    p = Proc(
+        [
+            "-m",
+            "trainer",
+            "--compile",
+            "true",
+            "--steps",
+            "4",
+            "--threads",
+            "1",
+            "--log-interval",
+            "1",
+            "--checkpoint.uri",
+            str(tmp_path / "ckpt"),
+        ],
+        tmp_path,
+        "compiled",
+    )
+    assert p.wait() == 0, p.tail()
+    keys = final_state(tmp_path / "ckpt", 4)["model"].keys()
+    assert "tok.weight" in keys and not any("_orig_mod" in k or "module." in k for k in keys)
+
+
+def test_progress_bar_only_on_a_terminal(tmp_path):
+    import pty
+    import subprocess
+    import sys
+
+    from tests.trainer.conftest import env
+
+    args = [sys.executable, "-m", "trainer", "--steps", "6", "--log-interval", "3", "--threads", "1"]
+    leader, follower = pty.openpty()
+    with subprocess.Popen(
+        args, stdout=follower, stderr=subprocess.DEVNULL, env=env(), cwd=tmp_path
+    ) as tty_run:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO once the child closed the terminal
+                break
+            if not data:
+                break
+            chunks.append(data)
+        assert tty_run.wait() == 0
+    os.close(leader)
+    on_tty = b"".join(chunks).decode(errors="replace")
+    piped = Proc(args[1:], tmp_path, "piped")
+    assert piped.wait() == 0
+    assert "6/6" in on_tty and "loss" in on_tty  # rich's bar: completed/total and the loss column
+    assert "6/6" not in piped.out.read_text()
+    assert all(line.startswith("{") for line in piped.out.read_text().splitlines())
