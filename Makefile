@@ -16,10 +16,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[trainer,dev]'
 	touch $(STAMP)
 
+# An offline plan of the reference stacks, then a local training run: 2 CPU workers, a SIGTERM mid-run,
+# exit 143, an automatic restart that resumes, and a bitwise comparison with an uninterrupted run.
 demo: $(STAMP)
 	$(BIN)/trainplane plan aws-dev
 	$(BIN)/trainplane plan gcp-dev
 	$(BIN)/trainplane plan onprem-dev
+	$(BIN)/trainplane plan gpt-small-aws-dev
+	$(BIN)/python -m trainer.demo
 
 test: $(STAMP)
 	$(BIN)/ruff check .
@@ -30,7 +34,8 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 bench: $(STAMP)
-	$(BIN)/python tests/benchmarks/bench_plan.py
+	$(BIN)/python tests/benchmarks/bench_plan.py --markdown
+	$(BIN)/python tests/benchmarks/bench_trainer.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
