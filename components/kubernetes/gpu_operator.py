@@ -66,6 +66,10 @@ def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, 
         # Prometheus selects every ServiceMonitor (serviceMonitorSelectorNilUsesHelmValues=false).
         "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True, "interval": "15s"}},
     }
+    if op.mig.profile:
+        # The MIG manager applies its default config to every GPU node without an nvidia.com/mig.config
+        # label, so one profile for the platform needs no per-node labelling.
+        values["migManager"] = {"config": {"default": op.mig.profile}}
     plugin = device_plugin_config(op)
     if plugin is not None:
         values["devicePlugin"] = {

@@ -127,6 +127,14 @@ def test_mig_strategy_reaches_the_operator():
     assert operator_values(plan("aws-dev"))["mig"] == {"strategy": "none"}
 
 
+def test_mig_profile_becomes_the_mig_managers_default_config():
+    obj = platform_object("aws-dev")
+    obj["gpuOperator"] = {"mig": {"strategy": "single", "profile": "all-1g.10gb"}}
+    values = operator_values(plan_incluster(obj))
+    assert values["migManager"] == {"config": {"default": "all-1g.10gb"}}
+    assert "migManager" not in operator_values(plan("aws-dev"))
+
+
 def test_extra_pool_taints_are_tolerated_by_operator_daemonsets():
     obj = platform_object("onprem-dev")
     obj["nodePools"][0]["taints"].append(
