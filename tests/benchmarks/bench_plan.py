@@ -33,7 +33,7 @@ print(json.dumps({"modules": mods, "resources": sum(r.custom for r in result.res
 
 def timed(cmd: list[str]) -> float:
     start = time.perf_counter()
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return time.perf_counter() - start
 
 
