@@ -310,7 +310,8 @@ class TrainingJob(pulumi.ComponentResource):
                             {
                                 "name": CONTAINER,
                                 "image": job.image,
-                                "command": ["python", "-m", "trainer.launch"],
+                                # The image's entry point is tini -> `python -m trainer.launch`
+                                # (trainer/Dockerfile): tini forwards signals and reaps orphans.
                                 "args": launcher_args(job, service),
                                 "env": env,
                                 "ports": [
