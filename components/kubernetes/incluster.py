@@ -56,7 +56,7 @@ class InClusterPlatform(pulumi.ComponentResource):
             opts=child,
         )
         self.observability = Observability(
-            f"{name}-observability", ObservabilityArgs(spec, bundle, monitoring, list(self.teams)), child
+            f"{name}-observability", ObservabilityArgs(spec, bundle, monitoring), child
         )
         self.logs = (
             Logs(f"{name}-logs", LogsArgs(spec, bundle, monitoring), child)

@@ -9,7 +9,6 @@ release label. Objects of the chart's CRDs wait for the release; nothing else do
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +101,6 @@ class ObservabilityArgs:
     spec: PlatformSpec
     bundle: ClusterBundle
     namespace: k8s.core.v1.Namespace
-    team_namespaces: Sequence[str]
 
 
 class Observability(pulumi.ComponentResource):

@@ -13,6 +13,8 @@ try:
 except ConfigError as e:
     raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
 
-platform = GpuPlatform(spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig")))
+platform = GpuPlatform(
+    spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
+)
 for key, value in platform.outputs.items():
     pulumi.export(key, value)
