@@ -350,3 +350,26 @@ def test_checkpoints_may_go_to_a_writable_shared_volume():
     assert env_of(result)["TRAINPLANE_CHECKPOINT_URI"] == "/ckpt/run1"
     mounts = {m["mountPath"]: m for m in container(result)["volumeMounts"]}
     assert mounts["/ckpt"]["subPath"] == "checkpoints/gpt-small" and mounts["/ckpt"]["readOnly"] is False
+
+
+def test_cli_plans_and_renders_the_job_stack(tmp_path, capsys):
+    import yaml
+
+    from infra.cli import main
+
+    assert main(["render", "gpt-small-aws-dev", "--out", str(tmp_path)]) == 0
+    job = yaml.safe_load((tmp_path / "research" / "Job-gpt-small.yaml").read_text())
+    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["parallelism"] == 4
+    assert sorted(p.name for p in (tmp_path / "research").iterdir()) == [
+        "ConfigMap-gpt-small-config.yaml",
+        "Job-gpt-small.yaml",
+        "PodMonitor-gpt-small.yaml",
+        "Service-gpt-small-workers.yaml",
+    ]
+    capsys.readouterr()
+    assert main(["plan", "gpt-small-aws-dev", "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["gpus"] == {"min": 16, "max": 32}
+    (pool,) = summary["cost"]["pools"]
+    assert (pool["pool"], pool["min_nodes"], pool["max_nodes"]) == ("h100", 2, 4)
+    assert summary["cost"]["max_hourly"] == pytest.approx(4 * pool["spot_hourly"], abs=0.01)
