@@ -194,3 +194,37 @@ def test_store_verification_rejects_bad_manifests(tmp_path):
     assert store.manifest(3) is not None
     shutil.rmtree(d)
     assert store.all_steps() == []
+
+
+def test_cpu_stager_copies_are_independent_and_buffers_reused():
+    import torch
+
+    from trainer.checkpoint import _CpuStager
+
+    a = torch.randn(1000, 300)
+    step = torch.tensor(3.0)
+    sd = {
+        "model": {"a": a, "cols": a[:, 5:7], "tied": a},
+        "optim": {"state": {0: {"step": step}}, "param_groups": [{"lr": 0.1, "params": [0]}]},
+        "train": {"rng": b"xx", "step": 7},
+    }
+    assert _CpuStager.handles(sd)
+    assert not _CpuStager.handles({"m": torch.randn(2).to_sparse()})
+    assert not _CpuStager.handles({"m": object()})
+    stager = _CpuStager(threads=2)
+    try:
+        out = stager.stage(sd)
+        assert torch.equal(out["model"]["a"], a)
+        assert torch.equal(out["model"]["cols"], a[:, 5:7]) and out["model"]["cols"].stride() == (300, 1)
+        ptr = out["model"]["a"].untyped_storage().data_ptr()
+        assert ptr != a.untyped_storage().data_ptr()
+        assert out["model"]["tied"].untyped_storage().data_ptr() == ptr  # shared storage stays shared
+        assert out["optim"]["param_groups"] == sd["optim"]["param_groups"] and out["train"] == sd["train"]
+        a.add_(1)
+        step.add_(1)  # training goes on: the staged copy must not change
+        assert not torch.equal(out["model"]["a"], a) and out["optim"]["state"][0]["step"].item() == 3.0
+        again = stager.stage(sd)
+        assert torch.equal(again["model"]["a"], a) and again["optim"]["state"][0]["step"].item() == 4.0
+        assert again["model"]["a"].untyped_storage().data_ptr() == ptr  # warm buffer reused
+    finally:
+        stager.close()
