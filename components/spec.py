@@ -20,8 +20,8 @@ from __future__ import annotations
 import difflib
 import ipaddress
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic.alias_generators import to_camel
@@ -74,6 +74,9 @@ PATTERN_WORDS = {
 }
 
 
+SpecT = TypeVar("SpecT", bound="Spec")
+
+
 class ConfigError(Exception):
     """A stack file that cannot be deployed; `problems` holds one line per problem."""
 
@@ -88,6 +91,22 @@ class Spec(BaseModel):
     model_config = ConfigDict(
         extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, validate_default=True
     )
+
+
+def _load_checked(
+    model: type[SpecT], raw: Any, root: str, check: Callable[[SpecT, str], Iterable[str]]
+) -> SpecT:
+    """Both passes of validation: pydantic's shape, then `check`'s rules; every problem on one line."""
+    if not isinstance(raw, dict):
+        raise ConfigError([f"{root}: must be a mapping, got {type(raw).__name__}"])
+    try:
+        obj = model.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, model, root)) from None
+    problems = list(check(obj, root))
+    if problems:
+        raise ConfigError(problems)
+    return obj
 
 
 class ClusterSpec(Spec):
@@ -252,16 +271,7 @@ class PlatformSpec(Spec):
     @classmethod
     def load(cls, raw: Any, root: str = "platform") -> PlatformSpec:
         """Validate a raw stack object; raise ConfigError with one line per problem."""
-        if not isinstance(raw, dict):
-            raise ConfigError([f"{root}: must be a mapping, got {type(raw).__name__}"])
-        try:
-            spec = cls.model_validate(raw)
-        except ValidationError as e:
-            raise ConfigError(format_validation_error(e, cls, root)) from None
-        problems = list(check_platform(spec, root))
-        if problems:
-            raise ConfigError(problems)
-        return spec
+        return _load_checked(cls, raw, root, check_platform)
 
     def gpu_pools(self) -> list[NodePoolSpec]:
         return [p for p in self.node_pools if p.is_gpu]
@@ -794,16 +804,7 @@ class JobSpec(Spec):
     @classmethod
     def load(cls, raw: Any, root: str = "job") -> JobSpec:
         """Validate a raw job object on its own; `check_job` then checks it against the platform."""
-        if not isinstance(raw, dict):
-            raise ConfigError([f"{root}: must be a mapping, got {type(raw).__name__}"])
-        try:
-            job = cls.model_validate(raw)
-        except ValidationError as e:
-            raise ConfigError(format_validation_error(e, cls, root)) from None
-        problems = list(_check_job_alone(job, root))
-        if problems:
-            raise ConfigError(problems)
-        return job
+        return _load_checked(cls, raw, root, _check_job_alone)
 
 
 def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
