@@ -43,6 +43,10 @@ BASE = [
 ]
 
 
+# Trainer flags for a run that only ends when a test stops it: one thread per worker, an event per step.
+ENDLESS = ["--steps", "100000", "--threads", "1", "--log-interval", "1"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tests.trainer.conftest import BASE, Proc, launch
+from tests.trainer.conftest import BASE, ENDLESS, Proc, launch
 
 PLUGIN = [
     "--model",
@@ -82,50 +82,25 @@ def test_user_model_and_dataset_plugins(tmp_path):
     assert losses[0] > 2.0 and losses[-1] < losses[0] / 3  # a bigram table learns +1 mod 16
 
 
+def preempt(tmp_path, sig: signal.Signals) -> Proc:
+    """Two workers under the launcher, `sig` to the launcher after step 3; exit 143 is required."""
+    run = launch(tmp_path, "run", 2, [*ENDLESS, "--checkpoint.uri", str(tmp_path / "ckpt")])
+    run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
+    run.signal(sig)
+    assert run.wait() == 143, run.tail()
+    return run
+
+
 @pytest.mark.slow
 def test_sigterm_to_launcher_exits_143_after_commit(tmp_path):
-    run = launch(
-        tmp_path,
-        "run",
-        2,
-        [
-            "--steps",
-            "100000",
-            "--threads",
-            "1",
-            "--log-interval",
-            "1",
-            "--checkpoint.uri",
-            str(tmp_path / "ckpt"),
-        ],
-    )
-    run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
-    run.signal(signal.SIGTERM)
-    assert run.wait() == 143, run.tail()
+    run = preempt(tmp_path, signal.SIGTERM)
     step = run.events("preempted_exit")[0]["ckpt_step"]
     assert (tmp_path / "ckpt" / f"step-{step}" / "manifest.json").exists()
 
 
 @pytest.mark.slow
 def test_sigusr1_to_launcher_is_forwarded_and_exits_143(tmp_path):
-    run = launch(
-        tmp_path,
-        "run",
-        2,
-        [
-            "--steps",
-            "100000",
-            "--threads",
-            "1",
-            "--log-interval",
-            "1",
-            "--checkpoint.uri",
-            str(tmp_path / "ckpt"),
-        ],
-    )
-    run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 3)
-    run.signal(signal.SIGUSR1)
-    assert run.wait() == 143, run.tail()
+    run = preempt(tmp_path, signal.SIGUSR1)
     assert {e["signal"] for e in run.events("preemption_agreed")} == {"SIGUSR1"}
 
 
@@ -142,7 +117,7 @@ def test_worker_crash_code_is_returned(tmp_path):
 
 @pytest.mark.slow
 def test_worker_killed_by_signal_gives_128_plus_n(tmp_path):
-    run = launch(tmp_path, "run", 2, ["--steps", "100000", "--threads", "1", "--log-interval", "1"])
+    run = launch(tmp_path, "run", 2, ENDLESS)
     run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 2)
     os.kill(next(e["pid"] for e in run.events("start") if e["rank"] == 1), signal.SIGKILL)
     assert run.wait() == 137, run.tail()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.trainer.conftest import BASE, assert_bitwise, final_state, free_port, launch
+from tests.trainer.conftest import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
 
 STEPS = 24
 
@@ -76,12 +76,7 @@ def test_metrics_endpoint_scraped_and_parsed(tmp_path):
         "run",
         2,
         [
-            "--steps",
-            "100000",
-            "--threads",
-            "1",
-            "--log-interval",
-            "1",
+            *ENDLESS,
             "--metrics-port",
             str(port),
             "--checkpoint.uri",
@@ -135,12 +130,7 @@ def test_real_prometheus_scrapes_the_step(tmp_path):
         "run",
         2,
         [
-            "--steps",
-            "100000",
-            "--threads",
-            "1",
-            "--log-interval",
-            "1",
+            *ENDLESS,
             "--metrics-port",
             str(port),
             "--checkpoint.uri",
