@@ -63,6 +63,13 @@ class NodePoolInfo:
     labels: Mapping[str, str]
     taints: tuple[TaintInfo, ...]
     machine_types: tuple[str, ...] = ()
+    # Extended resources every node of the pool has besides GPUs, which a job pod must request to use
+    # them (e.g. {"vpc.amazonaws.com/efa": 32} on p5: all of the node's EFA devices). The in-cluster layer
+    # requests and queues them without knowing what they are.
+    extended_resources: Mapping[str, int] = field(default_factory=dict)
+    # Environment a training pod on this pool needs for the pool's GPU fabric (libfabric/NCCL settings for
+    # EFA, ...), set by the cloud backend that built the fabric.
+    pod_env: Mapping[str, str] = field(default_factory=dict)
 
     def as_output(self) -> dict:
         return {
@@ -75,6 +82,8 @@ class NodePoolInfo:
             "labels": dict(self.labels),
             "taints": [t.as_k8s() for t in self.taints],
             "machineTypes": list(self.machine_types),
+            "extendedResources": dict(self.extended_resources),
+            "podEnv": dict(self.pod_env),
         }
 
 
@@ -137,6 +146,13 @@ class ClusterBundle:
     loki_identity: pulumi.Input[str] | None = None
     # Resources in-cluster objects must wait for (e.g. node groups that run the system pods).
     ready: tuple[pulumi.Resource, ...] = ()
+    # The StorageClass every dynamically provisioned volume of the platform names explicitly (Prometheus,
+    # Alertmanager, Loki...). The cloud layer makes sure it exists and its provisioner is installed (EKS:
+    # the EBS CSI add-on and an encrypted gp3 class; GKE: a class GKE provides). None only on existing
+    # clusters without `cluster.storageClass`: the cluster's default class, which verify checks live.
+    storage_class: str | None = None
+    # Resources that must exist before anything asks for a volume of `storage_class` (CSI add-on, class).
+    storage_ready: tuple[pulumi.Resource, ...] = ()
 
 
 def pool_labels(pool: NodePoolSpec) -> dict[str, str]:
