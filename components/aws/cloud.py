@@ -174,6 +174,7 @@ class AwsCloud(pulumi.ComponentResource):
                 teams=[t.name for t in spec.teams],
                 checkpoint_bucket_arn=buckets.checkpoints.arn,
                 data_key_arn=data_key.arn,
+                region=spec.region,
                 logs_bucket_arn=buckets.logs.arn if buckets.logs is not None else None,
                 tags=tags,
             ),

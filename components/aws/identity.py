@@ -1,8 +1,11 @@
 """IAM roles for Kubernetes service accounts (IRSA): one role per service account, least privilege.
 
 Each role trusts exactly one service account of this cluster (`sub` and `aud` conditions on the
-cluster's OIDC provider), so a pod elsewhere in the cluster cannot assume it. Teams get read/write on
-the checkpoint bucket and nothing else; Loki gets its own bucket.
+cluster's OIDC provider), so a pod elsewhere in the cluster cannot assume it; the one exception is a
+driver whose controller and node plugin run under several service accounts of one family (EFS CSI:
+`efs-csi-*`), matched with `StringLike` as its docs prescribe. All teams share one checkpoint bucket,
+and each team's role reaches only its own prefix `<team>/` of it (objects, and listing with an
+`s3:prefix` condition), so no team can read or overwrite another's checkpoints. Loki gets its own bucket.
 """
 
 from __future__ import annotations
@@ -30,8 +33,19 @@ KMS_ACTIONS = ["kms:Decrypt", "kms:GenerateDataKey"]
 
 
 def trust_policy(provider_arn: str, issuer_url: str, namespace: str, service_account: str) -> str:
-    """The assume-role policy that lets exactly `namespace/service_account` of this cluster in."""
+    """The assume-role policy that lets exactly `namespace/service_account` of this cluster in.
+
+    A `*` in `service_account` names a family of service accounts (`efs-csi-*`): IAM expands wildcards
+    only under `StringLike`, so `sub` moves there while `aud` stays an exact match.
+    """
     host = issuer_url.removeprefix("https://")
+    sub = {f"{host}:sub": f"system:serviceaccount:{namespace}:{service_account}"}
+    aud = {f"{host}:aud": "sts.amazonaws.com"}
+    condition = (
+        {"StringLike": sub, "StringEquals": aud}
+        if "*" in service_account
+        else {"StringEquals": {**sub, **aud}}
+    )
     return json.dumps(
         {
             "Version": "2012-10-17",
@@ -40,12 +54,7 @@ def trust_policy(provider_arn: str, issuer_url: str, namespace: str, service_acc
                     "Effect": "Allow",
                     "Principal": {"Federated": provider_arn},
                     "Action": "sts:AssumeRoleWithWebIdentity",
-                    "Condition": {
-                        "StringEquals": {
-                            f"{host}:sub": f"system:serviceaccount:{namespace}:{service_account}",
-                            f"{host}:aud": "sts.amazonaws.com",
-                        }
-                    },
+                    "Condition": condition,
                 }
             ],
         }
@@ -66,6 +75,54 @@ def bucket_policy(bucket_arn: str, key_arn: str) -> str:
                     "Resource": [f"{bucket_arn}/*"],
                 },
                 {"Sid": "DataKey", "Effect": "Allow", "Action": KMS_ACTIONS, "Resource": [key_arn]},
+            ],
+        }
+    )
+
+
+def prefix_policy(bucket_arn: str, prefix: str, key_arn: str, region: str) -> str:
+    """Read/write under `prefix/` of a shared bucket and nothing else of it, plus the data key via S3.
+
+    IAM's pattern for per-folder access to one bucket (IAM user guide, "Amazon S3: Allows IAM users
+    access to their S3 home directory"; S3 user guide, condition key `s3:prefix`): object actions on
+    `<bucket>/<prefix>/*`, and `s3:ListBucket` only when the request's `s3:prefix` is under `<prefix>/`.
+    The bare `<prefix>` is left out on purpose: listing with it would also show the keys of a team
+    whose name starts the same way (`llm` would list `llm2/...`). `s3:ListBucketMultipartUploads` takes no
+    prefix condition and would list every team's in-flight keys, so it is not granted (the trainer
+    aborts its own uploads by key; the bucket lifecycle aborts stale ones). The data key is shared by
+    every team and usable only through S3 (`kms:ViaService`), where the object prefix is the gate.
+    """
+    return json.dumps(
+        {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Sid": "ListOwnPrefix",
+                    "Effect": "Allow",
+                    "Action": ["s3:ListBucket"],
+                    "Resource": [bucket_arn],
+                    "Condition": {"StringLike": {"s3:prefix": [f"{prefix}/", f"{prefix}/*"]}},
+                },
+                {
+                    "Sid": "Bucket",
+                    "Effect": "Allow",
+                    "Action": ["s3:GetBucketLocation"],
+                    "Resource": [bucket_arn],
+                },
+                {
+                    "Sid": "OwnObjects",
+                    "Effect": "Allow",
+                    "Action": OBJECT_ACTIONS,
+                    "Resource": [f"{bucket_arn}/{prefix}/*"],
+                },
+                {
+                    "Sid": "DataKeyThroughS3",
+                    "Effect": "Allow",
+                    "Action": KMS_ACTIONS,
+                    "Resource": [key_arn],
+                    # KMS developer guide, condition key kms:ViaService: only requests S3 makes for the role.
+                    "Condition": {"StringEquals": {"kms:ViaService": f"s3.{region}.amazonaws.com"}},
+                },
             ],
         }
     )
@@ -117,6 +174,11 @@ class ServiceAccountRole(pulumi.ComponentResource):
         self.register_outputs({"arn": self.arn})
 
 
+def team_prefix(team: str) -> str:
+    """The key prefix (without the trailing '/') a team's checkpoints live under in the shared bucket."""
+    return team_namespace(team)
+
+
 def scoped_policy(build: Callable[..., str], *inputs: pulumi.Input[str]) -> pulumi.Output[str]:
     """A policy document from resolved inputs (ARNs are known only after their resources exist)."""
     return pulumi.Output.all(*inputs).apply(lambda v: build(*v))
@@ -128,13 +190,15 @@ class WorkloadIdentitiesArgs:
     teams: Sequence[str]
     checkpoint_bucket_arn: pulumi.Input[str]
     data_key_arn: pulumi.Input[str]
+    # The region of the buckets (S3's endpoint in the data key's kms:ViaService condition).
+    region: str
     # None when Loki is off (no logs bucket).
     logs_bucket_arn: pulumi.Input[str] | None = None
     tags: dict[str, str] | None = None
 
 
 class WorkloadIdentities(pulumi.ComponentResource):
-    """One role per team (`<team>/trainer`) on the checkpoint bucket, and Loki's role on the logs bucket."""
+    """One role per team (`<team>/trainer`) on its prefix of the checkpoint bucket; Loki's on the logs bucket."""
 
     team_roles: dict[str, pulumi.Output[str]]
     loki_role: pulumi.Output[str] | None
@@ -142,9 +206,11 @@ class WorkloadIdentities(pulumi.ComponentResource):
     def __init__(self, name: str, args: WorkloadIdentitiesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:aws:WorkloadIdentities", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        checkpoints = scoped_policy(bucket_policy, args.checkpoint_bucket_arn, args.data_key_arn)
         self.team_roles = {}
         for team in args.teams:
+            checkpoints = pulumi.Output.all(args.checkpoint_bucket_arn, args.data_key_arn).apply(
+                lambda v, team=team: prefix_policy(v[0], team_prefix(team), v[1], args.region)
+            )
             role = ServiceAccountRole(
                 f"{name}-team-{team}",
                 ServiceAccountRoleArgs(
@@ -152,7 +218,7 @@ class WorkloadIdentities(pulumi.ComponentResource):
                     namespace=team_namespace(team),
                     service_account=TEAM_SERVICE_ACCOUNT,
                     policy=checkpoints,
-                    description=f"Training jobs of team {team}: checkpoint bucket only",
+                    description=f"Training jobs of team {team}: its prefix of the checkpoint bucket only",
                     tags=args.tags,
                 ),
                 child,

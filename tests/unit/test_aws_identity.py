@@ -1,9 +1,16 @@
-"""Buckets and the IAM roles for service accounts that reach them: parsed policies, least privilege."""
+"""Buckets and the IAM roles for service accounts that reach them: parsed policies, least privilege.
+
+Team policies are checked with a small evaluator of the IAM features they use, so "team A cannot
+reach team B's prefix" is tested on requests, not on the policy's spelling.
+"""
 
 from __future__ import annotations
 
+import fnmatch
+
 import pytest
 
+from components.aws.identity import OBJECT_ACTIONS
 from tests.unit.test_aws_stacks import as_list, doc, one, plan
 
 HOST = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"
@@ -39,8 +46,38 @@ def _assert_scoped_to(policy: dict, bucket_arn: str, key_arn: str) -> None:
     assert ("kms:GenerateDataKey", key_arn) in granted
 
 
+def _allowed(policy: dict, action: str, resource: str, context: dict[str, str] | None = None) -> bool:
+    """Whether an identity policy allows one request (Allow statements only, as these policies are).
+
+    IAM semantics for what these policies use: `*` in actions and resources matches any characters;
+    StringLike/StringEquals conditions match when the request's key matches any listed value, and a key
+    the request does not carry never matches.
+    """
+    context = context or {}
+    for s in policy["Statement"]:
+        if s["Effect"] != "Allow":
+            continue
+        if not any(fnmatch.fnmatchcase(action, a) for a in as_list(s["Action"])):
+            continue
+        if not any(fnmatch.fnmatchcase(resource, r) for r in as_list(s["Resource"])):
+            continue
+        ok = True
+        for op, keys in (s.get("Condition") or {}).items():
+            for key, values in keys.items():
+                got = context.get(key)
+                if op == "StringLike":
+                    ok &= got is not None and any(fnmatch.fnmatchcase(got, v) for v in as_list(values))
+                elif op == "StringEquals":
+                    ok &= got in as_list(values)
+                else:
+                    ok = False  # an operator this evaluator does not know never grants
+        if ok:
+            return True
+    return False
+
+
 @pytest.mark.parametrize("team", ["llm", "eval"])
-def test_team_role_trusts_its_trainer_and_reaches_only_the_checkpoint_bucket(team):
+def test_team_role_trusts_its_trainer_and_reaches_only_its_prefix(team):
     result = plan("aws-h200-efa")
     trust, policy = _role_docs(result, f"h200-train-identity-team-{team}")
     (stmt,) = trust["Statement"]
@@ -52,13 +89,56 @@ def test_team_role_trusts_its_trainer_and_reaches_only_the_checkpoint_bucket(tea
             f"{HOST}:aud": "sts.amazonaws.com",
         }
     }
-    _assert_scoped_to(
-        policy,
-        _bucket_arn(result, "h200-train-buckets-checkpoints-bucket"),
-        "arn:aws:kms:us-east-1:123456789012:key/h200-train-data-0000",
+    bucket = _bucket_arn(result, "h200-train-buckets-checkpoints-bucket")
+    key = "arn:aws:kms:us-east-1:123456789012:key/h200-train-data-0000"
+    for s in policy["Statement"]:
+        assert not [a for a in as_list(s["Action"]) if "*" in a]
+        assert set(as_list(s["Resource"])) <= {bucket, f"{bucket}/{team}/*", key}
+    # What a trainer does with s3://<bucket>/<team>/<job>: write, read, list, resume, clean up.
+    for action in ("s3:PutObject", "s3:GetObject", "s3:DeleteObject", "s3:AbortMultipartUpload"):
+        assert _allowed(policy, action, f"{bucket}/{team}/gpt-small/step-100/__0_0.distcp")
+    assert _allowed(policy, "s3:ListBucket", bucket, {"s3:prefix": f"{team}/gpt-small/"})
+    assert _allowed(policy, "s3:ListBucket", bucket, {"s3:prefix": f"{team}/"})
+    via_s3 = {"kms:ViaService": "s3.us-east-1.amazonaws.com"}
+    assert _allowed(policy, "kms:GenerateDataKey", key, via_s3) and _allowed(
+        policy, "kms:Decrypt", key, via_s3
     )
+    # The data key is shared: only through S3, where the prefix decides.
+    assert not _allowed(policy, "kms:Decrypt", key)
     team_out = next(t for t in result.outputs["teams"] if t["name"] == team)
     assert team_out["identity"] == f"arn:aws:iam::123456789012:role/h200-train-identity-team-{team}-role"
+
+
+def test_no_team_reaches_another_teams_checkpoints():
+    result = plan("aws-h200-efa")
+    bucket = _bucket_arn(result, "h200-train-buckets-checkpoints-bucket")
+    teams = [t["name"] for t in result.outputs["teams"]]
+    assert len(teams) == 2
+    for team in teams:
+        _, policy = _role_docs(result, f"h200-train-identity-team-{team}")
+        for other in (t for t in teams if t != team):
+            for action in OBJECT_ACTIONS:
+                assert not _allowed(policy, action, f"{bucket}/{other}/job/step-1/.metadata"), (team, action)
+            for prefix in (f"{other}/", f"{other}/job/", "", other):
+                assert not _allowed(policy, "s3:ListBucket", bucket, {"s3:prefix": prefix}), (team, prefix)
+        # Nor objects outside any team prefix, nor a list without a prefix, nor every in-flight upload.
+        assert not _allowed(policy, "s3:GetObject", f"{bucket}/loose-object")
+        assert not _allowed(policy, "s3:ListBucket", bucket)
+        assert not _allowed(policy, "s3:ListBucketMultipartUploads", bucket)
+
+
+def test_a_team_whose_name_extends_another_cannot_list_it(plan_platform):
+    from tests.conftest import platform_object
+
+    obj = platform_object("aws-h200-efa")
+    obj["teams"] = [{"name": "llm", "gpuQuota": 16}, {"name": "llm2", "gpuQuota": 16}]
+    result = plan_platform(obj)
+    bucket = _bucket_arn(result, "h200-train-buckets-checkpoints-bucket")
+    _, policy = _role_docs(result, "h200-train-identity-team-llm")
+    # "llm" as a bare prefix would list llm2/...; the policy admits only "llm/" and below.
+    assert not _allowed(policy, "s3:ListBucket", bucket, {"s3:prefix": "llm"})
+    assert not _allowed(policy, "s3:ListBucket", bucket, {"s3:prefix": "llm2/"})
+    assert not _allowed(policy, "s3:GetObject", f"{bucket}/llm2/job/x")
 
 
 def test_loki_role_reaches_only_the_logs_bucket():
