@@ -15,6 +15,9 @@ class Chart:
     repo: str
     chart: str
     version: str
+    # The application version the chart version ships (its default image tag), where the two differ
+    # and the app version is what matters (recorded for the charts of the AWS layer).
+    app_version: str | None = None
 
     def release_args(self) -> dict[str, object]:
         """The chart-locating keyword arguments of `kubernetes.helm.v3.Release`.
@@ -46,12 +49,17 @@ CHARTS: dict[str, Chart] = {
     "aws-fsx-csi-driver": Chart(
         "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver", "1.17.0"
     ),
-    # AWS layer (components/aws); no upstream defaults are kept for these two here.
-    # kubernetes/autoscaler; 9.47 ships cluster-autoscaler 1.33 (the image tag follows the cluster version).
-    "cluster-autoscaler": Chart("https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.47.0"),
-    # aws/eks-charts; exposes vpc.amazonaws.com/efa on EFA-capable instance types.
+    # AWS layer (components/aws).
+    # kubernetes/autoscaler; chart 9.47.0 ships cluster-autoscaler 1.33.0 (the image tag is then set to
+    # follow the cluster's minor version, components/aws/autoscaler.py).
+    "cluster-autoscaler": Chart(
+        "https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.47.0", app_version="1.33.0"
+    ),
+    # aws/eks-charts; exposes vpc.amazonaws.com/efa on EFA-capable instance types. Chart and app versions
+    # differ: chart v0.5.20 ships app v0.5.13; app v0.5.20 (the plugin wanted here) is chart v0.5.30
+    # (its values.yaml `image.tag`).
     "aws-efa-k8s-device-plugin": Chart(
-        "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.20"
+        "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30", app_version="v0.5.20"
     ),
 }
 

@@ -8,7 +8,15 @@ the taint nvidia.com/gpu=present:NoSchedule, and leave `desiredSize` to the clus
 
 With `efa: true` the launch template adds one EFA interface per network card, the pool gets a cluster
 placement group and a single subnet, and a security group that lets the nodes talk to each other on
-every port (EFA's SRD traffic is not TCP and is refused otherwise).
+every port (EFA's SRD traffic is not TCP and is refused otherwise). A pool has ONE EFA layout: its
+instance types all have the EFA count of the preferred one (see `machine_shapes`), so the launch
+template, the `vpc.amazonaws.com/efa` count the pool reports to the in-cluster layer and the ASG's
+scale-from-zero template hold on every node of the pool.
+
+GPU pools carry the label `k8s.amazonaws.com/accelerator` (node label and ASG template tag): the
+cluster autoscaler's AWS provider treats a node with it as a GPU node whose GPUs are still coming
+(cloudprovider/aws `GPULabel`; README "Special note on GPU instances"), instead of scaling out again
+while the device plugin starts.
 
 The auto scaling group EKS creates for each node group is tagged so the cluster autoscaler can scale it
 up from zero: it cannot look at a node that does not exist, so labels, taints and extended resources
@@ -24,6 +32,7 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.efa import EFA_RESOURCE, efa_pod_env
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape, catalog
 from components.spec import NodePoolSpec
@@ -34,7 +43,21 @@ GPU_ROOT_GIB = 200
 CPU_ROOT_GIB = 50
 CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
-EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/aws_cloud_provider.go (1.33): `GPULabel`.
+# Its presence marks a GPU node (utils/gpu NodeHasGpu); the value names the GPU in the autoscaler's
+# metrics, spelled as in the provider's `availableGPUTypes` (nvidia-tesla-a100, nvidia-a10g, nvidia-l4,
+# nvidia-l40s). Newer GPUs are not in that list yet and follow its "nvidia-<model>" form.
+ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
+ACCELERATOR_VALUES = {
+    "A10G": "nvidia-a10g",
+    "L4": "nvidia-l4",
+    "L40S": "nvidia-l40s",
+    "A100-40GB": "nvidia-tesla-a100",
+    "A100-80GB": "nvidia-tesla-a100",
+    "H100": "nvidia-h100",
+    "H200": "nvidia-h200",
+    "B200": "nvidia-b200",
+}
 TAINT_EFFECTS = {
     "NoSchedule": "NO_SCHEDULE",
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
@@ -54,7 +77,12 @@ def machine_shapes(pool: NodePoolSpec, gpus_per_node: int) -> list[MachineShape]
 
     An explicit instanceType pins the pool to it. Otherwise a spot pool takes every catalog type with
     the same GPU kind and count (more spot pools to draw from, and a training job does not care), an
-    on-demand pool the cheapest one. EFA pools keep only EFA-capable types.
+    on-demand pool the cheapest one. EFA pools keep only EFA-capable types, and of those only the ones
+    with the EFA count of the preferred (cheapest) type: one launch template serves the whole group, and
+    a pod that requests all EFA devices of a node must find that many on every node of the pool. Mixing
+    layouts (H200: p5e has 32 EFA interfaces, p5en 16) would give a p5e node 16 interfaces (half of its
+    fabric idle) under a template sized for p5en, or break p5en nodes under one sized for p5e. To draw
+    spot capacity from both, declare one pool per layout (instanceType: p5e.48xlarge, p5en.48xlarge).
     """
     if pool.instance_type:
         shape = catalog().machine("aws", pool.instance_type)
@@ -67,7 +95,22 @@ def machine_shapes(pool: NodePoolSpec, gpus_per_node: int) -> list[MachineShape]
     shapes = catalog().shapes("aws", pool.gpu, gpus_per_node)
     if pool.efa:
         shapes = [s for s in shapes if s.efa_interfaces > 0]
+        shapes = [s for s in shapes if s.efa_interfaces == shapes[0].efa_interfaces]
     return shapes if pool.capacity == "spot" else shapes[:1]
+
+
+def node_repair(pool: NodePoolSpec) -> bool:
+    """EKS node auto repair is on for GPU pools: GPU faults (XID errors) replace or reboot the node.
+
+    It acts only on conditions the eks-node-monitoring-agent add-on reports, which the cluster installs
+    wherever this is true (components/aws/addons.py).
+    """
+    return pool.is_gpu
+
+
+def accelerator_label(gpu: str) -> str:
+    """The `k8s.amazonaws.com/accelerator` value for a catalog GPU kind."""
+    return ACCELERATOR_VALUES.get(gpu, f"nvidia-{gpu.lower()}")
 
 
 def efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list:
@@ -171,9 +214,14 @@ class NodePool(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         shapes = machine_shapes(pool, args.gpus_per_node)
         labels = pool_labels(pool)
+        if pool.gpu:
+            # First, so a user's own value for it (already in `labels`) wins.
+            labels = {ACCELERATOR_LABEL: accelerator_label(pool.gpu), **labels}
         taints = [gpu_taint()] if pool.is_gpu else []
         taints += [TaintInfo(t.key, t.value, t.effect) for t in pool.taints]
-        efa_count = min(s.efa_interfaces for s in shapes) if pool.efa else 0
+        efa_counts = {s.efa_interfaces for s in shapes} if pool.efa else {0}
+        assert len(efa_counts) == 1, f"pool {pool.name} mixes EFA layouts {sorted(efa_counts)}"
+        (efa_count,) = efa_counts
         single_subnet = bool(pool.efa) or pool.placement == "compact"
         subnet_ids = list(args.subnet_ids)[:1] if single_subnet else list(args.subnet_ids)
         tags = {**args.tags, "trainplane.dev/pool": pool.name}
@@ -263,7 +311,9 @@ class NodePool(pulumi.ComponentResource):
                 id=template.id, version=template.latest_version.apply(str)
             ),
             # GPU nodes: EKS replaces nodes whose GPUs report faults (XID errors) instead of keeping them.
-            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True) if pool.is_gpu else None,
+            node_repair_config=aws.eks.NodeGroupNodeRepairConfigArgs(enabled=True)
+            if node_repair(pool)
+            else None,
             update_config=aws.eks.NodeGroupUpdateConfigArgs(max_unavailable=1),
             tags=tags,
             opts=pulumi.ResourceOptions(
@@ -299,6 +349,9 @@ class NodePool(pulumi.ComponentResource):
             labels=labels,
             taints=tuple(taints),
             machine_types=tuple(s.name for s in shapes),
+            # Every EFA device of the node (the same count on every node, see machine_shapes).
+            extended_resources={EFA_RESOURCE: efa_count} if efa_count else {},
+            pod_env=efa_pod_env(s.name for s in shapes) if efa_count else {},
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 

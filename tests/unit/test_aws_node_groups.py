@@ -21,6 +21,7 @@ def test_gpu_pools_use_the_nvidia_ami_taint_and_pool_labels():
         "trainplane.dev/pool": "h100",
         "trainplane.dev/gpu": "H100",
         "trainplane.dev/capacity": "spot",
+        "k8s.amazonaws.com/accelerator": "nvidia-h100",
     }
     assert gpu["capacityType"] == "SPOT"
     assert gpu["nodeRepairConfig"] == {"enabled": True}
@@ -44,8 +45,15 @@ def test_bundle_labels_select_the_pool_and_taints_match_the_node_group():
         assert pool["machineTypes"] == ng["instanceTypes"]
 
 
-def test_spot_pools_list_every_type_of_the_shape_on_demand_the_cheapest():
-    result = plan("aws-h200-efa")
+def test_spot_pools_list_every_type_of_the_shape_on_demand_the_cheapest(plan_platform):
+    from tests.conftest import platform_object
+
+    obj = platform_object("aws-h200-efa")
+    for pool in obj["nodePools"][1:]:
+        pool.pop("efa")
+        pool.pop("placement")
+        pool.pop("zones")
+    result = plan_platform(obj)
     spot = one(result, NODE_GROUP, "h200-train-h200-spot-ng").inputs
     on_demand = one(result, NODE_GROUP, "h200-train-h200-od-ng").inputs
     shapes = [m.name for m in catalog().shapes("aws", "H200", 8)]
@@ -108,7 +116,8 @@ def test_efa_pools_get_interfaces_placement_group_single_subnet_and_open_self_sg
     lt = one(result, LT, "h200-train-h200-spot-lt").inputs
     ng = one(result, NODE_GROUP, "h200-train-h200-spot-ng").inputs
     efa_sg = one(result, "aws:ec2/securityGroup:SecurityGroup", "h200-train-h200-spot-efa")
-    # p5e has 32 EFA interfaces and p5en 16: one template serves both, so it carries what both have.
+    # The pool runs only p5en (16 EFA interfaces): one interface per network card of that layout.
+    assert ng["instanceTypes"] == ["p5en.48xlarge"]
     interfaces = lt["networkInterfaces"]
     assert len(interfaces) == 16
     assert [i["networkCardIndex"] for i in interfaces] == list(range(16))
@@ -174,6 +183,7 @@ def test_asg_tags_let_the_autoscaler_scale_gpu_pools_from_zero():
         f"{prefix}/node-template/label/trainplane.dev/pool": "h200-spot",
         f"{prefix}/node-template/label/trainplane.dev/gpu": "H200",
         f"{prefix}/node-template/label/trainplane.dev/capacity": "spot",
+        f"{prefix}/node-template/label/k8s.amazonaws.com/accelerator": "nvidia-h200",
         f"{prefix}/node-template/label/eks.amazonaws.com/capacityType": "SPOT",
         f"{prefix}/node-template/taint/nvidia.com/gpu": "present:NoSchedule",
         f"{prefix}/node-template/resources/vpc.amazonaws.com/efa": "16",
@@ -196,3 +206,29 @@ def test_user_labels_and_taints_reach_nodes_and_asg_templates(plan_platform):
     tags = _asg_tags(result, "ml-dev-h100")
     assert tags["k8s.io/cluster-autoscaler/node-template/taint/dedicated"] == "research:NoExecute"
     assert tags["k8s.io/cluster-autoscaler/node-template/label/team"] == "research"
+
+
+def test_gpu_pools_carry_the_autoscaler_gpu_label_on_nodes_and_asg_templates():
+    # cluster-autoscaler's AWS provider knows a node is a GPU node (still starting its device plugin)
+    # by this label, on the node and on the scale-from-zero template (cloudprovider/aws GPULabel).
+    for stack, expected in (
+        ("aws-dev", {"ml-dev-h100": "nvidia-h100"}),
+        ("aws-byo-vpc", {"ml-shared-l40s": "nvidia-l40s", "ml-shared-a10g": "nvidia-a10g"}),
+    ):
+        result = plan(stack)
+        for ng in result.of_type(NODE_GROUP):
+            group = ng.name.removesuffix("-ng")
+            label = ng.inputs["labels"].get("k8s.amazonaws.com/accelerator")
+            template = _asg_tags(result, group).get(
+                "k8s.io/cluster-autoscaler/node-template/label/k8s.amazonaws.com/accelerator"
+            )
+            assert label == template == expected.get(group), group
+
+
+def test_every_aws_gpu_of_the_catalog_has_an_accelerator_label_value():
+    from components.aws.node_group import ACCELERATOR_VALUES
+
+    aws_gpus = {g for g in catalog().gpu_names() if catalog().gpu(g).aws}
+    assert aws_gpus <= set(ACCELERATOR_VALUES)
+    # Upstream's spelling where it has one (aws_cloud_provider.go availableGPUTypes).
+    assert ACCELERATOR_VALUES["A10G"] == "nvidia-a10g" and ACCELERATOR_VALUES["L40S"] == "nvidia-l40s"
