@@ -213,10 +213,12 @@ class NodePool(pulumi.ComponentResource):
         super().__init__(token, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         shapes = machine_shapes(pool, args.gpus_per_node)
+        # What workloads select the pool by (the bundle); the nodes carry these and a few more.
         labels = pool_labels(pool)
+        node_labels = dict(labels)
         if pool.gpu:
             # First, so a user's own value for it (already in `labels`) wins.
-            labels = {ACCELERATOR_LABEL: accelerator_label(pool.gpu), **labels}
+            node_labels = {ACCELERATOR_LABEL: accelerator_label(pool.gpu), **labels}
         taints = [gpu_taint()] if pool.is_gpu else []
         taints += [TaintInfo(t.key, t.value, t.effect) for t in pool.taints]
         efa_counts = {s.efa_interfaces for s in shapes} if pool.efa else {0}
@@ -302,7 +304,7 @@ class NodePool(pulumi.ComponentResource):
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=pool.min_nodes, max_size=pool.effective_max_nodes, desired_size=pool.min_nodes
             ),
-            labels=labels,
+            labels=node_labels,
             taints=[
                 aws.eks.NodeGroupTaintArgs(key=t.key, value=t.value, effect=TAINT_EFFECTS[t.effect])
                 for t in taints
@@ -326,7 +328,7 @@ class NodePool(pulumi.ComponentResource):
         resources = {EFA_RESOURCE: str(efa_count)} if efa_count else {}
         ca_tags = autoscaler_tags(
             args.cluster_name,
-            {**labels, EKS_CAPACITY_LABEL: CAPACITY_TYPES[pool.capacity]},
+            {**node_labels, EKS_CAPACITY_LABEL: CAPACITY_TYPES[pool.capacity]},
             taints,
             resources,
         )
