@@ -114,6 +114,8 @@ class ClusterSpec(Spec):
     kubernetes_version: str = Field(default="1.33", pattern=r"^1\.\d{2}$")
     # aws
     endpoint_access: Literal["public", "private", "both"] | None = None
+    # Networks that reach the private API endpoint (TCP 443 on the cluster security group).
+    private_access_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
     admin_principals: list[str] = Field(default_factory=list)
     log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] | None = None
     # gcp
@@ -315,6 +317,7 @@ CLOUD_ONLY_KEYS: dict[type[Spec], dict[str, tuple[str, ...]]] = {
     PlatformSpec: {"project": ("gcp",), "zones": ("gcp",)},
     ClusterSpec: {
         "endpointAccess": ("aws",),
+        "privateAccessCidrs": ("aws",),
         "adminPrincipals": ("aws",),
         "logTypes": ("aws",),
         "releaseChannel": ("gcp",),
@@ -406,6 +409,7 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
         for i, s in enumerate(net.subnet_ids):
             if not re.match(r"^subnet-[0-9a-f]{8,17}$", s):
                 yield f"{root}.network.subnetIds[{i}]: {s!r} is not a subnet id (subnet-...)"
+        yield from _check_aws_endpoint(spec, root)
     if cloud == "gcp":
         yield from _check_gcp(spec, root)
 
@@ -589,6 +593,24 @@ def gcp_storage_zone(spec: PlatformSpec) -> str | None:
         if pool.zones:
             return pool.zones[0]
     return spec.zones[0] if spec.zones else None
+
+
+def _check_aws_endpoint(spec: PlatformSpec, root: str) -> Iterable[str]:
+    """A private endpoint admits only the cluster security group, unless privateAccessCidrs opens it."""
+    access = spec.cluster.endpoint_access or "both"
+    cidrs = spec.cluster.private_access_cidrs
+    if cidrs and access == "public":
+        yield (
+            f"{root}.cluster.privateAccessCidrs: only with endpointAccess private or both (they open the "
+            "private endpoint); use authorizedNetworks for the public one"
+        )
+    if access == "private" and not cidrs:
+        yield (
+            f"{root}.cluster.privateAccessCidrs: required with endpointAccess private: pulumi up and kubectl "
+            "reach the API only from the CIDRs listed here (VPN, CI runners, a peered VPC)"
+        )
+    for dup in sorted({str(c) for c in cidrs if cidrs.count(c) > 1}):
+        yield f"{root}.cluster.privateAccessCidrs: {dup} is listed more than once"
 
 
 def _check_gcp(spec: PlatformSpec, root: str) -> Iterable[str]:

@@ -21,6 +21,8 @@ CREATE_SECONDS: dict[str, float] = {
     "aws:eks/cluster:Cluster": 600,
     "aws:eks/nodeGroup:NodeGroup": 240,
     "aws:eks/addon:Addon": 60,
+    "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule": 2,
+    "kubernetes:storage.k8s.io/v1:StorageClass": 1,
     "aws:eks/podIdentityAssociation:PodIdentityAssociation": 5,
     "aws:fsx/lustreFileSystem:LustreFileSystem": 600,
     "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation": 420,

@@ -2,8 +2,10 @@
 
 Order of creation follows only real dependencies: the network and the data key come first; the control
 plane, FSx/EFS and the buckets then start in parallel; node groups (each independent of the others)
-wait for the control plane and its CNI; the autoscaler, the EFA device plugin and coredns wait for
-the system nodes. Everything the in-cluster layer needs leaves through `bundle`.
+wait for the control plane and its CNI; the autoscaler, the EFA device plugin and the add-ons with
+Deployments (coredns, CSI drivers) wait for the system nodes. Everything the in-cluster layer needs
+leaves through `bundle`: among it the default StorageClass (`storage_class`, with `storage_ready` to
+wait on) and, per EFA pool, the EFA devices a job pod requests and the libfabric environment it sets.
 
 Example:
     >>> from components.aws.cloud import AwsCloud, AwsCloudArgs
@@ -18,13 +20,14 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.addons import ClusterAddons, ClusterAddonsArgs
 from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.aws.buckets import PlatformBuckets, PlatformBucketsArgs
-from components.aws.cluster import ClusterAddons, ClusterAddonsArgs, EksCluster, EksClusterArgs
+from components.aws.cluster import EksCluster, EksClusterArgs
 from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
 from components.aws.network import Network, NetworkArgs
-from components.aws.node_group import NodePool, NodePoolArgs, NodeRole
+from components.aws.node_group import NodePool, NodePoolArgs, NodeRole, node_repair
 from components.aws.storage import EfsStorage, LustreStorage, StorageArgs
 from components.bundle import CloudProfile, ClusterBundle
 from components.spec import PlatformSpec
@@ -62,10 +65,10 @@ class AwsCloud(pulumi.ComponentResource):
             ),
             child,
         )
-        # One customer key for the platform's data at rest: buckets, FSx, EFS.
+        # One customer key for the platform's data at rest: buckets, FSx, EFS, EBS volumes of claims.
         data_key = aws.kms.Key(
             f"{name}-data",
-            description=f"Data at rest of GPU platform {cluster_name} (S3, FSx, EFS)",
+            description=f"Data at rest of GPU platform {cluster_name} (S3, FSx, EFS, EBS)",
             enable_key_rotation=True,
             deletion_window_in_days=30,
             tags=tags,
@@ -107,6 +110,7 @@ class AwsCloud(pulumi.ComponentResource):
                 subnet_ids=network.private_subnet_ids,
                 endpoint_access=spec.cluster.endpoint_access or "both",
                 public_access_cidrs=[str(n) for n in spec.cluster.authorized_networks],
+                private_access_cidrs=[str(n) for n in spec.cluster.private_access_cidrs],
                 admin_principals=list(spec.cluster.admin_principals),
                 log_types=list(spec.cluster.log_types or ("api", "audit", "authenticator")),
                 tags=tags,
@@ -139,13 +143,17 @@ class AwsCloud(pulumi.ComponentResource):
             )
         system = [p.node_group for p in pools if not p.info.gpu] or [p.node_group for p in pools]
 
-        ClusterAddons(
+        addons = ClusterAddons(
             f"{name}-addons",
             ClusterAddonsArgs(
                 cluster_name=eks.name,
                 oidc=eks.oidc,
+                provider=eks.provider,
+                data_key_arn=data_key.arn,
                 ready=system,
                 efs=any(st.kind == "nfs" for st in spec.storage),
+                # Node repair needs the node monitoring agent's conditions to act on.
+                node_monitoring=any(node_repair(p) for p in spec.node_pools),
                 tags=tags,
             ),
             child,
@@ -195,5 +203,7 @@ class AwsCloud(pulumi.ComponentResource):
             team_identities=dict(identities.team_roles),
             loki_identity=identities.loki_role,
             ready=tuple(system),
+            storage_class=addons.storage_class,
+            storage_ready=addons.storage_ready,
         )
         self.register_outputs({"clusterName": cluster_name, "kubeconfig": eks.kubeconfig})

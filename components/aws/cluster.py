@@ -4,7 +4,13 @@ Authentication uses access entries only (`API` mode, no aws-auth ConfigMap): the
 `cluster.adminPrincipals` get the cluster-admin access policy; managed node groups get their entries
 from EKS itself. Secrets are envelope-encrypted with a KMS key of the cluster's own. The add-ons the
 nodes need to become Ready (vpc-cni, kube-proxy, pod identity agent) come with the cluster; the ones
-that run Deployments (coredns, the EFS CSI driver) wait for the system nodes in `ClusterAddons`.
+that run Deployments or need nodes (coredns, CSI drivers, node monitoring) wait for the system nodes in
+`ClusterAddons` (components/aws/addons.py).
+
+The VPC CNI is installed with its network policy agent on: without `enableNetworkPolicy` EKS accepts
+NetworkPolicy objects and enforces none of them. A private API endpoint admits only what the cluster
+security group admits (itself: the control plane and the nodes); `cluster.privateAccessCidrs` opens
+TCP 443 on that group to the networks `pulumi up` and kubectl run from.
 """
 
 from __future__ import annotations
@@ -18,14 +24,15 @@ import pulumi
 import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 
-from components.aws.identity import OidcIssuer, ServiceAccountRole, ServiceAccountRoleArgs
+from components.aws.identity import OidcIssuer
 
 DEFAULT_LOG_TYPES = ("api", "audit", "authenticator")
 ADMIN_POLICY = "arn:aws:eks::aws:cluster-access-policy/AmazonEKSClusterAdminPolicy"
 # Installed with the cluster, before any node: without the CNI nodes never turn Ready.
 EARLY_ADDONS = ("vpc-cni", "kube-proxy", "eks-pod-identity-agent")
-EFS_CSI_ADDON = "aws-efs-csi-driver"
-EFS_CSI_SERVICE_ACCOUNT = "efs-csi-controller-sa"
+# EKS user guide, "Restrict Pod network traffic with Kubernetes network policies", step 2: the vpc-cni
+# add-on's configuration value is the string "true" (its add-on schema types it as a string enum).
+EARLY_ADDON_CONFIG = {"vpc-cni": {"enableNetworkPolicy": "true"}}
 
 
 def iam_principal(arn: str) -> str:
@@ -109,7 +116,14 @@ class EksClusterArgs:
     admin_principals: Sequence[str] = ()
     log_types: Sequence[str] = DEFAULT_LOG_TYPES
     log_retention_days: int = 90
+    # Networks (VPN, CI runners, a peered VPC) that reach the private endpoint on TCP 443.
+    private_access_cidrs: Sequence[str] = ()
     tags: dict[str, str] = field(default_factory=dict)
+
+
+def cidr_slug(cidr: str) -> str:
+    """A resource-name-safe form of a CIDR ("10.0.0.0/8" -> "10-0-0-0-8"), stable as the list changes."""
+    return cidr.replace(".", "-").replace("/", "-")
 
 
 class EksCluster(pulumi.ComponentResource):
@@ -188,6 +202,19 @@ class EksCluster(pulumi.ComponentResource):
         )
         self.name = self.cluster.name
         self.security_group_id = self.cluster.vpc_config.cluster_security_group_id
+        # EKS user guide, "Cluster API server endpoint": with private access, the API's ENIs carry the
+        # cluster security group, so only sources it admits reach 443; named by CIDR, not by position.
+        for cidr in args.private_access_cidrs:
+            aws.vpc.SecurityGroupIngressRule(
+                f"{name}-api-from-{cidr_slug(cidr)}",
+                security_group_id=self.security_group_id,
+                cidr_ipv4=cidr,
+                ip_protocol="tcp",
+                from_port=443,
+                to_port=443,
+                description=f"Kubernetes API (private endpoint) from {cidr}",
+                opts=child,
+            )
 
         caller = aws.get_caller_identity()
         session = aws.iam.get_session_context(arn=caller.arn)
@@ -225,7 +252,12 @@ class EksCluster(pulumi.ComponentResource):
                 f"{name}-{addon}",
                 cluster_name=self.cluster.name,
                 addon_name=addon,
+                configuration_values=json.dumps(EARLY_ADDON_CONFIG[addon])
+                if addon in EARLY_ADDON_CONFIG
+                else None,
                 resolve_conflicts_on_create="OVERWRITE",
+                # The EKS guide enables network policy on an existing add-on with PRESERVE too: the values
+                # sent are applied, fields edited on the cluster by hand are kept.
                 resolve_conflicts_on_update="PRESERVE",
                 tags=tags,
                 opts=child,
@@ -246,54 +278,3 @@ class EksCluster(pulumi.ComponentResource):
             opts=child,
         )
         self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})
-
-
-@dataclass(frozen=True)
-class ClusterAddonsArgs:
-    cluster_name: pulumi.Input[str]
-    oidc: OidcIssuer
-    # Resources the add-ons' Deployments need (the system node groups).
-    ready: Sequence[pulumi.Resource]
-    efs: bool = False
-    tags: dict[str, str] = field(default_factory=dict)
-
-
-class ClusterAddons(pulumi.ComponentResource):
-    """Add-ons that run Deployments and so need nodes: coredns, and the EFS CSI driver with its role."""
-
-    def __init__(self, name: str, args: ClusterAddonsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:aws:ClusterAddons", name, None, opts)
-        after_nodes = pulumi.ResourceOptions(parent=self, depends_on=list(args.ready))
-        aws.eks.Addon(
-            f"{name}-coredns",
-            cluster_name=args.cluster_name,
-            addon_name="coredns",
-            resolve_conflicts_on_create="OVERWRITE",
-            resolve_conflicts_on_update="PRESERVE",
-            tags=args.tags,
-            opts=after_nodes,
-        )
-        if args.efs:
-            role = ServiceAccountRole(
-                f"{name}-efs-csi",
-                ServiceAccountRoleArgs(
-                    oidc=args.oidc,
-                    namespace="kube-system",
-                    service_account=EFS_CSI_SERVICE_ACCOUNT,
-                    managed_policy_arns=["arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"],
-                    description="EFS CSI controller: access points on the platform's file systems",
-                    tags=args.tags,
-                ),
-                pulumi.ResourceOptions(parent=self),
-            )
-            aws.eks.Addon(
-                f"{name}-{EFS_CSI_ADDON}",
-                cluster_name=args.cluster_name,
-                addon_name=EFS_CSI_ADDON,
-                service_account_role_arn=role.arn,
-                resolve_conflicts_on_create="OVERWRITE",
-                resolve_conflicts_on_update="PRESERVE",
-                tags=args.tags,
-                opts=after_nodes,
-            )
-        self.register_outputs({})

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import fnmatch
+import json
+
 import pytest
 
 from components.aws.cluster import iam_principal
@@ -9,6 +12,8 @@ from tests.unit.test_aws_stacks import NODE_GROUP, one, plan, waits_for
 
 EKS = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"
+HOST = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"
+CLUSTER_SG = "sg-0c1a2b3c4d5e6f700"  # what the mocked EKS reports as its cluster security group
 
 
 def test_cluster_version_auth_mode_encryption_and_logging():
@@ -82,8 +87,29 @@ def test_oidc_provider_for_irsa():
 @pytest.mark.parametrize(
     ("stack", "expected"),
     [
-        ("aws-dev", {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns"}),
-        ("aws-byo-vpc", {"vpc-cni", "kube-proxy", "eks-pod-identity-agent", "coredns", "aws-efs-csi-driver"}),
+        (
+            "aws-dev",
+            {
+                "vpc-cni",
+                "kube-proxy",
+                "eks-pod-identity-agent",
+                "coredns",
+                "aws-ebs-csi-driver",
+                "eks-node-monitoring-agent",
+            },
+        ),
+        (
+            "aws-byo-vpc",
+            {
+                "vpc-cni",
+                "kube-proxy",
+                "eks-pod-identity-agent",
+                "coredns",
+                "aws-ebs-csi-driver",
+                "aws-efs-csi-driver",
+                "eks-node-monitoring-agent",
+            },
+        ),
     ],
 )
 def test_managed_addons(stack, expected):
@@ -91,25 +117,70 @@ def test_managed_addons(stack, expected):
     addons = {r.inputs["addonName"]: r for r in result.of_type(ADDON)}
     assert set(addons) == expected
     system = [g for g in result.of_type(NODE_GROUP) if g.inputs["amiType"] == "AL2023_x86_64_STANDARD"]
-    # Add-ons with Deployments wait for the system nodes; the CNI comes before any node.
-    for name in ("coredns", "aws-efs-csi-driver"):
+    # Add-ons with Deployments or DaemonSets wait for the system nodes; the CNI comes before any node.
+    for name in ("coredns", "aws-efs-csi-driver", "aws-ebs-csi-driver", "eks-node-monitoring-agent"):
         if name in addons:
             assert {g.urn for g in system} <= waits_for(result, addons[name])
     assert not {g.urn for g in result.of_type(NODE_GROUP)} & waits_for(result, addons["vpc-cni"])
 
 
-def test_efs_csi_addon_uses_its_own_irsa_role():
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-h200-efa", "aws-byo-vpc"])
+def test_vpc_cni_enforces_network_policy(stack):
+    # Without it EKS accepts every team NetworkPolicy and enforces none (EKS "Restrict Pod network
+    # traffic with Kubernetes network policies": {"enableNetworkPolicy": "true"}, a string).
+    result = plan(stack)
+    (cni,) = [r for r in result.of_type(ADDON) if r.inputs["addonName"] == "vpc-cni"]
+    assert json.loads(cni.inputs["configurationValues"]) == {"enableNetworkPolicy": "true"}
+    # Same resource as before the setting (an add-on's configuration changes in place).
+    assert cni.name == f"{result.outputs['clusterName']}-cluster-vpc-cni"
+
+
+def test_efs_csi_role_trusts_the_driver_service_accounts_with_string_like():
     result = plan("aws-byo-vpc")
     addon = next(r for r in result.of_type(ADDON) if r.inputs["addonName"] == "aws-efs-csi-driver")
     role = one(result, "aws:iam/role:Role", "ml-shared-addons-efs-csi-role")
     assert addon.inputs["serviceAccountRoleArn"] == f"arn:aws:iam::123456789012:role/{role.name}"
-    assert "system:serviceaccount:kube-system:efs-csi-controller-sa" in role.inputs["assumeRolePolicy"]
+    (stmt,) = json.loads(role.inputs["assumeRolePolicy"])["Statement"]
+    # EKS "Use elastic file system storage with Amazon EFS": efs-csi-* with StringLike, so the node
+    # plugin's service account (efs-csi-node-sa) is trusted as well as the controller's.
+    assert stmt["Condition"] == {
+        "StringLike": {f"{HOST}:sub": "system:serviceaccount:kube-system:efs-csi-*"},
+        "StringEquals": {f"{HOST}:aud": "sts.amazonaws.com"},
+    }
+    sub = stmt["Condition"]["StringLike"][f"{HOST}:sub"]
+    for sa in ("efs-csi-controller-sa", "efs-csi-node-sa"):
+        assert fnmatch.fnmatchcase(f"system:serviceaccount:kube-system:{sa}", sub)
+    assert not fnmatch.fnmatchcase("system:serviceaccount:research:trainer", sub)
     (attach,) = [
         a
         for a in result.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment")
         if a.parent == role.parent
     ]
     assert attach.inputs["policyArn"] == "arn:aws:iam::aws:policy/service-role/AmazonEFSCSIDriverPolicy"
+
+
+def test_private_access_cidrs_open_443_on_the_cluster_security_group():
+    result = plan("aws-byo-vpc")
+    rules = [
+        r
+        for r in result.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == CLUSTER_SG
+    ]
+    assert [
+        (r.inputs["cidrIpv4"], r.inputs["ipProtocol"], r.inputs["fromPort"], r.inputs["toPort"])
+        for r in rules
+    ] == [("10.100.0.0/16", "tcp", 443, 443)]
+    # Named after the CIDR, so adding or removing another one leaves this rule alone.
+    assert rules[0].name == "ml-shared-cluster-api-from-10-100-0-0-16"
+
+
+def test_no_api_rules_without_private_access_cidrs():
+    result = plan("aws-dev")
+    assert not [
+        r
+        for r in result.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == CLUSTER_SG
+    ]
 
 
 def test_node_role_is_minimal():

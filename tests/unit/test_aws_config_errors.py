@@ -81,3 +81,68 @@ def test_the_program_reports_config_errors_without_registering_anything(plan_pla
         "platform.storage[0].capacityGiB: FSx for Lustre PERSISTENT_2 takes 1200 or a multiple of 2400 GiB"
         in str(e.value)
     )
+
+
+def test_a_private_endpoint_needs_the_networks_that_reach_it():
+    obj = platform_object("aws-byo-vpc")
+    del obj["cluster"]["privateAccessCidrs"]
+    assert _problems(obj) == [
+        "platform.cluster.privateAccessCidrs: required with endpointAccess private: pulumi up and kubectl "
+        "reach the API only from the CIDRs listed here (VPN, CI runners, a peered VPC)"
+    ]
+
+
+def test_private_access_cidrs_with_a_public_only_endpoint():
+    obj = platform_object("aws-byo-vpc")
+    obj["cluster"]["endpointAccess"] = "public"
+    assert _problems(obj) == [
+        "platform.cluster.privateAccessCidrs: only with endpointAccess private or both (they open the "
+        "private endpoint); use authorizedNetworks for the public one"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("cidrs", "problem"),
+    [
+        (
+            ["10.100.0.1/16"],
+            "platform.cluster.privateAccessCidrs[0]: Input is not a valid IPv4 network (got '10.100.0.1/16')",
+        ),
+        (
+            ["10.1.0.0/16", "vpn"],
+            "platform.cluster.privateAccessCidrs[1]: Input is not a valid IPv4 network (got 'vpn')",
+        ),
+        (
+            ["10.1.0.0/16", "10.1.0.0/16"],
+            "platform.cluster.privateAccessCidrs: 10.1.0.0/16 is listed more than once",
+        ),
+    ],
+)
+def test_malformed_private_access_cidrs(cidrs, problem):
+    obj = platform_object("aws-byo-vpc")
+    obj["cluster"]["privateAccessCidrs"] = cidrs
+    assert _problems(obj) == [problem]
+
+
+def test_private_access_cidrs_is_an_aws_key():
+    obj = platform_object("gcp-dev")
+    obj["cluster"]["privateAccessCidrs"] = ["10.0.0.0/8"]
+    assert _problems(obj) == [
+        "platform.cluster.privateAccessCidrs: only for cloud aws, this stack is cloud gcp"
+    ]
+
+
+def test_the_cli_reports_a_private_endpoint_problem_in_one_line(tmp_path, capsys):
+    import yaml
+
+    from infra.cli import main
+    from tests.conftest import ROOT
+
+    doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.aws-byo-vpc.yaml").read_text())
+    del doc["config"]["trainplane:platform"]["cluster"]["privateAccessCidrs"]
+    path = tmp_path / "Pulumi.broken.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert main(["plan", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "platform.cluster.privateAccessCidrs: required with endpointAccess private" in err
+    assert "Traceback" not in err
