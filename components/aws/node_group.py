@@ -323,6 +323,10 @@ class NodePool(pulumi.ComponentResource):
                 depends_on=list(args.depends_on),
                 # The cluster autoscaler owns the current size; Pulumi owns only min and max.
                 ignore_changes=["scalingConfig.desiredSize"],
+                # The group has a fixed name and EKS cannot change some fields in place (instance types,
+                # AMI type, capacity type): a replacement must delete the old group before creating the
+                # new one, or the create fails on the name (e.g. an H200 EFA spot pool dropping p5e).
+                delete_before_replace=True,
             ),
         )
         resources = {EFA_RESOURCE: str(efa_count)} if efa_count else {}
