@@ -182,9 +182,13 @@ def test_pod_monitor_scrapes_the_trainer_with_job_and_rank_labels():
 
 
 @pytest.mark.parametrize("version", ["1.33", "1.34", "1.35"])
-@pytest.mark.parametrize("platform", ["aws", "gcp"])
+@pytest.mark.parametrize("platform", ["aws", "gcp", "aws-efa"])
 def test_job_objects_validate_strictly(platform, version):
-    result = reference_plan() if platform == "aws" else plan_job(gcp_job_object())
+    result = {
+        "aws": reference_plan,
+        "gcp": lambda: plan_job(gcp_job_object()),
+        "aws-efa": lambda: plan_job(efa_job(), {EFA_REF: efa_platform()}),
+    }[platform]()
     objects = kubernetes_objects(result)
     assert {o["kind"] for o in objects} == {"ConfigMap", "Service", "Job", "PodMonitor"}
     for obj in objects:
