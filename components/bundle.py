@@ -117,6 +117,15 @@ class StorageHandle:
 
 
 @dataclass(frozen=True)
+class NetworkEndpoint:
+    """An address and port pods must reach (NetworkPolicy egress names it as an ipBlock)."""
+
+    cidr: str
+    port: int
+    protocol: Literal["TCP", "UDP"] = "TCP"
+
+
+@dataclass(frozen=True)
 class CloudProfile:
     """The little the in-cluster layer must know about the cloud underneath."""
 
@@ -125,6 +134,9 @@ class CloudProfile:
     object_store: str | None = None
     # Annotation that binds a Kubernetes service account to cloud identity, per team.
     identity_annotation: str | None = None
+    # Where pods get their cloud credentials from, when that is a node-local endpoint the team's
+    # default-deny egress must open (GKE's metadata server); empty when identity needs no such hop.
+    identity_endpoints: tuple[NetworkEndpoint, ...] = ()
 
 
 @dataclass(frozen=True)

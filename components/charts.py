@@ -43,7 +43,7 @@ CHARTS: dict[str, Chart] = {
     ),
     # The OSS Loki chart moved to the grafana-community repository.
     "loki": Chart("https://grafana-community.github.io/helm-charts", "loki", "18.11.0"),
-    # No upstream defaults are kept for Alloy here: its values are not key-checked (see docs/in-cluster.md).
+    # Upstream defaults: ../shared/reference/charts/alloy-1.10.0.values.yaml (key-checked like the others).
     "alloy": Chart("https://grafana.github.io/helm-charts", "alloy", "1.10.0"),
     "kueue": Chart("oci://registry.k8s.io/kueue/charts", "kueue", "0.19.2"),
     "aws-fsx-csi-driver": Chart(

@@ -68,8 +68,11 @@ GCP_DEFAULT_PRIVATE_SERVICES_CIDR = ipaddress.IPv4Network("10.72.0.0/20")
 FILESTORE_ZONAL_TIERS = ("BASIC_HDD", "BASIC_SSD", "ZONAL")
 
 _DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# Kubernetes object names such as StorageClasses: a DNS subdomain (RFC 1123).
+_DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 PATTERN_WORDS = {
     _DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
+    _DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
     r"^1\.\d{2}$": 'a Kubernetes minor version in quotes, e.g. "1.33"',
 }
 
@@ -124,6 +127,9 @@ class ClusterSpec(Spec):
     private_nodes: bool | None = None
     # kubernetes (an existing cluster): the kubeconfig itself is the secret `trainplane:kubeconfig`
     context: str | None = None
+    # kubernetes: the StorageClass the platform's volumes (Prometheus, Loki) name; None: the cluster's
+    # default class (`trainplane verify --kubeconfig` checks that one exists).
+    storage_class: str | None = Field(default=None, pattern=_DNS_SUBDOMAIN, max_length=253)
 
 
 class NetworkSpec(Spec):
@@ -324,6 +330,7 @@ CLOUD_ONLY_KEYS: dict[type[Spec], dict[str, tuple[str, ...]]] = {
         "authorizedNetworks": ("gcp", "aws"),
         "privateNodes": ("gcp",),
         "context": ("kubernetes",),
+        "storageClass": ("kubernetes",),
     },
     NetworkSpec: {
         "zones": ("aws",),

@@ -24,7 +24,6 @@ from components.bundle import (
     LOKI_SERVICE_ACCOUNT,
     MONITORING_NAMESPACE,
     TEAM_SERVICE_ACCOUNT,
-    CloudProfile,
     ClusterBundle,
     StorageHandle,
     team_namespace,
@@ -34,12 +33,9 @@ from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustr
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork, GcpNetworkArgs
 from components.gcp.node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gcp.profile import GKE_PROFILE, GKE_STORAGE_CLASS
 from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, LustreStorage, LustreStorageArgs
 from components.spec import PlatformSpec
-
-GKE_PROFILE = CloudProfile(
-    name="gke", object_store="gs", identity_annotation="iam.gke.io/gcp-service-account"
-)
 
 
 @dataclass(frozen=True)
@@ -116,6 +112,8 @@ class GcpCloud(pulumi.ComponentResource):
                     service_account=TEAM_SERVICE_ACCOUNT,
                     purpose=team.name,
                     bucket=buckets.checkpoints.name,
+                    # Teams share the checkpoint bucket; each reaches only `<team>/` (jobs write there).
+                    prefix=team.name,
                     cluster=gke.cluster,
                 ),
                 child,
@@ -153,5 +151,8 @@ class GcpCloud(pulumi.ComponentResource):
             loki_identity=loki_identity,
             # System pods (operators, Prometheus, Kueue) need the CPU pools; GPU pools may sit at zero.
             ready=tuple(p.node_pool for p in pools if p.info.gpu is None),
+            # GKE installs standard-rwo with the PD CSI add-on the cluster enables.
+            storage_class=GKE_STORAGE_CLASS,
+            storage_ready=(gke.cluster,),
         )
         self.register_outputs({"clusterName": spec.cluster.name, "kubeconfig": gke.kubeconfig})

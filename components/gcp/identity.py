@@ -4,7 +4,8 @@ Workload Identity (each team's `trainer` service account, and Loki).
 Workload Identity: a Kubernetes service account `<ns>/<ksa>` acts as a Google service account (GSA) when
 the GSA grants `roles/iam.workloadIdentityUser` to `serviceAccount:<project>.svc.id.goog[<ns>/<ksa>]` and
 the KSA carries the annotation `iam.gke.io/gcp-service-account: <gsa email>` (the in-cluster layer adds it).
-Each GSA gets object access to exactly one bucket, granted on that bucket, not on the project.
+Each GSA gets object access to exactly one bucket, granted on that bucket, not on the project; a team's
+GSA only to its own prefix `<team>/` of the shared checkpoint bucket (an IAM condition).
 """
 
 from __future__ import annotations
@@ -28,6 +29,27 @@ NODE_ROLES = ("roles/container.defaultNodeServiceAccount", "roles/artifactregist
 
 def workload_identity_member(project: str, namespace: str, service_account: str) -> str:
     return f"serviceAccount:{workload_pool(project)}[{namespace}/{service_account}]"
+
+
+def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
+    """An IAM condition that limits a bucket role to the objects under `prefix/` and to listings of it.
+
+    Object permissions are checked on `projects/_/buckets/<bucket>/objects/<object>` (IAM conditions
+    resource attributes, Cloud Storage resource names). `storage.objects.list` is a bucket-level call
+    whose resource is the bucket itself, so it is admitted through the list request's prefix instead
+    (API attribute `storage.googleapis.com/objectListPrefix`, IAM conditions attribute reference): a team
+    lists under `<team>/` only. The trailing slash keeps team `ml` out of `ml2/`.
+    """
+    objects = f"projects/_/buckets/{bucket}/objects/{prefix}/"
+    expression = (
+        f'resource.name.startsWith("{objects}") || '
+        f'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("{prefix}/")'
+    )
+    return {
+        "title": f"{prefix}/ only",
+        "description": f"objects under {prefix}/ in {bucket}, and listings of that prefix",
+        "expression": expression,
+    }
 
 
 @dataclass(frozen=True)
@@ -78,6 +100,8 @@ class WorkloadIdentityArgs:
     # The cluster: the `<project>.svc.id.goog` pool exists only once a Workload Identity cluster does, and
     # IAM rejects members of a pool that does not exist yet.
     cluster: pulumi.Resource
+    # Only this prefix of it (`<prefix>/...`), when the bucket is shared (teams in the checkpoint bucket).
+    prefix: str | None = None
 
 
 class WorkloadIdentity(pulumi.ComponentResource):
@@ -106,11 +130,17 @@ class WorkloadIdentity(pulumi.ComponentResource):
             member=self.member,
             opts=pulumi.ResourceOptions(parent=self, depends_on=[args.cluster]),
         )
+        prefix = args.prefix
         gcp.storage.BucketIAMMember(
             f"{name}-bucket",
             bucket=args.bucket,
             role=BUCKET_OBJECT_ROLE,
             member=pulumi.Output.concat("serviceAccount:", self.account.email),
+            condition=(
+                pulumi.Output.from_input(args.bucket).apply(lambda b: prefix_condition(b, prefix))
+                if prefix is not None
+                else None
+            ),
             opts=child,
         )
         self.email = self.account.email

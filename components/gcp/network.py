@@ -6,7 +6,7 @@ platform's own ranges and node tag, and (only when Managed Lustre is asked for) 
 range peered through Service Networking, which Managed Lustre requires.
 
 Brought network (`network.network` + `network.subnetwork`): nothing is created; the owner of the network
-keeps NAT, firewall and private services access.
+keeps NAT, firewall, private services access and its MTU (8896 is recommended with Managed Lustre).
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ SERVICES_RANGE = "services"
 # because the GKE metadata server holds 988 on every node.
 LUSTRE_PORT = 988
 LUSTRE_LEGACY_PORT = 6988
+# The largest MTU a VPC allows. Managed Lustre's VPC set-up creates its network with `--mtu=8896`, and its
+# performance guide measures up to ~10% more throughput than the 1460-byte default (Managed Lustre docs,
+# "Configure a VPC network" and "Performance considerations: VPC network MTU").
+LUSTRE_MTU = 8896
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,9 @@ class GcpNetwork(pulumi.ComponentResource):
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
             description=f"trainplane platform {spec.cluster.name}",
+            # Jumbo frames only where Managed Lustre is used; other platforms keep GCP's default. The
+            # provider patches MTU in place (magic-modules PR 13995, 2025), no network replacement.
+            mtu=LUSTRE_MTU if args.lustre_port is not None else None,
             opts=child,
         )
         subnet = gcp.compute.Subnetwork(

@@ -67,6 +67,21 @@ def pool_zones(spec: PlatformSpec, pool: NodePoolSpec) -> list[str]:
     return list(pool.zones or spec.zones)
 
 
+def secure_boot(spec: PlatformSpec, pool: NodePoolSpec, is_gpu: bool) -> bool:
+    """Whether the pool's nodes boot with Secure Boot.
+
+    GKE's Managed Lustre CSI driver mounts on Secure Boot nodes only when they are GPU machines (Managed
+    Lustre docs, "Connect to an existing instance from GKE", Limitations: "Node pools with Secure boot
+    enabled are supported only if the machine type of the node pool is a GPU machine type"). So Secure
+    Boot stays on GPU pools and on pools no team pod can land on (a NoSchedule/NoExecute taint of their
+    own), and goes off on the untainted CPU pools of a platform with Managed Lustre, where team pods (data
+    preparation, evaluation) mount the team's Lustre claim.
+    """
+    if is_gpu or not any(st.kind == "lustre" for st in spec.storage):
+        return True
+    return any(t.effect in ("NoSchedule", "NoExecute") for t in pool.taints)
+
+
 def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
     return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
 
@@ -111,7 +126,10 @@ class GpuNodePool(pulumi.ComponentResource):
             "metadata": {"disable-legacy-endpoints": "true"},
             # Pods see the GKE metadata server (Workload Identity), never the node's own credentials.
             "workload_metadata_config": {"mode": "GKE_METADATA"},
-            "shielded_instance_config": {"enable_secure_boot": True, "enable_integrity_monitoring": True},
+            "shielded_instance_config": {
+                "enable_secure_boot": secure_boot(spec, pool, is_gpu),
+                "enable_integrity_monitoring": True,
+            },
             "spot": pool.capacity == "spot",
         }
         if is_gpu:

@@ -87,5 +87,7 @@ class ExistingCluster(pulumi.ComponentResource):
             profile=CloudProfile(name="kubernetes"),
             node_pools=pools,
             storage=storage,
+            # The class the stack names, or None: the cluster's default class, checked live by verify.
+            storage_class=spec.cluster.storage_class,
         )
         self.register_outputs({"clusterName": spec.cluster.name})

@@ -1,5 +1,5 @@
 """Logs: Loki (single binary) on the cloud layer's log bucket, or on a volume on existing clusters, and
-Grafana Alloy on every node shipping pod logs with namespace, pod, container, job and rank labels."""
+Grafana Alloy on every node shipping pod logs with namespace, pod, container, job and node_rank labels."""
 
 from __future__ import annotations
 
@@ -32,14 +32,18 @@ def loki_values(spec: PlatformSpec, bundle: ClusterBundle) -> pulumi.Output[dict
     if store and bucket is None:
         store = None  # no log bucket handed over: keep logs on the volume
     retention_h = spec.observability.log_retention_days * 24
+    persistence: dict[str, Any] = {"enabled": True}
+    if bundle.storage_class:
+        persistence["storageClass"] = bundle.storage_class
 
     def build(bucket_name: str | None, identity: str | None) -> dict[str, Any]:
         storage_type = store or "filesystem"
         storage: dict[str, Any] = {"type": storage_type}
         if store:
-            # The chart renders bucketnames from loki.storage.bucketNames (documented, commented out in the
-            # chart's defaults); it fails to template without it.
-            storage["bucketNames"] = {"chunks": bucket_name, "ruler": bucket_name, "admin": bucket_name}
+            # The chart renders bucketnames from loki.storage.bucketNames.chunks and .ruler (documented,
+            # commented out in the chart's defaults; templates/_helpers.tpl `required`s both). No template
+            # of 18.11.0 reads an `admin` bucket, so none is sent.
+            storage["bucketNames"] = {"chunks": bucket_name, "ruler": bucket_name}
         if store == "s3":
             storage["s3"] = {"region": bundle.region}
         service_account: dict[str, Any] = {"create": True, "name": LOKI_SERVICE_ACCOUNT}
@@ -69,7 +73,10 @@ def loki_values(spec: PlatformSpec, bundle: ClusterBundle) -> pulumi.Output[dict
                     "compactor": {"retention_enabled": True, "delete_request_store": storage_type},
                 },
             },
-            "singleBinary": {"replicas": 1},
+            # The chart's single binary is a StatefulSet with a volume claim by default
+            # (singleBinary.persistence.enabled: true): WAL, index cache and, on existing clusters, the
+            # chunks themselves. templates/_workload.tpl names `persistence.storageClass` in it.
+            "singleBinary": {"replicas": 1, "persistence": persistence},
             "read": {"replicas": 0},
             "write": {"replicas": 0},
             "backend": {"replicas": 0},
@@ -94,7 +101,8 @@ def alloy_config() -> str:
         ("__meta_kubernetes_pod_name", "pod"),
         ("__meta_kubernetes_pod_container_name", "container"),
         (_meta(JOB_NAME_LABEL), "job"),
-        (_meta(RANK_LABEL), "rank"),
+        # The pod's completion index is the node's rank in the job; `rank` is the trainer's per-GPU rank.
+        (_meta(RANK_LABEL), "node_rank"),
     ]
     rules = "\n".join(
         f'  rule {{\n    source_labels = ["{src}"]\n    target_label  = "{dst}"\n  }}' for src, dst in relabel
@@ -127,12 +135,10 @@ loki.write "default" {{
 
 def alloy_values() -> dict[str, Any]:
     return {
-        # One Alloy per node; HOSTNAME carries the node name (downward API) for the discovery selector.
+        # One Alloy per node. The chart itself sets HOSTNAME to the node name (downward API
+        # spec.nodeName, alloy 1.10.0 templates/containers/_agent.yaml), which the discovery selector reads.
         "controller": {"type": "daemonset", "tolerations": [{"operator": "Exists"}]},
-        "alloy": {
-            "configMap": {"create": True, "content": alloy_config()},
-            "extraEnv": [{"name": "HOSTNAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}}],
-        },
+        "alloy": {"configMap": {"create": True, "content": alloy_config()}},
     }
 
 
@@ -158,7 +164,8 @@ class Logs(pulumi.ComponentResource):
             **loki.release_args(),
             values=loki_values(args.spec, args.bundle),
             timeout=RELEASE_TIMEOUT_S,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=ready),
+            # Its volume claim binds only once the StorageClass and its provisioner exist.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*ready, *args.bundle.storage_ready]),
         )
         alloy = CHARTS["alloy"]
         # Alloy retries pushes until Loki answers: no need to wait for the Loki release.

@@ -37,20 +37,24 @@ def _meta_label(label: str) -> str:
     return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in label)
 
 
-def prometheus_values(spec: PlatformSpec, loki: bool) -> dict[str, Any]:
+def prometheus_values(spec: PlatformSpec, loki: bool, storage_class: str | None = None) -> dict[str, Any]:
+    """kube-prometheus-stack values. Of the volumes the chart can ask for, only Prometheus' is on: the
+    volumeClaimTemplate below, in the bundle's StorageClass (None: the cluster's default class).
+    Alertmanager keeps `alertmanagerSpec.storage: {}` (emptyDir) and Grafana `persistence.enabled: false`
+    (chart 88.5.3 defaults; templates/prometheus/prometheus.yaml and alertmanager/alertmanager.yaml render
+    a volume only from those keys), so nothing else waits for a volume."""
     obs = spec.observability
+    claim: dict[str, Any] = {
+        "accessModes": ["ReadWriteOnce"],
+        "resources": {"requests": {"storage": f"{obs.prometheus_storage_gib}Gi"}},
+    }
+    if storage_class:
+        claim["storageClassName"] = storage_class
     values: dict[str, Any] = {
         "prometheus": {
             "prometheusSpec": {
                 "retention": f"{obs.retention_days}d",
-                "storageSpec": {
-                    "volumeClaimTemplate": {
-                        "spec": {
-                            "accessModes": ["ReadWriteOnce"],
-                            "resources": {"requests": {"storage": f"{obs.prometheus_storage_gib}Gi"}},
-                        }
-                    }
-                },
+                "storageSpec": {"volumeClaimTemplate": {"spec": claim}},
                 "serviceMonitorSelectorNilUsesHelmValues": False,
                 "podMonitorSelectorNilUsesHelmValues": False,
                 "ruleSelectorNilUsesHelmValues": False,
@@ -119,9 +123,14 @@ class Observability(pulumi.ComponentResource):
             name=PROMETHEUS_RELEASE,
             namespace=ns,
             **chart.release_args(),
-            values=prometheus_values(spec, loki=spec.observability.loki),
+            values=prometheus_values(
+                spec, loki=spec.observability.loki, storage_class=args.bundle.storage_class
+            ),
             timeout=RELEASE_TIMEOUT_S,
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.bundle.ready)),
+            # Prometheus' volume needs its StorageClass and provisioner before the release can be ready.
+            opts=pulumi.ResourceOptions(
+                parent=self, depends_on=[*args.bundle.ready, *args.bundle.storage_ready]
+            ),
         )
         # Objects of the chart's CRDs (PrometheusRule, PodMonitor) wait for the release that installs them.
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])

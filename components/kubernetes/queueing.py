@@ -1,15 +1,17 @@
 """Queueing with Kueue: a ResourceFlavor per GPU kind and capacity, a ClusterQueue per team with its
 nominal GPU quota in one cohort (idle quota can be borrowed), a LocalQueue in every team namespace, and
-all-or-nothing admission (waitForPodsReady) so a multi-node job never holds half its GPUs.
+all-or-nothing admission (waitForPodsReady) so a multi-node job never holds half its GPUs. Extended
+resources of the pools (fabric devices) are covered next to the GPUs, in proportion to them.
 
 Kueue objects use the v1beta2 API (storage version since Kueue 0.16): ClusterQueue `cohortName`.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -19,11 +21,12 @@ import yaml
 from components.bundle import ClusterBundle, NodePoolInfo, team_local_queue
 from components.charts import CHARTS
 from components.kubernetes.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
-from components.kubernetes.tenancy import team_quota
+from components.kubernetes.tenancy import TEAM_LABEL, team_quota
 from components.spec import PlatformSpec
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
+KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 
 
 def manager_config() -> str:
@@ -48,7 +51,14 @@ def manager_config() -> str:
                 "backoffMaxSeconds": 3600,
             },
         },
-        "integrations": {"frameworks": ["batch/job", "jobset.x-k8s.io/jobset", "pod"]},
+        # Only the job kinds the platform runs: batch/v1 Job today, JobSet next (framework names from
+        # kueue v0.19.2 pkg/controller/jobs/*/..._controller.go FrameworkName). Without `pod` the chart
+        # renders its pod webhook with failurePolicy Ignore (templates/webhook/manifests.yaml), so a
+        # Kueue outage cannot block pod creation of the GPU operator, monitoring or anything else.
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        # Kueue's job webhooks (failurePolicy Fail) see only the team namespaces, not the operators'
+        # (chart: namespaceSelector of every job webhook = managedJobsNamespaceSelector when set).
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
     }
     return yaml.safe_dump(config, sort_keys=False)
 
@@ -63,6 +73,17 @@ class Flavor:
     gpus: int  # GPUs in the flavor at maximum scale
     node_labels: dict[str, str]
     tolerations: list[dict[str, str]]
+    # Extended resources of the flavor's nodes (bundle NodePoolInfo.extended_resources), by name:
+    # the count at maximum scale, and the most any pool of the flavor has per GPU.
+    extended: dict[str, int] = field(default_factory=dict)
+    extended_per_gpu: dict[str, float] = field(default_factory=dict)
+
+    def extended_quota(self, resource: str, gpu_quota: int) -> int:
+        """A team's share of `resource`: enough for `gpu_quota` GPUs on the flavor's densest pool, up to
+        what the flavor has. A job pod requests all of its node's devices, so the share follows GPUs."""
+        if resource not in self.extended:
+            return 0
+        return min(self.extended[resource], math.ceil(gpu_quota * self.extended_per_gpu[resource]))
 
 
 def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
@@ -77,6 +98,13 @@ def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
         for m in members[1:]:
             common = {k: v for k, v in common.items() if m.labels.get(k) == v}
         taints = {(t.key, t.value, t.effect) for m in members for t in m.taints}
+        extended: dict[str, int] = {}
+        per_gpu: dict[str, float] = {}
+        for m in members:
+            for res, count in m.extended_resources.items():
+                extended[res] = extended.get(res, 0) + count * m.max_nodes
+                if m.gpus_per_node:
+                    per_gpu[res] = max(per_gpu.get(res, 0.0), count / m.gpus_per_node)
         out.append(
             Flavor(
                 name=flavor_name(gpu, capacity),
@@ -85,6 +113,8 @@ def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
                 tolerations=[
                     {"key": k, "operator": "Equal", "value": v, "effect": e} for k, v, e in sorted(taints)
                 ],
+                extended=extended,
+                extended_per_gpu=per_gpu,
             )
         )
     return out
@@ -101,6 +131,10 @@ def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> 
             r["borrowingLimit"] = "0"
         return r
 
+    # Kueue admits a workload only if its ClusterQueue covers every resource its pods request (kueue
+    # flavorassigner), so every extended resource of any flavor is covered; a flavor without it gets 0.
+    extended = sorted({r for f in fl for r in f.extended})
+
     return {
         "cohortName": spec.queueing.cohort,
         # Only the team's own namespace feeds its queue.
@@ -110,7 +144,7 @@ def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> 
         "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
         "resourceGroups": [
             {
-                "coveredResources": ["cpu", "memory", GPU],
+                "coveredResources": ["cpu", "memory", GPU, *extended],
                 "flavors": [
                     {
                         "name": f.name,
@@ -120,6 +154,10 @@ def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> 
                             resource("cpu", cpu),
                             resource("memory", memory),
                             resource(GPU, str(min(team.gpu_quota, f.gpus))),
+                            *(
+                                resource(r, str(f.extended_quota(r, min(team.gpu_quota, f.gpus))))
+                                for r in extended
+                            ),
                         ],
                     }
                     for f in fl

@@ -4,7 +4,8 @@ A team's jobs run in the namespace named after the team under service account `t
 the cloud identity annotation (IRSA role ARN / Workload Identity service account) when the cloud layer
 made one. The Role grants only what running jobs need: read their own pods, logs, services and config;
 no secrets and no exec. NetworkPolicies deny by default and open exactly: the team's own pods, DNS,
-Prometheus scraping from the monitoring namespace, the shared file systems and object storage.
+Prometheus scraping from the monitoring namespace, the shared file systems, the cloud's identity endpoint
+(from the profile) and object storage.
 """
 
 from __future__ import annotations
@@ -137,6 +138,19 @@ def network_policies(
                 "egress": [{"to": [{"ipBlock": {"cidr": _cidr(ep)}}], "ports": ports}],
             }
         )
+    if bundle.profile.identity_endpoints:
+        # The node-local endpoint pods get cloud credentials from (a metadata server), exactly that.
+        policies["allow-cloud-identity"] = {
+            "podSelector": everyone,
+            "policyTypes": ["Egress"],
+            "egress": [
+                {
+                    "to": [{"ipBlock": {"cidr": ep.cidr}}],
+                    "ports": [{"protocol": ep.protocol, "port": ep.port}],
+                }
+                for ep in bundle.profile.identity_endpoints
+            ],
+        }
     if bundle.profile.object_store:
         policies["allow-object-storage"] = {
             "podSelector": everyone,

@@ -51,14 +51,37 @@ class TrainingJobArgs:
 
 
 def checkpoint_uri(job: JobSpec, platform: dict[str, Any]) -> str | None:
-    """`s3://auto` / `gs://auto` become the platform's checkpoint bucket with the job name as prefix."""
+    """`s3://auto` / `gs://auto` become `<scheme>://<checkpoint bucket>/<team>/<job>`.
+
+    Teams share the platform's checkpoint bucket and each team's cloud identity reaches only its own
+    `<team>/` prefix of it, so the job writes under its team's prefix.
+    """
     if job.checkpoint is None:
         return None
     uri = job.checkpoint.uri
     if uri.endswith("://auto"):
         scheme = uri.split("://", 1)[0]
-        return f"{scheme}://{platform['buckets']['checkpoints']}/{job.name}"
+        return f"{scheme}://{platform['buckets']['checkpoints']}/{job.team}/{job.name}"
     return uri
+
+
+def fabric_resources(pool: dict[str, Any]) -> dict[str, str]:
+    """Every extended resource of the pool's nodes (e.g. their fabric devices) at the node's full count.
+
+    One pod per node owns the node's fabric: devices a pod does not request are invisible to it, so NCCL
+    would fall back to TCP. Extended resources take requests equal to limits.
+    """
+    return {name: str(int(count)) for name, count in sorted((pool.get("extendedResources") or {}).items())}
+
+
+def pod_env(job: JobSpec, pool: dict[str, Any], reserved: set[str]) -> list[dict[str, Any]]:
+    """The pool's fabric environment, then the job's own env, which wins on a conflict."""
+    fabric = {
+        k: str(v) for k, v in (pool.get("podEnv") or {}).items() if k not in job.env and k not in reserved
+    }
+    return [{"name": k, "value": v} for k, v in sorted(fabric.items())] + [
+        {"name": k, "value": v} for k, v in sorted(job.env.items())
+    ]
 
 
 def pod_resources(job: JobSpec, pool: dict[str, Any]) -> tuple[str, str, str]:
@@ -217,6 +240,7 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         cpu, memory, shm = pod_resources(job, pool)
+        fabric = fabric_resources(pool)
         grace = job.grace_period_seconds or DEFAULT_GRACE_SECONDS.get(str(platform.get("cloud")), 120)
         env = [
             {"name": "TRAINPLANE_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
@@ -234,7 +258,7 @@ class TrainingJob(pulumi.ComponentResource):
         uri = checkpoint_uri(job, platform)
         if uri is not None:
             env.append({"name": "TRAINPLANE_CHECKPOINT_URI", "value": uri})
-        env += [{"name": k, "value": v} for k, v in sorted(job.env.items())]
+        env += pod_env(job, pool, {e["name"] for e in env})
 
         volumes: list[dict[str, Any]] = [
             {"name": "config", "configMap": {"name": config_map.metadata["name"]}},
@@ -327,8 +351,13 @@ class TrainingJob(pulumi.ComponentResource):
                                         "cpu": cpu,
                                         "memory": memory,
                                         "nvidia.com/gpu": str(job.gpus_per_node),
+                                        **fabric,
                                     },
-                                    "limits": {"memory": memory, "nvidia.com/gpu": str(job.gpus_per_node)},
+                                    "limits": {
+                                        "memory": memory,
+                                        "nvidia.com/gpu": str(job.gpus_per_node),
+                                        **fabric,
+                                    },
                                 },
                                 "volumeMounts": mounts,
                             }

@@ -59,8 +59,19 @@ def persistent_volume_spec(handle: StorageHandle, team: str) -> dict[str, Any]:
 
 
 def fsx_csi_values() -> dict[str, Any]:
-    # Static volumes need only the node plugin (no controller, so no IAM role); it must reach GPU nodes.
-    return {"nodeComponentOnly": True, "node": {"tolerateAllTaints": True}}
+    """Only the node plugin, on every node (GPU nodes included).
+
+    Static volumes need no controller: the CSIDriver has attachRequired: false and the PVs name their
+    file system, so nothing calls CreateVolume. In chart 1.17.0 `nodeComponentOnly` only drops the
+    controller's PodDisruptionBudget (templates/pdb.yaml); templates/controller-deployment.yaml renders
+    the Deployment regardless, and without an IAM role its pods could only fail. Zero replicas stop
+    deploying it for real, while the chart's objects stay as the chart defines them.
+    """
+    return {
+        "nodeComponentOnly": True,
+        "controller": {"replicaCount": 0},
+        "node": {"tolerateAllTaints": True},
+    }
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ INVOKES: dict = {}
 PROFILE_PROGRAM = Path(__file__).resolve()
 
 ACCOUNT = "123456789012"
+# Stands in for the StorageClass the AWS layer creates for an eks profile bundle.
+EKS_STORAGE_CLASS = "gp3-encrypted"
 
 
 def profile_bundle(spec, profile: str, provider):
@@ -35,11 +37,19 @@ def profile_bundle(spec, profile: str, provider):
         gpu_taint,
         pool_labels,
     )
+    from components.spec import machine_of
 
     name = spec.cluster.name
     pools = []
     for p in spec.node_pools:
         labels = pool_labels(p)
+        extended: dict[str, int] = {}
+        pod_env: dict[str, str] = {}
+        shape = machine_of(spec.cloud, p)
+        if profile == "eks" and p.efa and shape is not None:
+            # As the AWS layer hands an EFA pool over: all of the node's EFA devices, libfabric's provider.
+            extended = {"vpc.amazonaws.com/efa": shape.efa_interfaces}
+            pod_env = {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}
         if profile == "eks":
             labels["eks.amazonaws.com/capacityType"] = "SPOT" if p.capacity == "spot" else "ON_DEMAND"
         elif p.gpu:
@@ -56,6 +66,9 @@ def profile_bundle(spec, profile: str, provider):
                 max_nodes=p.effective_max_nodes,
                 labels=labels,
                 taints=(gpu_taint(),) if p.gpu else (),
+                machine_types=(shape.name,) if shape is not None else (),
+                extended_resources=extended,
+                pod_env=pod_env,
             )
         )
     storage = []
@@ -119,10 +132,15 @@ def profile_bundle(spec, profile: str, provider):
         cloud = CloudProfile("eks", object_store="s3", identity_annotation="eks.amazonaws.com/role-arn")
         identity = {t.name: f"arn:aws:iam::{ACCOUNT}:role/{name}-team-{t.name}" for t in spec.teams}
         loki = f"arn:aws:iam::{ACCOUNT}:role/{name}-loki"
+        # The AWS layer's encrypted gp3 class (EBS CSI add-on); the name here stands in for it.
+        storage_class = EKS_STORAGE_CLASS
     else:
-        cloud = CloudProfile("gke", object_store="gs", identity_annotation="iam.gke.io/gcp-service-account")
+        from components.gcp.profile import GKE_PROFILE, GKE_STORAGE_CLASS
+
+        cloud = GKE_PROFILE
         identity = {t.name: f"{name}-{t.name}@{spec.project}.iam.gserviceaccount.com" for t in spec.teams}
         loki = f"{name}-loki@{spec.project}.iam.gserviceaccount.com"
+        storage_class = GKE_STORAGE_CLASS
     return ClusterBundle(
         name=name,
         region=spec.region,
@@ -134,6 +152,7 @@ def profile_bundle(spec, profile: str, provider):
         buckets={"checkpoints": f"{name}-checkpoints-{ACCOUNT}", "logs": f"{name}-logs-{ACCOUNT}"},
         team_identities=identity,
         loki_identity=loki,
+        storage_class=storage_class,
     )
 
 

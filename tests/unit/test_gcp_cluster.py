@@ -90,3 +90,18 @@ def test_platform_outputs_match_the_cloud_neutral_contract():
     assert out["region"] == "us-central1"
     assert out["objectStore"] == "gs"
     assert set(out) >= {"kubeconfig", "nodePools", "storage", "buckets", "teams"}
+
+
+def test_platform_volumes_use_gkes_pd_class_once_its_driver_is_on():
+    """Prometheus' and Loki's volumes name standard-rwo (PD CSI driver, pd-balanced) and their releases
+    wait for the cluster whose add-on provides it."""
+    result = plan("gcp-dev")
+    cluster = one(result, CLUSTER)
+    assert cluster.inputs["addonsConfig"]["gcePersistentDiskCsiDriverConfig"] == {"enabled": True}
+    releases = {r.inputs["chart"]: r for r in result.of_type("kubernetes:helm.sh/v3:Release")}
+    prom, loki = releases["kube-prometheus-stack"], releases["loki"]
+    claim = prom.inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]
+    assert claim["spec"]["storageClassName"] == "standard-rwo"
+    assert loki.inputs["values"]["singleBinary"]["persistence"]["storageClass"] == "standard-rwo"
+    for release in (prom, loki):
+        assert cluster.urn in release.deps, release.name

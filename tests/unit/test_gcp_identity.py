@@ -84,9 +84,17 @@ def test_each_team_gsa_is_bound_to_its_trainer_ksa_and_the_checkpoint_bucket_onl
         grants = [
             r.inputs for r in result.of_type(BUCKET_IAM) if r.inputs["member"] == f"serviceAccount:{email}"
         ]
-        assert grants == [
-            {"bucket": ckpt_bucket, "role": "roles/storage.objectUser", "member": f"serviceAccount:{email}"}
-        ]
+        (grant,) = grants
+        assert {k: grant[k] for k in ("bucket", "role", "member")} == {
+            "bucket": ckpt_bucket,
+            "role": "roles/storage.objectUser",
+            "member": f"serviceAccount:{email}",
+        }
+        # Teams share the bucket; each reaches its own prefix only (see the condition test below).
+        assert grant["condition"]["expression"] == (
+            f'resource.name.startsWith("projects/_/buckets/{ckpt_bucket}/objects/{team}/") || '
+            f'api.getAttribute("storage.googleapis.com/objectListPrefix", "").startsWith("{team}/")'
+        )
         assert not [r for r in result.of_type(PROJECT_IAM) if email in r.inputs["member"]]
         assert account.inputs["project"] == project
 
@@ -130,3 +138,38 @@ def test_only_the_workload_identity_bindings_wait_for_the_cluster():
         assert cluster in wi.deps  # the <project>.svc.id.goog pool exists once the cluster does
     for r in result.of_type(BUCKET_IAM) + result.of_type(BUCKET) + result.of_type(SA):
         assert cluster not in upstream(result, r), r.name
+
+
+def _cel_allows(expression: str, resource_name: str, list_prefix: str | None) -> bool:
+    """Evaluate the two-clause condition the way IAM would for one request: an object call (resource
+    name of the object) or a list call (resource name of the bucket, the request's prefix)."""
+    import re
+
+    (obj,) = re.findall(r'resource\.name\.startsWith\("([^"]+)"\)', expression)
+    (lst,) = re.findall(r'objectListPrefix", ""\)\.startsWith\("([^"]+)"\)', expression)
+    return resource_name.startswith(obj) or (list_prefix or "").startswith(lst)
+
+
+def test_team_identity_reaches_only_its_own_prefix_of_the_checkpoint_bucket():
+    result = plan("gcp-h100-mega")
+    bucket = "example-ml-prod-mega-checkpoints"
+    cond = {
+        r.inputs["member"].split(":")[1].split("@")[0]: r.inputs["condition"]["expression"]
+        for r in result.of_type(BUCKET_IAM)
+        if r.inputs["bucket"] == bucket
+    }
+    assert set(cond) == {"mega-pretrain", "mega-research"}
+    objects = f"projects/_/buckets/{bucket}/objects/"
+    bucket_res = f"projects/_/buckets/{bucket}"
+    pretrain = cond["mega-pretrain"]
+    assert _cel_allows(pretrain, objects + "pretrain/llm/step-100/__0_0.distcp", None)
+    assert _cel_allows(pretrain, bucket_res, "pretrain/llm/")  # the trainer lists its own steps
+    assert not _cel_allows(pretrain, objects + "research/gpt/step-100/.metadata", None)
+    assert not _cel_allows(pretrain, bucket_res, "research/")
+    assert not _cel_allows(pretrain, bucket_res, "")  # no listing of the whole bucket
+    assert not _cel_allows(pretrain, objects + "pretrain-old/x", None)  # a sibling prefix is not its own
+
+
+def test_loki_identity_is_not_narrowed_to_a_prefix():
+    (grant,) = [r.inputs for r in plan("gcp-dev").of_type(BUCKET_IAM) if r.inputs["bucket"].endswith("-logs")]
+    assert "condition" not in grant

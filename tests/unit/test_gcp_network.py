@@ -94,6 +94,13 @@ def test_lustre_gets_private_services_access_and_one_port():
     assert [r.name for r in dev.of_type(FIREWALL)] == ["ml-dev-net-intra"]
 
 
+def test_lustre_network_uses_jumbo_frames():
+    """Managed Lustre's VPC set-up uses --mtu=8896 (up to ~10% more throughput than 1460)."""
+    assert one(plan("gcp-h100-mega"), NETWORK).inputs["mtu"] == 8896
+    # Other platforms keep GCP's default MTU.
+    assert "mtu" not in one(plan("gcp-dev"), NETWORK).inputs
+
+
 def test_brought_network_is_referenced_not_created():
     result = plan("gcp-byo-network")
     for type_ in (NETWORK, SUBNET, ROUTER, NAT, FIREWALL, PSA, ADDRESS):

@@ -73,7 +73,7 @@ def test_every_pool_hides_node_credentials_and_runs_as_the_node_service_account(
     for p in result.of_type(NODE_POOL):
         cfg = p.inputs["nodeConfig"]
         assert cfg["workloadMetadataConfig"] == {"mode": "GKE_METADATA"}
-        assert cfg["shieldedInstanceConfig"] == {"enableSecureBoot": True, "enableIntegrityMonitoring": True}
+        assert cfg["shieldedInstanceConfig"]["enableIntegrityMonitoring"] is True
         assert cfg["serviceAccount"] == email
         assert cfg["metadata"] == {"disable-legacy-endpoints": "true"}
 
@@ -146,3 +146,32 @@ def test_hyperdisk_only_machines_get_a_hyperdisk_boot_disk():
     assert cfg["machineType"] == "a3-ultragpu-8g"
     assert cfg["diskType"] == "hyperdisk-balanced"
     assert cfg["guestAccelerators"][0]["type"] == "nvidia-h200-141gb"
+
+
+def _secure_boot(result) -> dict[str, bool]:
+    return {
+        p.inputs["name"]: p.inputs["nodeConfig"]["shieldedInstanceConfig"]["enableSecureBoot"]
+        for p in result.of_type(NODE_POOL)
+    }
+
+
+def test_secure_boot_stays_where_managed_lustre_can_mount():
+    """Managed Lustre CSI mounts on Secure Boot nodes only of GPU machine types (Managed Lustre docs)."""
+    # Lustre platform: the GPU pool keeps Secure Boot, the CPU pool that team pods use drops it.
+    assert _secure_boot(plan("gcp-h100-mega")) == {"system": False, "h100mega": True}
+    # No Lustre: Secure Boot everywhere.
+    assert set(_secure_boot(plan("gcp-dev")).values()) == {True}
+    assert set(_secure_boot(plan("gcp-byo-network")).values()) == {True}
+
+
+def test_a_tainted_cpu_pool_keeps_secure_boot_with_lustre():
+    obj = mutated("gcp-h100-mega")
+    obj["nodePools"].append(
+        {
+            "name": "infra",
+            "machineType": "n2-standard-8",
+            "maxNodes": 2,
+            "taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}],
+        }
+    )
+    assert _secure_boot(plan_platform(obj)) == {"system": False, "h100mega": True, "infra": True}

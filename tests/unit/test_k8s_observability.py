@@ -257,7 +257,7 @@ def test_alloy_ships_pod_logs_with_job_and_rank_labels():
         "pod": "__meta_kubernetes_pod_name",
         "container": "__meta_kubernetes_pod_container_name",
         "job": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_name",
-        "rank": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index",
+        "node_rank": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index",
     }
     assert 'url = "http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push"' in config
     assert config.count("{") == config.count("}")

@@ -105,3 +105,85 @@ def test_queueing_disabled_installs_no_kueue():
     obj["queueing"] = {"enabled": False}
     result = plan_incluster(obj)
     assert not [r for r in result.resources if "kueue" in r.type or "kueue" in str(r.inputs.get("chart"))]
+
+
+def _manager_config(result) -> dict:
+    (release,) = [
+        r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"].endswith("/kueue")
+    ]
+    return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def test_kueue_manages_only_the_job_kinds_the_platform_runs():
+    """With `pod` on, Kueue's pod webhook (failurePolicy Fail) gates every pod of the cluster."""
+    config = _manager_config(plan("gcp-dev"))
+    assert config["integrations"]["frameworks"] == ["batch/job", "jobset.x-k8s.io/jobset"]
+
+
+def test_kueue_webhooks_see_only_team_namespaces():
+    result = plan("aws-dev")
+    selector = _manager_config(result)["managedJobsNamespaceSelector"]
+    (expr,) = selector["matchExpressions"]
+    namespaces = {
+        r.inputs["metadata"]["name"]: r.inputs["metadata"].get("labels") or {}
+        for r in result.of_type("kubernetes:core/v1:Namespace")
+    }
+
+    def selected(labels: dict) -> bool:
+        assert expr["operator"] == "Exists" and set(selector) == {"matchExpressions"}
+        return expr["key"] in labels
+
+    assert {ns for ns, labels in namespaces.items() if selected(labels)} == {"research", "vision"}
+    assert {"monitoring", "gpu-operator", "kueue-system"} <= set(namespaces)
+
+
+EFA = "vpc.amazonaws.com/efa"
+
+
+def _resources(flavor: dict) -> dict[str, str]:
+    return {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+
+
+def test_cluster_queue_covers_the_pools_extended_resources():
+    """A pod requesting a resource its ClusterQueue does not cover is inadmissible (kueue flavorassigner)."""
+    result = plan_incluster(platform_object("aws-h200-efa"), "aws-h200-efa")
+    queues = {q.inputs["metadata"]["name"]: q.inputs["spec"] for q in kueue(result, "ClusterQueue")}
+    for team, spec in queues.items():
+        (group,) = spec["resourceGroups"]
+        assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu", EFA], team
+        for flavor in group["flavors"]:
+            assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
+    flavors = {f["name"]: _resources(f) for f in queues["llm"]["resourceGroups"][0]["flavors"]}
+    # The mock bundle's H200 pools are p5en (the catalog's cheapest 8x H200), 16 EFA devices a node.
+    # llm (64 GPUs): all of h200-spot (8 nodes) and all of h200-od (2 nodes).
+    assert flavors["h200-spot"]["nvidia.com/gpu"] == "64" and flavors["h200-spot"][EFA] == "128"
+    assert flavors["h200-on-demand"]["nvidia.com/gpu"] == "16" and flavors["h200-on-demand"][EFA] == "32"
+    # eval (16 GPUs): the EFA devices of the two nodes its GPUs fill.
+    eval_ = {f["name"]: _resources(f) for f in queues["eval"]["resourceGroups"][0]["flavors"]}
+    assert eval_["h200-spot"]["nvidia.com/gpu"] == "16" and eval_["h200-spot"][EFA] == "32"
+
+
+def test_extended_quota_follows_the_densest_pool_and_stops_at_what_the_flavor_has():
+    from components.bundle import NodePoolInfo, gpu_taint
+    from components.kubernetes.queueing import flavors
+
+    def pool(name: str, efa: int, nodes: int) -> NodePoolInfo:
+        return NodePoolInfo(
+            name=name,
+            gpu="H200",
+            gpus_per_node=8,
+            capacity="spot",
+            min_nodes=0,
+            max_nodes=nodes,
+            labels={"trainplane.dev/gpu": "H200", "trainplane.dev/pool": name},
+            taints=(gpu_taint(),),
+            extended_resources={EFA: efa} if efa else {},
+        )
+
+    # p5e (32 EFA) and p5en (16 EFA) pools in one flavor: a 16-GPU job on p5e needs 64 devices.
+    (f,) = flavors((pool("p5e", 32, 4), pool("p5en", 16, 4)))
+    assert f.extended == {EFA: 4 * 32 + 4 * 16}
+    assert f.extended_quota(EFA, 16) == 64
+    assert f.extended_quota(EFA, 64) == 192  # all the flavor has
+    (plain,) = flavors((pool("noefa", 0, 2),))
+    assert plain.extended_quota(EFA, 16) == 0

@@ -204,6 +204,8 @@ KUBE_PROXY = Peer("kube-system", {"k8s-app": "kube-proxy"})
 PROMETHEUS = Peer("monitoring", {"app.kubernetes.io/name": "prometheus"})
 DEFAULT_NS = Peer("default", {"app": "x"})
 INTERNET = Peer(None, ip="52.216.8.1")
+METADATA = Peer(None, ip="169.254.169.254")
+METADATA_DAEMON = Peer(None, ip="169.254.169.252")
 
 COMMON_CASES = [
     (TRAINER, TRAINER2, 29500, "TCP", True, "rendezvous within the namespace"),
@@ -219,6 +221,7 @@ COMMON_CASES = [
     (DEFAULT_NS, TRAINER, 9090, "TCP", False, "default namespace in"),
     (INTERNET, TRAINER, 443, "TCP", False, "nothing from outside"),
     (TRAINER, INTERNET, 80, "TCP", False, "no plain HTTP out"),
+    (TRAINER, METADATA_DAEMON, 988, "TCP", False, "never the node's metadata daemon directly"),
 ]
 CLOUD_CASES = {
     "aws-dev": [
@@ -227,17 +230,24 @@ CLOUD_CASES = {
         (TRAINER, Peer(None, ip="10.40.16.11"), 988, "TCP", False, "only the file system's address"),
         (TRAINER, Peer(None, ip="10.40.16.10"), 22, "TCP", False, "only Lustre ports"),
         (TRAINER, INTERNET, 443, "TCP", True, "S3 over HTTPS"),
+        # IRSA: STS over HTTPS, like S3; the node's instance metadata stays closed.
+        (TRAINER, METADATA, 80, "TCP", False, "no instance metadata on EKS"),
     ],
     "gcp-dev": [
         (TRAINER, Peer(None, ip="10.50.8.2"), 2049, "TCP", True, "Filestore NFS"),
         (TRAINER, Peer(None, ip="10.50.8.9"), 2049, "TCP", False, "only the Filestore address"),
         (TRAINER, INTERNET, 443, "TCP", True, "GCS over HTTPS"),
+        # Workload Identity: tokens come from the GKE metadata server (GKE docs, network policy limits).
+        (TRAINER, METADATA, 80, "TCP", True, "GKE metadata server for Workload Identity"),
+        (TRAINER, METADATA, 8080, "TCP", False, "only port 80 of the metadata server"),
+        (TRAINER, Peer(None, ip="169.254.169.253"), 80, "TCP", False, "only the metadata address"),
     ],
     "onprem-dev": [
         # The NFS server is a DNS name: any address, NFS port only.
         (TRAINER, Peer(None, ip="192.168.10.5"), 2049, "TCP", True, "NFS server"),
         (TRAINER, Peer(None, ip="192.168.10.5"), 111, "TCP", False, "only the NFS port"),
         (TRAINER, INTERNET, 443, "TCP", False, "no object store on this platform"),
+        (TRAINER, METADATA, 80, "TCP", False, "no cloud identity endpoint"),
     ],
 }
 

@@ -102,3 +102,84 @@ def test_team_referring_to_unknown_storage_is_a_config_error():
     assert e.value.problems == [
         "platform.teams[0].storage[1]: 'scratch' is not a storage of this platform; known: datasets"
     ]
+
+
+# ---- the platform's own volumes name their StorageClass ----------------------------------------
+
+RELEASE = "kubernetes:helm.sh/v3:Release"
+
+
+def release_values(result, chart: str) -> dict:
+    (r,) = [r for r in result.of_type(RELEASE) if r.inputs["chart"].rsplit("/", 1)[-1] == chart]
+    return r.inputs["values"]
+
+
+def claims_asked_of_charts(result) -> dict[str, dict]:
+    """Every volume claim the charts create from the values sent (chart -> claim spec), by the keys
+    their templates read: kube-prometheus-stack 88.5.3 prometheus.prometheusSpec.storageSpec,
+    alertmanager.alertmanagerSpec.storage, grafana.persistence (grafana 12.11.1); loki 18.11.0
+    singleBinary.persistence (templates/_workload.tpl volumeClaimTemplates)."""
+    prom = release_values(result, "kube-prometheus-stack")
+    out = {"prometheus": prom["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]}
+    assert not prom.get("alertmanager", {}).get("alertmanagerSpec", {}).get("storage"), "no Alertmanager PVC"
+    assert not prom["grafana"].get("persistence", {}).get("enabled"), "no Grafana PVC"
+    loki = [r for r in result.of_type(RELEASE) if r.inputs["chart"] == "loki"]
+    if loki:
+        persistence = loki[0].inputs["values"]["singleBinary"]["persistence"]
+        assert persistence["enabled"] is True  # the chart's default: Loki asks for a volume
+        out["loki"] = {"storageClassName": persistence.get("storageClass")}
+    return out
+
+
+@pytest.mark.parametrize(
+    ("stack", "storage_class"),
+    [("aws-dev", "gp3-encrypted"), ("gcp-dev", "standard-rwo")],
+)
+def test_every_platform_volume_names_the_bundles_storage_class(stack, storage_class):
+    claims = claims_asked_of_charts(plan(stack))
+    assert set(claims) == {"prometheus", "loki"}
+    assert {name: c.get("storageClassName") for name, c in claims.items()} == {
+        "prometheus": storage_class,
+        "loki": storage_class,
+    }
+
+
+def test_existing_cluster_volumes_use_the_configured_class_or_the_default():
+    # Without cluster.storageClass: no class named, the cluster's default class provisions them.
+    claims = claims_asked_of_charts(plan("onprem-dev"))
+    assert all(c.get("storageClassName") is None for c in claims.values())
+    obj = platform_object("onprem-dev")
+    obj["cluster"]["storageClass"] = "ceph-rbd"
+    claims = claims_asked_of_charts(plan_incluster(obj))
+    assert {name: c["storageClassName"] for name, c in claims.items()} == {
+        "prometheus": "ceph-rbd",
+        "loki": "ceph-rbd",
+    }
+
+
+def test_storage_class_key_is_checked():
+    obj = platform_object("onprem-dev")
+    obj["cluster"]["storageClass"] = "Fast_SSD"
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(obj)
+    assert e.value.problems == [
+        "platform.cluster.storageClass: 'Fast_SSD' is not valid here; expected a Kubernetes object name "
+        "(lowercase a-z, 0-9, '-' and '.')"
+    ]
+
+
+def test_storage_class_key_is_for_existing_clusters_only():
+    obj = platform_object("gcp-dev")
+    obj["cluster"]["storageClass"] = "premium-rwo"
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(obj)
+    assert e.value.problems == [
+        "platform.cluster.storageClass: only for cloud kubernetes, this stack is cloud gcp"
+    ]
+
+
+def test_fsx_csi_controller_is_not_deployed():
+    """chart 1.17.0 renders the controller Deployment whatever nodeComponentOnly says; zero replicas."""
+    values = release_values(plan("aws-dev"), "aws-fsx-csi-driver")
+    assert values["controller"]["replicaCount"] == 0
+    assert values["nodeComponentOnly"] is True  # drops the controller's PodDisruptionBudget

@@ -74,7 +74,8 @@ def test_the_job_reads_its_platform_through_a_stack_reference():
     assert result.outputs["namespace"] == "research"
     assert result.outputs["jobName"] == "gpt-small"
     bucket = platform_outputs("aws-dev")["buckets"]["checkpoints"]
-    assert result.outputs["checkpointUri"] == f"s3://{bucket}/gpt-small"
+    # Under the team's prefix: each team's identity reaches only `<bucket>/<team>/`.
+    assert result.outputs["checkpointUri"] == f"s3://{bucket}/research/gpt-small"
     assert "kubectl -n research logs" in result.outputs["logs"]
 
 
@@ -181,9 +182,13 @@ def test_pod_monitor_scrapes_the_trainer_with_job_and_rank_labels():
 
 
 @pytest.mark.parametrize("version", ["1.33", "1.34", "1.35"])
-@pytest.mark.parametrize("platform", ["aws", "gcp"])
+@pytest.mark.parametrize("platform", ["aws", "gcp", "aws-efa"])
 def test_job_objects_validate_strictly(platform, version):
-    result = reference_plan() if platform == "aws" else plan_job(gcp_job_object())
+    result = {
+        "aws": reference_plan,
+        "gcp": lambda: plan_job(gcp_job_object()),
+        "aws-efa": lambda: plan_job(efa_job(), {EFA_REF: efa_platform()}),
+    }[platform]()
     objects = kubernetes_objects(result)
     assert {o["kind"] for o in objects} == {"ConfigMap", "Service", "Job", "PodMonitor"}
     for obj in objects:
@@ -195,7 +200,7 @@ def test_job_objects_validate_strictly(platform, version):
 def test_gcp_platform_job_uses_gcs_and_gke_grace():
     result = plan_job(gcp_job_object())
     bucket = platform_outputs("gcp-dev")["buckets"]["checkpoints"]
-    assert env_of(result)["TRAINPLANE_CHECKPOINT_URI"] == f"gs://{bucket}/gpt-small"
+    assert env_of(result)["TRAINPLANE_CHECKPOINT_URI"] == f"gs://{bucket}/research/gpt-small"
     assert pod_spec(result)["terminationGracePeriodSeconds"] == 30
     assert pod_spec(result)["serviceAccountName"] == "trainer"
 
@@ -373,3 +378,97 @@ def test_cli_plans_and_renders_the_job_stack(tmp_path, capsys):
     (pool,) = summary["cost"]["pools"]
     assert (pool["pool"], pool["min_nodes"], pool["max_nodes"]) == ("h100", 2, 4)
     assert summary["cost"]["max_hourly"] == pytest.approx(4 * pool["spot_hourly"], abs=0.01)
+
+
+# ---- a pool with fabric devices (EFA on p5/p5e/p5en) -------------------------------------------
+
+EFA_REF = "organization/trainplane/aws-h200-efa"
+EFA = "vpc.amazonaws.com/efa"
+# What the AWS layer hands over for an EFA pool of p5en nodes (bundle NodePoolInfo): all 16 EFA devices of
+# the node, and the libfabric/NCCL environment of the EKS EFA docs.
+EFA_POOL = {"extendedResources": {EFA: 16}, "podEnv": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}}
+
+
+@functools.cache
+def efa_platform() -> dict[str, Any]:
+    outputs = copy.deepcopy(platform_outputs("aws-h200-efa"))
+    for pool in outputs["nodePools"]:
+        assert "extendedResources" in pool and "podEnv" in pool  # the platform outputs carry the keys
+        if pool["gpu"]:
+            pool.update(copy.deepcopy(EFA_POOL))
+    return outputs
+
+
+def efa_job(**changes: Any) -> dict[str, Any]:
+    job = job_object()
+    job.update(platformStack=EFA_REF, team="llm", nodePool="h200-spot", volumes=[], **changes)
+    return job
+
+
+def test_pod_on_an_efa_pool_requests_every_device_of_its_node_and_gets_the_fabric_env():
+    result = plan_job(
+        efa_job(env={"FI_EFA_USE_DEVICE_RDMA": "0", "NCCL_DEBUG": "INFO"}), {EFA_REF: efa_platform()}
+    )
+    resources = container(result)["resources"]
+    # Extended resources take requests equal to limits; a pod sees only the devices it requests.
+    assert resources["requests"][EFA] == resources["limits"][EFA] == "16"
+    env = env_of(result)
+    assert env["FI_PROVIDER"] == "efa"
+    assert env["FI_EFA_USE_DEVICE_RDMA"] == "0"  # the job's own env wins over the pool's
+    assert env["NCCL_DEBUG"] == "INFO"
+    names = [e["name"] for e in container(result)["env"]]
+    assert len(names) == len(set(names))
+    bucket = efa_platform()["buckets"]["checkpoints"]
+    assert env["TRAINPLANE_CHECKPOINT_URI"] == f"s3://{bucket}/llm/gpt-small"
+
+
+def test_pod_on_a_pool_without_extended_resources_requests_none():
+    requests = container(reference_plan())["resources"]["requests"]
+    assert set(requests) == {"cpu", "memory", "nvidia.com/gpu"}
+
+
+def parse_quantity(q: str) -> float:
+    """The Kubernetes quantities these objects use: plain numbers, milli-units and Ki/Mi/Gi/Ti."""
+    units = {"m": 1e-3, "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+    for suffix, factor in units.items():
+        if q.endswith(suffix):
+            return float(q[: -len(suffix)]) * factor
+    return float(q)
+
+
+def test_the_platform_admits_the_largest_efa_job_of_a_team():
+    """The job's pods fit the team's Kueue ClusterQueue (every requested resource covered, in quota) and
+    its namespace ResourceQuota, on the same platform (in-cluster layer of aws-h200-efa, EFA pools)."""
+    from infra.mockcloud.kubernetes import plan_incluster
+    from tests.conftest import platform_object
+
+    platform = plan_incluster(platform_object("aws-h200-efa"), "aws-h200-efa")
+    quota_gpus = next(t["gpuQuota"] for t in efa_platform()["teams"] if t["name"] == "llm")
+    job = plan_job(efa_job(nodes={"min": quota_gpus // 8, "max": quota_gpus // 8}), {EFA_REF: efa_platform()})
+    requests = container(job)["resources"]["requests"]
+    pods = the(job, "kubernetes:batch/v1:Job")["spec"]["parallelism"]
+    (cq,) = [
+        r.inputs["spec"]
+        for r in platform.resources
+        if r.type.endswith(":ClusterQueue") and r.inputs["metadata"]["name"] == "llm"
+    ]
+    (group,) = cq["resourceGroups"]
+    assert set(requests) <= set(group["coveredResources"])
+    (flavor,) = [f for f in group["flavors"] if f["name"] == "h200-spot"]
+    nominal = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    for name, value in requests.items():
+        assert parse_quantity(value) * pods <= parse_quantity(nominal[name]), name
+    (quota,) = [
+        r.inputs["spec"]["hard"]
+        for r in platform.of_type("kubernetes:core/v1:ResourceQuota")
+        if r.inputs["metadata"]["namespace"] == "llm"
+    ]
+    for key, hard in quota.items():
+        resource = key.split(".", 1)[1]
+        asked = (
+            requests.get(resource)
+            if key.startswith("requests.")
+            else container(job)["resources"]["limits"].get(resource)
+        )
+        if asked is not None:
+            assert parse_quantity(asked) * pods <= parse_quantity(hard), key
