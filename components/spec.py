@@ -243,6 +243,26 @@ class GpuOperatorSpec(Spec):
     time_slicing: TimeSlicingSpec | None = None
 
 
+# ---- GPU node health (components/kubernetes/gpu_health.py) ------------------------------------
+# XIDs the NVIDIA device plugin (v0.20.0, internal/rm/health.go) treats as application errors that leave
+# the GPU healthy; the health controller and the XID alert ignore them the same way.
+APPLICATION_XIDS = (13, 31, 43, 45, 68, 109)
+
+
+class GpuDiagnosticSpec(Spec):
+    enabled: bool = True
+    # dcgmi diag suite: 1 quick (seconds), 2 medium (about 2 minutes), 3 long (about 15 minutes).
+    level: int = Field(default=1, ge=1, le=3)
+
+
+class GpuHealthSpec(Spec):
+    enabled: bool = True
+    diagnostic: GpuDiagnosticSpec = GpuDiagnosticSpec()
+    # A new GPU node may take this long to advertise its GPUs before the missing ones count as a fault.
+    startup_grace_minutes: int = Field(default=20, ge=5, le=240)
+    ignored_xids: list[int] = Field(default_factory=lambda: list(APPLICATION_XIDS))
+
+
 class QueueingSpec(Spec):
     enabled: bool = True
     cohort: str = Field(default="gpu-cohort", pattern=_DNS_LABEL)
@@ -269,6 +289,7 @@ class PlatformSpec(Spec):
     observability: ObservabilitySpec = ObservabilitySpec()
     teams: list[TeamSpec] = Field(default_factory=list)
     gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
+    gpu_health: GpuHealthSpec = GpuHealthSpec()
     queueing: QueueingSpec = QueueingSpec()
     pricing: PricingSpec = PricingSpec()
     tags: dict[str, str] = Field(default_factory=dict)

@@ -20,10 +20,40 @@ import yaml
 
 from components.bundle import GPU_TAINT_KEY, ClusterBundle
 from components.charts import CHARTS
+from components.kubernetes.dashboards.metrics import dcgm_exporter_csv
+from components.kubernetes.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
 from components.kubernetes.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
 from components.spec import GpuOperatorSpec, PlatformSpec
 
 GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
+# The exporter's metrics list. dcgm-exporter reads it from this ConfigMap (key `metrics`) through the API
+# when DCGM_EXPORTER_CONFIGMAP_DATA=<namespace>:<name> is set (4.5.3-4.8.2 counters.readConfigMap); the
+# operator then mounts the exporter's token (dcgmExporterEnvRequiresAPIAccess), and its Role lets the exporter
+# get configmaps in the operator namespace (assets/state-dcgm-exporter/0200_role.yaml). The chart's
+# `dcgmExporter.config` would do the same through a file but is only documented in a comment of its
+# defaults, which the values-key check rejects.
+DCGM_METRICS_CONFIG = "trainplane-dcgm-metrics"
+DCGM_CONFIGMAP_ENV = "DCGM_EXPORTER_CONFIGMAP_DATA"
+# node-feature-discovery worker tolerations of the chart (values node-feature-discovery.worker.tolerations):
+# a value replaces the list, so it is repeated before the platform's own.
+NFD_DEFAULT_TOLERATIONS = [
+    {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    },
+    {"key": GPU_TAINT_KEY, "operator": "Exists", "effect": "NoSchedule"},
+]
+# Target relabelings of the DCGM ServiceMonitor, after prometheus-operator's own (v0.93 promcfg.go
+# generateServiceMonitorConfig sets namespace, service, pod, container, job, endpoint from the target first).
+DCGM_RELABELINGS = [
+    # The GPU's node under the name kube-state-metrics uses, so rules can join DCGM with kube_node_*.
+    {"sourceLabels": ["__meta_kubernetes_pod_node_name"], "targetLabel": "node", "action": "replace"},
+    # With honorLabels the exporter's own pod/namespace/container survive; the target's (the exporter pod)
+    # must go, or a GPU no pod holds would carry the exporter as its "workload".
+    {"action": "labeldrop", "regex": "pod|namespace|container"},
+]
 # GKE admits pods of these priority classes only in kube-system unless a quota in the namespace names them.
 SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 TIME_SLICING_CONFIG = "time-slicing"
@@ -56,15 +86,23 @@ def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, 
     """Helm values of the gpu-operator chart for this platform; every key exists in the chart defaults."""
     op = spec.gpu_operator
     profile = bundle.profile.name
-    # The operator's DaemonSets must land on every GPU node, whatever extra taints a pool carries.
-    taint_keys = sorted({GPU_TAINT_KEY} | {t.key for p in bundle.node_pools if p.gpu for t in p.taints})
+    # The operator's DaemonSets must land on every GPU node, whatever extra taints a pool carries, and on a
+    # node the health controller holds back (its diagnostic needs the validated GPU stack; DCGM must keep
+    # reporting on a quarantined node).
+    taint_keys = {GPU_TAINT_KEY} | {t.key for p in bundle.node_pools if p.gpu for t in p.taints}
+    if spec.gpu_health.enabled:
+        taint_keys |= set(HEALTH_TAINT_KEYS)
+    tolerations = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in sorted(taint_keys)]
     values: dict[str, Any] = {
-        "daemonsets": {
-            "tolerations": [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in taint_keys]
+        "daemonsets": {"tolerations": tolerations},
+        # node-feature-discovery's worker finds the GPUs the operator's labels (and so its operands) key on.
+        "node-feature-discovery": {
+            "worker": {
+                "tolerations": NFD_DEFAULT_TOLERATIONS + [t for t in tolerations if t["key"] != GPU_TAINT_KEY]
+            }
         },
         "mig": {"strategy": op.mig.strategy},
-        # Prometheus selects every ServiceMonitor (serviceMonitorSelectorNilUsesHelmValues=false).
-        "dcgmExporter": {"enabled": True, "serviceMonitor": {"enabled": True, "interval": "15s"}},
+        "dcgmExporter": dcgm_exporter_values(),
     }
     if op.mig.profile:
         # The MIG manager applies its default config to every GPU node without an nvidia.com/mig.config
@@ -96,6 +134,26 @@ def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, 
     else:
         values["driver"] = {"enabled": op.driver if op.driver is not None else True}
     return values
+
+
+def dcgm_exporter_values() -> dict[str, Any]:
+    """DCGM exporter: the health fields the alerts need, and its ServiceMonitor keeping the GPU's workload.
+
+    Prometheus selects every ServiceMonitor (serviceMonitorSelectorNilUsesHelmValues=false). dcgm-exporter
+    labels a GPU's series with the pod, namespace and container that hold it; honorLabels keeps those
+    instead of renaming them exported_* (gpu-operator v26.7.0 applyServiceMonitorCustomEdits copies
+    honorLabels and relabelings onto the ServiceMonitor's endpoint).
+    """
+    return {
+        "enabled": True,
+        "serviceMonitor": {
+            "enabled": True,
+            "interval": "15s",
+            "honorLabels": True,
+            "relabelings": DCGM_RELABELINGS,
+        },
+        "env": [{"name": DCGM_CONFIGMAP_ENV, "value": f"{GPU_OPERATOR_NAMESPACE}:{DCGM_METRICS_CONFIG}"}],
+    }
 
 
 def gke_system_quota() -> dict[str, Any]:
@@ -189,6 +247,10 @@ def cos_driver_installer_spec() -> dict[str, Any]:
 class GpuOperatorArgs:
     spec: PlatformSpec
     bundle: ClusterBundle
+    # kube-prometheus-stack's release: it installs the monitoring.coreos.com CRDs, and the operator creates
+    # the DCGM ServiceMonitor only if they exist when it reconciles (controllers/object_controls.go
+    # ServiceMonitor -> crdExists), so the operator release waits for it.
+    prometheus: pulumi.Resource | None = None
 
 
 class GpuOperator(pulumi.ComponentResource):
@@ -209,6 +271,8 @@ class GpuOperator(pulumi.ComponentResource):
             opts=child,
         )
         waits: list[pulumi.Resource] = list(args.bundle.ready)
+        if args.prometheus is not None:
+            waits.append(args.prometheus)
         if args.bundle.profile.name == "gke":
             quota = k8s.core.v1.ResourceQuota(
                 f"{name}-system-priority",
@@ -229,6 +293,15 @@ class GpuOperator(pulumi.ComponentResource):
             )
             # Without the quota GKE rejects the operator's system-node-critical pods.
             waits.append(quota)
+        # The exporter exits when its metrics ConfigMap is missing: it exists before the release.
+        waits.append(
+            k8s.core.v1.ConfigMap(
+                f"{name}-dcgm-metrics",
+                metadata={"name": DCGM_METRICS_CONFIG, "namespace": ns.metadata["name"]},
+                data={"metrics": dcgm_exporter_csv()},
+                opts=child,
+            )
+        )
         chart = CHARTS["gpu-operator"]
         version = args.spec.gpu_operator.version or chart.version
         self.release = k8s.helm.v3.Release(
@@ -239,5 +312,14 @@ class GpuOperator(pulumi.ComponentResource):
             values=gpu_operator_values(args.spec, args.bundle),
             timeout=GPU_OPERATOR_TIMEOUT_S,
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+        )
+        self.health = (
+            GpuHealth(
+                f"{name}-health",
+                GpuHealthArgs(args.spec, args.bundle, ns.metadata["name"], operator=self.release),
+                child,
+            )
+            if args.spec.gpu_health.enabled
+            else None
         )
         self.register_outputs({"release": self.release.name})

@@ -36,7 +36,6 @@ class InClusterPlatform(pulumi.ComponentResource):
         super().__init__("trainplane:kubernetes:InClusterPlatform", name, None, opts)
         spec, bundle = args.spec, args.bundle
         child = pulumi.ResourceOptions(parent=self)
-        self.gpu_operator = GpuOperator(f"{name}-gpu-operator", GpuOperatorArgs(spec, bundle), child)
         self.teams = {
             t.name: TeamTenancy(f"{name}-team-{t.name}", TeamTenancyArgs(spec, bundle, t), child)
             for t in spec.teams
@@ -57,6 +56,11 @@ class InClusterPlatform(pulumi.ComponentResource):
         )
         self.observability = Observability(
             f"{name}-observability", ObservabilityArgs(spec, bundle, monitoring), child
+        )
+        self.gpu_operator = GpuOperator(
+            f"{name}-gpu-operator",
+            GpuOperatorArgs(spec, bundle, prometheus=self.observability.release),
+            child,
         )
         self.logs = (
             Logs(f"{name}-logs", LogsArgs(spec, bundle, monitoring), child)

@@ -1,5 +1,6 @@
 """Metrics and dashboards: kube-prometheus-stack (Prometheus, Alertmanager, Grafana), the GPU and
-training dashboards as ConfigMaps and the trainplane alert rules (each training job brings its own PodMonitor).
+training dashboards as ConfigMaps and the trainplane alert rules (each training job brings its own PodMonitor;
+trainer series carry job, node_rank and, on per-GPU series, the trainer's own rank).
 
 Prometheus selects every ServiceMonitor, PodMonitor and PrometheusRule in the cluster (the
 *SelectorNilUsesHelmValues=false settings), so the DCGM exporter's ServiceMonitor and ours need no
@@ -86,14 +87,21 @@ def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
             {
                 "port": TRAINER_METRICS_PORT_NAME,
                 "interval": "15s",
-                # namespace and pod come with every PodMonitor target; job and rank from the Job's labels.
+                # namespace and pod come with every PodMonitor target; job and node_rank (the pod's
+                # completion index) from the Job's labels. `rank` is left to the trainer: it labels its
+                # per-GPU series with the global rank, and a target label of the same name would rename
+                # the trainer's to exported_rank (honorLabels is off).
                 "relabelings": [
                     {
                         "sourceLabels": [_meta_label(JOB_NAME_LABEL)],
                         "targetLabel": "job",
                         "action": "replace",
                     },
-                    {"sourceLabels": [_meta_label(RANK_LABEL)], "targetLabel": "rank", "action": "replace"},
+                    {
+                        "sourceLabels": [_meta_label(RANK_LABEL)],
+                        "targetLabel": "node_rank",
+                        "action": "replace",
+                    },
                 ],
             }
         ],
@@ -152,7 +160,7 @@ class Observability(pulumi.ComponentResource):
                 api_version="monitoring.coreos.com/v1",
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
-                spec={"groups": alert_groups()},
+                spec={"groups": alert_groups(spec.gpu_health.ignored_xids)},
                 opts=after_crds,
             )
         self.register_outputs({"release": self.release.name})

@@ -12,6 +12,7 @@ from infra.mockcloud.kubernetes import plan_incluster
 from tests.conftest import platform_object
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
+DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 
 
 @functools.cache
@@ -50,7 +51,7 @@ def test_eks_leaves_driver_and_toolkit_to_the_ami():
     assert values["driver"] == {"enabled": False}
     assert values["toolkit"] == {"enabled": False}
     assert "cdi" not in values and "hostPaths" not in values
-    assert not plan("aws-dev").of_type("kubernetes:apps/v1:DaemonSet")
+    assert not [ds for ds in plan("aws-dev").of_type(DAEMONSET) if ds.name.endswith("cos-driver-installer")]
 
 
 def test_gke_follows_nvidias_gke_path():
@@ -77,7 +78,7 @@ def test_gke_follows_nvidias_gke_path():
     # The release waits for the quota, or GKE rejects the operator's system-node-critical pods.
     assert quota.urn in release(result, "gpu-operator").deps
 
-    (ds,) = result.of_type("kubernetes:apps/v1:DaemonSet")
+    (ds,) = [ds for ds in result.of_type(DAEMONSET) if ds.name.endswith("cos-driver-installer")]
     assert ds.inputs["metadata"]["namespace"] == "kube-system"
     pod = ds.inputs["spec"]["template"]["spec"]
     terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
@@ -153,3 +154,106 @@ def test_time_slicing_with_mig_is_a_config_error():
         p.startswith("platform.gpuOperator.timeSlicing: time-slicing cannot be combined with MIG")
         for p in e.value.problems
     ), e.value.problems
+
+
+# ---- DCGM exporter: labels of the GPU's workload, the fields the alerts need (issue 10 defect 4) ----
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "gcp-dev", "onprem-dev"])
+def test_dcgm_service_monitor_keeps_the_workload_labels(stack):
+    monitor = operator_values(plan(stack))["dcgmExporter"]["serviceMonitor"]
+    # Without honorLabels the exporter pod's own pod/namespace win and the workload lands in exported_pod.
+    assert monitor["honorLabels"] is True
+    # ...and the exporter pod's target labels must go, or an unallocated GPU still carries them.
+    assert {"action": "labeldrop", "regex": "pod|namespace|container"} in monitor["relabelings"]
+    assert {
+        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+        "targetLabel": "node",
+        "action": "replace",
+    } in monitor["relabelings"]
+
+
+def test_dcgm_exporter_collects_every_dcgm_field_rules_and_dashboards_use():
+    import csv
+    import io
+
+    from components.kubernetes.dashboards.metrics import DCGM_DEFAULT_FIELDS, DCGM_METRICS
+    from tests.unit.test_k8s_observability import all_exprs, metric_names
+
+    result = plan("aws-dev")
+    env = {e["name"]: e["value"] for e in operator_values(result)["dcgmExporter"]["env"]}
+    namespace, name = env["DCGM_EXPORTER_CONFIGMAP_DATA"].split(":")
+    (cm,) = [
+        c.inputs
+        for c in result.of_type("kubernetes:core/v1:ConfigMap")
+        if c.inputs["metadata"]["name"] == name and c.inputs["metadata"]["namespace"] == namespace
+    ]
+    # The exporter exits without it: it exists before the operator starts the exporter.
+    (cm_res,) = [c for c in result.of_type("kubernetes:core/v1:ConfigMap") if c.inputs is cm]
+    assert cm_res.urn in release(result, "gpu-operator").deps
+    rows = [[c.strip() for c in row] for row in csv.reader(io.StringIO(cm["data"]["metrics"])) if row]
+    assert all(len(row) == 3 and row[1] in {"gauge", "counter", "label"} for row in rows), rows
+    collected = {row[0] for row in rows}
+    # A custom list replaces the exporter's default one: nothing of the default may be lost.
+    assert set(DCGM_DEFAULT_FIELDS) <= collected
+    used = {n for _, e in all_exprs() for n in metric_names(e) if n.startswith("DCGM_")}
+    assert used <= collected, used - collected
+    assert used <= DCGM_METRICS
+    # The health alerts need fields the exporter does not collect by default.
+    assert {
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",
+        "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL",
+        "DCGM_FI_DEV_CLOCKS_EVENT_REASONS",
+    } <= used - set(DCGM_DEFAULT_FIELDS)
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "gcp-dev", "onprem-dev"])
+def test_operator_waits_for_the_prometheus_crds(stack):
+    # The operator creates the DCGM ServiceMonitor only if monitoring.coreos.com CRDs exist when it runs.
+    result = plan(stack)
+    assert release(result, "kube-prometheus-stack").urn in release(result, "gpu-operator").deps
+
+
+def test_operator_daemonsets_and_nfd_run_on_nodes_the_health_controller_holds_back():
+    from components.kubernetes.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+
+    values = operator_values(plan("onprem-dev"))
+    for tolerations in (
+        values["daemonsets"]["tolerations"],
+        values["node-feature-discovery"]["worker"]["tolerations"],
+    ):
+        for key in (PENDING_TAINT, UNHEALTHY_TAINT, "nvidia.com/gpu"):
+            assert {"key": key, "operator": "Exists", "effect": "NoSchedule"} in tolerations, key
+    # The chart's own NFD tolerations stay (a value replaces the list).
+    assert {
+        "key": "node-role.kubernetes.io/control-plane",
+        "operator": "Equal",
+        "value": "",
+        "effect": "NoSchedule",
+    } in values["node-feature-discovery"]["worker"]["tolerations"]
+    obj = platform_object("onprem-dev")
+    obj["gpuHealth"] = {"enabled": False}
+    off = operator_values(plan_incluster(obj))["daemonsets"]["tolerations"]
+    assert not [t for t in off if t["key"] in (PENDING_TAINT, UNHEALTHY_TAINT)]
+
+
+def test_dcgm_exporter_values_fit_the_cluster_policy_schema():
+    # The chart copies dcgmExporter into the ClusterPolicy (templates/clusterpolicy.yaml); its CRD must
+    # accept honorLabels, the relabeling actions and env.
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from components.kubernetes.gpu_operator import dcgm_exporter_values
+
+    crd = Path(__file__).resolve().parents[3] / "shared/reference/crds/clusterpolicies.nvidia.com.json"
+    if not crd.exists():
+        pytest.skip("upstream CRD schemas not on this machine")
+    schema = json.loads(crd.read_text())["versions"][0]["schema"]["properties"]["spec"]["properties"]
+    values = dcgm_exporter_values()
+    jsonschema.validate(values, schema["dcgmExporter"])
+    with pytest.raises(jsonschema.ValidationError):  # the schema is strict enough to notice
+        jsonschema.validate(
+            {**values, "serviceMonitor": {"relabelings": [{"action": "bogus"}]}}, schema["dcgmExporter"]
+        )

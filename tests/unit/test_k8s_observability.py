@@ -60,6 +60,8 @@ PROMQL_WORDS = {
     "time",
     "timestamp",
     "histogram_quantile",
+    "quantile",
+    "floor",
     "topk",
 }
 
@@ -120,7 +122,18 @@ def test_dashboards_and_alerts_name_only_dcgm_trainer_and_kube_state_metrics():
         "trainplane_restarts",
         "trainplane_resumes",
         "trainplane_preemptions",
+        "trainplane_rank_step_seconds",
+        "trainplane_hangs_total",
+        "trainplane_checkpoint_save_failures_total",
     } <= used
+
+
+def test_training_dashboard_shows_stragglers_against_the_job_median():
+    board = dashboards()["training.json"]
+    (panel,) = [p for p in board["panels"] if "straggler" in p["title"].lower()]
+    exprs = [t["expr"] for t in panel["targets"]]
+    assert any(e.startswith("max by (namespace, job, rank) (trainplane_rank_step_seconds") for e in exprs)
+    assert any(e.startswith("quantile by (namespace, job) (0.5,") for e in exprs)
 
 
 def test_dashboards_are_valid_grafana_json():
@@ -144,13 +157,62 @@ def test_dashboards_are_valid_grafana_json():
         assert used <= variables, (name, used - variables)
 
 
-def test_alert_rules_cover_the_four_conditions():
+def test_alert_rules_cover_gpu_faults_nodes_and_training_jobs():
     rules = {r["alert"]: r for g in alert_groups() for r in g["rules"]}
-    assert set(rules) == {"GpuIdleButAllocated", "GpuXidError", "TrainingJobStalled", "GpuNodeNotReady"}
+    assert set(rules) == {
+        "GpuIdleButAllocated",
+        "GpuXidError",
+        "GpuEccUncorrectableErrors",
+        "GpuRowRemapFailure",
+        "GpuRowRemapPending",
+        "GpuNvlinkRecoveryErrors",
+        "GpuNvlinkErrors",
+        "GpuThermalThrottling",
+        "GpuHardwareSlowdown",
+        "GpuNodeNotReady",
+        "GpuNodeMissingGpus",
+        "GpuNodeQuarantined",
+        "GpuNodeDiagnosticPending",
+        "TrainingJobStalled",
+        "TrainingRankStraggler",
+        "TrainingJobHang",
+        "TrainingCheckpointSaveFailures",
+    }
     assert 'pod!=""' in rules["GpuIdleButAllocated"]["expr"]
     assert 'resource="nvidia_com_gpu"' in rules["GpuNodeNotReady"]["expr"]
     for r in rules.values():
         assert re.fullmatch(r"\d+[smh]", r["for"]) and r["labels"]["severity"] in {"warning", "critical"}
+    # Each rule's behaviour on synthetic series is in tests/unit/test_alert_rules.py (promtool).
+
+
+def test_no_rule_or_panel_reads_labels_the_dcgm_scrape_does_not_produce():
+    # Hostname is the exporter's own node label (renamed hostname on dcgm-exporter main); exported_* only
+    # exist without honorLabels. `node` comes from the ServiceMonitor's relabeling.
+    for where, expr in all_exprs():
+        assert not re.search(r"\b(Hostname|hostname|exported_\w+)\b", expr), (where, expr)
+
+
+def test_ignored_xids_come_from_config():
+    obj = platform_object("onprem-dev")
+    obj["gpuHealth"] = {"ignoredXids": [13, 31, 43, 45, 68, 109, 94]}
+    (cr,) = [c for c in plan_incluster(obj).resources if c.type.endswith("PrometheusRule")]
+    (xid,) = [r for g in cr.inputs["spec"]["groups"] for r in g["rules"] if r["alert"] == "GpuXidError"]
+    assert "!= 94" in xid["expr"]
+    (default,) = [r for g in alert_groups() for r in g["rules"] if r["alert"] == "GpuXidError"]
+    assert "!= 94" not in default["expr"] and "!= 13" in default["expr"]
+
+
+def test_training_pod_monitor_leaves_rank_to_the_trainer():
+    from components.kubernetes.observability import trainer_pod_monitor
+
+    (endpoint,) = trainer_pod_monitor("gpt-small")["podMetricsEndpoints"]
+    targets = {r["targetLabel"]: r["sourceLabels"] for r in endpoint["relabelings"]}
+    # The trainer labels per-GPU series with the global rank; a `rank` target label would rename it
+    # exported_rank. The pod's completion index becomes node_rank.
+    assert targets == {
+        "job": ["__meta_kubernetes_pod_label_batch_kubernetes_io_job_name"],
+        "node_rank": ["__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index"],
+    }
 
 
 # ---- what the program sends ------------------------------------------------------------------

@@ -2,23 +2,39 @@
 
 from __future__ import annotations
 
-from components.kubernetes.dashboards.metrics import TRAINER_METRICS
+import pytest
+
+from components.kubernetes.dashboards.metrics import AWAITING_TRAINER, TRAINER_METRICS
 
 
-def exported_names() -> set[str]:
+def exported() -> dict[str, str]:
+    """Every name a scrape of a fresh trainer shows (families and samples) -> the family's type."""
     from trainer.metrics import Metrics
 
     registry = Metrics("contract").registry
-    names: set[str] = set()
+    names: dict[str, str] = {}
     for family in registry.collect():
-        names.add(family.name)
-        names.update(sample.name for sample in family.samples)
+        names[family.name] = family.type
+        names.update({sample.name: family.type for sample in family.samples})
+        if family.type == "counter":
+            # A counter's samples carry _total; a labelled one has no sample until first used.
+            names[family.name + "_total"] = family.type
     return names
 
 
 def test_every_trainer_metric_the_dashboards_use_is_exported():
-    exported = exported_names()
-    assert sorted(TRAINER_METRICS - exported) == []
+    assert sorted(TRAINER_METRICS - AWAITING_TRAINER - set(exported())) == []
+
+
+def test_issue_14_metrics_are_exported_with_their_types():
+    names = exported()
+    missing = sorted(AWAITING_TRAINER - set(names))
+    if missing:
+        pytest.skip(f"awaiting the trainer branch of issue 14 for {', '.join(missing)}")
+    assert names["trainplane_rank_step_seconds"] == "gauge"
+    assert names["trainplane_hangs_total"] == "counter"
+    assert names["trainplane_checkpoint_save_failures_total"] == "counter"
+    assert names["trainplane_checkpoint_load_failures_total"] == "counter"
 
 
 def test_the_contract_is_not_vacuous():
@@ -28,5 +44,6 @@ def test_the_contract_is_not_vacuous():
         "trainplane_loss",
         "trainplane_tokens_per_second",
         "trainplane_checkpoint_save_seconds",
+        "trainplane_checkpoint_save_failures_total",
     ):
-        assert name in TRAINER_METRICS and name in exported_names()
+        assert name in TRAINER_METRICS and name in exported()

@@ -171,13 +171,13 @@ def test_trainer_config_map_holds_the_trainer_block_and_the_job_decisions():
     assert [config.accumulation(w) for w in (16, 32)] == [4, 2]
 
 
-def test_pod_monitor_scrapes_the_trainer_with_job_and_rank_labels():
+def test_pod_monitor_scrapes_the_trainer_with_job_and_node_rank_labels():
     (pm,) = [r for r in reference_plan().resources if r.type.endswith(":PodMonitor")]
     spec = pm.inputs["spec"]
     assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/job-name": "gpt-small"}}
     (endpoint,) = spec["podMetricsEndpoints"]
     assert endpoint["port"] == "metrics"
-    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "rank"}
+    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "node_rank"}
     assert "metrics" in {p["name"] for p in container(reference_plan())["ports"]}
 
 

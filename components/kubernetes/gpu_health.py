@@ -1,0 +1,328 @@
+"""GPU node health: keep jobs off nodes whose GPUs are broken (`gpuHealth`, on by default).
+
+What NVIDIA's stack and the clouds already do, and is used as is:
+- the device plugin (gpu-operator v26.7.0 ships k8s-device-plugin v0.20.0) marks a GPU unhealthy on a
+  critical XID, so the node's allocatable `nvidia.com/gpu` drops below its capacity;
+- DCGM (the exporter, through Prometheus) reports each GPU's last XID;
+- on EKS the node monitoring agent turns GPU faults into the condition AcceleratedHardwareReady=False
+  and node repair replaces the node about 10 minutes later (EKS node-health docs); the AWS layer
+  installs the agent.
+What none of them does, and is added here:
+- a NoSchedule taint on such a node (a node condition alone does not stop the scheduler) and on a node
+  that has fewer GPUs than its machine type: `gpu_health_agent.py`, one small controller Deployment;
+- `dcgmi diag` once at node start (the EKS agent leaves active diagnostics off unless DCGM_DIAG_LEVEL is
+  set; GKE runs none): a DaemonSet whose init container runs it in NVIDIA's DCGM image and reports through
+  its termination message; the node carries a startup taint until the result is in.
+NVIDIA NVSentinel does all of this and more (health monitors, fault quarantine that cordons and taints,
+drain, remediation), but it needs a MongoDB or PostgreSQL datastore, cert-manager and DCGM in standalone
+mode; no reference defaults of its chart are kept here to check values against. It is the path to take
+when automated drain and remediation are wanted; its taints would then replace these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.bundle import MONITORING_NAMESPACE, POOL_LABEL, ClusterBundle, NodePoolInfo
+from components.kubernetes import gpu_health_agent as agent
+from components.kubernetes.names import PROMETHEUS_RELEASE
+from components.spec import PlatformSpec
+
+CONTROLLER = "trainplane-gpu-health"
+DIAG = "trainplane-gpu-diag"
+DIAG_CONTAINER = "dcgm-diag"
+# Standalone DCGM (nv-hostengine, dcgmi and the diagnostic plugins) in the version gpu-operator v26.7.0
+# pins for its `dcgm` component (chart values dcgm.repository/image/version).
+DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
+# The controller needs nothing but the Python standard library.
+PYTHON_IMAGE = "docker.io/library/python:3.12-slim"
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# The GPU operator labels every node with an NVIDIA GPU (from node-feature-discovery's PCI scan).
+GPU_NODE_LABEL = "nvidia.com/gpu.present"
+# gpu-operator's RuntimeClass (chart value operator.runtimeClass): exposes the GPUs without requesting them.
+RUNTIME_CLASS = "nvidia"
+# The last XID per GPU, by the node label the DCGM ServiceMonitor adds (gpu_operator.dcgm_relabelings).
+XID_QUERY = "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)"
+PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.svc:9090"
+# dcgmi diag exit status: DCGM_ST_NVVS_ERROR (-30) and DCGM_ST_NVVS_ISOLATE_ERROR (-51) as a byte, i.e. a test
+# failed (NVIDIA/DCGM v4.6.0 dcgmi/Diag.cpp, dcgmlib/dcgm_structs.h; main returns the dcgmReturn_t).
+DIAG_FAILED_EXIT = (226, 205)
+DIAG_TIMEOUT_S = {1: 300, 2: 900, 3: 3600}
+
+HEALTH_TAINT_KEYS = agent.OUR_TAINTS
+
+
+def diag_script(level: int) -> str:
+    """The init container's script: wait for the GPU stack, run dcgmi diag once, report, exit 0.
+
+    It always exits 0 (a failing init container would rerun the diagnostic forever); the first line of the
+    termination message is what the controller reads.
+    """
+    failed = "|".join(str(c) for c in DIAG_FAILED_EXIT)
+    return f"""#!/bin/bash
+set -u
+report() {{
+  printf 'result=%s rc=%s\\n%s\\n' "$1" "$2" "$3" | head -c 3800 > /dev/termination-log
+  exit 0
+}}
+# The operator's validator writes this once driver and container toolkit work (as dcgm-exporter waits).
+for _ in $(seq 1 360); do
+  [ -f /run/nvidia/validations/toolkit-ready ] && break
+  sleep 5
+done
+[ -f /run/nvidia/validations/toolkit-ready ] || report error -1 "GPU stack not validated after 30 minutes"
+# A node already running GPU work is in service: diagnosing now would fight the job for its GPUs.
+if command -v nvidia-smi >/dev/null 2>&1; then
+  busy=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null)
+  [ -n "$busy" ] && report skipped 0 "GPUs busy, node already in service"
+fi
+nv-hostengine || report error -1 "nv-hostengine did not start"
+for _ in $(seq 1 30); do dcgmi discovery -l >/dev/null 2>&1 && break; sleep 1; done
+out=$(timeout {DIAG_TIMEOUT_S[level]} dcgmi diag -r {level} 2>&1)
+rc=$?
+nv-hostengine --term >/dev/null 2>&1
+case $rc in
+  0) report pass 0 "$out" ;;
+  {failed}) report fail "$rc" "$out" ;;
+  *) report error "$rc" "$out" ;;
+esac
+"""
+
+
+def pool_selector(pool: NodePoolInfo) -> dict[str, str]:
+    """Labels that pick a pool's nodes: trainplane's pool label, or the selector of an existing cluster."""
+    if POOL_LABEL in pool.labels:
+        return {POOL_LABEL: pool.labels[POOL_LABEL]}
+    return dict(pool.labels)
+
+
+def expected_gpus(spec: PlatformSpec, pool: NodePoolInfo) -> int | None:
+    """`nvidia.com/gpu` a healthy node of the pool advertises; None where MIG makes it a profile question."""
+    op = spec.gpu_operator
+    if op.mig.strategy != "none":
+        return None
+    replicas = op.time_slicing.replicas if op.time_slicing else 1
+    return pool.gpus_per_node * replicas or None
+
+
+def controller_config(spec: PlatformSpec, bundle: ClusterBundle, namespace: str) -> dict[str, Any]:
+    health = spec.gpu_health
+    return {
+        "pools": [
+            {"name": p.name, "matchLabels": pool_selector(p), "expectedGpus": expected_gpus(spec, p)}
+            for p in bundle.node_pools
+            if p.gpu
+        ],
+        "diagnostic": {
+            "enabled": health.diagnostic.enabled,
+            "namespace": namespace,
+            "podSelector": f"app={DIAG}",
+            "container": DIAG_CONTAINER,
+        },
+        "ignoredXids": sorted(set(health.ignored_xids)),
+        "startupGraceSeconds": health.startup_grace_minutes * 60,
+        "prometheusUrl": PROMETHEUS_URL,
+        "xidQuery": XID_QUERY,
+        "intervalSeconds": 30,
+    }
+
+
+def gpu_pool_tolerations(bundle: ClusterBundle) -> list[dict[str, str]]:
+    keys = sorted({t.key for p in bundle.node_pools if p.gpu for t in p.taints} | set(HEALTH_TAINT_KEYS))
+    return [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in keys]
+
+
+def controller_pod(config_map: str) -> dict[str, Any]:
+    return {
+        "serviceAccountName": CONTROLLER,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": 65534,
+            "runAsGroup": 65534,
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+        "containers": [
+            {
+                "name": "controller",
+                "image": PYTHON_IMAGE,
+                "command": ["python3", "/opt/gpu-health/agent.py", "--config", "/opt/gpu-health/config.json"],
+                "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+                "resources": {
+                    "requests": {"cpu": "10m", "memory": "64Mi"},
+                    "limits": {"memory": "128Mi"},
+                },
+                "securityContext": {
+                    "allowPrivilegeEscalation": False,
+                    "readOnlyRootFilesystem": True,
+                    "capabilities": {"drop": ["ALL"]},
+                },
+                "volumeMounts": [{"name": "agent", "mountPath": "/opt/gpu-health", "readOnly": True}],
+            }
+        ],
+        "volumes": [{"name": "agent", "configMap": {"name": config_map}}],
+    }
+
+
+def diag_pod(config_map: str, bundle: ClusterBundle, level: int) -> dict[str, Any]:
+    return {
+        "serviceAccountName": DIAG,
+        # The diagnostic talks to no API.
+        "automountServiceAccountToken": False,
+        "nodeSelector": {GPU_NODE_LABEL: "true"},
+        "tolerations": gpu_pool_tolerations(bundle),
+        "runtimeClassName": RUNTIME_CLASS,
+        "initContainers": [
+            {
+                "name": DIAG_CONTAINER,
+                "image": DCGM_IMAGE,
+                "command": ["/bin/bash", "/opt/diag/diag.sh"],
+                "env": [
+                    # Every GPU of the node, without requesting any (the nvidia runtime class reads these).
+                    {"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"},
+                    {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "compute,utility"},
+                ],
+                # DCGM's diagnostic plugins need the devices and privileged access, as dcgm-exporter does.
+                "securityContext": {"privileged": True},
+                "volumeMounts": [
+                    {"name": "script", "mountPath": "/opt/diag", "readOnly": True},
+                    {
+                        "name": "run-nvidia",
+                        "mountPath": "/run/nvidia",
+                        "readOnly": True,
+                        "mountPropagation": "HostToContainer",
+                    },
+                ],
+                "terminationMessagePolicy": "File",
+            }
+        ],
+        "containers": [
+            {
+                "name": "done",
+                "image": PAUSE_IMAGE,
+                "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
+                "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+            }
+        ],
+        "volumes": [
+            {"name": "script", "configMap": {"name": config_map}},
+            {"name": "run-nvidia", "hostPath": {"path": "/run/nvidia", "type": "Directory"}},
+        ],
+    }
+
+
+@dataclass(frozen=True)
+class GpuHealthArgs:
+    spec: PlatformSpec
+    bundle: ClusterBundle
+    namespace: pulumi.Input[str]
+    # The GPU operator release: the diagnostic uses its RuntimeClass and validation files.
+    operator: pulumi.Resource | None = None
+
+
+class GpuHealth(pulumi.ComponentResource):
+    """The health controller (taints) and the node-start diagnostic DaemonSet."""
+
+    def __init__(self, name: str, args: GpuHealthArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:GpuHealth", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        spec, ns = args.spec, args.namespace
+        labels = {"app": CONTROLLER}
+
+        def meta(obj_name: str, **extra: Any) -> dict[str, Any]:
+            return {"name": obj_name, "namespace": ns, **extra}
+
+        config = pulumi.Output.from_input(ns).apply(
+            lambda n: json.dumps(controller_config(spec, args.bundle, n), indent=2, sort_keys=True)
+        )
+        source = Path(agent.__file__).read_text()
+        agent_cm = k8s.core.v1.ConfigMap(
+            f"{name}-agent",
+            metadata=meta(CONTROLLER, labels=labels),
+            data={"agent.py": source, "config.json": config},
+            opts=child,
+        )
+        # A changed script or config restarts the controller.
+        digest = config.apply(lambda c: hashlib.sha256((source + c).encode()).hexdigest()[:16])
+        k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(CONTROLLER, labels=labels), opts=child)
+        # Least privilege: read nodes and patch them (taints); list pods of this namespace (diagnostics).
+        k8s.rbac.v1.ClusterRole(
+            f"{name}-nodes",
+            metadata={"name": CONTROLLER, "labels": labels},
+            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}],
+            opts=child,
+        )
+        k8s.rbac.v1.ClusterRoleBinding(
+            f"{name}-nodes",
+            metadata={"name": CONTROLLER, "labels": labels},
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": CONTROLLER},
+            subjects=[{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": ns}],
+            opts=child,
+        )
+        k8s.rbac.v1.Role(
+            f"{name}-pods",
+            metadata=meta(CONTROLLER, labels=labels),
+            rules=[{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}],
+            opts=child,
+        )
+        k8s.rbac.v1.RoleBinding(
+            f"{name}-pods",
+            metadata=meta(CONTROLLER, labels=labels),
+            role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": CONTROLLER},
+            subjects=[{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": ns}],
+            opts=child,
+        )
+        k8s.apps.v1.Deployment(
+            f"{name}-controller",
+            metadata=meta(CONTROLLER, labels=labels),
+            spec={
+                "replicas": 1,
+                # One writer at a time; a patch also guards itself with the node's resourceVersion.
+                "strategy": {"type": "Recreate"},
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels, "annotations": {"trainplane.dev/config-digest": digest}},
+                    "spec": controller_pod(agent_cm.metadata["name"]),
+                },
+            },
+            opts=child,
+        )
+        if spec.gpu_health.diagnostic.enabled:
+            diag_labels = {"app": DIAG}
+            level = spec.gpu_health.diagnostic.level
+            script = k8s.core.v1.ConfigMap(
+                f"{name}-diag-script",
+                metadata=meta(DIAG, labels=diag_labels),
+                data={"diag.sh": diag_script(level)},
+                opts=child,
+            )
+            k8s.core.v1.ServiceAccount(
+                f"{name}-diag-sa",
+                metadata=meta(DIAG, labels=diag_labels),
+                automount_service_account_token=False,
+                opts=child,
+            )
+            waits = [args.operator] if args.operator is not None else []
+            k8s.apps.v1.DaemonSet(
+                f"{name}-diag",
+                # Its pods finish only once each node's diagnostic ran (level 3: about 15 minutes, or later
+                # on nodes that wait for their driver): `pulumi up` must not wait for that rollout
+                # (pulumi-kubernetes skips its await logic for this annotation, pulumi-kubernetes#417).
+                metadata=meta(DIAG, labels=diag_labels, annotations={"pulumi.com/skipAwait": "true"}),
+                spec={
+                    "selector": {"matchLabels": diag_labels},
+                    "updateStrategy": {"type": "RollingUpdate"},
+                    "template": {
+                        "metadata": {"labels": diag_labels},
+                        "spec": diag_pod(script.metadata["name"], args.bundle, level),
+                    },
+                },
+                opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
+            )
+        self.register_outputs({})
