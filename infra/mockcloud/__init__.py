@@ -49,6 +49,12 @@ class Resource:
     provider: str | None = None
     # Property paths the engine leaves to others (e.g. an autoscaler owning a node group's size).
     ignore_changes: tuple[str, ...] = ()
+    # The URNs this resource answers to besides its own (pulumi.Alias, its own or inherited from a parent
+    # with aliases), computed as the engine does: a resource whose old URN is among them is not replaced.
+    alias_urns: tuple[str, ...] = ()
+    # The URN a real engine gives it: the mock monitor keeps only the parent's own type in `urn`, the
+    # engine the parent's whole type chain (pulumi.runtime.resource: parent URN up to "::" + "$" + type).
+    engine_urn: str = ""
 
 
 @dataclass
@@ -118,14 +124,59 @@ class MockCloud(pulumi_mocks.Mocks):
         return answer(args.token, dict(args.args))
 
 
+def _urn(stack: str, project: str, parent_urn: str | None, type_: str, name: str) -> str:
+    """A resource URN as the engine forms it: the parent's qualified type, then the resource's own."""
+    qualified = type_
+    if parent_urn and parent_urn.split("::")[2] != "pulumi:pulumi:Stack":
+        qualified = f"{parent_urn.split('::')[2]}${type_}"
+    return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: MockCloud):
         super().__init__(mocks)
         self.records: list[Resource] = []
+        self._aliases: dict[str, tuple[str, ...]] = {}
+        self._engine_urns: dict[str, str] = {}
+
+    def _alias_urns(self, request, urn: str) -> tuple[str, ...]:
+        """Every old URN the engine would match to this registration (own aliases x parent's aliases)."""
+        stack, project = urn.split("::")[0].removeprefix("urn:pulumi:"), urn.split("::")[1]
+        parent = request.parent or None
+        parents = [self._engine_urns.get(parent) if parent else None, *self._aliases.get(parent or "", ())]
+        out: set[str] = set()
+        for p in parents:
+            out.add(_urn(stack, project, p, request.type, request.name))
+        for alias in request.aliases:
+            if alias.urn:
+                out.add(alias.urn)
+                continue
+            spec = alias.spec
+            own = [None] if spec.noParent else ([spec.parentUrn] if spec.parentUrn else parents)
+            for p in own:
+                out.add(
+                    _urn(
+                        spec.stack or stack,
+                        spec.project or project,
+                        p,
+                        spec.type or request.type,
+                        spec.name or request.name,
+                    )
+                )
+        return tuple(sorted(out))
 
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
+            stack, project = (
+                response.urn.split("::")[0].removeprefix("urn:pulumi:"),
+                response.urn.split("::")[1],
+            )
+            parent_urn = self._engine_urns.get(request.parent) if request.parent else None
+            engine_urn = _urn(stack, project, parent_urn, request.type, request.name)
+            self._engine_urns[response.urn] = engine_urn
+            aliases = tuple(a for a in self._alias_urns(request, response.urn) if a != engine_urn)
+            self._aliases[response.urn] = aliases
             deps = set(request.dependencies)
             for prop in request.propertyDependencies.values():
                 deps.update(prop.urns)
@@ -140,6 +191,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     inputs=_plain(rpc.deserialize_properties(request.object)),
                     provider=request.provider or None,
                     ignore_changes=tuple(request.ignoreChanges),
+                    alias_urns=aliases,
+                    engine_urn=engine_urn,
                 )
             )
         return response
