@@ -52,6 +52,12 @@ class TrainingPod:
         return int(self.job.spec.get("parallelism") or 1)
 
     @property
+    def min_pods(self) -> int:
+        """Pods Kueue may admit the job with: its minimum parallelism when it is elastic."""
+        floor = self.job.annotations.get("kueue.x-k8s.io/job-min-parallelism")
+        return min(int(floor), self.pods) if floor and str(floor).isdigit() else self.pods
+
+    @property
     def ref(self) -> str:
         return f"Job {self.namespace}/{self.job.name} (pool {self.pool})"
 

@@ -28,8 +28,10 @@ class Peer:
     def describe(self) -> str:
         if self.namespace is None:
             return str(self.ip)
-        shown = ",".join(f"{k}={v}" for k, v in sorted(self.labels.items()))
-        return f"{self.namespace}/{{{shown}}}"
+        for key in ("trainplane.dev/job", "k8s-app", "app.kubernetes.io/name"):
+            if key in self.labels:
+                return f"{self.namespace}/{key}={self.labels[key]}"
+        return f"{self.namespace}/{{{','.join(f'{k}={v}' for k, v in sorted(self.labels.items()))}}}"
 
 
 def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

@@ -194,7 +194,7 @@ def _matches_empty(op: str, value: str) -> bool:
 class Analyzer:
     def __init__(self, model: LabelModel):
         self.model = model
-        self.problems: list[str] = []
+        self.problems: dict[str, list[str]] = {}
         self.unknown: list[str] = []
 
     def _use(
@@ -202,9 +202,15 @@ class Analyzer:
     ) -> None:
         origin = labels.get(label)
         if origin is None:
-            self.problems.append(f"{context} uses label {label!r}, which {metrics} does not carry")
+            key = f"label {label!r}, which {metrics} does not carry"
         elif origin in ("shadowed", "mixed"):
-            self.problems.append(f"{context} uses label {label!r} of {metrics}: {why.get(label, origin)}")
+            key = f"label {label!r} of {metrics}: {why.get(label, origin)}"
+        else:
+            return
+        # One line per label and reason; the places in the query that use it are listed together.
+        places = self.problems.setdefault(key, [])
+        if context not in places:
+            places.append(context)
 
     def walk(self, node: Any) -> tuple[dict[str, str], dict[str, str], str] | None:
         """Output labels (name -> origin), reasons, and the metrics they come from; None for scalars."""
@@ -224,7 +230,7 @@ class Analyzer:
                     continue
                 if m.name not in got.labels and _matches_empty(str(m.op), m.value):
                     continue
-                self._use(got.labels, got.why, m.name, f"matcher {m.name}{_op(m.op)}{m.value!r}", name)
+                self._use(got.labels, got.why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
             return dict(got.labels), dict(got.why), str(name)
         if isinstance(node, P.ParenExpr | P.UnaryExpr):
             return self.walk(node.expr)
@@ -253,7 +259,7 @@ class Analyzer:
             names = list(mod.labels)
             how = "by" if "By" in str(mod.type) else "without"
             for lb in names:
-                self._use(labels, why, lb, f"{str(node.op).split('.')[-1].lower()} {how} ({lb})", metrics)
+                self._use(labels, why, lb, f"{how} ({lb})", metrics)
             if "By" in str(mod.type):
                 return {k: v for k, v in labels.items() if k in names}, why, metrics
             return {k: v for k, v in labels.items() if k not in names}, why, metrics
@@ -275,13 +281,14 @@ class Analyzer:
     def analyse(self, query: Query) -> list[str]:
         import promql_parser as P
 
-        self.problems, self.unknown = [], []
+        self.problems, self.unknown = {}, []
         try:
             tree = P.parse(grafana_to_promql(query.expr))
         except Exception as e:  # promql-parser raises ValueError with the parser's message
             return [f"{query.where}: not valid PromQL ({str(e).splitlines()[0]}): {query.expr}"]
         self.walk(tree)
-        return [f"{query.where}: {p}" for p in self.problems] + [f"{query.where}: {u}" for u in self.unknown]
+        lines = [f"{query.where}: {', '.join(ctx)} use {key}" for key, ctx in self.problems.items()]
+        return lines + [f"{query.where}: {u}" for u in dict.fromkeys(self.unknown)]
 
 
 def _op(op: Any) -> str:
@@ -366,13 +373,15 @@ def promtool_check(ctx: Context, res: CheckResult) -> None:
 
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("observability")
-    if ctx.job_only:
-        # A job brings only its PodMonitor; the platform's rules and dashboards judge its labels.
-        pass
     model = LabelModel(ctx)
     analyzer = Analyzer(model)
     seen: set[str] = set()
-    for q in [*rule_queries(ctx), *dashboard_queries(ctx)]:
+    queries = [*rule_queries(ctx), *dashboard_queries(ctx)]
+    if ctx.job_only:
+        # A job brings only its PodMonitor: judge the platform's queries on the trainer's metrics.
+        prefix = F.facts()["exporters"]["trainer"]["metricPrefix"]
+        queries = [q for q in queries if prefix in q.expr]
+    for q in queries:
         for line in analyzer.analyse(q):
             if line not in seen:
                 seen.add(line)

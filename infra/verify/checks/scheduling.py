@@ -33,6 +33,13 @@ EKS_EFFECTS = {
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 
+def shown(name: str, value: float) -> str:
+    """A quantity for people: memory-like resources in GiB, the rest as numbers."""
+    if name.endswith("memory") or name.endswith("storage"):
+        return f"{value / GIB:g}Gi"
+    return f"{value:g}"
+
+
 def quantity(value: Any) -> float:
     from kubernetes.utils.quantity import parse_quantity
 
@@ -408,7 +415,9 @@ def check_admission(
     req: dict[str, float],
     lim: dict[str, float],
 ) -> None:
-    n = pod.pods
+    # An elastic job (kueue.x-k8s.io/job-min-parallelism) is admitted at its minimum when quota is short
+    # (Kueue partial admission, beta and on by default): that is the size that must fit.
+    n = pod.min_pods
     total = {k: v * n for k, v in req.items()}
     queue, cq = _cluster_queue(ctx, pod)
     if queue and cq is None:
@@ -442,8 +451,8 @@ def check_admission(
             for name in g.get("coveredResources") or []:
                 if name in total and total[name] > quotas.get(name, 0):
                     res.fail(
-                        f"{pod.ref} needs {total[name]:g} {name} for {n} pods; flavor {fl.get('name')} of "
-                        f"{cq.ref} has a nominal quota of {quotas.get(name, 0):g}",
+                        f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
+                        f"of {cq.ref} has a nominal quota of {shown(name, quotas.get(name, 0))}",
                         pod.ref,
                         cq.ref,
                     )
