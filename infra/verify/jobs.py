@@ -13,9 +13,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from infra.verify.model import K8sObject, Plan, from_run
+from infra.verify.model import K8sObject, Plan, PlanResource, build, from_run
 
 PLATFORM_STACK = "organization/trainplane/{stack}"
 VERIFY_IMAGE = "registry.invalid/trainplane-trainer:verify"
@@ -107,11 +108,22 @@ def job_config(platform: Plan, team: Mapping[str, Any], pool: Mapping[str, Any])
 
 def run_job(platform: Plan, job: Mapping[str, Any]) -> Plan:
     """Plan a job stack on `platform` through the real program under mocks."""
+    resources, outputs = _job_run(
+        json.dumps(dict(platform.outputs), sort_keys=True), json.dumps(job, sort_keys=True)
+    )
+    return build(str(job["name"]), resources, outputs, dict(job), platform)
+
+
+@lru_cache(maxsize=64)
+def _job_run(platform_outputs: str, job: str) -> tuple[tuple[PlanResource, ...], dict[str, Any]]:
+    """One mock-engine run per (platform outputs, job): what-if variants of a platform share it."""
     from infra.mockcloud import run_program
 
-    refs = {str(job["platformStack"]): dict(platform.outputs)}
-    result = run_program({"trainplane:job": json.dumps(job)}, str(job["name"]), stack_refs=refs)
-    return from_run(result, dict(job), platform)
+    spec = json.loads(job)
+    refs = {str(spec["platformStack"]): json.loads(platform_outputs)}
+    result = run_program({"trainplane:job": job}, str(spec["name"]), stack_refs=refs)
+    plan = from_run(result)
+    return plan.resources, dict(plan.outputs)
 
 
 def _pod_of(plan: Plan, team: str, pool: str, synthesized: bool) -> TrainingPod | None:

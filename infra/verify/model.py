@@ -11,8 +11,8 @@ from the plan itself (the cluster resource's inputs, else the stack's config), n
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,21 @@ class Plan:
 
     def eks_addons(self) -> dict[str, PlanResource]:
         return {str(r.inputs.get("addonName")): r for r in self.of_type("aws:eks/addon:Addon")}
+
+    def replaced(self, edit: Callable[[PlanResource], Mapping[str, Any] | None]) -> Plan:
+        """A copy whose resources' inputs `edit` may replace (return new inputs, or None to keep;
+        return {"__drop__": True} to leave the resource out). For what-if checks and tests."""
+        kept: list[PlanResource] = []
+        for r in self.resources:
+            new = edit(r)
+            if new is None:
+                kept.append(r)
+            elif not new.get("__drop__"):
+                kept.append(replace(r, inputs=normal(dict(new))))
+        return build(self.stack, tuple(kept), self.outputs, self.config, self.platform, self.source)
+
+    def with_platform(self, platform: Plan) -> Plan:
+        return build(self.stack, self.resources, self.outputs, self.config, platform, self.source)
 
     def iter_objects(self) -> Iterator[K8sObject]:
         return iter(self._objects)

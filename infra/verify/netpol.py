@@ -79,7 +79,9 @@ def port_matches(ports: list | None, port: int, proto: str) -> bool:
             continue
         if p.get("port") is None:
             return True
-        lo = int(p["port"]) if str(p["port"]).isdigit() else None
+        # Numbers may arrive as floats from the mock engine; a named port (a string) matches no number.
+        raw = p["port"]
+        lo = int(raw) if isinstance(raw, int | float) or str(raw).isdigit() else None
         hi = int(p.get("endPort") or lo or 0)
         if lo is not None and lo <= port <= hi:
             return True
