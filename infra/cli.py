@@ -228,9 +228,12 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
         refs = _read_refs(args.ref) if args.ref else None
         plan = plan_from_stack(args.stack, refs)
         if args.kubeconfig or args.context:
-            from infra.verify.live import verify_live
+            from infra.verify.live import LiveError, verify_live
 
-            report = verify_live(plan, kubeconfig=args.kubeconfig, context=args.context, checks=checks)
+            try:
+                report = verify_live(plan, kubeconfig=args.kubeconfig, context=args.context, checks=checks)
+            except LiveError as e:
+                raise UsageError([str(e)]) from None
         else:
             report = verify(plan, checks)
     if args.json:
