@@ -65,14 +65,10 @@ def verify(plan: Plan, checks: Sequence[str] | None = None) -> Report:
 
 
 def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
-    """Plan a stack offline the way `trainplane plan` does (a job stack on its platform's plan)."""
+    """Plan a stack offline the way `trainplane plan` does: a job stack on its platform's plan (or on
+    recorded platform outputs in `refs`). Bad stacks raise infra.cli.UsageError (exit 2)."""
     from components.spec import JobSpec, PlatformSpec
-    from infra.cli import (
-        UsageError,  # noqa: F401  (raised for bad stacks, exit 2)
-        _load_stack,
-        _run,
-        _validated,
-    )
+    from infra.cli import UsageError, _load_stack, _run, _validated
 
     sf = _load_stack(stack)
     raw = sf.object("trainplane:platform")
@@ -81,16 +77,12 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
         return from_run(_run(sf), raw if isinstance(raw, dict) else None)
     job_raw = sf.object("trainplane:job")
     if job_raw is None:
-        from infra.cli import UsageError as _UE
-
-        raise _UE([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
     job = _validated(sf, "trainplane:job", JobSpec)
     refs = dict(refs or {})
     short = job.platform_stack.split("/")[-1]
-    platform: Plan
     if job.platform_stack in refs or short in refs:
-        outputs = refs.get(job.platform_stack, refs.get(short))
-        platform = refs_plan(short, outputs)
+        platform = refs_plan(short, refs.get(job.platform_stack, refs.get(short)))
     else:
         psf = _load_stack(short)
         praw = psf.object("trainplane:platform")

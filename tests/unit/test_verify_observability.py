@@ -84,3 +84,9 @@ def test_relabelings_add_and_drop_target_labels():
 def test_rules_go_through_promtool():
     bad = probe("up == 0", annotations={"summary": "{{ $labels.instance "})
     assert any("promtool check rules failed" in line for line in bad), bad
+
+
+def test_excluding_the_exporters_namespace_resolves_the_mixed_labels():
+    expr = 'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace!="gpu-operator", pod!=""}) < 5'
+    assert probe(expr, honor=True) == []
+    assert probe(expr.replace('namespace!="gpu-operator", ', ""), honor=True)

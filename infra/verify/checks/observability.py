@@ -55,6 +55,8 @@ class ScrapeSpec:
     honor_labels: bool
     relabelings: tuple[Mapping[str, Any], ...]
     owner: str
+    # The namespace of the scrape target (the exporter's own pods), when known.
+    namespace: str | None = None
 
 
 @cache
@@ -104,7 +106,9 @@ def scraped_labels(scrape: ScrapeSpec, emitted: set[str], sometimes: set[str]) -
                 out.labels[lb] = "mixed"
                 out.why[lb] = (
                     f"{scrape.exporter} sets {lb} only sometimes (a GPU allocated to a pod); with honorLabels "
-                    f"true Prometheus fills in the scrape target's own {lb} otherwise ({scrape.owner})"
+                    f"true Prometheus fills in the scrape target's own {lb} otherwise ({scrape.owner}); drop "
+                    f"the target's {lb} with a labeldrop relabeling or exclude namespace "
+                    f"{scrape.namespace or 'of the exporter'} in the selector"
                 )
             else:
                 out.labels[lb] = "exporter"
@@ -124,7 +128,9 @@ class LabelModel:
     def __init__(self, ctx: Context):
         self.scrapes: dict[str, ScrapeSpec] = {}
         for s in ctx.charts.scrapes:
-            self.scrapes[s.exporter] = ScrapeSpec(s.exporter, s.kind, s.honor_labels, s.relabelings, s.owner)
+            self.scrapes[s.exporter] = ScrapeSpec(
+                s.exporter, s.kind, s.honor_labels, s.relabelings, s.owner, s.namespace
+            )
         for pod in ctx.pods[:1]:
             for pm in pod.plan.objects("PodMonitor"):
                 for ep in pm.spec.get("podMetricsEndpoints") or []:
@@ -225,6 +231,15 @@ class Analyzer:
             if isinstance(got, str):
                 self.unknown.append(got)
                 return None
+            scrape = self.model.scrapes.get(got.exporter)
+            if (
+                scrape is not None
+                and scrape.namespace
+                and _excludes(vs.matchers.matchers, "namespace", scrape.namespace)
+            ):
+                # Series of the exporter's own namespace are filtered out: what is left of a "mixed" label
+                # is the exporter's (the workload's), never the target's.
+                got.labels = {k: ("exporter" if v == "mixed" else v) for k, v in got.labels.items()}
             for m in vs.matchers.matchers:
                 if m.name == "__name__":
                     continue
@@ -289,6 +304,23 @@ class Analyzer:
         self.walk(tree)
         lines = [f"{query.where}: {', '.join(ctx)} use {key}" for key, ctx in self.problems.items()]
         return lines + [f"{query.where}: {u}" for u in dict.fromkeys(self.unknown)]
+
+
+def _excludes(matchers: Any, label: str, value: str) -> bool:
+    """Whether a selector's matchers drop every series whose `label` is `value`."""
+    for m in matchers:
+        if m.name != label:
+            continue
+        op = str(m.op)
+        if op == "MatchOp.NotEqual" and m.value == value:
+            return True
+        if op == "MatchOp.NotRe" and re.fullmatch(m.value, value):
+            return True
+        if op == "MatchOp.Equal" and m.value != value:
+            return True
+        if op == "MatchOp.Re" and not re.fullmatch(m.value, value):
+            return True
+    return False
 
 
 def _op(op: Any) -> str:
