@@ -12,7 +12,8 @@ STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 def print_report(report: Report, console: Console) -> None:
     where = f"{report.cloud} {report.kubernetes_version or ''}".strip()
-    console.rule(f"[bold]trainplane verify[/] {report.stack} ({where}, {report.mode}: {report.source})")
+    how = report.source if report.mode == "offline" else f"live: {report.source}"
+    console.rule(f"[bold]trainplane verify[/] {report.stack} ({where}, {how})")
     table = Table(show_edge=False)
     for col in ("check", "result", "failures", "examined"):
         table.add_column(col, justify="right" if col in ("failures", "examined") else "left")

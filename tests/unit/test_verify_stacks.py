@@ -16,8 +16,7 @@ from infra.cli import main
 from infra.verify import plan_from_stack, verify
 from infra.verify.model import load_dump
 from tests.conftest import ROOT, stack_files
-from tests.unit.test_verify_storage import _prometheus_class
-from tests.unit.verify_plans import edit, plan, release
+from tests.unit.verify_plans import edit, plan, prometheus_class, release
 
 SHARED = ROOT.parent / "shared" / "checks" / "mockplan.py"
 
@@ -60,7 +59,7 @@ def test_cli_exit_codes_and_json(tmp_path, capsys):
     assert [c["status"] for c in doc["checks"]] == ["pass", "pass"]
     assert doc["checks"][0]["notes"]
     # A failing check exits 1: a dump whose Prometheus volume names a class nobody creates.
-    broken = edit(plan("aws-dev"), release("kube-prometheus-stack"), _prometheus_class("nope"))
+    broken = edit(plan("aws-dev"), release("kube-prometheus-stack"), prometheus_class("nope"))
     dump = tmp_path / "broken.json"
     dump.write_text(
         json.dumps(

@@ -4,21 +4,10 @@ fail by name (or shows the same platform passing once the piece is there)."""
 
 from __future__ import annotations
 
-from tests.unit.verify_plans import edit, kind, lines, plan, plus, release, run
+from tests.unit.verify_plans import edit, kind, lines, plan, plus, prometheus_class, release, run
 
 PROM_CLAIM = "prometheus-kube-prometheus-stack-prometheus-db"
 EBS_ADDON = "aws:eks/addon:Addon"
-
-
-def _prometheus_class(name: str | None):
-    def change(inputs: dict) -> None:
-        spec = inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
-        if name is None:
-            spec.pop("storageClassName", None)
-        else:
-            spec["storageClassName"] = name
-
-    return change
 
 
 def _no_ebs_addon(p):
@@ -44,14 +33,14 @@ def _storage_class(name: str, provisioner: str, default: bool = False) -> dict:
 
 
 def test_a_claim_naming_a_class_nobody_creates_fails():
-    broken = edit(plan("aws-dev"), release("kube-prometheus-stack"), _prometheus_class("no-such-class"))
+    broken = edit(plan("aws-dev"), release("kube-prometheus-stack"), prometheus_class("no-such-class"))
     report = run(broken, "storage")
     assert report.failed() == ["storage"]
     assert any(PROM_CLAIM in line and "'no-such-class'" in line for line in lines(report)), lines(report)
 
 
 def test_a_claim_without_class_on_eks_130_without_a_default_class_stays_pending():
-    p = edit(plan("aws-dev"), release("kube-prometheus-stack"), _prometheus_class(None))
+    p = edit(plan("aws-dev"), release("kube-prometheus-stack"), prometheus_class(None))
     p = p.replaced(lambda r: {"__drop__": True} if r.inputs.get("kind") == "StorageClass" else None)
     report = run(p, "storage")
     assert any(PROM_CLAIM in line and "no default StorageClass" in line for line in lines(report)), lines(
@@ -60,7 +49,7 @@ def test_a_claim_without_class_on_eks_130_without_a_default_class_stays_pending(
 
 
 def test_a_class_whose_provisioner_is_not_installed_fails_and_binds_once_it_is():
-    p = edit(plan("aws-dev"), release("kube-prometheus-stack"), _prometheus_class("verify-gp3"))
+    p = edit(plan("aws-dev"), release("kube-prometheus-stack"), prometheus_class("verify-gp3"))
     p = plus(_no_ebs_addon(p), _storage_class("verify-gp3", "ebs.csi.aws.com"))
     missing = lines(run(p, "storage"))
     assert any(

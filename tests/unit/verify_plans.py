@@ -85,3 +85,16 @@ def plus(plan_: Plan, *objects: dict[str, Any], type_: str | None = None) -> Pla
     return build(
         plan_.stack, (*plan_.resources, *extra), plan_.outputs, plan_.config, plan_.platform, plan_.source
     )
+
+
+def prometheus_class(name: str | None):
+    """Edit a kube-prometheus-stack release: its Prometheus volume names `name` (None: no class)."""
+
+    def change(inputs: dict) -> None:
+        spec = inputs["values"]["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"]
+        if name is None:
+            spec.pop("storageClassName", None)
+        else:
+            spec["storageClassName"] = name
+
+    return change
