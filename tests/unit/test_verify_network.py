@@ -99,3 +99,16 @@ def test_gke_pods_need_the_metadata_server_for_workload_identity():
     }
     fixed = lines(run(plus(plan("gcp-dev").replaced(no_metadata), allow), "network"))
     assert not any("gke-metadata-server" in line for line in fixed), fixed
+
+
+def test_a_private_only_eks_endpoint_needs_a_way_in():
+    cluster = next(r for r in plan("aws-byo-vpc").resources if r.type == "aws:eks/cluster:Cluster")
+    shut = plan("aws-byo-vpc").replaced(
+        lambda r: {"__drop__": True} if r.type.endswith("IngressRule") and cluster.urn in r.deps else None
+    )
+    assert any("private-only API endpoint" in line for line in lines(run(shut, "network")))
+    rule = {"ipProtocol": "tcp", "fromPort": 443, "toPort": 443, "cidrIpv4": "10.0.0.0/8"}
+    opened = plus(
+        shut, rule, type_="aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", deps=(cluster.urn,)
+    )
+    assert not any("private-only" in line for line in lines(run(opened, "network")))

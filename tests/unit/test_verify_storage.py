@@ -90,3 +90,21 @@ def test_a_team_volume_whose_ports_the_policies_close_does_not_mount():
     )
     closed = [line for line in lines(run(p, "storage")) if "close TCP" in line]
     assert closed and "988" in closed[0] and "PersistentVolume datasets-research" in closed[0], closed
+
+
+def test_the_file_systems_security_group_must_admit_the_pools_nodes():
+    def nodes_rule(r) -> bool:
+        return (
+            r.type == "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule" and "-sg-nodes-" in r.name
+        )
+
+    for stack, port in (("aws-dev", "988"), ("aws-byo-vpc", "2049")):
+        assert not [line for line in lines(run(plan(stack), "storage")) if "security groups admit" in line]
+        closed = [
+            line
+            for line in lines(
+                run(plan(stack).replaced(lambda r: {"__drop__": True} if nodes_rule(r) else None), "storage")
+            )
+            if "security groups admit" in line
+        ]
+        assert closed and port in closed[0], (stack, closed)

@@ -64,8 +64,9 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj)
 
 
-def plus(plan_: Plan, *objects: dict[str, Any], type_: str | None = None) -> Plan:
-    """A copy of `plan_` that also sends `objects` (Kubernetes objects, or cloud resources with type_)."""
+def plus(plan_: Plan, *objects: dict[str, Any], type_: str | None = None, deps: tuple[str, ...] = ()) -> Plan:
+    """A copy of `plan_` that also sends `objects` (Kubernetes objects, or cloud resources with type_),
+    each depending on `deps` (URNs)."""
     from infra.verify.model import build
 
     extra = []
@@ -78,7 +79,7 @@ def plus(plan_: Plan, *objects: dict[str, Any], type_: str | None = None) -> Pla
                 name=f"extra-{i}",
                 parent=None,
                 custom=True,
-                deps=(),
+                deps=deps,
                 inputs=obj,
             )
         )

@@ -44,10 +44,32 @@ class Flow:
         return f"{self.why}: {self.src.describe()} -> {self.dst.describe()}:{self.port}/{self.proto} {verb}"
 
 
+def control_plane(ctx: Context, res: CheckResult) -> None:
+    """A private-only EKS endpoint answers only what its cluster security group admits on 443 (the
+    group admits its own members by default): someone outside the nodes must be let in, or nothing
+    (pulumi, kubectl, verify --kubeconfig) reaches the API. (EKS user guide, 'Cluster API server
+    endpoint': private access is governed by the cluster security group.)"""
+    from infra.verify.checks.aws_network import admitted
+
+    cluster = ctx.platform.cluster_resource()
+    vpc = (cluster.inputs.get("vpcConfig") or {}) if cluster else {}
+    if cluster is None or vpc.get("endpointPublicAccess", True) is not False:
+        return
+    groups, cidr = admitted(ctx.platform, cluster.urn, 443)
+    if not cidr and not (groups - {cluster.urn}):
+        res.fail(
+            f"EKS cluster {cluster.inputs.get('name', cluster.name)} has a private-only API endpoint and no rule "
+            "admits TCP 443 to its cluster security group from outside it: pulumi, kubectl and verify "
+            "--kubeconfig cannot reach the API",
+            cluster.name,
+        )
+
+
 def enforcement(ctx: Context, res: CheckResult) -> None:
     plan = ctx.platform
     facts = F.cloud(plan.cloud).get("networkPolicy")
     if plan.cloud == "aws":
+        control_plane(ctx, res)
         addon = plan.eks_addons().get(facts["addon"])
         config: Any = {}
         if addon is not None and addon.inputs.get("configurationValues"):

@@ -188,6 +188,44 @@ def representative_private_address(ctx: Context) -> str:
     return "192.0.2.10"
 
 
+def node_reachability(ctx: Context, res: CheckResult, pod: Any, pv: Any, ports: list[int]) -> None:
+    """The kubelet mounts a file system from the node: the file system's security groups must admit the
+    pool's nodes on its ports (FSx: TCP 988, 1018-1023; EFS: 2049)."""
+    from infra.verify.checks.aws_network import admitted, node_groups_sgs, storage_groups
+
+    plan = ctx.platform
+    fs_groups = storage_groups(plan, pv.resource)
+    if not fs_groups:
+        return
+    groups = next(
+        (
+            node_groups_sgs(plan, ng)
+            for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup")
+            if (ng.inputs.get("labels") or {}).get("trainplane.dev/pool") == pod.pool
+        ),
+        set(),
+    )
+    if not groups:
+        return
+    closed = []
+    for port in ports:
+        reach = set()
+        cidr = False
+        for g in fs_groups:
+            got, by_cidr = admitted(plan, g, port)
+            reach |= got
+            cidr = cidr or by_cidr
+        if not cidr and not reach & groups:
+            closed.append(port)
+    if closed:
+        res.fail(
+            f"{pod.ref} mounts {pv.ref}, but the file system's security groups admit no security group of "
+            f"pool {pod.pool}'s nodes on TCP {', '.join(map(str, closed))}: the mount times out",
+            pod.ref,
+            pv.ref,
+        )
+
+
 def check_pod_volumes(ctx: Context, res: CheckResult) -> None:
     for pod in ctx.pods:
         pool = ctx.pool(pod.pool) or {}
@@ -233,6 +271,8 @@ def check_pod_volumes(ctx: Context, res: CheckResult) -> None:
                                 d.name,
                             )
             ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
+            if ctx.platform.cloud == "aws":
+                node_reachability(ctx, res, pod, pv, ports)
             me = Peer(pod.namespace, pod.labels)
             closed = [p for p in ports if not allowed(ctx.network_policies, me, Peer(None, ip=address), p)]
             if closed:
