@@ -474,7 +474,7 @@ def check_admission(
                 want = n
             if want is not None and want > quantity(value):
                 res.fail(
-                    f"{pod.ref} needs {key} {want:g} for {n} pods; {rq.ref} allows {value}", pod.ref, rq.ref
+                    f"{pod.ref} needs {key} {shown(key, want)} for {n} pods; {rq.ref} allows {value}", pod.ref, rq.ref
                 )
     for lr in ctx.platform.objects("LimitRange", pod.namespace):
         for item in lr.spec.get("limits") or []:
@@ -487,7 +487,7 @@ def check_admission(
                     got = max(quantity(r.get(name, 0)), quantity(lm.get(name, 0)))
                     if got > quantity(mx):
                         res.fail(
-                            f"{pod.ref}: container {c.get('name')} asks {name} {got:g}; {lr.ref} allows at most {mx}",
+                            f"{pod.ref}: container {c.get('name')} asks {name} {shown(name, got)}; {lr.ref} allows at most {mx}",
                             pod.ref,
                             lr.ref,
                         )
