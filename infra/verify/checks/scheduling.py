@@ -474,7 +474,9 @@ def check_admission(
                 want = n
             if want is not None and want > quantity(value):
                 res.fail(
-                    f"{pod.ref} needs {key} {shown(key, want)} for {n} pods; {rq.ref} allows {value}", pod.ref, rq.ref
+                    f"{pod.ref} needs {key} {shown(key, want)} for {n} pods; {rq.ref} allows {value}",
+                    pod.ref,
+                    rq.ref,
                 )
     for lr in ctx.platform.objects("LimitRange", pod.namespace):
         for item in lr.spec.get("limits") or []:
