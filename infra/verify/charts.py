@@ -197,8 +197,9 @@ def addon_objects(plan: Plan, out: ChartModel) -> None:
                     )
                 )
             cds = cloud.get("addonConfigDaemonSets", {}).get(name)
-            if cds:
-                tol = F.dig(_addon_config(addon.inputs), cds["tolerationsPath"], cds["default"])
+            config = _addon_config(addon.inputs)
+            if cds and F.dig(config, cds.get("enabledPath", ""), True) is not False:
+                tol = F.dig(config, cds["tolerationsPath"], cds["default"])
                 out.daemon_sets.append(
                     DaemonSetModel(ref, cds["daemonSet"], f"{name} DCGM host engine", tuple(tol or ()), "gpu")
                 )

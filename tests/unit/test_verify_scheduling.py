@@ -3,6 +3,8 @@ machine and scale-from-zero template, and Kueue, the ResourceQuota and the Limit
 
 from __future__ import annotations
 
+import json
+
 import yaml
 
 from tests.unit.verify_plans import edit, kind, lines, plan, release, run
@@ -109,3 +111,21 @@ def test_autoscaler_needs_the_gpu_label_on_gpu_pools_and_their_template():
     assert any(
         "k8s.amazonaws.com/accelerator" in line and "pool h100 nodes" in line for line in lines(report)
     )
+
+
+def test_the_node_monitoring_agents_dcgm_host_engine_must_tolerate_gpu_taints():
+    from tests.unit.verify_plans import plus
+
+    addon = {"addonName": "eks-node-monitoring-agent", "clusterName": "ml-dev"}
+    base = plan("aws-dev").replaced(
+        lambda r: {"__drop__": True} if r.inputs.get("addonName") == "eks-node-monitoring-agent" else None
+    )
+
+    def dcgm_lines(config: dict | None) -> list[str]:
+        inputs = {**addon, **({"configurationValues": json.dumps(config)} if config is not None else {})}
+        report = run(plus(base, inputs, type_="aws:eks/addon:Addon"), "scheduling")
+        return [line for line in lines(report) if "dcgm-server" in line]
+
+    assert dcgm_lines(None) and "nvidia.com/gpu" in dcgm_lines(None)[0]
+    assert dcgm_lines({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}) == []
+    assert dcgm_lines({"dcgmAgent": {"enabled": False}}) == []
