@@ -30,6 +30,8 @@ from infra.verify.context import Context
 from infra.verify.report import CheckResult
 
 EXPORTED = "exported_"
+# A reason that labels are unknown, as opposed to wrong: reported as a note, not a failure.
+NOTE = "note: "
 
 
 @dataclass
@@ -65,8 +67,10 @@ def trainer_metric_labels() -> dict[str, tuple[str, ...]]:
 
     prometheus_client keeps a metric's name and label names in `_name` / `_labelnames` (no public
     accessor for label names of a metric without children); counters are exposed as <name>_total."""
-    from trainer.metrics import Metrics
-
+    try:
+        from trainer.metrics import Metrics
+    except ImportError:  # prometheus_client comes with the trainer extra, not the infra install
+        return {}
     out: dict[str, tuple[str, ...]] = {}
     registry = Metrics("verify").registry
     for collector in set(registry._names_to_collectors.values()):
@@ -160,12 +164,19 @@ class LabelModel:
             return f"metric {metric}: nothing in the plan scrapes {name}"
         if name == "trainer":
             known = trainer_metric_labels()
+            if not known:
+                return (
+                    NOTE
+                    + "the trainer's metrics are unknown here (install the trainer extra: prometheus-client)"
+                )
             if metric not in known:
                 return f"metric {metric} is not exported by the trainer (trainer/metrics.py)"
             emitted, sometimes = set(known[metric]), set()
         elif "families" in ex:
             if metric not in ex["families"]:
-                return f"metric {metric}: its labels are not in facts.yaml ({name} families)"
+                return (
+                    NOTE + f"metric {metric}: its labels are not in facts.yaml ({name} families); not checked"
+                )
             emitted, sometimes = set(ex["families"][metric]), set()
         else:
             emitted, sometimes = set(ex.get("labels") or ()), set(ex.get("workloadLabels") or ())
@@ -202,6 +213,7 @@ class Analyzer:
         self.model = model
         self.problems: dict[str, list[str]] = {}
         self.unknown: list[str] = []
+        self.notes: list[str] = []
 
     def _use(
         self, labels: dict[str, str], why: dict[str, str], label: str, context: str, metrics: str
@@ -229,7 +241,7 @@ class Analyzer:
                 return {}, {}, "a selector without a metric name"
             got = self.model.labels(str(name))
             if isinstance(got, str):
-                self.unknown.append(got)
+                (self.notes if got.startswith(NOTE) else self.unknown).append(got.removeprefix(NOTE))
                 return None
             scrape = self.model.scrapes.get(got.exporter)
             if (
@@ -414,10 +426,14 @@ def run(ctx: Context) -> CheckResult:
         prefix = F.facts()["exporters"]["trainer"]["metricPrefix"]
         queries = [q for q in queries if prefix in q.expr]
     for q in queries:
+        analyzer.notes = []
         for line in analyzer.analyse(q):
             if line not in seen:
                 seen.add(line)
                 res.fail(line, q.owner)
+        for note in dict.fromkeys(analyzer.notes):
+            if note not in res.notes:
+                res.note(note)
         res.examined.append(q.where)
     if not ctx.job_only:
         promtool_check(ctx, res)
