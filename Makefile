@@ -16,14 +16,19 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[trainer,dev]'
 	touch $(STAMP)
 
-# An offline plan of the reference stacks, then a local training run: 2 CPU workers, a SIGTERM mid-run,
-# exit 143, an automatic restart that resumes, and a bitwise comparison with an uninterrupted run.
+VERIFY_STACKS := aws-dev gcp-dev onprem-dev gpt-small-aws-dev
+
+# An offline plan of the reference stacks and `trainplane verify` of each (every report is printed; the
+# target fails at the end if any check failed), then a local training run: 2 CPU workers, a SIGTERM
+# mid-run, exit 143, an automatic restart that resumes, and a bitwise comparison with an uninterrupted run.
 demo: $(STAMP)
 	$(BIN)/trainplane plan aws-dev
 	$(BIN)/trainplane plan gcp-dev
 	$(BIN)/trainplane plan onprem-dev
 	$(BIN)/trainplane plan gpt-small-aws-dev
-	$(BIN)/python -m trainer.demo
+	@failed=""; for s in $(VERIFY_STACKS); do $(BIN)/trainplane verify $$s || failed="$$failed $$s"; done; \
+	  $(BIN)/python -m trainer.demo || failed="$$failed trainer.demo"; \
+	  if [ -n "$$failed" ]; then echo "demo: failed:$$failed"; exit 1; fi
 
 test: $(STAMP)
 	$(BIN)/ruff check .

@@ -3,8 +3,12 @@
     trainplane plan aws-dev            tree, counts, GPUs, cost per hour, critical path
     trainplane plan aws-dev --json     the same as data
     trainplane plan gpt-small-aws-dev  a job stack, on the offline plan of its platform stack
+    trainplane verify aws-dev          whole-platform checks on the offline plan (exit 1 on any failure)
+    trainplane verify --dump plan.json a plan recorded by ../shared/checks/mockplan.py
+    trainplane verify aws-dev --kubeconfig ~/.kube/config   the same against a running cluster, read-only
 
-Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error.
+Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error
+(and, for verify, a failed check).
 """
 
 from __future__ import annotations
@@ -196,6 +200,49 @@ def cmd_render(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK
 
 
+def cmd_verify(args: argparse.Namespace, console: Console) -> int:
+    from infra.verify import PlanError, plan_from_stack, verify
+    from infra.verify.model import load_dump
+    from infra.verify.output import print_report
+
+    checks = args.check or None
+    if args.dump:
+        if args.stack or args.kubeconfig or args.context:
+            raise UsageError(["verify --dump FILE takes no stack and no live cluster"])
+        try:
+            platform = None
+            for pair in args.ref:
+                _, _, path = pair.rpartition("=")
+                platform = load_dump(path)
+            plan = load_dump(args.dump, platform)
+        except PlanError as e:
+            raise UsageError([str(e)]) from None
+        if plan.kind == "job" and plan.platform is None:
+            raise UsageError(
+                [f"{args.dump}: a job stack's dump needs its platform's: --ref NAME=PLATFORM_DUMP"]
+            )
+        report = verify(plan, checks)
+    elif not args.stack:
+        raise UsageError(["verify needs a STACK (or --dump FILE)"])
+    else:
+        refs = _read_refs(args.ref) if args.ref else None
+        plan = plan_from_stack(args.stack, refs)
+        if args.kubeconfig or args.context:
+            from infra.verify.live import LiveError, verify_live
+
+            try:
+                report = verify_live(plan, kubeconfig=args.kubeconfig, context=args.context, checks=checks)
+            except LiveError as e:
+                raise UsageError([str(e)]) from None
+        else:
+            report = verify(plan, checks)
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+    else:
+        print_report(report, console)
+    return EXIT_OK if report.ok else EXIT_INTERNAL
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainplane", description=__doc__.split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -216,6 +263,29 @@ def build_parser() -> argparse.ArgumentParser:
     render.add_argument("--out", required=True, help="directory to write into")
     render.add_argument("--ref", action="append", default=[], metavar="NAME=FILE", help="as for plan")
     render.set_defaults(func=cmd_render)
+    from infra.verify.report import CHECKS
+
+    verify = sub.add_parser(
+        "verify",
+        help="check the platform as a whole: storage, network, scheduling, identity, observability",
+        description="Exit codes: 0 every check passed, 1 a check failed, 2 invalid stack or input.",
+    )
+    verify.add_argument("stack", nargs="?", help="stack name or file (omit with --dump)")
+    verify.add_argument(
+        "--dump", metavar="FILE", help="verify a plan recorded by ../shared/checks/mockplan.py"
+    )
+    verify.add_argument(
+        "--ref",
+        action="append",
+        default=[],
+        metavar="NAME=FILE",
+        help="with a stack: a job's platform outputs (as for plan); with --dump: the platform's dump",
+    )
+    verify.add_argument("--kubeconfig", metavar="FILE", help="check a running cluster (read-only)")
+    verify.add_argument("--context", metavar="NAME", help="kubeconfig context of the running cluster")
+    verify.add_argument("--check", action="append", choices=CHECKS, help="run only these checks (repeatable)")
+    verify.add_argument("--json", action="store_true", help="emit the report as JSON")
+    verify.set_defaults(func=cmd_verify)
     return parser
 
 

@@ -4,13 +4,12 @@ the latter checked by evaluating them on a table of connections."""
 from __future__ import annotations
 
 import functools
-import ipaddress
-from dataclasses import dataclass, field
 
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
 from infra.mockcloud.kubernetes import plan_incluster
+from infra.verify.netpol import Peer, allowed
 from tests.conftest import platform_object
 
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
@@ -109,91 +108,7 @@ def test_quota_above_capacity_is_a_config_error():
     ]
 
 
-# ---- NetworkPolicy evaluation -----------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Peer:
-    """A pod (namespace + labels) or, with namespace None, an address outside the cluster."""
-
-    namespace: str | None
-    labels: dict = field(default_factory=dict, hash=False)
-    ip: str | None = None
-
-
-def selects(selector: dict, labels: dict) -> bool:
-    if any(labels.get(k) != v for k, v in (selector.get("matchLabels") or {}).items()):
-        return False
-    for e in selector.get("matchExpressions") or []:
-        has, val = e["key"] in labels, labels.get(e["key"])
-        ok = {
-            "In": has and val in e.get("values", []),
-            "NotIn": not has or val not in e.get("values", []),
-            "Exists": has,
-            "DoesNotExist": not has,
-        }[e["operator"]]
-        if not ok:
-            return False
-    return True
-
-
-def peer_matches(rule_peer: dict, peer: Peer, policy_ns: str) -> bool:
-    if "ipBlock" in rule_peer:
-        if peer.namespace is not None:
-            return False  # pod IPs are never inside our ipBlocks in this table
-        block = rule_peer["ipBlock"]
-        addr = ipaddress.ip_address(peer.ip)
-        return addr in ipaddress.ip_network(block["cidr"]) and not any(
-            addr in ipaddress.ip_network(x) for x in block.get("except", [])
-        )
-    if peer.namespace is None:
-        return False
-    ns_sel = rule_peer.get("namespaceSelector")
-    if ns_sel is None:
-        if peer.namespace != policy_ns:
-            return False
-    elif not selects(ns_sel, {"kubernetes.io/metadata.name": peer.namespace}):
-        return False
-    pod_sel = rule_peer.get("podSelector")
-    return pod_sel is None or selects(pod_sel, peer.labels)
-
-
-def port_matches(ports: list | None, port: int, proto: str) -> bool:
-    if not ports:
-        return True
-    return any(
-        p.get("protocol", "TCP") == proto and (p.get("port") is None or int(p["port"]) == port) for p in ports
-    )
-
-
-def direction_allows(
-    policies: list[dict], subject: Peer, other: Peer, port: int, proto: str, kind: str
-) -> bool:
-    """Whether the policies in subject's namespace let traffic of `kind` (Ingress/Egress) through."""
-    applying = [
-        p
-        for p in policies
-        if p["metadata"]["namespace"] == subject.namespace
-        and kind in p["spec"].get("policyTypes", [])
-        and selects(p["spec"]["podSelector"], subject.labels)
-    ]
-    if not applying:
-        return True
-    key, peers_key = ("egress", "to") if kind == "Egress" else ("ingress", "from")
-    for p in applying:
-        for rule in p["spec"].get(key, []):
-            peers = rule.get(peers_key)
-            if (not peers or any(peer_matches(x, other, subject.namespace) for x in peers)) and port_matches(
-                rule.get("ports"), port, proto
-            ):
-                return True
-    return False
-
-
-def allowed(policies: list[dict], src: Peer, dst: Peer, port: int, proto: str = "TCP") -> bool:
-    egress = src.namespace is None or direction_allows(policies, src, dst, port, proto, "Egress")
-    ingress = dst.namespace is None or direction_allows(policies, dst, src, port, proto, "Ingress")
-    return egress and ingress
+# ---- NetworkPolicy evaluation (the evaluator lives in infra/verify/netpol.py) ---------------------
 
 
 TRAINER = Peer("research", {"app": "trainer", "trainplane.dev/job": "llm"})

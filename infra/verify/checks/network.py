@@ -1,0 +1,196 @@
+"""network: the flows a training pod needs are allowed, cross-team flows are denied, and the cluster
+enforces NetworkPolicy at all.
+
+The flow table, per training pod (team x GPU pool): DNS over UDP and TCP to kube-dns; rendezvous and
+NCCL between the pods of the job; the cloud's identity endpoint (when the team has a cloud identity);
+object storage on 443 (when the platform has buckets); the file servers of the team's volumes on their
+ports; Prometheus in the monitoring namespace scraping the metrics port. Every other team's pods must
+neither reach the job nor be reached by it. Policies are evaluated with infra.verify.netpol.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from infra.verify import facts as F
+from infra.verify.checks.storage import storage_endpoint
+from infra.verify.context import Context
+from infra.verify.jobs import TrainingPod
+from infra.verify.netpol import Peer, allowed
+from infra.verify.report import CheckResult
+
+# Stand-ins for addresses that are "somewhere on the internet" (TEST-NET-2, RFC 5737): a policy that
+# admits a public endpoint admits this address only if it admits the public internet on that port.
+PUBLIC_ADDRESS = "198.51.100.7"
+# NCCL's socket transport and bootstrap listen on ephemeral ports between the job's pods.
+NCCL_SAMPLE_PORT = 43123
+PROMETHEUS = {"app.kubernetes.io/name": "prometheus", "prometheus": "kube-prometheus-stack-prometheus"}
+MONITORING_NAMESPACE = "monitoring"
+
+
+@dataclass(frozen=True)
+class Flow:
+    why: str
+    src: Peer
+    dst: Peer
+    port: int
+    proto: str
+    want: bool
+
+    def line(self) -> str:
+        verb = "must be allowed" if self.want else "must be denied"
+        return f"{self.why}: {self.src.describe()} -> {self.dst.describe()}:{self.port}/{self.proto} {verb}"
+
+
+def control_plane(ctx: Context, res: CheckResult) -> None:
+    """A private-only EKS endpoint answers only what its cluster security group admits on 443 (the
+    group admits its own members by default): someone outside the nodes must be let in, or nothing
+    (pulumi, kubectl, verify --kubeconfig) reaches the API. (EKS user guide, 'Cluster API server
+    endpoint': private access is governed by the cluster security group.)"""
+    from infra.verify.checks.aws_network import admitted
+
+    cluster = ctx.platform.cluster_resource()
+    vpc = (cluster.inputs.get("vpcConfig") or {}) if cluster else {}
+    if cluster is None or vpc.get("endpointPublicAccess", True) is not False:
+        return
+    groups, cidr = admitted(ctx.platform, cluster.urn, 443)
+    if not cidr and not (groups - {cluster.urn}):
+        res.fail(
+            f"EKS cluster {cluster.inputs.get('name', cluster.name)} has a private-only API endpoint and no rule "
+            "admits TCP 443 to its cluster security group from outside it: pulumi, kubectl and verify "
+            "--kubeconfig cannot reach the API",
+            cluster.name,
+        )
+
+
+def enforcement(ctx: Context, res: CheckResult) -> None:
+    plan = ctx.platform
+    facts = F.cloud(plan.cloud).get("networkPolicy")
+    if plan.cloud == "aws":
+        control_plane(ctx, res)
+        addon = plan.eks_addons().get(facts["addon"])
+        config: Any = {}
+        if addon is not None and addon.inputs.get("configurationValues"):
+            try:
+                config = json.loads(addon.inputs["configurationValues"])
+            except (TypeError, json.JSONDecodeError):
+                config = {}
+        value = str(config.get(facts["configurationKey"], "")).lower() if isinstance(config, dict) else ""
+        if addon is None or value != facts["value"]:
+            res.fail(
+                f'EKS add-on {facts["addon"]} has no configuration {facts["configurationKey"]}: "true": '
+                "the VPC CNI accepts every NetworkPolicy and enforces none",
+                f"EKS add-on {facts['addon']}",
+            )
+    elif plan.cloud == "gcp":
+        cluster = plan.cluster_resource()
+        inputs = cluster.inputs if cluster else {}
+        dpv2 = inputs.get("datapathProvider") == facts["datapathProvider"]
+        legacy = bool((inputs.get("networkPolicy") or {}).get("enabled"))
+        if not (dpv2 or legacy):
+            res.fail(
+                "GKE cluster has neither Dataplane V2 (datapathProvider ADVANCED_DATAPATH) nor the network "
+                "policy add-on: NetworkPolicies are not enforced",
+                cluster.name if cluster else "GKE cluster",
+            )
+    else:
+        res.note(
+            "existing cluster: whether it enforces NetworkPolicy is unknown offline; "
+            "run verify with --kubeconfig to look for a policy agent (calico, cilium, ...)"
+        )
+
+
+def _ports(pod: TrainingPod) -> list[int]:
+    ports = []
+    for c in pod.pod_spec.get("containers") or []:
+        for p in c.get("ports") or []:
+            if p.get("containerPort"):
+                ports.append(int(p["containerPort"]))
+    return ports
+
+
+def _metrics_port(pod: TrainingPod) -> int | None:
+    monitors = pod.plan.objects("PodMonitor")
+    names = {e.get("port") for m in monitors for e in m.spec.get("podMetricsEndpoints") or []}
+    for c in pod.pod_spec.get("containers") or []:
+        for p in c.get("ports") or []:
+            if p.get("name") in names:
+                return int(p["containerPort"])
+    return None
+
+
+def flows(ctx: Context, pod: TrainingPod) -> list[Flow]:
+    plan = ctx.platform
+    me = Peer(pod.namespace, pod.labels)
+    peer = Peer(pod.namespace, {**pod.labels})  # another pod of the same job
+    dns_facts = F.facts()["dns"]
+    dns = Peer(dns_facts["namespace"], dns_facts["podLabels"])
+    out: list[Flow] = [Flow("DNS", me, dns, p["port"], p["protocol"], True) for p in dns_facts["ports"]]
+    for port in _ports(pod):
+        out.append(Flow(f"job pods to each other (port {port})", me, peer, port, "TCP", True))
+    out.append(Flow("NCCL between the job's pods (ephemeral port)", me, peer, NCCL_SAMPLE_PORT, "TCP", True))
+    cloud = F.cloud(plan.cloud)
+    team = ctx.team(pod.team) or {}
+    if team.get("identity"):
+        for ep in cloud.get("identityEndpoints") or []:
+            addr = PUBLIC_ADDRESS if ep["address"] == "public" else ep["address"]
+            out.append(
+                Flow(
+                    f"cloud identity ({ep['name']})",
+                    me,
+                    Peer(None, ip=addr),
+                    ep["port"],
+                    ep["protocol"],
+                    True,
+                )
+            )
+    store = cloud.get("objectStore")
+    if plan.outputs.get("objectStore") and store:
+        out.append(
+            Flow(
+                f"object storage ({store['name']})",
+                me,
+                Peer(None, ip=PUBLIC_ADDRESS),
+                store["port"],
+                "TCP",
+                True,
+            )
+        )
+    for vol in pod.pod_spec.get("volumes") or []:
+        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+        pvc = ctx.object("PersistentVolumeClaim", pod.namespace, claim or "")
+        pv = ctx.object("PersistentVolume", None, (pvc.spec.get("volumeName") if pvc else "") or "")
+        if pv is None:
+            continue
+        address, driver = storage_endpoint(ctx, dict(pv.spec))
+        for port in (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []:
+            out.append(Flow(f"file system {claim} ({driver})", me, Peer(None, ip=address), port, "TCP", True))
+    metrics = _metrics_port(pod)
+    if metrics:
+        prom = Peer(MONITORING_NAMESPACE, PROMETHEUS)
+        out.append(Flow("Prometheus scrape", prom, me, metrics, "TCP", True))
+    for other in plan.teams:
+        ns = other.get("namespace")
+        if not ns or ns == pod.namespace:
+            continue
+        them = Peer(ns, {**pod.labels, "trainplane.dev/team": str(other.get("name"))})
+        for port in [*_ports(pod)[:1], NCCL_SAMPLE_PORT]:
+            out.append(Flow(f"team {other.get('name')} into team {pod.team}", them, me, port, "TCP", False))
+            out.append(Flow(f"team {pod.team} into team {other.get('name')}", me, them, port, "TCP", False))
+    return out
+
+
+def run(ctx: Context) -> CheckResult:
+    res = CheckResult("network")
+    enforcement(ctx, res)
+    policies = ctx.network_policies
+    for pod in ctx.pods:
+        for flow in flows(ctx, pod):
+            if allowed(policies, flow.src, flow.dst, flow.port, flow.proto) != flow.want:
+                res.fail(f"{pod.ref}: {flow.line()}", pod.ref, f"NetworkPolicies of {pod.namespace}")
+            res.examined.append(flow.line())
+    if not ctx.pods:
+        res.note("no training pod to evaluate (no team with GPU quota on a GPU pool)")
+    return res

@@ -1,0 +1,309 @@
+"""storage: every claim binds, and every team volume mounts on the pools its jobs use.
+
+- Each PersistentVolumeClaim the platform asks for (its own objects and those its charts make from the
+  values sent) names a StorageClass that exists (created by the plan, or by the cloud per facts.yaml)
+  whose provisioner is installed; a claim with no class needs a default class; a claim with class ""
+  needs its pre-bound PersistentVolume.
+- Each volume a training pod mounts is a claim of its namespace, bound to a volume whose CSI driver is
+  installed, whose node plugin tolerates the pool's taints, and whose server ports the team's
+  NetworkPolicies open.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infra.verify import facts as F
+from infra.verify.charts import Claim, tolerates
+from infra.verify.context import Context
+from infra.verify.netpol import Peer, allowed
+from infra.verify.report import CheckResult
+
+DEFAULT_ANNOTATIONS = (
+    "storageclass.kubernetes.io/is-default-class",
+    "storageclass.beta.kubernetes.io/is-default-class",
+)
+
+
+def _classes(ctx: Context) -> tuple[dict[str, dict[str, Any]], bool]:
+    """(name -> {provisioner, default, by}, cloud known): the plan's StorageClasses over the cloud's own.
+
+    The cloud's own classes are unknown offline on existing clusters (known = False)."""
+    plan = ctx.platform
+    cloud = F.storage_classes(plan.cloud, plan.minor)
+    out: dict[str, dict[str, Any]] = {}
+    if cloud is not None:
+        out = {
+            c["name"]: {
+                "provisioner": c["provisioner"],
+                "default": c["default"],
+                "by": f"{plan.cloud} (facts)",
+            }
+            for c in cloud
+        }
+    created = {}
+    for sc in plan.objects("StorageClass"):
+        created[sc.name] = {
+            "provisioner": sc.body.get("provisioner"),
+            "default": any(str(sc.annotations.get(a)).lower() == "true" for a in DEFAULT_ANNOTATIONS),
+            "by": sc.ref,
+        }
+    out.update(created)
+    return out, cloud is not None
+
+
+def _provisioner_installed(ctx: Context, provisioner: str) -> str | None:
+    """What installs the CSI driver behind `provisioner`, or None when nothing does."""
+    migrated = F.cloud(ctx.platform.cloud).get("csiMigration") or {}
+    driver = migrated.get(provisioner, provisioner)
+    return ctx.charts.csi_drivers.get(driver)
+
+
+def _driver_of(provisioner: str, cloud: str) -> str:
+    return (F.cloud(cloud).get("csiMigration") or {}).get(provisioner, provisioner)
+
+
+def _check_controller_identity(ctx: Context, res: CheckResult, driver: str) -> None:
+    """An EKS CSI add-on needs an IAM identity for its controller (IRSA role or pod identity)."""
+    if ctx.platform.cloud != "aws":
+        return
+    how = (F.cloud("aws")["csiDrivers"] or {}).get(driver) or {}
+    addon_name, sa = how.get("addon"), how.get("controllerServiceAccount")
+    addon = ctx.platform.eks_addons().get(addon_name or "")
+    if addon is None or not sa:
+        return
+    ns, name = sa.split("/")
+    pia = [
+        r
+        for r in ctx.platform.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
+        if r.inputs.get("namespace") == ns and r.inputs.get("serviceAccount") == name
+    ]
+    if not addon.inputs.get("serviceAccountRoleArn") and not pia:
+        res.fail(
+            f"EKS add-on {addon_name} ({driver}) has no IAM role for {sa} (serviceAccountRoleArn or a "
+            "pod identity association): its controller cannot create volumes",
+            f"EKS add-on {addon_name}",
+        )
+
+
+def check_claim(ctx: Context, res: CheckResult, claim: Claim, classes: dict, cloud_known: bool) -> None:
+    where = f"PVC {claim.namespace}/{claim.name} ({claim.owner})"
+    plan = ctx.platform
+    version = f"{plan.cloud} {plan.kubernetes_version or '(version unknown)'}"
+    if claim.storage_class == "":
+        if not claim.volume_name:
+            res.fail(f'{where} has storageClassName "" and no volumeName: nothing can bind it', claim.owner)
+            return
+        pv = ctx.object("PersistentVolume", None, claim.volume_name)
+        if pv is None:
+            res.fail(
+                f"{where} is pre-bound to PersistentVolume {claim.volume_name}, which the plan does not create",
+                claim.owner,
+            )
+            return
+        ref = pv.spec.get("claimRef") or {}
+        if ref and (ref.get("namespace"), ref.get("name")) != (claim.namespace, claim.name):
+            res.fail(
+                f"{where}: {pv.ref} is reserved for {ref.get('namespace')}/{ref.get('name')}",
+                claim.owner,
+                pv.ref,
+            )
+        if pv.spec.get("storageClassName") not in (None, ""):
+            res.fail(
+                f'{where}: {pv.ref} has storageClassName {pv.spec["storageClassName"]!r}, the claim ""',
+                pv.ref,
+            )
+        modes = set(pv.spec.get("accessModes") or [])
+        if not set(claim.access_modes) <= modes:
+            res.fail(f"{where} asks {sorted(claim.access_modes)}, {pv.ref} offers {sorted(modes)}", pv.ref)
+        driver = (pv.spec.get("csi") or {}).get("driver")
+        if driver and driver not in ctx.charts.csi_drivers:
+            res.fail(
+                f"{where}: {pv.ref} needs CSI driver {driver}, which nothing in the plan installs", pv.ref
+            )
+        return
+    unknown_default = claim.storage_class is None and not any(c["default"] for c in classes.values())
+    unknown_named = claim.storage_class is not None and claim.storage_class not in classes
+    if not cloud_known and (unknown_default or unknown_named):
+        res.note(
+            f"{where}: {'the default class' if claim.storage_class is None else repr(claim.storage_class)} "
+            "of an existing cluster is unknown offline; run verify with --kubeconfig"
+        )
+        return
+    if claim.storage_class is None:
+        defaults = [n for n, c in classes.items() if c["default"]]
+        if not defaults:
+            res.fail(
+                f"{where} names no StorageClass and {version} has no default StorageClass: it stays Pending",
+                claim.owner,
+            )
+            return
+        name = defaults[-1]
+    else:
+        name = claim.storage_class
+        if name not in classes:
+            res.fail(
+                f"{where} asks for StorageClass {name!r}, which neither the plan nor {version} creates "
+                f"(known: {', '.join(sorted(classes)) or 'none'})",
+                claim.owner,
+            )
+            return
+    sc = classes[name]
+    installed = _provisioner_installed(ctx, str(sc["provisioner"]))
+    if installed is None and not cloud_known:
+        res.note(
+            f"{where}: whether provisioner {sc['provisioner']} runs on this existing cluster is checked live"
+        )
+    elif installed is None:
+        driver = _driver_of(str(sc["provisioner"]), plan.cloud)
+        res.fail(
+            f"{where} binds to StorageClass {name} ({sc['by']}) whose provisioner {sc['provisioner']} "
+            f"needs CSI driver {driver}, which the plan does not install",
+            claim.owner,
+        )
+
+
+def storage_endpoint(ctx: Context, pv_spec: dict[str, Any]) -> tuple[str, str | None]:
+    """(address, driver) a volume's clients connect to. A DNS name stands as an address in the VPC."""
+    import ipaddress
+
+    csi = pv_spec.get("csi") or {}
+    attrs = csi.get("volumeAttributes") or {}
+    host = attrs.get("ip") or attrs.get("dnsname") or (pv_spec.get("nfs") or {}).get("server") or ""
+    driver = csi.get("driver") or ("nfs" if pv_spec.get("nfs") else None)
+    try:
+        return str(ipaddress.ip_address(host)), driver
+    except ValueError:
+        return representative_private_address(ctx), driver
+
+
+def representative_private_address(ctx: Context) -> str:
+    """An address a private DNS name of the platform's network resolves to (unknown offline)."""
+    import ipaddress
+
+    for r in ctx.platform.of_type("aws:ec2/vpc:Vpc"):
+        if r.inputs.get("cidrBlock"):
+            return str(ipaddress.ip_network(r.inputs["cidrBlock"]).network_address + 10)
+    # TEST-NET-1 (RFC 5737) stands for "whatever the name resolves to" when no network is known.
+    return "192.0.2.10"
+
+
+def node_reachability(ctx: Context, res: CheckResult, pod: Any, pv: Any, ports: list[int]) -> None:
+    """The kubelet mounts a file system from the node: the file system's security groups must admit the
+    pool's nodes on its ports (FSx: TCP 988, 1018-1023; EFS: 2049)."""
+    from infra.verify.checks.aws_network import admitted, node_groups_sgs, storage_groups
+
+    plan = ctx.platform
+    fs_groups = storage_groups(plan, pv.resource)
+    if not fs_groups:
+        return
+    groups = next(
+        (
+            node_groups_sgs(plan, ng)
+            for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup")
+            if (ng.inputs.get("labels") or {}).get("trainplane.dev/pool") == pod.pool
+        ),
+        set(),
+    )
+    if not groups:
+        return
+    closed = []
+    for port in ports:
+        reach = set()
+        cidr = False
+        for g in fs_groups:
+            got, by_cidr = admitted(plan, g, port)
+            reach |= got
+            cidr = cidr or by_cidr
+        if not cidr and not reach & groups:
+            closed.append(port)
+    if closed:
+        res.fail(
+            f"{pod.ref} mounts {pv.ref}, but the file system's security groups admit no security group of "
+            f"pool {pod.pool}'s nodes on TCP {', '.join(map(str, closed))}: the mount times out",
+            pod.ref,
+            pv.ref,
+        )
+
+
+def check_pod_volumes(ctx: Context, res: CheckResult) -> None:
+    for pod in ctx.pods:
+        pool = ctx.pool(pod.pool) or {}
+        taints = ctx.pool_taints(pool)
+        for vol in pod.pod_spec.get("volumes") or []:
+            pvc_ref = vol.get("persistentVolumeClaim")
+            if not pvc_ref:
+                continue
+            claim_name = pvc_ref.get("claimName")
+            pvc = ctx.object("PersistentVolumeClaim", pod.namespace, claim_name)
+            if pvc is None:
+                res.fail(
+                    f"{pod.ref} mounts claim {pod.namespace}/{claim_name}, which the platform does not create",
+                    pod.ref,
+                )
+                continue
+            pv = ctx.object("PersistentVolume", None, pvc.spec.get("volumeName") or "")
+            if pv is None:
+                continue  # dynamic claims are checked above
+            modes = set(pvc.spec.get("accessModes") or [])
+            if pod.pods > 1 and not modes & {"ReadWriteMany", "ReadOnlyMany"}:
+                res.fail(
+                    f"{pod.ref}: {pod.pods} pods on different nodes share {pvc.ref}, which is {sorted(modes)}",
+                    pod.ref,
+                    pvc.ref,
+                )
+            address, driver = storage_endpoint(ctx, dict(pv.spec))
+            if driver and driver != "nfs":
+                plugins = [d for d in ctx.charts.daemon_sets if d.csi_driver == driver]
+                if not plugins:
+                    res.fail(
+                        f"{pod.ref} mounts {pv.ref}: no node plugin of CSI driver {driver} is installed",
+                        pod.ref,
+                        pv.ref,
+                    )
+                for d in plugins:
+                    for t in taints:
+                        if not tolerates(d.tolerations, t):
+                            res.fail(
+                                f"{pod.ref} mounts {pv.ref}, but {d.name} ({d.role}, {d.owner}) does not tolerate "
+                                f"taint {t['key']}={t.get('value', '')}:{t['effect']} of pool {pod.pool}",
+                                pod.ref,
+                                d.name,
+                            )
+            ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
+            if ctx.platform.cloud == "aws":
+                node_reachability(ctx, res, pod, pv, ports)
+            me = Peer(pod.namespace, pod.labels)
+            closed = [p for p in ports if not allowed(ctx.network_policies, me, Peer(None, ip=address), p)]
+            if closed:
+                res.fail(
+                    f"{pod.ref} mounts {pv.ref} ({driver} at {address}), but the NetworkPolicies of namespace "
+                    f"{pod.namespace} close TCP {', '.join(map(str, closed))}",
+                    pod.ref,
+                    pv.ref,
+                )
+            res.examined.append(f"{pod.namespace}/{claim_name} on {pod.pool}")
+
+
+def run(ctx: Context) -> CheckResult:
+    res = CheckResult("storage")
+    classes, cloud_known = _classes(ctx)
+    claims = ctx.charts.claims
+    if ctx.job_only:
+        mounted = {
+            (p.namespace, (v.get("persistentVolumeClaim") or {}).get("claimName"))
+            for p in ctx.pods
+            for v in p.pod_spec.get("volumes") or []
+        }
+        claims = [c for c in claims if (c.namespace, c.name) in mounted]
+    else:
+        for u in ctx.charts.unknown:
+            res.fail(u)
+    for claim in claims:
+        check_claim(ctx, res, claim, classes, cloud_known)
+        res.examined.append(f"{claim.namespace}/{claim.name}")
+    if not ctx.job_only:
+        for driver in sorted(set(ctx.charts.csi_drivers)):
+            _check_controller_identity(ctx, res, driver)
+    check_pod_volumes(ctx, res)
+    return res

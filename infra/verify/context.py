@@ -1,0 +1,79 @@
+"""What every check looks at: the plan, its platform, the chart model and the training pods."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from infra.verify import facts as F
+from infra.verify.charts import ChartModel, model
+from infra.verify.jobs import TrainingPod, training_pods
+from infra.verify.model import K8sObject, Plan
+
+GPU_RESOURCE = "nvidia.com/gpu"
+EFA_RESOURCE = "vpc.amazonaws.com/efa"
+
+
+@dataclass
+class Context:
+    plan: Plan
+
+    @property
+    def platform(self) -> Plan:
+        return self.plan.platform or self.plan
+
+    @property
+    def job_only(self) -> bool:
+        """A job stack: check its own pods against the platform, not the platform itself."""
+        return self.plan.kind == "job"
+
+    @cached_property
+    def charts(self) -> ChartModel:
+        return model(self.platform)
+
+    @cached_property
+    def _pods(self) -> tuple[list[TrainingPod], list[str]]:
+        return training_pods(self.plan)
+
+    @property
+    def pods(self) -> list[TrainingPod]:
+        return self._pods[0]
+
+    @property
+    def pod_problems(self) -> list[str]:
+        return self._pods[1]
+
+    @cached_property
+    def network_policies(self) -> list[dict[str, Any]]:
+        objs = self.platform.objects("NetworkPolicy")
+        if self.plan is not self.platform:
+            objs += self.plan.objects("NetworkPolicy")
+        return [dict(o.body) for o in objs]
+
+    def team(self, name: str) -> dict[str, Any] | None:
+        return next((dict(t) for t in self.platform.teams if t.get("name") == name), None)
+
+    def pool(self, name: str) -> dict[str, Any] | None:
+        return next((dict(p) for p in self.platform.node_pools if p.get("name") == name), None)
+
+    def gpu_pools(self) -> list[dict[str, Any]]:
+        return [dict(p) for p in self.platform.node_pools if p.get("gpu")]
+
+    def pool_taints(self, pool: dict[str, Any]) -> list[dict[str, Any]]:
+        """The taints the pool's nodes carry: the pool's own plus those the cloud adds."""
+        taints = [dict(t) for t in pool.get("taints") or []]
+        for t in F.cloud(self.platform.cloud).get("taints") or []:
+            if t.get("gpuOnly") and not pool.get("gpu"):
+                continue
+            taint = {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
+            if taint not in taints:
+                taints.append(taint)
+        return [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")]
+
+    def object(self, kind: str, namespace: str | None, name: str) -> K8sObject | None:
+        for plan in {id(self.plan): self.plan, id(self.platform): self.platform}.values():
+            for o in plan.objects(kind, namespace):
+                if o.name == name:
+                    return o
+        return None

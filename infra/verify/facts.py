@@ -1,0 +1,77 @@
+"""The facts file (facts.yaml beside this module): cloud and chart facts verify relies on, each with its
+source. Loaded once; lookups are small helpers so the checks read like the facts they use."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+# Cloud name in the plan -> the platform flavour the facts are keyed by.
+FLAVOUR = {"aws": "eks", "gcp": "gke", "kubernetes": "kubernetes"}
+
+
+@cache
+def facts() -> dict[str, Any]:
+    return yaml.safe_load(resources.files("infra.verify").joinpath("facts.yaml").read_text())
+
+
+def cloud(name: str) -> dict[str, Any]:
+    return facts()["clouds"][FLAVOUR.get(name, name)]
+
+
+def chart(name: str) -> dict[str, Any] | None:
+    return facts()["charts"].get(name)
+
+
+def version_matches(rule: str, minor: tuple[int, int] | None) -> bool:
+    """`<1.30`, `>=1.30` ... against a (major, minor) version; unknown versions match nothing."""
+    if minor is None:
+        return False
+    for op in (">=", "<=", "==", "<", ">"):
+        if rule.startswith(op):
+            major, mnr = (int(x) for x in rule[len(op) :].split("."))
+            want = (major, mnr)
+            return {
+                ">=": minor >= want,
+                "<=": minor <= want,
+                "==": minor == want,
+                "<": minor < want,
+                ">": minor > want,
+            }[op]
+    raise ValueError(f"facts.yaml: bad version rule {rule!r}")
+
+
+def storage_classes(cloud_name: str, minor: tuple[int, int] | None) -> list[dict[str, Any]] | None:
+    """StorageClasses the cloud creates at this version; None when unknown offline (existing clusters)."""
+    known = cloud(cloud_name).get("storageClasses")
+    if known == "unknown" or known is None:
+        return None
+    return [c for c in known if version_matches(c["versions"], minor)]
+
+
+def dig(values: Any, path: str, default: Any = None) -> Any:
+    """values["a"]["b"]... for path "a.b"; keys may contain dashes (subchart names)."""
+    cur = values
+    for part in path.split("."):
+        if not isinstance(cur, dict) or part not in cur:
+            return default
+        cur = cur[part]
+    return cur
+
+
+def chart_value(chart_name: str, values: Any, path: str) -> Any:
+    """The value a release of `chart_name` gets at `path`: what was sent, else the chart's default."""
+    sent = dig(values, path, _MISSING)
+    if sent is not _MISSING:
+        return sent
+    c = chart(chart_name) or {}
+    for key in ("defaults", "subchartDefaults"):
+        if path in (c.get(key) or {}):
+            return c[key][path]
+    return None
+
+
+_MISSING = object()

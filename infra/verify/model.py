@@ -1,0 +1,317 @@
+"""One read-only model of a plan, whichever way it was made.
+
+A plan is what a deploy would send: Kubernetes objects, Helm releases with their values, cloud resources,
+and the stack's outputs. It comes from running the stack offline (`infra.mockcloud.RunResult`, as
+`trainplane plan` does) or from a JSON dump written by ../shared/checks/mockplan.py
+(`{stack, resources: [{urn, type, name, parent, custom, provider, deps, inputs}], outputs, ...}`). Both
+become a `Plan`; the checks never see where it came from. The cloud and the Kubernetes version are read
+from the plan itself (the cluster resource's inputs, else the stack's config), never from flags.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+STACK_REFERENCE = "pulumi:pulumi:StackReference"
+EKS_CLUSTER = "aws:eks/cluster:Cluster"
+GKE_CLUSTER = "gcp:container/cluster:Cluster"
+
+
+class PlanError(Exception):
+    """A plan that cannot be read (bad dump file, unknown format): one line naming the file."""
+
+
+def normal(value: Any) -> Any:
+    """Undo the mock engine's number encoding (every number arrives as a float)."""
+    if isinstance(value, dict):
+        return {k: normal(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [normal(v) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+@dataclass(frozen=True)
+class PlanResource:
+    urn: str
+    type: str
+    name: str
+    parent: str | None
+    custom: bool
+    deps: tuple[str, ...]
+    inputs: Mapping[str, Any]
+    provider: str | None = None
+
+    @property
+    def is_kubernetes_object(self) -> bool:
+        return (
+            self.custom
+            and self.type.startswith("kubernetes:")
+            and self.type != HELM_RELEASE
+            and not self.type.startswith("pulumi:providers:")
+        )
+
+
+@dataclass(frozen=True)
+class K8sObject:
+    """A Kubernetes object the plan applies, with the resource that sends it."""
+
+    resource: PlanResource
+    body: Mapping[str, Any]
+
+    @property
+    def kind(self) -> str:
+        return str(self.body.get("kind", ""))
+
+    @property
+    def name(self) -> str:
+        return str((self.body.get("metadata") or {}).get("name", self.resource.name))
+
+    @property
+    def namespace(self) -> str | None:
+        return (self.body.get("metadata") or {}).get("namespace")
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict((self.body.get("metadata") or {}).get("labels") or {})
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict((self.body.get("metadata") or {}).get("annotations") or {})
+
+    @property
+    def spec(self) -> Mapping[str, Any]:
+        return self.body.get("spec") or {}
+
+    @property
+    def ref(self) -> str:
+        """How a failure line names it: Kind namespace/name."""
+        return f"{self.kind} {self.namespace + '/' if self.namespace else ''}{self.name}"
+
+
+@dataclass(frozen=True)
+class HelmRelease:
+    resource: PlanResource
+    name: str
+    namespace: str
+    chart: str
+    version: str | None
+    values: Mapping[str, Any]
+
+    @property
+    def ref(self) -> str:
+        return f"helm release {self.namespace}/{self.name} ({self.chart} {self.version})"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A platform's or a job's plan. A job plan carries its platform's plan in `platform`."""
+
+    stack: str
+    resources: tuple[PlanResource, ...]
+    outputs: Mapping[str, Any]
+    cloud: str
+    kubernetes_version: str | None
+    kind: str  # "platform" | "job"
+    # The stack's own config object (trainplane:platform / trainplane:job), when the plan was made here.
+    config: Mapping[str, Any] | None = None
+    platform: Plan | None = None
+    source: str = "offline plan"
+    _objects: tuple[K8sObject, ...] = field(default=(), repr=False)
+
+    # ---- lookups -------------------------------------------------------------------------------
+    def of_type(self, type_: str) -> list[PlanResource]:
+        return [r for r in self.resources if r.type == type_]
+
+    def by_urn(self) -> dict[str, PlanResource]:
+        return {r.urn: r for r in self.resources}
+
+    def objects(self, kind: str | None = None, namespace: str | None = None) -> list[K8sObject]:
+        return [
+            o
+            for o in self._objects
+            if (kind is None or o.kind == kind) and (namespace is None or o.namespace == namespace)
+        ]
+
+    def releases(self, chart: str | None = None) -> list[HelmRelease]:
+        out = []
+        for r in self.of_type(HELM_RELEASE):
+            i = r.inputs
+            chart_ref = str(i.get("chart", ""))
+            name = chart_ref.rstrip("/").rsplit("/", 1)[-1]
+            if chart is not None and name != chart:
+                continue
+            out.append(
+                HelmRelease(
+                    resource=r,
+                    name=str(i.get("name") or r.name),
+                    namespace=str(i.get("namespace") or "default"),
+                    chart=name,
+                    version=i.get("version"),
+                    values=i.get("values") or {},
+                )
+            )
+        return out
+
+    def cluster_resource(self) -> PlanResource | None:
+        found = self.of_type(EKS_CLUSTER) or self.of_type(GKE_CLUSTER)
+        return found[0] if found else None
+
+    def eks_addons(self) -> dict[str, PlanResource]:
+        return {str(r.inputs.get("addonName")): r for r in self.of_type("aws:eks/addon:Addon")}
+
+    def replaced(self, edit: Callable[[PlanResource], Mapping[str, Any] | None]) -> Plan:
+        """A copy whose resources' inputs `edit` may replace (return new inputs, or None to keep;
+        return {"__drop__": True} to leave the resource out). For what-if checks and tests."""
+        kept: list[PlanResource] = []
+        for r in self.resources:
+            new = edit(r)
+            if new is None:
+                kept.append(r)
+            elif not new.get("__drop__"):
+                kept.append(replace(r, inputs=normal(dict(new))))
+        return build(self.stack, tuple(kept), self.outputs, self.config, self.platform, self.source)
+
+    def with_platform(self, platform: Plan) -> Plan:
+        return build(self.stack, self.resources, self.outputs, self.config, platform, self.source)
+
+    def iter_objects(self) -> Iterator[K8sObject]:
+        return iter(self._objects)
+
+    @property
+    def teams(self) -> list[Mapping[str, Any]]:
+        return list(self.outputs.get("teams") or [])
+
+    @property
+    def node_pools(self) -> list[Mapping[str, Any]]:
+        return list(self.outputs.get("nodePools") or [])
+
+    @property
+    def minor(self) -> tuple[int, int] | None:
+        if not self.kubernetes_version:
+            return None
+        parts = str(self.kubernetes_version).split(".")
+        try:
+            return int(parts[0]), int(parts[1])
+        except (ValueError, IndexError):
+            return None
+
+
+def _resource(raw: Mapping[str, Any]) -> PlanResource:
+    return PlanResource(
+        urn=str(raw["urn"]),
+        type=str(raw["type"]),
+        name=str(raw["name"]),
+        parent=raw.get("parent") or None,
+        custom=bool(raw.get("custom", True)),
+        deps=tuple(raw.get("deps") or ()),
+        inputs=normal(dict(raw.get("inputs") or {})),
+        provider=raw.get("provider") or None,
+    )
+
+
+def _cloud(resources: tuple[PlanResource, ...], outputs: Mapping[str, Any], config: Mapping | None) -> str:
+    if outputs.get("cloud") in ("aws", "gcp", "kubernetes"):
+        return str(outputs["cloud"])
+    if config and config.get("cloud") in ("aws", "gcp", "kubernetes"):
+        return str(config["cloud"])
+    types = {r.type for r in resources}
+    if EKS_CLUSTER in types:
+        return "aws"
+    if GKE_CLUSTER in types:
+        return "gcp"
+    return "kubernetes"
+
+
+def _version(resources: tuple[PlanResource, ...], config: Mapping | None) -> str | None:
+    for r in resources:
+        if r.type == EKS_CLUSTER and r.inputs.get("version"):
+            return str(r.inputs["version"])
+        if r.type == GKE_CLUSTER and r.inputs.get("minMasterVersion"):
+            return str(r.inputs["minMasterVersion"])
+    cluster = (config or {}).get("cluster") or {}
+    return str(cluster["kubernetesVersion"]) if cluster.get("kubernetesVersion") else None
+
+
+def build(
+    stack: str,
+    raw_resources: list[Mapping[str, Any]] | tuple[PlanResource, ...],
+    outputs: Mapping[str, Any],
+    config: Mapping[str, Any] | None = None,
+    platform: Plan | None = None,
+    source: str = "offline plan",
+) -> Plan:
+    resources = tuple(r if isinstance(r, PlanResource) else _resource(r) for r in raw_resources)
+    outputs = normal(dict(outputs or {}))
+    is_job = platform is not None or (
+        any(r.type == STACK_REFERENCE for r in resources)
+        and _cloud(resources, outputs, config) == "kubernetes"
+        and not outputs.get("nodePools")
+    )
+    if is_job and platform is not None:
+        cloud, version = platform.cloud, platform.kubernetes_version
+    else:
+        cloud, version = _cloud(resources, outputs, config), _version(resources, config)
+    objects = tuple(
+        K8sObject(r, r.inputs) for r in resources if r.is_kubernetes_object and r.inputs.get("kind")
+    )
+    return Plan(
+        stack=stack,
+        resources=resources,
+        outputs=outputs,
+        cloud=cloud,
+        kubernetes_version=version,
+        kind="job" if is_job else "platform",
+        config=config,
+        platform=platform,
+        source=source,
+        _objects=objects,
+    )
+
+
+def from_run(result: Any, config: Mapping[str, Any] | None = None, platform: Plan | None = None) -> Plan:
+    """A plan from `infra.mockcloud.RunResult` (what `trainplane plan` runs)."""
+    resources = tuple(
+        PlanResource(
+            urn=r.urn,
+            type=r.type,
+            name=r.name,
+            parent=r.parent,
+            custom=r.custom,
+            deps=tuple(r.deps),
+            inputs=normal(dict(r.inputs)),
+            provider=r.provider,
+        )
+        for r in result.resources
+    )
+    return build(result.stack, resources, result.outputs, config, platform, "offline plan")
+
+
+def load_dump(path: str | Path, platform: Plan | None = None) -> Plan:
+    """A plan from a mockplan.py dump; PlanError names the file and what is wrong with it."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise PlanError(f"{p}: cannot read a plan dump ({e})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
+        raise PlanError(f"{p}: not a mockplan.py dump (expected an object with a `resources` list)")
+    if doc.get("error"):
+        raise PlanError(f"{p}: the dump records a failed run: {doc['error']}")
+    try:
+        return build(
+            str(doc.get("stack") or p.stem),
+            doc["resources"],
+            doc.get("outputs") or {},
+            None,
+            platform,
+            f"dump {p}",
+        )
+    except (KeyError, TypeError) as e:
+        raise PlanError(f"{p}: resource without {e} (expected urn, type, name, inputs)") from None

@@ -1,0 +1,31 @@
+"""Printing a verify Report for people: a summary table, then one line per failure naming the objects."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from infra.verify.report import Report
+
+STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
+
+
+def print_report(report: Report, console: Console) -> None:
+    where = f"{report.cloud} {report.kubernetes_version or ''}".strip()
+    how = report.source if report.mode == "offline" else f"live: {report.source}"
+    console.rule(f"[bold]trainplane verify[/] {report.stack} ({where}, {how})")
+    table = Table(show_edge=False)
+    for col in ("check", "result", "failures", "examined"):
+        table.add_column(col, justify="right" if col in ("failures", "examined") else "left")
+    for c in report.checks:
+        table.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", str(len(c.findings)), str(len(c.examined)))
+    console.print(table)
+    for c in report.checks:
+        for f in c.findings:
+            console.print(f.line(), markup=False, highlight=False, soft_wrap=True)
+        for n in c.notes:
+            console.print(f"{c.name}: note: {n}", markup=False, highlight=False, soft_wrap=True, style="dim")
+    verdict = (
+        "[green]all checks passed[/]" if report.ok else f"[bold red]failed: {', '.join(report.failed())}[/]"
+    )
+    console.print(verdict)

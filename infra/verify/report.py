@@ -1,0 +1,95 @@
+"""The typed result of `trainplane verify`: one CheckResult per named check, one Finding per failure.
+
+A check fails when it has at least one finding; notes say what it could not decide offline (an existing
+cluster's default StorageClass, its NetworkPolicy enforcement) and never fail it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+CHECKS = ("storage", "network", "scheduling", "identity", "observability")
+Status = Literal["pass", "fail", "skip"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One failure: what is wrong, in one line, and the objects it is about."""
+
+    check: str
+    message: str
+    objects: tuple[str, ...] = ()
+
+    def line(self) -> str:
+        return f"{self.check}: {self.message}"
+
+
+@dataclass
+class CheckResult:
+    name: str
+    findings: list[Finding] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    # What was looked at, for the summary table ("3 claims", "24 flows"...).
+    examined: list[str] = field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def status(self) -> Status:
+        if self.skipped is not None:
+            return "skip"
+        return "fail" if self.findings else "pass"
+
+    def fail(self, message: str, *objects: str) -> None:
+        self.findings.append(Finding(self.name, message, tuple(objects)))
+
+    def note(self, message: str) -> None:
+        self.notes.append(message)
+
+
+@dataclass
+class Report:
+    stack: str
+    cloud: str
+    kubernetes_version: str | None
+    mode: Literal["offline", "live"]
+    source: str
+    checks: list[CheckResult] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return all(c.status != "fail" for c in self.checks)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for c in self.checks for f in c.findings]
+
+    def check(self, name: str) -> CheckResult:
+        for c in self.checks:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def failed(self) -> list[str]:
+        return [c.name for c in self.checks if c.status == "fail"]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "stack": self.stack,
+            "cloud": self.cloud,
+            "kubernetesVersion": self.kubernetes_version,
+            "mode": self.mode,
+            "source": self.source,
+            "ok": self.ok,
+            "checks": [
+                {
+                    "name": c.name,
+                    "status": c.status,
+                    "findings": [asdict(f) for f in c.findings],
+                    "notes": c.notes,
+                    "examined": c.examined,
+                    **({"skipped": c.skipped} if c.skipped else {}),
+                }
+                for c in self.checks
+            ],
+        }

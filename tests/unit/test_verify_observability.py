@@ -1,0 +1,92 @@
+"""verify observability: alert rules and dashboard queries select labels the scrape configuration
+produces (exporter labels, target labels, honorLabels, relabelings); rules pass `promtool check rules`."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from infra.verify.checks.observability import ScrapeSpec, scraped_labels
+from tests.unit.verify_plans import edit, kind, lines, plan, release, run
+
+
+def _rule(expr: str, name: str = "VerifyProbe", **extra):
+    def change(inputs: dict) -> None:
+        inputs["spec"]["groups"][0]["rules"] = [{"alert": name, "expr": expr, "for": "5m", **extra}]
+
+    return change
+
+
+def _honor(value: bool):
+    def change(inputs: dict) -> None:
+        inputs["values"].setdefault("dcgmExporter", {}).setdefault("serviceMonitor", {})["honorLabels"] = (
+            value
+        )
+
+    return change
+
+
+def _only_rules(p):
+    # Dashboards out of the way: these tests look at one rule at a time.
+    return p.replaced(
+        lambda r: {"__drop__": True} if kind("ConfigMap")(r) and "dashboard" in r.name else None
+    )
+
+
+def probe(expr: str, honor: bool | None = None, **extra) -> list[str]:
+    p = _only_rules(edit(plan("aws-dev"), kind("PrometheusRule"), _rule(expr, **extra)))
+    if honor is not None:
+        p = edit(p, release("gpu-operator"), _honor(honor))
+    return lines(run(p, "observability"))
+
+
+def test_a_label_no_exporter_emits_is_reported():
+    assert probe('max by (gpu) (DCGM_FI_DEV_GPU_UTIL{gpu="0"}) > 0') == []
+    bad = probe('max by (node_name) (DCGM_FI_DEV_GPU_UTIL{gpu="0"}) > 0')
+    assert bad and "'node_name', which DCGM_FI_DEV_GPU_UTIL does not carry" in bad[0], bad
+
+
+def test_honor_labels_false_gives_dcgm_pod_to_the_exporter_pod():
+    bad = probe('avg by (pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""}) < 5', honor=False)
+    assert bad and "honorLabels false" in bad[0] and "exported_pod" in bad[0], bad
+    assert probe('avg by (exported_pod) (DCGM_FI_DEV_GPU_UTIL{exported_pod!=""}) < 5', honor=False) == []
+
+
+def test_honor_labels_true_fills_the_pod_of_idle_gpus_from_the_target():
+    bad = probe('avg by (pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""}) < 5', honor=True)
+    assert bad and "honorLabels true" in bad[0], bad
+
+
+def test_a_metric_the_trainer_does_not_export_is_reported():
+    bad = probe("max by (namespace, job) (trainplane_no_such_metric) > 0")
+    assert bad and "not exported by the trainer" in bad[0], bad
+    assert probe("max by (namespace, job, rank) (changes(trainplane_step[15m])) == 0") == []
+
+
+def test_relabelings_add_and_drop_target_labels():
+    spec = ScrapeSpec(
+        "dcgm-exporter",
+        "ServiceMonitor",
+        True,
+        ({"action": "labeldrop", "regex": "pod|namespace|container"},),
+        "x",
+    )
+    labels = scraped_labels(spec, {"gpu"}, {"pod", "namespace", "container"})
+    assert labels.labels["pod"] == "exporter" and "service" in labels.labels
+    spec = ScrapeSpec("trainer", "PodMonitor", False, ({"targetLabel": "rank", "sourceLabels": ["x"]},), "x")
+    assert "rank" in scraped_labels(spec, set(), set()).labels
+
+
+@pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)"
+)
+def test_rules_go_through_promtool():
+    bad = probe("up == 0", annotations={"summary": "{{ $labels.instance "})
+    assert any("promtool check rules failed" in line for line in bad), bad
+
+
+def test_excluding_the_exporters_namespace_resolves_the_mixed_labels():
+    expr = 'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace!="gpu-operator", pod!=""}) < 5'
+    assert probe(expr, honor=True) == []
+    assert probe(expr.replace('namespace!="gpu-operator", ', ""), honor=True)

@@ -1,0 +1,131 @@
+"""verify scheduling: DaemonSets reach GPU nodes; a team's largest job lands on its pool, fits its
+machine and scale-from-zero template, and Kueue, the ResourceQuota and the LimitRange admit it."""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+
+from tests.unit.verify_plans import edit, kind, lines, plan, release, run
+
+NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
+
+
+def _h100_group(r) -> bool:
+    return r.type == NODE_GROUP and (r.inputs.get("labels") or {}).get("trainplane.dev/pool") == "h100"
+
+
+def test_a_gpu_operator_daemonset_that_does_not_tolerate_the_gpu_taint_never_runs():
+    def no_tolerations(inputs: dict) -> None:
+        inputs["values"]["daemonsets"]["tolerations"] = []
+
+    report = run(edit(plan("aws-dev"), release("gpu-operator"), no_tolerations), "scheduling")
+    bad = [line for line in lines(report) if "nvidia-device-plugin-daemonset" in line]
+    assert bad and "nvidia.com/gpu=present:NoSchedule" in bad[0] and "pool h100" in bad[0], lines(report)
+
+
+def test_a_pod_whose_selector_the_pool_nodes_do_not_carry_never_schedules():
+    def relabel(inputs: dict) -> None:
+        inputs["labels"]["trainplane.dev/pool"] = "renamed"
+
+    report = run(edit(plan("aws-dev"), _h100_group, relabel), "scheduling")
+    assert any("verify-research-h100" in line and "never schedules" in line for line in lines(report)), lines(
+        report
+    )
+
+
+def test_kueue_must_cover_every_resource_the_pod_requests():
+    def drop_gpu(inputs: dict) -> None:
+        for g in inputs["spec"]["resourceGroups"]:
+            g["coveredResources"] = [r for r in g["coveredResources"] if r != "nvidia.com/gpu"]
+
+    report = run(edit(plan("aws-dev"), kind("ClusterQueue", "research"), drop_gpu), "scheduling")
+    assert any("nvidia.com/gpu" in line and "does not cover" in line for line in lines(report)), lines(report)
+
+
+def test_the_team_quota_must_admit_the_teams_largest_job():
+    assert not any("ResourceQuota" in line for line in lines(run(plan("aws-dev"), "scheduling")))
+
+    def one_gpu(inputs: dict) -> None:
+        inputs["spec"]["hard"]["requests.nvidia.com/gpu"] = "1"
+
+    report = run(edit(plan("aws-dev"), kind("ResourceQuota", "team-quota"), one_gpu), "scheduling")
+    assert any("requests.nvidia.com/gpu 16" in line and "allows 1" in line for line in lines(report)), lines(
+        report
+    )
+
+
+def test_the_limit_range_must_admit_the_pod():
+    def max_two(inputs: dict) -> None:
+        inputs["spec"]["limits"][0]["max"] = {"nvidia.com/gpu": "2"}
+
+    report = run(edit(plan("aws-dev"), kind("LimitRange", "team-limits"), max_two), "scheduling")
+    assert any("LimitRange research/team-limits" in line for line in lines(report)), lines(report)
+
+
+def test_an_efa_pool_must_get_every_efa_device_requested():
+    def forty_interfaces(inputs: dict) -> None:
+        nic = dict(inputs["networkInterfaces"][-1])
+        inputs["networkInterfaces"] = [nic] * 40
+
+    def efa_template(r) -> bool:
+        return r.type == "aws:ec2/launchTemplate:LaunchTemplate" and bool(r.inputs.get("networkInterfaces"))
+
+    report = run(edit(plan("aws-h200-efa"), efa_template, forty_interfaces), "scheduling")
+    efa = [line for line in lines(report) if "vpc.amazonaws.com/efa" in line and "have 40" in line]
+    assert efa and any("pool h200-spot" in line for line in efa), lines(report)
+
+
+def test_kueue_pod_integration_gates_every_pod():
+    def frameworks(names: list[str]):
+        def change(inputs: dict) -> None:
+            cfg = yaml.safe_load(inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+            cfg["integrations"]["frameworks"] = names
+            inputs["values"]["managerConfig"]["controllerManagerConfigYaml"] = yaml.safe_dump(cfg)
+
+        return change
+
+    with_pod = run(edit(plan("aws-dev"), release("kueue"), frameworks(["batch/job", "pod"])), "scheduling")
+    assert any("`pod` integration" in line for line in lines(with_pod))
+    without = run(edit(plan("aws-dev"), release("kueue"), frameworks(["batch/job"])), "scheduling")
+    assert not any("`pod` integration" in line for line in lines(without))
+
+
+def test_node_repair_needs_the_node_monitoring_agent():
+    p = plan("aws-dev").replaced(
+        lambda r: (
+            {"__drop__": True}
+            if r.type == "aws:eks/addon:Addon" and r.inputs.get("addonName") == "eks-node-monitoring-agent"
+            else None
+        )
+    )
+    assert any("eks-node-monitoring-agent" in line and "h100" in line for line in lines(run(p, "scheduling")))
+
+
+def test_autoscaler_needs_the_gpu_label_on_gpu_pools_and_their_template():
+    def drop_label(inputs: dict) -> None:
+        inputs["labels"].pop("k8s.amazonaws.com/accelerator", None)
+
+    report = run(edit(plan("aws-dev"), _h100_group, drop_label), "scheduling")
+    assert any(
+        "k8s.amazonaws.com/accelerator" in line and "pool h100 nodes" in line for line in lines(report)
+    )
+
+
+def test_the_node_monitoring_agents_dcgm_host_engine_must_tolerate_gpu_taints():
+    from tests.unit.verify_plans import plus
+
+    addon = {"addonName": "eks-node-monitoring-agent", "clusterName": "ml-dev"}
+    base = plan("aws-dev").replaced(
+        lambda r: {"__drop__": True} if r.inputs.get("addonName") == "eks-node-monitoring-agent" else None
+    )
+
+    def dcgm_lines(config: dict | None) -> list[str]:
+        inputs = {**addon, **({"configurationValues": json.dumps(config)} if config is not None else {})}
+        report = run(plus(base, inputs, type_="aws:eks/addon:Addon"), "scheduling")
+        return [line for line in lines(report) if "dcgm-server" in line]
+
+    assert dcgm_lines(None) and "nvidia.com/gpu" in dcgm_lines(None)[0]
+    assert dcgm_lines({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}) == []
+    assert dcgm_lines({"dcgmAgent": {"enabled": False}}) == []
