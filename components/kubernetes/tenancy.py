@@ -46,7 +46,12 @@ TRAINER_RULES: list[dict[str, Any]] = [
 
 
 def per_gpu_resources(spec: PlatformSpec) -> tuple[int, int]:
-    """vCPUs and GiB of memory per GPU on the platform's GPU machines (the smallest share wins)."""
+    """vCPUs and GiB of memory per GPU on the platform's GPU machines (the largest share wins).
+
+    A job pod asks for its GPUs' share of its own pool's machine (training_job.pod_resources), so the quota
+    must admit the team's whole GPU quota on its richest pool: sizing by the smallest share left a team
+    unable to run even one full L40S node on a platform that also has A10G pools (found by verify).
+    """
     shares = []
     for pool in spec.gpu_pools():
         shape = machine_of(spec.cloud, pool)
@@ -54,7 +59,7 @@ def per_gpu_resources(spec: PlatformSpec) -> tuple[int, int]:
             shares.append((shape.vcpus // shape.gpus, int(shape.memory_gib // shape.gpus)))
     if not shares:
         return DEFAULT_CPU_PER_GPU, DEFAULT_MEMORY_GIB_PER_GPU
-    return min(s[0] for s in shares), min(s[1] for s in shares)
+    return max(s[0] for s in shares), max(s[1] for s in shares)
 
 
 def team_quota(spec: PlatformSpec, team: TeamSpec) -> dict[str, str]:

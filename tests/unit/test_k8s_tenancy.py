@@ -185,3 +185,24 @@ def test_evaluator_denies_without_the_allow_rules():
     assert not allowed(policies, TRAINER, TRAINER2, 29500)
     assert not allowed(policies, TRAINER, DNS, 53, "UDP")
     assert allowed([], TRAINER, VISION, 29500)
+
+
+def test_quota_admits_the_teams_whole_gpu_quota_on_its_richest_pool():
+    # aws-byo-vpc mixes A10G (g5.xlarge: 4 vCPU, 16 GiB per GPU) and L40S (g6e.12xlarge: 12 vCPU, 96 GiB per
+    # GPU) pools; a quota sized
+    # by the smallest share could not hold one full L40S node, so jobs there were never admitted.
+    from components.catalog import catalog
+
+    obj = platform_object("aws-byo-vpc")
+    result = plan_incluster(obj, "aws-byo-vpc")
+    shapes = [
+        catalog().shapes("aws", p["gpu"], p["gpusPerNode"])[0] for p in obj["nodePools"] if p.get("gpu")
+    ]
+    for team in obj["teams"]:
+        (quota,) = objects(result, "kubernetes:core/v1:ResourceQuota", team["name"])
+        hard = quota["spec"]["hard"]
+        for shape in shapes:
+            assert int(hard["requests.cpu"]) >= shape.vcpus // shape.gpus * team["gpuQuota"], shape.name
+            assert int(hard["requests.memory"].removesuffix("Gi")) >= (
+                int(shape.memory_gib // shape.gpus) * team["gpuQuota"]
+            ), shape.name
