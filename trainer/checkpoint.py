@@ -10,7 +10,8 @@ while DCP's writer threads write them (a pass-through stream, so no second read 
 thread); the checksums travel to rank 0 with DCP's own write results. A committed checkpoint that no longer
 matches its manifest (a truncated shard, bit rot, a partial overwrite), or that DCP cannot load (a
 corrupted ``.metadata``, a missing shard), is "damaged": resume skips it with a warning and the next older
-one is used; it is never deleted (a ``skipped.json`` note beside it tells an operator why).
+one is used; it is never deleted: it is moved to ``damaged-step-<N>-<time>/`` with a ``skipped.json`` note
+saying why, for an operator.
 
 Roots are local/NFS/Lustre paths (DCP's FileSystemWriter, fsync'd) or fsspec URLs such as ``s3://`` and
 ``gs://`` (DCP's FsspecWriter). Object-store endpoints and credentials come from the standard environment
@@ -126,6 +127,17 @@ class _CrcFS:
         if stream.crc is not None:
             self._sink[name] = stream.crc  # after close: the file is complete
 
+    def rename(self, path: Any, new_path: Any) -> None:
+        """DCP renames ``.metadata.tmp`` to ``.metadata``. On object stores that is copy + delete anyway;
+        doing it directly skips gcsfs's ``mv``, which first tries GCS's objects.moveTo and retries it for
+        ~30 s wherever that answers 501 (the GCS emulator; seen here with gcsfs 2026.7.0)."""
+        fsspec_fs = getattr(self._fs, "fs", None)
+        if fsspec_fs is None or "file" in _protocols(fsspec_fs):
+            self._fs.rename(path, new_path)
+            return
+        fsspec_fs.copy(os.fspath(path), os.fspath(new_path))
+        fsspec_fs.rm_file(os.fspath(path))
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._fs, name)
 
@@ -211,8 +223,10 @@ class CheckpointStore:
         rank: int = 0,
         world_size: int = 1,
         log: Callable[..., None] | None = None,
+        checksums: bool = True,
     ) -> None:
         self.uri = uri.rstrip("/")
+        self.checksums = checksums  # False only to measure what they cost (tests/benchmarks/bench_trainer.py)
         self.fs, self.root = fsspec.core.url_to_fs(self.uri)
         self.local = "file" in _protocols(self.fs)
         self.keep, self.config_hash, self.thread_count = keep, config_hash, thread_count
@@ -237,10 +251,12 @@ class CheckpointStore:
     def _url(self, step: int) -> str:
         return self.step_dir(step) if self.local else f"{self.uri}/step-{step}"
 
-    def _writer(self, step: int) -> _ChecksumWriter:
+    def _writer(self, step: int) -> Any:
         if self.local:
-            return _LocalWriter(self.step_dir(step), thread_count=self.thread_count, sync_files=True)
-        return _RemoteWriter(self._url(step), thread_count=self.thread_count, sync_files=False)
+            cls = _LocalWriter if self.checksums else FileSystemWriter
+            return cls(self.step_dir(step), thread_count=self.thread_count, sync_files=True)
+        cls = _RemoteWriter if self.checksums else FsspecWriter
+        return cls(self._url(step), thread_count=self.thread_count, sync_files=False)
 
     def _reader(self, step: int) -> FileSystemReader:
         return FileSystemReader(self.step_dir(step)) if self.local else FsspecReader(self._url(step))
@@ -343,7 +359,7 @@ class CheckpointStore:
                     self._log("checkpoint_torn_skipped", ckpt_step=s, path=self._url(s), reason=why)
                 else:
                     damaged += 1
-                    self._log("checkpoint_corrupt_skipped", ckpt_step=s, path=self._url(s), reason=why)
+                    self.mark_skipped(s, why)
             box[0] = (found, damaged)
         self._bcast(box)
         return box[0]
@@ -406,15 +422,44 @@ class CheckpointStore:
             raise CheckpointError(_one_line(e)) from None
 
     def mark_skipped(self, step: int, reason: str) -> None:
-        """Leave a note beside a committed checkpoint that resume could not use (rank 0; never deletes)."""
-        self._log("checkpoint_corrupt_skipped", ckpt_step=step, path=self._url(step), reason=reason)
+        """Move a committed checkpoint that resume cannot use out of the way; never delete it.
+
+        Rank 0 renames ``step-N`` to ``damaged-step-N-<unix time>`` (ignored by discovery and retention) and
+        leaves ``skipped.json`` in it saying why: the resumed run will save step N again, and must neither
+        overwrite the evidence nor trip over it. If the move fails, the note goes into ``step-N`` itself,
+        which makes discovery treat it as damaged from then on.
+        """
         if self.rank != 0:
+            self._log("checkpoint_corrupt_skipped", ckpt_step=step, path=self._url(step), reason=reason)
             return
-        note = json.dumps({"reason": reason, "time": time.time()}).encode()
+        src = self.step_dir(step)
+        dst = f"{self.root}/damaged-step-{step}-{int(time.time())}"
+        note = json.dumps({"step": step, "reason": reason, "time": time.time()}).encode()
         try:
-            self.fs.pipe_file(f"{self.step_dir(step)}/{SKIPPED}", note)
-        except Exception as e:  # a read-only or broken store: the event above is what counts
-            self._log("checkpoint_note_failed", ckpt_step=step, error=_one_line(e))
+            if self.local:
+                os.rename(src, dst)
+            else:  # copy + delete is what a "move" is on object stores; no moveTo (see _CrcFS.rename)
+                self.fs.copy(src, dst, recursive=True)
+                self.fs.rm(src, recursive=True)
+            self.fs.pipe_file(f"{dst}/{SKIPPED}", note)
+            moved = dst if self.local else f"{self.uri.split('://')[0]}://{dst}"
+            self._log(
+                "checkpoint_corrupt_skipped",
+                ckpt_step=step,
+                path=self._url(step),
+                reason=reason,
+                moved_to=moved,
+            )
+        except Exception as e:  # a read-only or broken store: leave the note in place if we can
+            with contextlib.suppress(Exception):
+                self.fs.pipe_file(f"{src}/{SKIPPED}", note)
+            self._log(
+                "checkpoint_corrupt_skipped",
+                ckpt_step=step,
+                path=self._url(step),
+                reason=reason,
+                move_error=_one_line(e),
+            )
 
     # ---- save / commit -------------------------------------------------------------------------
     def save(self, state: dict[str, Any], step: int, *, asynchronous: bool) -> bool:
@@ -446,7 +491,7 @@ class CheckpointStore:
         try:
             dcp.save(state, storage_writer=writer, process_group=self.pg)
             if self.rank == 0:
-                nbytes = self._commit(step, writer.crcs, fault_delay=True)
+                nbytes = self._commit(step, getattr(writer, "crcs", None), fault_delay=True)
         except (Exception, CheckpointException) as e:
             problem = f"{type(e).__name__}: {_one_line(e)}"
         # nobody reports success before the manifest exists, and everybody learns of a failed commit
@@ -461,10 +506,10 @@ class CheckpointStore:
         return True
 
     def _finish_async(
-        self, fut: Future[Any], writer: _ChecksumWriter, step: int, t0: float, blocking: float
+        self, fut: Future[Any], writer: Any, step: int, t0: float, blocking: float
     ) -> SaveResult:
         fut.result()
-        nbytes = self._commit(step, writer.crcs) if self.rank == 0 else 0
+        nbytes = self._commit(step, getattr(writer, "crcs", None)) if self.rank == 0 else 0
         res = SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
         if self.rank == 0:
             self._prune(step)
@@ -510,7 +555,7 @@ class CheckpointStore:
             blocking_s=round(res.blocking_seconds, 4),
         )
 
-    def _commit(self, step: int, crcs: dict[str, int], fault_delay: bool = False) -> int:
+    def _commit(self, step: int, crcs: dict[str, int] | None, fault_delay: bool = False) -> int:
         d = self.step_dir(step)
         delay = float(os.environ.get(ENV_FAULT_COMMIT_DELAY, "0") or 0) if fault_delay else 0.0
         if delay:
@@ -519,7 +564,7 @@ class CheckpointStore:
         self.fs.invalidate_cache()
         files = {e["name"].rstrip("/").rsplit("/", 1)[-1]: e["size"] for e in self.fs.ls(d, detail=True)}
         files.pop(MANIFEST, None)
-        missing = sorted(set(files) - set(crcs))
+        missing = sorted(set(files) - set(crcs)) if crcs is not None else []
         if missing:  # every file DCP wrote went through a checksum stream; anything else is not ours
             raise CheckpointError(f"step {step}: files without a checksum: {', '.join(missing)}")
         man = {
@@ -529,7 +574,7 @@ class CheckpointStore:
             "config": self.config,
             "bytes": sum(files.values()),
             "files": files,
-            "crc32": {name: f"{crcs[name]:08x}" for name in files},
+            **({"crc32": {name: f"{crcs[name]:08x}" for name in files}} if crcs is not None else {}),
             "time": time.time(),
             "format": MANIFEST_FORMAT,
         }

@@ -166,6 +166,9 @@ def main(argv: list[str] | None = None) -> int:
                 return EXIT_PREEMPTED
             if finished.exists():
                 return EXIT_OK  # the signal came after the final checkpoint committed
+            chosen = lifecycle.worker_exit_code()
+            if chosen is not None:
+                return chosen  # e.g. 74: the preemption checkpoint could not be written
             print(
                 f"trainplane.launch: {signal.Signals(e.sigval).name} received and no preemption "
                 "checkpoint was committed",

@@ -356,8 +356,8 @@ class Trainer:
             restart_count=self.restart_count,
             config_hash=cfg.training_hash(),
         )
-        if self.local_rank == 0:  # a new incarnation: earlier ones' verdicts are not ours
-            lifecycle.clear(lifecycle.PREEMPTED, lifecycle.FINISHED)
+        if self.local_rank == 0:
+            lifecycle.new_incarnation()
         self.metrics = m = Metrics(cfg.job_name)
         m.hangs.inc(lifecycle.hang_incidents())
         serving = bool(cfg.metrics_port) and self.local_rank == 0
@@ -454,6 +454,7 @@ class Trainer:
     def _on_hang(self) -> None:
         self.metrics.hangs.inc()
         lifecycle.mark(f"{lifecycle.HANG_PREFIX}{self.restart_count}", {"rank": self.rank})
+        _mark_exit(self.rank, EXIT_HANG)
 
     def _loop(self, fwd: nn.Module, loader: DataLoader[Any], start: int) -> int:
         cfg, m = self.cfg, self.metrics
@@ -621,7 +622,18 @@ class Trainer:
         return open(Path(self.cfg.record_samples) / f"samples-{self.attempt}-r{self.rank}.jsonl", "a")
 
 
+def _mark_exit(rank: int, code: int) -> None:
+    if code not in (EXIT_OK, EXIT_PREEMPTED):
+        lifecycle.mark(f"{lifecycle.EXIT_PREFIX}{rank}", {"code": code, "time": time.time()})
+
+
 def main(argv: list[str] | None = None) -> int:
+    code = _main(argv)
+    _mark_exit(int(os.environ.get("RANK", 0)), code)
+    return code
+
+
+def _main(argv: list[str] | None) -> int:
     try:
         path, sets = parse_args(argv)
         cfg = load_config(path, sets)
