@@ -285,7 +285,7 @@ class Trainer:
         tried = ", ".join(str(c.step) for c in cands) or "none passed the size check"
         raise CollectiveConfigError(
             f"checkpoint error: no loadable checkpoint under {self.store.uri} (tried steps: {tried}; "
-            "see checkpoint_corrupt_skipped events); damaged checkpoints were left in place"
+            "see checkpoint_corrupt_skipped events); they were kept as damaged-step-*, not deleted"
         )
 
     def _load(self, cand: Candidate) -> str | None:
