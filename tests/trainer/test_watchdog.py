@@ -104,3 +104,27 @@ def test_per_rank_compute_time_shows_the_straggler_from_global_rank_0(tmp_path):
     finally:
         run.signal(signal.SIGTERM)
     run.wait()
+
+
+def test_watchdog_limit_arms_after_warmup_gives_way_to_saves_and_fires_once():
+    from trainer.config import WatchdogConfig
+    from trainer.watchdog import Watchdog
+
+    cfg = WatchdogConfig(factor=3, floor_seconds=0.2, warmup_steps=2, save_timeout_seconds=0.6)
+    events, exits = [], []
+    wd = Watchdog(cfg, lambda name, **f: events.append((name, f)), code=124, exit=exits.append)
+    assert wd.limit() is None  # start-up, compile: not armed
+    wd.step_done(0.01)
+    assert wd.limit() is None
+    wd.step_done(0.5)
+    assert wd.limit() == 3 * 0.255  # 3 x median, above the floor
+    with wd.paused("checkpoint_save"):
+        assert wd.limit() == 0.6
+        wd.start()
+        time.sleep(0.4)  # longer than the step limit, shorter than the save limit
+        assert not exits
+    time.sleep(1.5)
+    assert exits == [124]
+    [(name, fields)] = events
+    assert name == "hang_detected" and fields["during"] == "step" and fields["exit_code"] == 124
+    assert any("test_watchdog.py" in stack for stack in fields["stacks"].values())  # this thread's sleep
