@@ -9,6 +9,7 @@ import urllib.request
 import zlib
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.trainer.conftest import BASE, ENDLESS, Proc, assert_bitwise, final_state, free_port, launch
@@ -57,6 +58,7 @@ def _recommit(d: Path, name: str) -> None:
     (d / "manifest.json").write_text(json.dumps(man))
 
 
+@pytest.mark.slow
 def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used(tmp_path, corpus):
     ckpt = tmp_path / "ckpt"
     full = _single(tmp_path, "full", corpus, ckpt, "--steps", "12")
@@ -82,6 +84,7 @@ def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used
     assert_bitwise(final_state(ckpt, 12), want)
 
 
+@pytest.mark.slow
 def test_unloadable_checkpoint_is_skipped_by_all_ranks_and_the_older_one_used(tmp_path):
     ckpt = tmp_path / "ckpt"
     args = ["--steps", "8", "--threads", "1", "--log-interval", "1", "--checkpoint.uri", str(ckpt)]
@@ -170,6 +173,7 @@ def _scrape(port: int) -> dict[str, float]:
     return {s.name: s.value for fam in text_string_to_metric_families(text) for s in fam.samples}
 
 
+@pytest.mark.slow
 def test_failing_saves_are_counted_and_a_failed_preemption_save_is_not_143(tmp_path):
     ckpt, port = tmp_path / "ckpt", free_port()
     run = launch(

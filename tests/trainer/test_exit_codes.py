@@ -23,6 +23,7 @@ def _one_line(p: Proc) -> str:
     return err
 
 
+@pytest.mark.slow
 def test_crash_whose_peer_dies_of_torchruns_sigterm_is_not_143(tmp_path):
     # rank 1 raises (exit 1); torchrun then SIGTERMs rank 0, which dies of it (-15). The crash must win:
     # 143 would tell Kubernetes "preempted, checkpoint committed" and retry the crash forever.
@@ -51,6 +52,7 @@ def test_failure_code_prefers_the_first_real_failure():
     assert failure_code({0: f(10, -6)}, {10}, preempted=False, finished=True) == 0
 
 
+@pytest.mark.slow
 def test_sigterm_while_the_final_checkpoint_is_written_exits_0(tmp_path):
     # The pod is deleted as the run ends: SIGTERM arrives while rank 0 commits the final checkpoint.
     ckpt = tmp_path / "ckpt"
@@ -159,6 +161,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+@pytest.mark.slow
 def test_workers_die_with_a_launcher_killed_by_sigkill(tmp_path):
     run = launch(tmp_path, "run", 2, [*ENDLESS, "--checkpoint.uri", str(tmp_path / "ckpt")])
     run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 2)

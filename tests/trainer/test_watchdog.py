@@ -6,6 +6,7 @@ import signal
 import time
 import urllib.request
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.trainer.conftest import free_port, launch
@@ -35,6 +36,7 @@ def _scrape(port: int) -> dict[tuple[str, str], float]:
     }
 
 
+@pytest.mark.slow
 def test_hung_rank_dumps_stacks_exits_124_and_the_group_restarts_from_the_checkpoint(tmp_path):
     port = free_port()
     run = launch(
@@ -79,6 +81,7 @@ def test_hung_rank_dumps_stacks_exits_124_and_the_group_restarts_from_the_checkp
     assert {e["ckpt_step"] for e in run.events("resumed")} == {4}
 
 
+@pytest.mark.slow
 def test_per_rank_compute_time_shows_the_straggler_from_global_rank_0(tmp_path):
     port = free_port()
     run = launch(
