@@ -22,6 +22,25 @@ ENV_CONFIG = "TRAINPLANE_CONFIG"
 ENV_CHECKPOINT_URI = "TRAINPLANE_CHECKPOINT_URI"
 ENV_METRICS_PORT = "TRAINPLANE_METRICS_PORT"
 ENV_JOB_NAME = "TRAINPLANE_JOB_NAME"
+ENV_ALLOW_CONFIG_CHANGE = "TRAINPLANE_ALLOW_CONFIG_CHANGE"
+
+# The fields that define the training trajectory (not steps, ports, paths, workers): hashed, and stored in
+# every checkpoint manifest so that a resume with other values is refused naming the keys.
+TRAINING_KEYS = (
+    "model",
+    "model_args",
+    "dataset",
+    "data_paths",
+    "seq_len",
+    "global_batch_size",
+    "lr",
+    "min_lr_ratio",
+    "warmup_steps",
+    "weight_decay",
+    "grad_clip",
+    "dropout",
+    "seed",
+)
 
 
 class ConfigError(Exception):
@@ -44,6 +63,24 @@ class CheckpointConfig(_Model):
     async_save: bool = True
     # fsspec writer threads per rank (object stores gain from parallel uploads)
     thread_count: int = Field(4, ge=1)
+    # Saves that fail in a row (collectively: any rank's failure fails the save) before the run ends with
+    # EXIT_SAVE_FAILED; a transient object-store error should not end a run, a dead root must.
+    max_consecutive_failures: int = Field(3, ge=1)
+
+
+class WatchdogConfig(_Model):
+    """Hang detection: no step for max(factor x median recent step time, floorSeconds) -> stacks, exit 124."""
+
+    enabled: bool = True
+    factor: float = Field(10.0, gt=1)
+    floor_seconds: float = Field(300.0, gt=0)
+    # Steps each incarnation completes before the watchdog arms: start-up, torch.compile, first steps.
+    warmup_steps: int = Field(3, ge=1)
+    window: int = Field(100, ge=1, description="recent steps the median is taken over")
+    # While a checkpoint is saved or loaded the step limit does not apply; this one does.
+    save_timeout_seconds: float = Field(1800.0, gt=0)
+    # The rank serving metrics keeps serving this long after a hang, so Prometheus scrapes the count.
+    export_grace_seconds: float = Field(20.0, ge=0)
 
 
 class TrainConfig(_Model):
@@ -70,6 +107,9 @@ class TrainConfig(_Model):
     num_workers: int = Field(0, ge=0)
     threads: int | None = Field(None, ge=1, description="torch intra-op threads per process")
     checkpoint: CheckpointConfig = CheckpointConfig()
+    watchdog: WatchdogConfig = WatchdogConfig()
+    # Resume from a checkpoint written with other training keys (refused otherwise); logged as an event.
+    allow_config_change: bool = False
     metrics_port: int = Field(0, ge=0, le=65535, description="0 disables the endpoint")
     log_interval: int = Field(10, ge=1)
     # Debug: each rank appends the dataset indices it trained on, per step, to <dir>/samples-*.jsonl.
@@ -99,25 +139,41 @@ class TrainConfig(_Model):
             )
         return self.global_batch_size // per_step
 
+    def training_config(self) -> dict[str, Any]:
+        """The trajectory-defining keys and values, JSON-ready (stored in checkpoint manifests)."""
+        return json.loads(json.dumps({k: getattr(self, k) for k in TRAINING_KEYS}, default=str))
+
     def training_hash(self) -> str:
         """Hash of the fields that define the training trajectory (not steps, ports, paths, workers)."""
-        keys = [
-            "model",
-            "model_args",
-            "dataset",
-            "data_paths",
-            "seq_len",
-            "global_batch_size",
-            "lr",
-            "min_lr_ratio",
-            "warmup_steps",
-            "weight_decay",
-            "grad_clip",
-            "dropout",
-            "seed",
-        ]
-        blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True, default=str)
+        blob = json.dumps(self.training_config(), sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def config_change_error(step: int, uri: str, stored: Any, current: dict[str, Any]) -> str:
+    """The one-line refusal to resume from a checkpoint written with other training keys."""
+    changes = (
+        config_changes(stored, current)
+        if isinstance(stored, dict)
+        else ["(keys not recorded: the checkpoint predates key recording)"]
+    )
+    return (
+        f"config error: training config changed since checkpoint step {step} ({uri}): "
+        f"{', '.join(changes)}; set allowConfigChange=true to resume anyway"
+    )
+
+
+def config_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """'key (old -> new)' for each training key whose value differs, camelCase as users write them."""
+
+    def short(v: Any) -> str:
+        text = json.dumps(v, default=str)
+        return text if len(text) <= 40 else text[:37] + "..."
+
+    return [
+        f"{_camel(k)} ({short(stored.get(k))} -> {short(current.get(k))})"
+        for k in sorted(set(stored) | set(current))
+        if stored.get(k) != current.get(k)
+    ]
 
 
 def _format_error(err: ValidationError) -> str:
@@ -207,6 +263,8 @@ def load_config(
         from_env["metrics_port"] = _parse_scalar(env[ENV_METRICS_PORT])
     if env.get(ENV_JOB_NAME):
         from_env["job_name"] = env[ENV_JOB_NAME]
+    if env.get(ENV_ALLOW_CONFIG_CHANGE):
+        from_env["allow_config_change"] = _parse_scalar(env[ENV_ALLOW_CONFIG_CHANGE])
     _merge(tree, _normalise(from_env))
     for item in overrides or []:
         key, sep, value = item.partition("=")

@@ -3,11 +3,20 @@
 Stock torchrun exits 1 for every failure, preemption included, so a Kubernetes podFailurePolicy cannot
 tell a spot reclaim from a bug. This wrapper runs ``torch.distributed.run`` in-process and maps:
 
-* 0   all workers finished;
-* 143 preempted (SIGTERM/SIGUSR1 to the launcher or the workers) after a checkpoint was committed;
-* 2   configuration error (checked here before any worker starts; workers also exit 2);
-* otherwise the exit code of the first failed worker (128 + N for a worker killed by signal N), or 1
-  when the launcher was signalled and no checkpoint got committed.
+* 0   the run is complete: all workers finished, or the final checkpoint committed (then also when a
+      SIGTERM reached the launcher while the workers were shutting down);
+* 143 preempted (SIGTERM/SIGUSR1 to the launcher or the workers) after a checkpoint was committed, and
+      only then (the workers leave a marker after the commit);
+* 2   configuration error, checked here before any worker starts (config, model/dataset references, data
+      files, a checkpoint root that cannot be written, a changed training config); workers also exit 2;
+* otherwise the first real failure's code: 124 hang (watchdog), 74 checkpoint saves kept failing, a
+  crashing worker's own code (128 + N for one killed by signal N); 1 when the launcher was signalled
+  and nothing got committed.
+
+"First real failure": when one worker fails, torchrun sends SIGTERM to the others and they die of it
+(-15) or of the broken connection (exit 1, SIGABRT). Those knock-on codes never win over the failure that
+caused them: the launcher notes which workers had failed before torchrun started tearing the group down,
+and among those prefers a distinctive code over 1/SIGABRT.
 
 SIGUSR1 (an early warning some schedulers send) is added to the signals torchrun forwards, so the
 workers see it. The shutdown timeout (``--shutdown-timeout``, grace before SIGKILL) defaults to
@@ -24,9 +33,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from trainer import lifecycle, preflight
 from trainer.config import ConfigError, load_config
+from trainer.lifecycle import ENV_LAUNCH_DIR, ENV_LAUNCHER_PID
 from trainer.preemption import EXIT_PREEMPTED
-from trainer.train import ENV_LAUNCH_DIR, EXIT_CONFIG, EXIT_CRASH, parse_args
+from trainer.train import EXIT_CONFIG, EXIT_CRASH, EXIT_OK, parse_args
 
 FORWARDED = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 
@@ -70,16 +81,46 @@ def _patch_second_signal() -> None:
     api._terminate_process_handler = handler
 
 
-def _first_failure_code(failures: dict[int, Any]) -> int:
-    """The first failed worker's exit code.
+# pids of the workers that had failed on their own before torchrun tore the group down (its latest group)
+_PRIMARY: set[int] = set()
 
-    torchrun stamps failures without an error file with the second they were noticed, so a worker that
-    crashed and the peers that died because it vanished (gloo "connection closed" -> exit 1, or abort ->
-    SIGABRT) usually tie. Within a tie, prefer codes that are not such knock-on failures.
+
+def _patch_failure_capture() -> None:
+    """Record which workers had failed before torchrun's teardown signalled the rest.
+
+    torchrun polls its workers, and on the first failure closes the whole group (SIGTERM, SIGKILL after the
+    grace) and then records the exit codes of the workers it killed too, all in one failure list. The
+    close is the boundary: whatever had failed before it failed on its own.
     """
-    knock_on = {1, -int(signal.SIGABRT)}
-    best = min(failures.values(), key=lambda f: (f.timestamp, f.exitcode in knock_on))
-    return int(best.exitcode)
+    from torch.distributed.elastic.multiprocessing import api
+
+    original = api.PContext.close
+
+    def close(self: Any, *args: Any, **kwargs: Any) -> None:
+        failed = getattr(self, "_failures", None)
+        if failed:
+            _PRIMARY.clear()
+            _PRIMARY.update(f.pid for f in failed.values())
+        original(self, *args, **kwargs)
+
+    api.PContext.close = close  # type: ignore[method-assign]
+
+
+_KNOCK_ON = {1, -int(signal.SIGABRT), 128 + int(signal.SIGABRT)}  # peers of a dead worker: gloo errors, abort
+_TEARDOWN = {-int(signal.SIGTERM), EXIT_PREEMPTED}  # what torchrun's own SIGTERM leaves behind
+
+
+def failure_code(failures: dict[int, Any], primary: set[int], preempted: bool, finished: bool) -> int:
+    """The launcher's exit code for a failed worker group (pure; ``failures`` as in ChildFailedError)."""
+    if preempted:
+        return EXIT_PREEMPTED  # every rank passed the barrier behind a committed preemption checkpoint
+    if finished:
+        return EXIT_OK  # the final checkpoint committed; a worker failing in its teardown changes nothing
+    own = [f for f in failures.values() if f.pid in primary] or list(failures.values())
+    first = min(own, key=lambda f: (f.exitcode in _TEARDOWN, f.exitcode in _KNOCK_ON, f.timestamp))
+    code = int(first.exitcode)
+    code = 128 - code if code < 0 else code  # killed by signal N
+    return EXIT_CRASH if code == EXIT_PREEMPTED else code  # 143 is a promise that a checkpoint committed
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,27 +145,30 @@ def main(argv: list[str] | None = None) -> int:
     ws = _max_world_size(tr_args)
     try:
         cfg.accumulation(ws) if cfg.world_sizes is None else None
+        preflight.check(cfg)
     except ConfigError as e:
         print(str(e), file=sys.stderr)
         return EXIT_CONFIG
 
     _patch_second_signal()
+    _patch_failure_capture()
     with tempfile.TemporaryDirectory(prefix="trainplane-launch-") as status:
         os.environ[ENV_LAUNCH_DIR] = status
-        preempted = Path(status, "preempted")
+        os.environ[ENV_LAUNCHER_PID] = str(os.getpid())
+        preempted, finished = Path(status, lifecycle.PREEMPTED), Path(status, lifecycle.FINISHED)
         try:
             torchrun.run(tr_args)
-            return 0
+            return EXIT_OK
         except ChildFailedError as e:
-            code = _first_failure_code(e.failures)
-            if code == EXIT_PREEMPTED and not preempted.exists():
-                code = EXIT_CRASH  # 143 is a promise that a checkpoint was committed
-            elif code < 0:
-                code = 128 - code  # killed by signal N
-            return code
+            return failure_code(e.failures, _PRIMARY, preempted.exists(), finished.exists())
         except SignalException as e:
             if preempted.exists():
                 return EXIT_PREEMPTED
+            if finished.exists():
+                return EXIT_OK  # the signal came after the final checkpoint committed
+            chosen = lifecycle.worker_exit_code()
+            if chosen is not None:
+                return chosen  # e.g. 74: the preemption checkpoint could not be written
             print(
                 f"trainplane.launch: {signal.Signals(e.sigval).name} received and no preemption "
                 "checkpoint was committed",

@@ -63,7 +63,27 @@ class Metrics:
         )
         self.saves = Counter("trainplane_checkpoint_saves", "Committed checkpoints", registry=r)
         self.save_failures = Counter(
-            "trainplane_checkpoint_save_failures", "Failed checkpoint saves", registry=r
+            "trainplane_checkpoint_save_failures",
+            "Failed checkpoint saves (a save fails for the job when it fails on any rank)",
+            registry=r,
+        )
+        self.load_failures = Counter(
+            "trainplane_checkpoint_load_failures",
+            "Committed checkpoints skipped at resume: damaged, failed checksum, or unloadable",
+            registry=r,
+        )
+        self.hangs = Counter(
+            "trainplane_hangs",
+            "Hangs detected by the step watchdog in this pod (earlier incarnations included)",
+            registry=r,
+        )
+        # One series per global rank, exported by global rank 0 only: the straggler alert compares ranks
+        # of one job at one step, from one scrape target.
+        self.rank_step_seconds = Gauge(
+            "trainplane_rank_step_seconds",
+            "The rank's own compute time for the last step, before waiting for peers",
+            ["rank"],
+            registry=r,
         )
         self.load_seconds = Gauge(
             "trainplane_checkpoint_load_seconds", "Duration of the resume load", registry=r

@@ -6,7 +6,9 @@
 2. checkpoint saving of a >= 200 MB state: async blocking time vs sync save time;
 3. checkpoint write throughput vs a raw sequential write (+fsync) of the same bytes to the same disk;
 4. the same to S3 (moto_server on loopback) vs a raw boto3 multipart upload;
-5. SIGTERM to the launcher -> exit 143 latency.
+5. SIGTERM to the launcher -> exit 143 latency;
+6. per-file CRC-32s in the manifest: save time and async blocking with and without them (alternating
+   saves), the resume-time verification, and the raw speed of the checksum candidates.
 Results are printed as ratios against their goals; docs/BENCHMARKS.md records them.
 """
 
@@ -291,6 +293,82 @@ def _bench_s3(state: Any, nbytes: int, reps: int, s3: dict[str, str]) -> dict[st
     return {"s3_dcp_save_s": d, "s3_raw_multipart_s": r, "s3_throughput_ratio": r / d}
 
 
+def bench_checksums(work: Path, mb_target: int, reps: int) -> dict[str, Any]:
+    """Save with and without checksums, alternating on one state; then verify and load the last one."""
+    import zlib
+
+    import google_crc32c
+    import torch.distributed as dist
+    from torch.distributed.checkpoint.state_dict import get_state_dict
+
+    from trainer.checkpoint import CheckpointStore
+
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    model, opt, _ = _state(mb_target)
+
+    def state() -> dict[str, Any]:
+        msd, osd = get_state_dict(model, opt)
+        return {"model": msd, "optim": osd}
+
+    stores = {
+        on: CheckpointStore(
+            str(work / f"crc-{on}"), keep=2, config_hash="bench", thread_count=4, checksums=on
+        )
+        for on in (True, False)
+    }
+    times: dict[tuple[bool, str], list[float]] = {
+        (on, k): [] for on in (True, False) for k in ("sync", "block")
+    }
+    step = 0
+    for _ in range(reps):
+        for on in (False, True):
+            st = stores[on]
+            step += 1
+            t0 = time.perf_counter()
+            st.save(state(), step, asynchronous=False)
+            times[(on, "sync")].append(time.perf_counter() - t0)
+            step += 1
+            t0 = time.perf_counter()
+            st.save(state(), step, asynchronous=True)
+            times[(on, "block")].append(time.perf_counter() - t0)
+            st.wait()
+    crc_store = stores[True]
+    cand = crc_store.newest_committed()
+    assert cand is not None and "crc32" in cand.manifest
+    t0 = time.perf_counter()
+    assert crc_store.verify(cand) is None
+    verify_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    crc_store.load(state(), cand)
+    load_s = time.perf_counter() - t0
+    for st in stores.values():
+        st.close()
+    dist.destroy_process_group()
+    buf = bytearray(os.urandom(256 << 20))
+
+    def speed(fn: Any) -> float:
+        fn()
+        t0 = time.perf_counter()
+        fn()
+        return 256 / (time.perf_counter() - t0)
+
+    mv, frozen = memoryview(buf), bytes(buf)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {
+        "sync_save_s_with": med[(True, "sync")],
+        "sync_save_s_without": med[(False, "sync")],
+        "async_blocking_s_with": med[(True, "block")],
+        "async_blocking_s_without": med[(False, "block")],
+        "verify_s": verify_s,
+        "load_s": load_s,
+        "checkpoint_mb": cand.manifest["bytes"] / 2**20,
+        "zlib_crc32_mib_s": speed(lambda: zlib.crc32(mv)),
+        # google-crc32c takes read-only bytes only: from a tensor's buffer that is a copy first
+        "crc32c_with_copy_mib_s": speed(lambda: google_crc32c.value(bytes(mv))),
+        "crc32c_mib_s": speed(lambda: google_crc32c.value(frozen)),
+    }
+
+
 def bench_sigterm(work: Path, reps: int) -> dict[str, Any]:
     launcher_s, worker_s = [], []
     for r in range(reps):
@@ -352,6 +430,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="fewer repetitions")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--skip-step-time", action="store_true", help="only the checkpoint and signal parts")
+    ap.add_argument("--only-checksums", action="store_true", help="only part 6 (checksum cost)")
     args = ap.parse_args()
     reps = 2 if args.quick else 4
     results: dict[str, Any] = {
@@ -361,6 +440,11 @@ def main() -> int:
     import torch
 
     results["torch"] = torch.__version__
+    if args.only_checksums:
+        with tempfile.TemporaryDirectory(prefix="bench-trainer-") as tmp:
+            results["checksums"] = bench_checksums(Path(tmp), 240, reps)
+        print(json.dumps(results, indent=2))
+        return 0
     with tempfile.TemporaryDirectory(prefix="bench-trainer-") as tmp:
         work = Path(tmp)
         results["step_time"] = (
@@ -377,6 +461,8 @@ def main() -> int:
         print(json.dumps({"checkpoint": results["checkpoint"]}), flush=True)
         results["sigterm"] = bench_sigterm(work, reps)
         print(json.dumps({"sigterm": results["sigterm"]}), flush=True)
+        results["checksums"] = bench_checksums(work, 240, reps)
+        print(json.dumps({"checksums": results["checksums"]}), flush=True)
     st, ck, sg = results["step_time"], results["checkpoint"], results["sigterm"]
     rows = [
         (
@@ -408,6 +494,19 @@ def main() -> int:
             f"{ck['s3_dcp_save_s']:.2f} s vs {ck['s3_raw_multipart_s']:.2f} s",
             f"{ck['s3_throughput_ratio']:.0%}",
             ">= 80%",
+        ),
+        (
+            "sync save with / without CRC-32s",
+            f"{results['checksums']['sync_save_s_with']:.3f} s / {results['checksums']['sync_save_s_without']:.3f} s",
+            f"{results['checksums']['sync_save_s_with'] / results['checksums']['sync_save_s_without'] - 1:+.1%}",
+            "",
+        ),
+        (
+            "async blocking with / without CRC-32s",
+            f"{results['checksums']['async_blocking_s_with']:.3f} s / "
+            f"{results['checksums']['async_blocking_s_without']:.3f} s",
+            "",
+            "",
         ),
         (
             "SIGTERM -> exit 143",

@@ -288,4 +288,55 @@ def moto_s3(tmp_path: Path) -> Iterator[dict[str, str]]:
         p.wait(10)
 
 
+def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, what: str) -> None:
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            return
+        except OSError as err:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                raise RuntimeError(f"{what} did not start: {log.read_text()}") from err
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def gcs_emulator(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """A GCS JSON API on loopback (gcp-storage-emulator, in memory) with bucket `ckpt`, and the env for it.
+
+    gcsfs reads STORAGE_EMULATOR_HOST (gcsfs/core.py `_location`) and then needs no credentials
+    (token "anon" is implied for an emulator). GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false: gcsfs 2026.7 by
+    default asks the Storage Control gRPC API for each bucket's layout, which an emulator does not serve
+    (60 s timeout per lookup, retried on every call).
+    """
+    port = free_port()
+    exe = Path(PY).with_name("gcp-storage-emulator")
+    log_path = tmp_path / "gcs.log"
+    with open(log_path, "wb") as log:
+        p = subprocess.Popen(
+            [
+                str(exe),
+                "start",
+                "-H",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--in-memory",
+                "--default-bucket",
+                "ckpt",
+            ],
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        _wait_port(port, p, log_path, "gcp-storage-emulator")
+        yield {
+            "STORAGE_EMULATOR_HOST": f"http://127.0.0.1:{port}",
+            "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
+        }
+    finally:
+        p.terminate()
+        p.wait(10)
+
+
 __all__ = ["BASE", "Proc", "assert_bitwise", "final_state", "free_port", "launch", "samples_by_step"]

@@ -1,4 +1,5 @@
-"""Torn checkpoints are skipped and cleaned, retention keeps K, a second signal during the save is safe."""
+"""Torn checkpoints are skipped and cleaned, damaged ones kept aside, retention keeps K, a second signal
+during the save is safe."""
 
 from __future__ import annotations
 
@@ -54,7 +55,8 @@ def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
     # step 16: DCP wrote everything but the manifest never came (killed in the commit window)
     (ckpt / "step-16" / "manifest.json").unlink()
     # step 12: committed, then a shard lost its tail (a partial copy, a full disk)
-    shard = sorted((ckpt / "step-12").glob("*.distcp"))[0]
+    shard = max((ckpt / "step-12").glob("*.distcp"), key=lambda f: f.stat().st_size)
+    shard_size = shard.stat().st_size
     shard.write_bytes(shard.read_bytes()[:-100])
     store = CheckpointStore(str(ckpt), keep=5, config_hash="x")
     assert store.committed_steps() == [4, 8]
@@ -72,9 +74,13 @@ def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
         "5",
     )
     assert again.wait() == 0, again.tail()
-    assert {e["ckpt_step"] for e in again.events("checkpoint_torn_skipped")} == {12, 16}
+    # never committed: skipped and removed; committed then damaged: skipped and moved aside, never deleted
+    assert {e["ckpt_step"] for e in again.events("checkpoint_torn_skipped")} == {16}
+    assert [e["ckpt_step"] for e in again.events("checkpoint_corrupt_skipped")] == [12]
     assert [e["ckpt_step"] for e in again.events("resumed")] == [8]
-    assert {e["ckpt_step"] for e in again.events("checkpoint_removed") if e["reason"] == "torn"} == {12, 16}
+    assert {e["ckpt_step"] for e in again.events("checkpoint_removed") if e["reason"] == "torn"} == {16}
+    [kept] = ckpt.glob("damaged-step-12-*")
+    assert (kept / shard.name).stat().st_size == shard_size - 100
     assert_bitwise(final_state(ckpt, 16), want)
 
 
@@ -183,15 +189,17 @@ def test_store_verification_rejects_bad_manifests(tmp_path):
     d.mkdir()
     (d / ".metadata").write_bytes(b"x" * 10)
     store = CheckpointStore(str(tmp_path), keep=2, config_hash="h")
-    assert store.manifest(3) is None  # no manifest
+    assert store.manifest(3) is None and store.inspect(3)[0] == "torn"  # no manifest: never committed
     (d / "manifest.json").write_text("{not json")
-    assert store.manifest(3) is None
+    assert store.manifest(3) is None and store.inspect(3)[0] == "damaged"  # committed, then broken
     (d / "manifest.json").write_text('{"step": 3, "files": {".metadata": 11}}')
-    assert store.manifest(3) is None  # size mismatch
+    assert store.manifest(3) is None and store.inspect(3)[:1] == ("damaged",)  # size mismatch
     (d / "manifest.json").write_text('{"step": 4, "files": {".metadata": 10}}')
     assert store.manifest(3) is None  # manifest of another step (a copied directory)
     (d / "manifest.json").write_text('{"step": 3, "files": {".metadata": 10}}')
-    assert store.manifest(3) is not None
+    assert store.manifest(3) is not None and store.inspect(3)[0] == "ok"
+    (d / "skipped.json").write_text("{}")  # an earlier resume found it unloadable and could not move it
+    assert store.manifest(3) is None
     shutil.rmtree(d)
     assert store.all_steps() == []
 
