@@ -19,10 +19,13 @@ def _rule(expr: str, name: str = "VerifyProbe", **extra):
 
 
 def _honor(value: bool):
+    """The DCGM ServiceMonitor with `honorLabels: value` and none of the platform's relabelings (the
+    chart's own settings, apart from honorLabels)."""
+
     def change(inputs: dict) -> None:
-        inputs["values"].setdefault("dcgmExporter", {}).setdefault("serviceMonitor", {})["honorLabels"] = (
-            value
-        )
+        monitor = inputs["values"].setdefault("dcgmExporter", {}).setdefault("serviceMonitor", {})
+        monitor["honorLabels"] = value
+        monitor["relabelings"] = []
 
     return change
 
@@ -61,7 +64,7 @@ def test_honor_labels_true_fills_the_pod_of_idle_gpus_from_the_target():
 def test_a_metric_the_trainer_does_not_export_is_reported():
     bad = probe("max by (namespace, job) (trainplane_no_such_metric) > 0")
     assert bad and "not exported by the trainer" in bad[0], bad
-    assert probe("max by (namespace, job, rank) (changes(trainplane_step[15m])) == 0") == []
+    assert probe("max by (namespace, job, node_rank) (changes(trainplane_step[15m])) == 0") == []
 
 
 def test_relabelings_add_and_drop_target_labels():
@@ -84,6 +87,11 @@ def test_relabelings_add_and_drop_target_labels():
 def test_rules_go_through_promtool():
     bad = probe("up == 0", annotations={"summary": "{{ $labels.instance "})
     assert any("promtool check rules failed" in line for line in bad), bad
+
+
+def test_the_platforms_dcgm_scrape_gives_pod_only_to_gpus_a_workload_holds():
+    # honorLabels plus the labeldrop of the exporter's own pod/namespace/container (gpu_operator.py).
+    assert probe('avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{pod!=""}) < 5') == []
 
 
 def test_excluding_the_exporters_namespace_resolves_the_mixed_labels():
