@@ -23,6 +23,11 @@ PY = sys.executable
 RUN_TIMEOUT = 240
 
 # Trajectory-defining settings shared by the reference and interrupted runs (tiny model, bytes corpus).
+# gcsfs reads this once, at import: in this process (tests that open the emulator's bucket themselves) its
+# Storage Control gRPC lookups against the emulator time out and retry for minutes (measured: 4 of the
+# 5 minutes test_gcs took). Workers get it through the gcs_emulator fixture's env.
+os.environ.setdefault("GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT", "false")
+
 BASE = [
     "--model",
     "tiny",
