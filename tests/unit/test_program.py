@@ -75,6 +75,28 @@ def test_independent_mock_runner_plans_every_stack(stack, plan_stack, tmp_path):
     assert sorted((r["type"], r["name"]) for r in dump["resources"]) == sorted(
         (r.type, r.name) for r in ours.resources
     )
+    # The other independent checkers, on what the engine would be sent: nested provider inputs against the
+    # SDKs' input types, Helm values against the pinned charts' defaults, custom resources against the
+    # upstream CRD schemas (../shared/reference).
+    (tmp_path / "plan.json").write_text(json.dumps(dump))
+    for checker in ("provider_inputs.py", "helm_values_keys.py"):
+        proc = _check(checker, str(tmp_path / "plan.json"))
+        assert proc.returncode == 0, f"{checker}: {proc.stdout[-2000:]}"
+    from infra.render import render
+
+    render(ours, tmp_path / "rendered")
+    proc = _check("crd_validate.py", str(tmp_path / "rendered"))
+    assert proc.returncode == 0, f"crd_validate.py: {proc.stdout[-2000:]}"
+
+
+def _check(checker: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, str(SHARED_CHECKS / checker), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 @pytest.mark.skipif(
