@@ -100,10 +100,11 @@ def test_per_rank_compute_time_shows_the_straggler_from_global_rank_0(tmp_path):
                 break
             time.sleep(0.1)
         r0, r1 = m[("trainplane_rank_step_seconds", "0")], m[("trainplane_rank_step_seconds", "1")]
-        # rank 1 sleeps 2 x 50 ms per step; rank 0 waits for it, but its own compute stays small
-        assert r1 >= 0.1 and r0 < r1 / 2, (r0, r1)
+        # rank 1 sleeps 2 x 50 ms per step; rank 0 waits for it, but its own compute stays small. (The
+        # two clocks split the step at slightly different points, so 0.1 s can read as 0.099 s: seen once.)
+        assert r1 >= 0.09 and r0 < r1 / 2, (r0, r1)
         wall = m[("trainplane_step_seconds", "")]
-        assert wall >= 0.1  # everyone's wall time includes the wait: it cannot tell who is slow
+        assert wall >= 0.09  # everyone's wall time includes the wait: it cannot tell who is slow
     finally:
         run.signal(signal.SIGTERM)
     run.wait()
