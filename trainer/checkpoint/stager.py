@@ -64,40 +64,12 @@ class _CpuStager:
         return isinstance(obj, cls._LEAVES)
 
     def stage(self, state_dict: dict[str, Any]) -> dict[str, Any]:
-        copies: list[tuple[torch.Tensor, torch.Tensor, int]] = []  # (dst bytes, src bytes, nbytes)
-        staged: dict[tuple[int, int], torch.Tensor] = {}  # this save's storages: (data_ptr, nbytes)
-
-        def storage_of(t: torch.Tensor) -> torch.Tensor:
-            src = t.untyped_storage()
-            key = (src.data_ptr(), src.nbytes())
-            buf = staged.get(key)
-            if buf is None:
-                buf = self._buffers.get(key)
-                if buf is None:
-                    buf = torch.empty(src.nbytes(), dtype=torch.uint8)
-                staged[key] = buf
-                whole = torch.empty(0, dtype=torch.uint8).set_(src)
-                copies.append((buf, whole, src.nbytes()))
-            return buf
-
-        def walk(obj: Any) -> Any:
-            if type(obj) is torch.Tensor:
-                buf = storage_of(obj)
-                out = torch.empty(0, dtype=obj.dtype)
-                return out.set_(buf.untyped_storage(), obj.storage_offset(), obj.size(), obj.stride())
-            if isinstance(obj, dict):
-                return type(obj)((k, walk(v)) for k, v in obj.items())
-            if isinstance(obj, list):
-                return [walk(v) for v in obj]
-            if isinstance(obj, tuple):
-                return tuple(walk(v) for v in obj)
-            return obj
-
-        out = walk(state_dict)
-        self._buffers = staged  # buffers whose source left the state are freed here
+        plan = _StagingPlan(self._buffers)
+        out = plan.walk(state_dict)
+        self._buffers = plan.staged  # buffers whose source left the state are freed here
         shares: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in range(self._n)]
         load = [0] * self._n
-        for dst, src, n in sorted(copies, key=lambda c: -c[2]):
+        for dst, src, n in sorted(plan.copies, key=lambda c: -c[2]):
             i = load.index(min(load))
             shares[i].append((dst, src))
             load[i] += n
@@ -111,6 +83,41 @@ class _CpuStager:
     def close(self) -> None:
         self._pool.shutdown(wait=True)
         self._buffers = {}
+
+
+class _StagingPlan:
+    """One save's staging: the state with every tensor viewing a CPU buffer, and the copies to make."""
+
+    def __init__(self, warm: dict[tuple[int, int], torch.Tensor]) -> None:
+        self._warm = warm  # the previous save's buffers, by source storage
+        self.staged: dict[tuple[int, int], torch.Tensor] = {}  # this save's storages: (data_ptr, nbytes)
+        self.copies: list[tuple[torch.Tensor, torch.Tensor, int]] = []  # (dst bytes, src bytes, nbytes)
+
+    def storage_of(self, t: torch.Tensor) -> torch.Tensor:
+        src = t.untyped_storage()
+        key = (src.data_ptr(), src.nbytes())
+        buf = self.staged.get(key)
+        if buf is None:
+            buf = self._warm.get(key)
+            if buf is None:
+                buf = torch.empty(src.nbytes(), dtype=torch.uint8)
+            self.staged[key] = buf
+            whole = torch.empty(0, dtype=torch.uint8).set_(src)
+            self.copies.append((buf, whole, src.nbytes()))
+        return buf
+
+    def walk(self, obj: Any) -> Any:
+        if type(obj) is torch.Tensor:
+            buf = self.storage_of(obj)
+            out = torch.empty(0, dtype=obj.dtype)
+            return out.set_(buf.untyped_storage(), obj.storage_offset(), obj.size(), obj.stride())
+        if isinstance(obj, dict):
+            return type(obj)((k, self.walk(v)) for k, v in obj.items())
+        if isinstance(obj, list):
+            return [self.walk(v) for v in obj]
+        if isinstance(obj, tuple):
+            return tuple(self.walk(v) for v in obj)
+        return obj
 
 
 def _one_thread() -> None:
