@@ -1,13 +1,18 @@
 """Trainer configuration: one pydantic model, loaded from YAML, environment and flags.
 
 Precedence (later wins): defaults < YAML file (``--config`` or ``TRAINPLANE_CONFIG``) < environment
-(``TRAINPLANE_CHECKPOINT_URI``, ``TRAINPLANE_METRICS_PORT``, ``TRAINPLANE_JOB_NAME``) < ``--set key=value``.
-Keys are snake_case; camelCase aliases are accepted because job stacks write ``globalBatchSize``.
-A YAML file may hold the fields at top level or under a ``trainer:`` key (the job stack layout).
+(``TRAINPLANE_CHECKPOINT_URI``, ``TRAINPLANE_METRICS_PORT``, ``TRAINPLANE_JOB_NAME``,
+``TRAINPLANE_ALLOW_CONFIG_CHANGE``) < ``--set key=value``. Fields are snake_case in Python; users write
+camelCase (job stacks write ``globalBatchSize``) or snake_case. Every layer is normalised to camelCase,
+the spelling of the validation aliases, before the layers are merged, so an error names the key the way
+a job's YAML spells it. A YAML file may hold the fields at top level or under a ``trainer:`` key (the job
+stack layout). Errors are formatted by ``trainer.contract.format_validation_error``, the project's one
+formatter; the job stack validates its block with ``trainer.contract.validate_trainer_config``.
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import os
@@ -18,11 +23,17 @@ import yaml
 from pydantic import AliasGenerator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-ENV_CONFIG = "TRAINPLANE_CONFIG"
-ENV_CHECKPOINT_URI = "TRAINPLANE_CHECKPOINT_URI"
-ENV_METRICS_PORT = "TRAINPLANE_METRICS_PORT"
-ENV_JOB_NAME = "TRAINPLANE_JOB_NAME"
-ENV_ALLOW_CONFIG_CHANGE = "TRAINPLANE_ALLOW_CONFIG_CHANGE"
+from trainer.contract import (
+    CONFIG_SECTION,
+    ENV_ALLOW_CONFIG_CHANGE,
+    ENV_CHECKPOINT_URI,
+    ENV_CONFIG,
+    ENV_JOB_NAME,
+    ENV_METRICS_PORT,
+    format_validation_error,
+)
+
+MODEL_ARGS = "modelArgs"  # free-form (a model factory's own keys): never renamed or merged key by key
 
 # The fields that define the training trajectory (not steps, ports, paths, workers): hashed, and stored in
 # every checkpoint manifest so that a resume with other values is refused naming the keys.
@@ -57,61 +68,63 @@ class _Model(BaseModel):
 
 
 class CheckpointConfig(_Model):
-    uri: str | None = Field(None, description="root: a path, file://, s3:// or gs://; None disables")
-    interval_steps: int = Field(100, ge=1)
-    keep: int = Field(3, ge=2, description="newest K committed checkpoints kept; >= 2 (newest may be torn)")
+    uri: str | None = Field(default=None, description="root: a path, file://, s3:// or gs://; None disables")
+    interval_steps: int = Field(default=100, ge=1)
+    keep: int = Field(
+        default=3, ge=2, description="newest K committed checkpoints kept; >= 2 (newest may be torn)"
+    )
     async_save: bool = True
     # fsspec writer threads per rank (object stores gain from parallel uploads)
-    thread_count: int = Field(4, ge=1)
+    thread_count: int = Field(default=4, ge=1)
     # Saves that fail in a row (collectively: any rank's failure fails the save) before the run ends with
     # EXIT_SAVE_FAILED; a transient object-store error should not end a run, a dead root must.
-    max_consecutive_failures: int = Field(3, ge=1)
+    max_consecutive_failures: int = Field(default=3, ge=1)
 
 
 class WatchdogConfig(_Model):
     """Hang detection: no step for max(factor x median recent step time, floorSeconds) -> stacks, exit 124."""
 
     enabled: bool = True
-    factor: float = Field(10.0, gt=1)
-    floor_seconds: float = Field(300.0, gt=0)
+    factor: float = Field(default=10.0, gt=1)
+    floor_seconds: float = Field(default=300.0, gt=0)
     # Steps each incarnation completes before the watchdog arms: start-up, torch.compile, first steps.
-    warmup_steps: int = Field(3, ge=1)
-    window: int = Field(100, ge=1, description="recent steps the median is taken over")
+    warmup_steps: int = Field(default=3, ge=1)
+    window: int = Field(default=100, ge=1, description="recent steps the median is taken over")
     # While a checkpoint is saved or loaded the step limit does not apply; this one does.
-    save_timeout_seconds: float = Field(1800.0, gt=0)
+    save_timeout_seconds: float = Field(default=1800.0, gt=0)
     # The rank serving metrics keeps serving this long after a hang, so Prometheus scrapes the count.
-    export_grace_seconds: float = Field(20.0, ge=0)
+    export_grace_seconds: float = Field(default=20.0, ge=0)
 
 
 class TrainConfig(_Model):
     job_name: str = "trainplane"
-    model: str = Field("tiny", description="preset name (tiny, mini, gpt-small) or 'module:function'")
+    model: str = Field(default="tiny", description="preset name (tiny, mini, gpt-small) or 'module:function'")
     model_args: dict[str, Any] = Field(default_factory=dict)
-    dataset: str = Field("synthetic", description="'synthetic', 'bytes' or 'module:function'")
+    dataset: str = Field(default="synthetic", description="'synthetic', 'bytes' or 'module:function'")
     data_paths: list[str] = Field(default_factory=list, description="files or globs for dataset=bytes")
-    seq_len: int = Field(64, ge=2)
-    global_batch_size: int = Field(8, ge=1)
-    micro_batch_size: int = Field(2, ge=1)
-    world_sizes: list[int] | None = Field(None, description="world sizes this job may run at")
-    steps: int = Field(100, ge=1)
-    lr: float = Field(3e-3, gt=0)
-    min_lr_ratio: float = Field(0.1, ge=0, le=1)
-    warmup_steps: int = Field(10, ge=0)
-    weight_decay: float = Field(0.1, ge=0)
-    grad_clip: float = Field(1.0, ge=0)
-    dropout: float = Field(0.0, ge=0, lt=1)
+    seq_len: int = Field(default=64, ge=2)
+    global_batch_size: int = Field(default=8, ge=1)
+    micro_batch_size: int = Field(default=2, ge=1)
+    world_sizes: list[int] | None = Field(default=None, description="world sizes this job may run at")
+    steps: int = Field(default=100, ge=1)
+    lr: float = Field(default=3e-3, gt=0)
+    min_lr_ratio: float = Field(default=0.1, ge=0, le=1)
+    warmup_steps: int = Field(default=10, ge=0)
+    weight_decay: float = Field(default=0.1, ge=0)
+    grad_clip: float = Field(default=1.0, ge=0)
+    dropout: float = Field(default=0.0, ge=0, lt=1)
     seed: int = 1234
     parallelism: Literal["ddp", "fsdp"] = "ddp"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: bool = False
-    num_workers: int = Field(0, ge=0)
-    threads: int | None = Field(None, ge=1, description="torch intra-op threads per process")
+    num_workers: int = Field(default=0, ge=0)
+    threads: int | None = Field(default=None, ge=1, description="torch intra-op threads per process")
     checkpoint: CheckpointConfig = CheckpointConfig()
     watchdog: WatchdogConfig = WatchdogConfig()
     # Resume from a checkpoint written with other training keys (refused otherwise); logged as an event.
     allow_config_change: bool = False
-    metrics_port: int = Field(0, ge=0, le=65535, description="0 disables the endpoint")
-    log_interval: int = Field(10, ge=1)
+    metrics_port: int = Field(default=0, ge=0, le=65535, description="0 disables the endpoint")
+    log_interval: int = Field(default=10, ge=1)
     # Debug: each rank appends the dataset indices it trained on, per step, to <dir>/samples-*.jsonl.
     record_samples: str | None = None
 
@@ -176,24 +189,6 @@ def config_changes(stored: dict[str, Any], current: dict[str, Any]) -> list[str]
     ]
 
 
-def _format_error(err: ValidationError) -> str:
-    parts = []
-    for e in err.errors():
-        loc = ".".join(_camel(str(p)) for p in e["loc"]) or "trainer"
-        msg = e["msg"].removeprefix("Value error, ")
-        if e["type"] == "extra_forbidden":
-            msg = "unknown key"
-        parts.append(
-            f"{loc}: {msg}"
-            + (
-                f" (got {e['input']!r})"
-                if e["type"] != "extra_forbidden" and not isinstance(e["input"], dict)
-                else ""
-            )
-        )
-    return "config error: " + "; ".join(parts)
-
-
 def _camel(key: str) -> str:
     return to_camel(key) if "_" in key else key
 
@@ -216,22 +211,70 @@ def _set_path(tree: dict[str, Any], dotted: str, value: Any) -> None:
     node[keys[-1]] = value
 
 
-def _normalise(tree: dict[str, Any]) -> dict[str, Any]:
-    # Accept camelCase and snake_case side by side; merging needs one spelling per key.
+def normalise_keys(tree: dict[str, Any]) -> dict[str, Any]:
+    """The same keys in camelCase (``global_batch_size`` and ``globalBatchSize`` -> ``globalBatchSize``),
+    nested mappings too, except inside ``modelArgs``; where both spellings are given, the later wins.
+
+    >>> normalise_keys({"seq_len": 8, "checkpoint": {"interval_steps": 5}, "model_args": {"n_layer": 1}})
+    {'seqLen': 8, 'checkpoint': {'intervalSteps': 5}, 'modelArgs': {'n_layer': 1}}
+    """
     out: dict[str, Any] = {}
     for k, v in tree.items():
         snake = "".join("_" + c.lower() if c.isupper() else c for c in str(k))
-        out[snake] = _normalise(v) if isinstance(v, dict) and snake != "model_args" else v
+        key = _camel(snake)
+        out[key] = normalise_keys(v) if isinstance(v, dict) and key != MODEL_ARGS else v
     return out
+
+
+# Kept for callers that predate trainer.contract (the job component until it calls
+# validate_trainer_config); pydantic accepts the camelCase keys it returns.
+_normalise = normalise_keys
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for k, v in over.items():
-        if isinstance(v, dict) and isinstance(base.get(k), dict) and k != "model_args":
+        if isinstance(v, dict) and isinstance(base.get(k), dict) and k != MODEL_ARGS:
             _merge(base[k], v)
         else:
             base[k] = v
     return base
+
+
+def _file_layer(path: str | os.PathLike[str]) -> dict[str, Any]:
+    try:
+        raw = yaml.safe_load(Path(path).read_text()) or {}
+    except OSError as e:
+        raise ConfigError(f"config error: cannot read config file {path}: {e.strerror}") from None
+    except yaml.YAMLError as e:
+        first = str(e).splitlines()[0]
+        raise ConfigError(f"config error: {path} is not valid YAML: {first}") from None
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config error: {path}: expected a mapping at top level")
+    if isinstance(raw.get(CONFIG_SECTION), dict):
+        raw = raw[CONFIG_SECTION]
+    return normalise_keys(raw)
+
+
+def _env_layer(env: dict[str, str]) -> dict[str, Any]:
+    layer: dict[str, Any] = {}
+    if env.get(ENV_CHECKPOINT_URI):
+        layer["checkpoint"] = {"uri": env[ENV_CHECKPOINT_URI]}
+    if env.get(ENV_METRICS_PORT):
+        layer["metricsPort"] = _parse_scalar(env[ENV_METRICS_PORT])
+    if env.get(ENV_JOB_NAME):
+        layer["jobName"] = env[ENV_JOB_NAME]
+    if env.get(ENV_ALLOW_CONFIG_CHANGE):
+        layer["allowConfigChange"] = _parse_scalar(env[ENV_ALLOW_CONFIG_CHANGE])
+    return layer
+
+
+def _flag_layer(item: str) -> dict[str, Any]:
+    key, sep, value = item.partition("=")
+    if not sep or not key:
+        raise ConfigError(f"config error: --set {item!r}: expected key=value")
+    nested: dict[str, Any] = {}
+    _set_path(nested, key.strip(), _parse_scalar(value))
+    return normalise_keys(nested)
 
 
 def load_config(
@@ -241,39 +284,51 @@ def load_config(
 ) -> TrainConfig:
     """Build and validate the config. Raises ConfigError with a one-line message naming the key."""
     env = dict(os.environ) if env is None else env
-    tree: dict[str, Any] = {}
     path = path or env.get(ENV_CONFIG)
-    if path:
-        try:
-            raw = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as e:
-            raise ConfigError(f"config error: cannot read config file {path}: {e.strerror}") from None
-        except yaml.YAMLError as e:
-            first = str(e).splitlines()[0]
-            raise ConfigError(f"config error: {path} is not valid YAML: {first}") from None
-        if not isinstance(raw, dict):
-            raise ConfigError(f"config error: {path}: expected a mapping at top level")
-        if isinstance(raw.get("trainer"), dict):
-            raw = raw["trainer"]
-        tree = _normalise(raw)
-    from_env: dict[str, Any] = {}
-    if env.get(ENV_CHECKPOINT_URI):
-        from_env["checkpoint"] = {"uri": env[ENV_CHECKPOINT_URI]}
-    if env.get(ENV_METRICS_PORT):
-        from_env["metrics_port"] = _parse_scalar(env[ENV_METRICS_PORT])
-    if env.get(ENV_JOB_NAME):
-        from_env["job_name"] = env[ENV_JOB_NAME]
-    if env.get(ENV_ALLOW_CONFIG_CHANGE):
-        from_env["allow_config_change"] = _parse_scalar(env[ENV_ALLOW_CONFIG_CHANGE])
-    _merge(tree, _normalise(from_env))
+    tree = _file_layer(path) if path else {}
+    _merge(tree, _env_layer(env))
     for item in overrides or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ConfigError(f"config error: --set {item!r}: expected key=value")
-        nested: dict[str, Any] = {}
-        _set_path(nested, key.strip(), _parse_scalar(value))
-        _merge(tree, _normalise(nested))
+        _merge(tree, _flag_layer(item))
     try:
         return TrainConfig.model_validate(tree)
     except ValidationError as e:
-        raise ConfigError(_format_error(e)) from None
+        raise ConfigError("config error: " + "; ".join(format_validation_error(e, TrainConfig, ""))) from None
+
+
+def parse_args(argv: list[str] | None) -> tuple[str | None, list[str]]:
+    """``--config FILE``, ``--set key=value`` (repeatable) and ``--any-key value`` as a shorthand for set.
+
+    >>> parse_args(["--config", "c.yaml", "--steps", "5", "--checkpoint.async-save=false"])
+    ('c.yaml', ['steps=5', 'checkpoint.async_save=false'])
+    """
+    p = argparse.ArgumentParser(
+        prog="python -m trainer", description="Train; every config key can be given as --key value."
+    )
+    p.add_argument("--config", help=f"YAML file (default: ${ENV_CONFIG})")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        dest="sets",
+        help="override one key, dotted for nested (checkpoint.uri=s3://b/run)",
+    )
+    args, rest = p.parse_known_args(argv)
+    return args.config, [*args.sets, *_shorthand(rest)]
+
+
+def _shorthand(rest: list[str]) -> list[str]:
+    sets: list[str] = []
+    i = 0
+    while i < len(rest):
+        tok = rest[i]
+        if not tok.startswith("--"):
+            raise ConfigError(f"config error: unexpected argument {tok!r}")
+        key, eq, val = tok[2:].partition("=")
+        if not eq:
+            if i + 1 >= len(rest):
+                raise ConfigError(f"config error: {tok}: missing value")
+            val, i = rest[i + 1], i + 1
+        sets.append(f"{key.replace('-', '_')}={val}")
+        i += 1
+    return sets

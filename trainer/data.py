@@ -115,6 +115,10 @@ class ElasticSampler(Sampler[int]):
         self.start_step, self.end_step = start_step, end_step
         self._perm: tuple[int, torch.Tensor] | None = None
 
+    def start_at(self, step: int) -> None:
+        """Begin at optimizer step ``step`` (a resume); takes effect for the next iterator."""
+        self.start_step = step
+
     def position_index(self, p: int) -> int:
         epoch = p // self.n
         if self._perm is None or self._perm[0] != epoch:

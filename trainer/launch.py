@@ -34,10 +34,17 @@ from types import FrameType
 from typing import Any
 
 from trainer import lifecycle, preflight
-from trainer.config import ConfigError, load_config
-from trainer.lifecycle import ENV_LAUNCH_DIR, ENV_LAUNCHER_PID
-from trainer.preemption import EXIT_PREEMPTED
-from trainer.train import EXIT_CONFIG, EXIT_CRASH, EXIT_OK, parse_args
+from trainer.config import ConfigError, TrainConfig, load_config, parse_args
+from trainer.contract import (
+    DEFAULT_GRACE_S,
+    ENV_GRACE_S,
+    ENV_LAUNCH_DIR,
+    ENV_LAUNCHER_PID,
+    EXIT_CONFIG,
+    EXIT_CRASH,
+    EXIT_OK,
+    EXIT_PREEMPTED,
+)
 
 FORWARDED = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 
@@ -123,32 +130,44 @@ def failure_code(failures: dict[int, Any], primary: set[int], preempted: bool, f
     return EXIT_CRASH if code == EXIT_PREEMPTED else code  # 143 is a promise that a checkpoint committed
 
 
-def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    run_opts, trainer_opts = _split(argv)
-    try:
-        path, sets = parse_args(trainer_opts)
-        cfg = load_config(path, sets)
-    except ConfigError as e:
-        print(str(e), file=sys.stderr)
-        return EXIT_CONFIG
+def signalled_code(sig: int, preempted: bool, finished: bool) -> int:
+    """The launcher's exit code when it was signalled itself (pure but for the workers' exit markers)."""
+    if preempted:
+        return EXIT_PREEMPTED
+    if finished:
+        return EXIT_OK  # the signal came after the final checkpoint committed
+    chosen = lifecycle.worker_exit_code()
+    if chosen is not None:
+        return chosen  # e.g. 74: the preemption checkpoint could not be written
+    print(
+        f"trainplane.launch: {signal.Signals(sig).name} received and no preemption checkpoint was committed",
+        file=sys.stderr,
+    )
+    return EXIT_CRASH
 
+
+def _torchrun_args(run_opts: list[str], trainer_opts: list[str]) -> Any:
     from torch.distributed import run as torchrun
-    from torch.distributed.elastic.multiprocessing.api import SignalException
-    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     if not _has(run_opts, "--signals-to-handle", "--signals_to_handle"):
         run_opts = [f"--signals-to-handle={FORWARDED}", *run_opts]
     if not _has(run_opts, "--shutdown-timeout", "--shutdown_timeout"):
-        run_opts = [f"--shutdown-timeout={int(float(os.environ.get('TRAINPLANE_GRACE_S', '60')))}", *run_opts]
-    tr_args = torchrun.parse_args([*run_opts, "-m", "trainer", *trainer_opts])
-    ws = _max_world_size(tr_args)
-    try:
-        cfg.accumulation(ws) if cfg.world_sizes is None else None
-        preflight.check(cfg)
-    except ConfigError as e:
-        print(str(e), file=sys.stderr)
-        return EXIT_CONFIG
+        grace = int(float(os.environ.get(ENV_GRACE_S, DEFAULT_GRACE_S)))
+        run_opts = [f"--shutdown-timeout={grace}", *run_opts]
+    return torchrun.parse_args([*run_opts, "-m", "trainer", *trainer_opts])
+
+
+def _preflight(cfg: TrainConfig, tr_args: Any) -> None:
+    """The global batch at the largest world size, and the preflight checks; ConfigError if not."""
+    if cfg.world_sizes is None:
+        cfg.accumulation(_max_world_size(tr_args))
+    preflight.check(cfg)
+
+
+def _run(tr_args: Any) -> int:
+    from torch.distributed import run as torchrun
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
 
     _patch_second_signal()
     _patch_failure_capture()
@@ -162,19 +181,21 @@ def main(argv: list[str] | None = None) -> int:
         except ChildFailedError as e:
             return failure_code(e.failures, _PRIMARY, preempted.exists(), finished.exists())
         except SignalException as e:
-            if preempted.exists():
-                return EXIT_PREEMPTED
-            if finished.exists():
-                return EXIT_OK  # the signal came after the final checkpoint committed
-            chosen = lifecycle.worker_exit_code()
-            if chosen is not None:
-                return chosen  # e.g. 74: the preemption checkpoint could not be written
-            print(
-                f"trainplane.launch: {signal.Signals(e.sigval).name} received and no preemption "
-                "checkpoint was committed",
-                file=sys.stderr,
-            )
-            return EXIT_CRASH
+            return signalled_code(e.sigval, preempted.exists(), finished.exists())
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    run_opts, trainer_opts = _split(argv)
+    try:
+        path, sets = parse_args(trainer_opts)
+        cfg = load_config(path, sets)
+        tr_args = _torchrun_args(run_opts, trainer_opts)
+        _preflight(cfg, tr_args)
+    except ConfigError as e:
+        print(str(e), file=sys.stderr)
+        return EXIT_CONFIG
+    return _run(tr_args)
 
 
 if __name__ == "__main__":

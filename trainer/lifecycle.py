@@ -27,8 +27,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
-ENV_LAUNCH_DIR = "TRAINPLANE_LAUNCH_DIR"  # set by trainer.launch; workers leave status markers there
-ENV_LAUNCHER_PID = "TRAINPLANE_LAUNCHER_PID"  # set by trainer.launch; workers die when it does
+from trainer.contract import ENV_LAUNCH_DIR, ENV_LAUNCHER_PID
+
 PREEMPTED, FINISHED, HANG_PREFIX, EXIT_PREFIX = "preempted", "finished", "hang-", "exit-"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 

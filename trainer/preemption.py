@@ -13,7 +13,6 @@ import time
 from types import FrameType
 
 PREEMPT_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
-EXIT_PREEMPTED = 143  # 128 + SIGTERM: the code Kubernetes and Lightning read as "terminated, retry"
 
 
 class PreemptionFlag:

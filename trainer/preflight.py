@@ -12,7 +12,7 @@ import glob
 import importlib.util
 from pathlib import Path
 
-from trainer.checkpoint import CheckpointStore, probe_error, probe_root
+from trainer.checkpoint import CheckpointRoot, probe_error, probe_root
 from trainer.config import ConfigError, TrainConfig, config_change_error
 from trainer.model import PRESETS
 
@@ -62,9 +62,7 @@ def _checkpoint(cfg: TrainConfig) -> None:
         raise ConfigError(probe_error(uri, e)) from None
     if cfg.allow_config_change:
         return  # the workers log the change as an event
-    newest = CheckpointStore(
-        uri, keep=cfg.checkpoint.keep, config_hash=cfg.training_hash()
-    ).newest_committed()
+    newest = CheckpointRoot(uri, keep=cfg.checkpoint.keep).newest_committed()
     if newest is None or newest.manifest.get("config_hash") == cfg.training_hash():
         return
     raise ConfigError(

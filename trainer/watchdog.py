@@ -6,7 +6,7 @@ otherwise holds the whole job until NCCL's or gloo's own timeouts (10-30 minutes
 of this incarnation (start-up, ``torch.compile`` and first steps are slow), and while a checkpoint is saved
 or loaded the limit is ``saveTimeoutSeconds`` instead. When it fires the thread logs a ``hang_detected``
 event with every thread's stack, writes the same stacks to stderr with faulthandler, counts
-``trainplane_hangs_total``, and exits the process with its code (``trainer.train.EXIT_HANG``, 124), which the launcher reports and torchrun
+``trainplane_hangs_total``, and exits the process with its code (``trainer.contract.EXIT_HANG``, 124), which the launcher reports and torchrun
 counts against ``--max-restarts`` (the group restarts from the last checkpoint).
 
 A hang that holds the GIL (a C extension spinning without releasing it) starves this thread too; the

@@ -275,8 +275,8 @@ def moto_s3(tmp_path: Path) -> Iterator[dict[str, str]]:
                 break
             except OSError as err:
                 if time.monotonic() > deadline or p.poll() is not None:
-                    log = (tmp_path / "moto.log").read_text()
-                    raise RuntimeError(f"moto_server did not start: {log}") from err
+                    text = (tmp_path / "moto.log").read_text()
+                    raise RuntimeError(f"moto_server did not start: {text}") from err
                 time.sleep(0.1)
         import boto3
 

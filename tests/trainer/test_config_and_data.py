@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from trainer.config import ConfigError, load_config
+from trainer.build import lr_factor
+from trainer.config import ConfigError, load_config, parse_args
 from trainer.data import ElasticSampler, epoch_permutation
 from trainer.model import GPT, gpt_config
-from trainer.train import lr_factor, parse_args
 
 
 def test_job_stack_block_is_accepted_as_is(tmp_path):

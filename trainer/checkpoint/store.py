@@ -1,0 +1,270 @@
+"""CheckpointStore: decides when to save, saves (synchronously or async), commits and accounts.
+
+A save is committed when rank 0 has written the manifest after DCP returned; retention runs after each
+commit. One save is in flight at a time (the checkpoint process group is shared); an async save blocks
+the loop only for staging the state into CPU memory, and its failure is collected later, at a step
+boundary (``take_outcome``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint import CheckpointException
+from torch.distributed.checkpoint.staging import DefaultStager
+from torch.distributed.checkpoint.stateful import Stateful
+
+from trainer.checkpoint.manifest import (
+    MANIFEST,
+    ManifestFields,
+    SaveResult,
+    build_manifest,
+    file_sizes,
+    one_line,
+    write_manifest,
+)
+from trainer.checkpoint.root import CheckpointRoot, Group
+from trainer.checkpoint.stager import _CpuStager, default_stager
+from trainer.checkpoint.writers import make_writer
+from trainer.contract import ENV_FAULT_COMMIT_DELAY
+
+if TYPE_CHECKING:
+    from trainer.config import TrainConfig
+
+
+@dataclass(frozen=True)
+class SaveSchedule:
+    """When to save: every ``interval`` steps and at ``last_step``; periodic saves async if allowed.
+
+    >>> s = SaveSchedule(interval=10, last_step=25)
+    >>> [step for step in range(1, 26) if s.due(step)], s.asynchronous(10), s.asynchronous(25)
+    ([10, 20, 25], True, False)
+    """
+
+    interval: int | None = None  # None: only explicit saves
+    last_step: int | None = None
+    async_save: bool = True
+
+    def due(self, step: int) -> bool:
+        return step == self.last_step or (self.interval is not None and step % self.interval == 0)
+
+    def is_last(self, step: int) -> bool:
+        return step == self.last_step
+
+    def asynchronous(self, step: int) -> bool:
+        """The final save is synchronous: the run is complete only once it committed."""
+        return self.async_save and not self.is_last(step)
+
+
+def materialise(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Statefuls -> their state dicts (what DCP itself does first); plain values as they are."""
+    return {k: v.state_dict() if isinstance(v, Stateful) else v for k, v in state.items()}
+
+
+class CheckpointStore(CheckpointRoot):
+    """Saves, commits, finds, verifies, loads and prunes checkpoints under one root."""
+
+    checksums = True  # False only to measure what they cost (tests/benchmarks/bench_trainer.py)
+
+    def __init__(
+        self,
+        uri: str,
+        *,
+        keep: int,
+        config_hash: str,
+        config: dict[str, Any] | None = None,
+        thread_count: int = 4,
+        group: Group | None = None,
+        log: Callable[..., None] | None = None,
+        schedule: SaveSchedule | None = None,
+    ) -> None:
+        super().__init__(uri, keep=keep, group=group, log=log)
+        self.thread_count = thread_count
+        self.schedule = schedule or SaveSchedule()
+        self._fields = ManifestFields(self.world_size, config_hash, config or {})
+        self._pool: ThreadPoolExecutor | None = None
+        self._pending: tuple[int, Future[SaveResult]] | None = None
+        self._stagers: tuple[_CpuStager, DefaultStager] | None = None
+        self.last_result: SaveResult | None = None
+        # Outcome of the newest finished save that the trainer has not collected yet: True failed,
+        # False committed, None nothing new. Failures of async saves surface here, at a step boundary.
+        self._outcome: bool | None = None
+        self.last_error = ""
+        self.failures = 0  # saves that failed as seen by this rank
+
+    @classmethod
+    def for_run(cls, cfg: TrainConfig, group: Group, log: Callable[..., None]) -> CheckpointStore:
+        """The store of a training run: its root, retention and schedule from ``cfg.checkpoint``."""
+        ck = cfg.checkpoint
+        return cls(
+            ck.uri or "",
+            keep=ck.keep,
+            config_hash=cfg.training_hash(),
+            config=cfg.training_config(),
+            thread_count=ck.thread_count,
+            group=group,
+            log=log,
+            schedule=SaveSchedule(ck.interval_steps, cfg.steps, ck.async_save),
+        )
+
+    @property
+    def config_hash(self) -> str:
+        return self._fields.config_hash
+
+    # ---- when ----------------------------------------------------------------------------------
+    def due(self, step: int) -> bool:
+        """Whether ``step`` is a checkpoint step: every ``intervalSteps`` and the last step."""
+        return self.schedule.due(step)
+
+    def is_last(self, step: int) -> bool:
+        return self.schedule.is_last(step)
+
+    def asynchronous(self, step: int) -> bool:
+        return self.schedule.asynchronous(step)
+
+    # ---- save / commit -------------------------------------------------------------------------
+    def save(self, state: Mapping[str, Any], step: int, *, asynchronous: bool) -> bool:
+        """Save ``state`` (plain values or Statefuls) as step ``step``.
+
+        Async returns once the state is copied (staged), True; its failure is collected later
+        (``take_outcome``). A synchronous save returns whether it committed, the same answer on every rank
+        (a collective): callers rely on it to decide between 143 and a failure.
+        """
+        self.wait()  # saves are serialised: one in flight at a time, and the group is shared
+        plain = materialise(state)
+        if asynchronous:
+            return self._save_async(plain, step)
+        return self._save_sync(plain, step)
+
+    def _writer(self, step: int) -> Any:
+        return make_writer(
+            self._url(step), local=self.local, checksums=self.checksums, thread_count=self.thread_count
+        )
+
+    def _save_async(self, state: dict[str, Any], step: int) -> bool:
+        t0 = time.perf_counter()
+        writer = self._writer(step)
+        cpu, default = self._stager_pair()
+        stager = cpu if _CpuStager.handles(state) else default
+        try:
+            fut = dcp.async_save(state, storage_writer=writer, process_group=self.pg, async_stager=stager)
+        except (Exception, CheckpointException) as e:
+            self._failed(step, e)
+            return False
+        blocking = time.perf_counter() - t0
+        commit = self._commit_pool().submit(self._finish_async, fut, writer, step, t0, blocking)
+        self._pending = (step, commit)
+        self._log("checkpoint_save_started", ckpt_step=step, mode="async", blocking_s=round(blocking, 4))
+        return True
+
+    def _save_sync(self, state: dict[str, Any], step: int) -> bool:
+        t0 = time.perf_counter()
+        writer = self._writer(step)
+        self._log("checkpoint_save_started", ckpt_step=step, mode="sync")
+        problem: str | None = None
+        nbytes = 0
+        try:
+            dcp.save(state, storage_writer=writer, process_group=self.pg)
+            if self.rank == 0:
+                nbytes = self._commit(step, getattr(writer, "crcs", None), fault_delay=True)
+        except (Exception, CheckpointException) as e:
+            problem = f"{type(e).__name__}: {one_line(e)}"
+        # nobody reports success before the manifest exists, and everybody learns of a failed commit
+        problem = self.agree(problem)
+        if problem:
+            self._failed(step, problem)
+            return False
+        dt = time.perf_counter() - t0
+        if self.rank == 0:  # deleting old multi-GB checkpoints need not hold up training
+            self._commit_pool().submit(self.prune, step)
+        self._done(SaveResult(step, nbytes, dt, dt))
+        return True
+
+    def _finish_async(self, fut: Any, writer: Any, step: int, t0: float, blocking: float) -> SaveResult:
+        fut.result()
+        nbytes = self._commit(step, getattr(writer, "crcs", None)) if self.rank == 0 else 0
+        res = SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+        if self.rank == 0:
+            self.prune(step)
+        return res
+
+    def poll(self) -> None:
+        """Report a finished async save; cheap, called at step boundaries."""
+        if self._pending is not None and self._pending[1].done():
+            self.wait()
+
+    def wait(self) -> None:
+        """Block until the in-flight async save (if any) is written and committed."""
+        if self._pending is None:
+            return
+        step, commit = self._pending
+        self._pending = None
+        try:
+            self._done(commit.result())
+        except (Exception, CheckpointException) as e:  # CheckpointException derives from BaseException
+            self._failed(step, e)
+
+    def take_outcome(self) -> bool | None:
+        """True if the newest finished save failed here, False if it committed, None if nothing new."""
+        out, self._outcome = self._outcome, None
+        return out
+
+    def _failed(self, step: int, error: BaseException | str) -> None:
+        self.last_error = error if isinstance(error, str) else f"{type(error).__name__}: {one_line(error)}"
+        self._outcome = True
+        self.failures += 1
+        self._log("checkpoint_failed", ckpt_step=step, error=self.last_error)
+
+    def _done(self, res: SaveResult) -> None:
+        self.last_result = res
+        self._outcome = False
+        # only rank 0 writes the manifest; the others report that their shards are written
+        event = "checkpoint_committed" if self.rank == 0 else "checkpoint_shards_written"
+        self._log(
+            event,
+            ckpt_step=res.step,
+            bytes=res.bytes,
+            save_s=round(res.seconds, 4),
+            blocking_s=round(res.blocking_seconds, 4),
+        )
+
+    def _commit(self, step: int, crcs: dict[str, int] | None, fault_delay: bool = False) -> int:
+        d = self.step_dir(step)
+        delay = float(os.environ.get(ENV_FAULT_COMMIT_DELAY, "0") or 0) if fault_delay else 0.0
+        if delay:
+            self._log("fault_commit_delay", ckpt_step=step, seconds=delay)
+            time.sleep(delay)
+        self.fs.invalidate_cache()
+        files = file_sizes(self.fs, d)
+        files.pop(MANIFEST, None)
+        man = build_manifest(step, files, crcs, self._fields)
+        write_manifest(self.fs, d, man, self.local)
+        return int(man["bytes"])
+
+    # ---- resources -----------------------------------------------------------------------------
+    def _commit_pool(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="ckpt-commit")
+        return self._pool
+
+    def _stager_pair(self) -> tuple[_CpuStager, DefaultStager]:
+        # One stager for the whole run: it caches its CPU staging buffers by source storage, so after the
+        # first save an async save is a copy into warm memory instead of allocating (and page-faulting)
+        # the whole state again.
+        if self._stagers is None:
+            self._stagers = (_CpuStager(), default_stager())
+        return self._stagers
+
+    def close(self) -> None:
+        self.wait()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        if self._stagers is not None:
+            self._stagers[0].close()
+            self._stagers[1].close()

@@ -1,0 +1,107 @@
+"""What a finished step reports: metrics, the ``step_done`` event, and (debug) the samples it trained on."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import torch
+import torch.distributed as dist
+
+from trainer.config import TrainConfig
+from trainer.distributed import DistContext
+from trainer.metrics import EventLog, Metrics, gpu_peak_flops
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """One optimizer step as every rank agreed on it in the step's all-reduce."""
+
+    loss: float  # mean over ranks
+    preempt: bool  # some rank received a preemption signal
+    seconds: float  # wall time of the step, vote included
+    rank_seconds: list[float]  # every rank's own compute time, by global rank
+    indices: list[int] = field(default_factory=list)  # dataset indices this rank trained on (if recorded)
+
+
+class SampleRecorder:
+    """Debug (``recordSamples``): each rank appends, per step, the dataset indices it trained on."""
+
+    def __init__(self, directory: str, rank: int, world_size: int, group: dist.ProcessGroup) -> None:
+        # One id per incarnation, shared by its ranks, sortable: later attempts redo uncommitted steps.
+        box = [f"{time.time():020.6f}"]
+        dist.broadcast_object_list(box, src=0, group=group)
+        self.attempt, self.rank, self.world_size = box[0], rank, world_size
+        Path(directory).mkdir(parents=True, exist_ok=True)
+        self._file: IO[str] = open(Path(directory) / f"samples-{self.attempt}-r{rank}.jsonl", "a")
+
+    def write(self, step: int, indices: list[int]) -> None:
+        rec = {
+            "step": step,
+            "attempt": self.attempt,
+            "rank": self.rank,
+            "world_size": self.world_size,
+            "indices": indices,
+        }
+        self._file.write(json.dumps(rec) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+class StepReporter:
+    """Publishes each finished step: gauges and counters, the per-rank compute times, MFU, events."""
+
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        ctx: DistContext,
+        metrics: Metrics,
+        log: EventLog,
+        flops_per_token: float | None,
+        recorder: SampleRecorder | None,
+    ) -> None:
+        self.cfg, self.ctx, self.metrics, self.log = cfg, ctx, metrics, log
+        self.recorder = recorder
+        self.tokens_per_step = cfg.global_batch_size * cfg.seq_len
+        peak = gpu_peak_flops(torch.cuda.get_device_name(ctx.device)) if ctx.cuda else None
+        # FLOPs per second at 100% utilisation of the whole job; MFU only where the GPU peak is known
+        self.job_peak = peak * ctx.world_size if peak and flops_per_token else None
+        self.flops_per_step = (flops_per_token or 0.0) * self.tokens_per_step
+
+    @property
+    def recording(self) -> bool:
+        return self.recorder is not None
+
+    def step_done(self, step: int, res: StepResult, lr: float) -> None:
+        """Step ``step`` (0-based) finished; ``step + 1`` steps are done."""
+        done, m, dt = step + 1, self.metrics, res.seconds
+        m.step.set(done)
+        m.loss.set(res.loss)
+        m.step_seconds.set(dt)
+        m.tokens_per_second.set(self.tokens_per_step / dt)
+        m.tokens.inc(self.tokens_per_step)
+        if self.ctx.rank == 0:
+            for r, sec in enumerate(res.rank_seconds):
+                m.rank_step_seconds.labels(rank=str(r)).set(sec)
+        if self.job_peak:
+            m.mfu.set(self.flops_per_step / dt / self.job_peak)
+        if self.recorder is not None:
+            self.recorder.write(step, res.indices)
+        if done % self.cfg.log_interval == 0 or done == self.cfg.steps:
+            self.log(
+                "step_done",
+                loss=round(res.loss, 6),
+                step_s=round(dt, 5),
+                compute_s=round(float(res.rank_seconds[self.ctx.rank]), 5),
+                tokens_per_s=round(self.tokens_per_step / dt, 1),
+                lr=lr,
+            )
+
+    def close(self) -> None:
+        if self.recorder is not None:
+            self.recorder.close()
