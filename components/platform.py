@@ -10,27 +10,19 @@ Example, in a user's own Pulumi program:
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import pulumi
 
+from components.backends import BuildArgs, backend
 from components.bundle import TEAM_SERVICE_ACCOUNT, ClusterBundle, team_local_queue, team_namespace
 from components.spec import PlatformSpec
-
-# The module and class of each cloud backend. Imported lazily so an AWS stack never loads pulumi_gcp
-# (a 290 MB SDK that costs seconds to import) and vice versa.
-BACKENDS = {
-    "aws": ("components.aws.cloud", "AwsCloud", "AwsCloudArgs"),
-    "gcp": ("components.gcp.cloud", "GcpCloud", "GcpCloudArgs"),
-    "kubernetes": ("components.kubernetes.existing_cluster", "ExistingCluster", "ExistingClusterArgs"),
-}
 
 
 @dataclass(frozen=True)
 class GpuPlatformArgs:
     spec: PlatformSpec
-    # Only for cloud `kubernetes`: the kubeconfig of the existing cluster (keep it a secret).
+    # Only for backends that adopt an existing cluster: its kubeconfig (keep it a secret).
     kubeconfig: pulumi.Input[str] | None = None
 
 
@@ -42,16 +34,10 @@ class GpuPlatform(pulumi.ComponentResource):
     def __init__(self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:index:GpuPlatform", name, None, opts)
         spec = args.spec
-        module_name, class_name, args_name = BACKENDS[spec.cloud]
-        module = importlib.import_module(module_name)
-        backend_args = getattr(module, args_name)
-        kwargs = {"spec": spec}
-        if spec.cloud == "kubernetes":
-            kwargs["kubeconfig"] = args.kubeconfig
-        backend = getattr(module, class_name)(
-            name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self)
+        # The stack's cloud backend (components.backends) builds the cloud layer and hands over its bundle.
+        self.cluster = backend(spec.cloud).build(
+            name, BuildArgs(spec=spec, kubeconfig=args.kubeconfig), pulumi.ResourceOptions(parent=self)
         )
-        self.cluster = backend.bundle
         from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
 
         self.incluster = InClusterPlatform(

@@ -28,8 +28,9 @@ from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
 from components.aws.network import Network, NetworkArgs
 from components.aws.node_group import NodePool, NodePoolArgs, NodeRole, node_repair
+from components.aws.profile import EKS_PROFILE
 from components.aws.storage import EfsStorage, LustreStorage, StorageArgs
-from components.bundle import CloudProfile, ClusterBundle
+from components.bundle import ClusterBundle
 from components.spec import PlatformSpec
 
 DEFAULT_ZONES = 3
@@ -194,9 +195,7 @@ class AwsCloud(pulumi.ComponentResource):
             region=spec.region,
             provider=eks.provider,
             kubeconfig=eks.kubeconfig,
-            profile=CloudProfile(
-                name="eks", object_store="s3", identity_annotation="eks.amazonaws.com/role-arn"
-            ),
+            profile=EKS_PROFILE,
             node_pools=tuple(p.info for p in pools),
             storage=tuple(storage),
             buckets=buckets.names(),

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.profile import FSX_CSI_DRIVER
 from components.bundle import StorageHandle
 from components.spec import StorageSpec
 
-FSX_CSI = "fsx.csi.aws.com"
 EFS_CSI = "efs.csi.aws.com"
 # Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide).
 LUSTRE_PORTS = (988, *range(1018, 1024))
@@ -135,7 +135,7 @@ class LustreStorage(pulumi.ComponentResource):
             name=st.name,
             kind="lustre",
             capacity_gib=capacity,
-            csi_driver=FSX_CSI,
+            csi_driver=FSX_CSI_DRIVER,
             volume_handle=fs.id,
             volume_attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name},
             # flock: training code and DCP take POSIX locks on shared files.

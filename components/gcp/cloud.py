@@ -33,7 +33,7 @@ from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustr
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork, GcpNetworkArgs
 from components.gcp.node_pool import GpuNodePool, GpuNodePoolArgs
-from components.gcp.profile import GKE_PROFILE, GKE_STORAGE_CLASS
+from components.gcp.profile import GKE_STORAGE_CLASS, gke_profile
 from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, LustreStorage, LustreStorageArgs
 from components.spec import PlatformSpec
 
@@ -143,7 +143,7 @@ class GcpCloud(pulumi.ComponentResource):
             region=spec.region,
             provider=gke.provider,
             kubeconfig=gke.kubeconfig,
-            profile=GKE_PROFILE,
+            profile=gke_profile(spec.cluster.kubernetes_version),
             node_pools=tuple(p.info for p in pools),
             storage=tuple(handles),
             buckets=bucket_names,

@@ -17,12 +17,12 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp.naming import network_name, network_path, subnetwork_path
-from components.spec import (
+from components.gcp.rules import (
     GCP_DEFAULT_PODS_CIDR,
     GCP_DEFAULT_PRIVATE_SERVICES_CIDR,
     GCP_DEFAULT_SERVICES_CIDR,
-    PlatformSpec,
 )
+from components.spec import PlatformSpec
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"

@@ -18,16 +18,15 @@ import pulumi_gcp as gcp
 from components.bundle import StorageHandle
 from components.gcp.naming import gcp_labels, short_id
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork
-from components.spec import (
+from components.gcp.rules import (
     FILESTORE_DEFAULT_TIER,
     FILESTORE_LIMITS_GIB,
     FILESTORE_ZONAL_TIERS,
     GCP_LUSTRE_DEFAULT_THROUGHPUT,
     GCP_LUSTRE_TIERS,
-    PlatformSpec,
-    StorageSpec,
     gcp_storage_zone,
 )
+from components.spec import PlatformSpec, StorageSpec
 
 FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"

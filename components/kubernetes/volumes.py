@@ -2,8 +2,9 @@
 
 A PersistentVolume binds exactly one claim, so each (storage, team) pair gets its own PV pointing at the
 same file system, pre-bound to that team's claim through `claimRef`. Claims are named after the storage,
-so a job mounts `datasets` in whichever team namespace it runs. The FSx for Lustre CSI node plugin is
-installed here when a handle needs it (EFS and GKE's CSI drivers are cloud add-ons; NFS is in-tree).
+so a job mounts `datasets` in whichever team namespace it runs. CSI drivers the cloud profile ships as
+charts (`csi_charts`, e.g. the FSx for Lustre node plugin on EKS) are installed here when a handle
+names them; drivers that come as cloud add-ons arrive with the cluster, and NFS is in-tree.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, StorageHandle
 from components.charts import CHARTS
-from components.kubernetes.names import CSI_NAMESPACE, FSX_CSI_RELEASE, RELEASE_TIMEOUT_S
+from components.kubernetes.names import RELEASE_TIMEOUT_S
 from components.spec import PlatformSpec
 
-FSX_CSI_DRIVER = "fsx.csi.aws.com"
 STORAGE_LABEL = "trainplane.dev/storage"
 
 
@@ -58,22 +58,6 @@ def persistent_volume_spec(handle: StorageHandle, team: str) -> dict[str, Any]:
     return spec
 
 
-def fsx_csi_values() -> dict[str, Any]:
-    """Only the node plugin, on every node (GPU nodes included).
-
-    Static volumes need no controller: the CSIDriver has attachRequired: false and the PVs name their
-    file system, so nothing calls CreateVolume. In chart 1.17.0 `nodeComponentOnly` only drops the
-    controller's PodDisruptionBudget (templates/pdb.yaml); templates/controller-deployment.yaml renders
-    the Deployment regardless, and without an IAM role its pods could only fail. Zero replicas stop
-    deploying it for real, while the chart's objects stay as the chart defines them.
-    """
-    return {
-        "nodeComponentOnly": True,
-        "controller": {"replicaCount": 0},
-        "node": {"tolerateAllTaints": True},
-    }
-
-
 @dataclass(frozen=True)
 class SharedVolumesArgs:
     spec: PlatformSpec
@@ -83,22 +67,24 @@ class SharedVolumesArgs:
 
 
 class SharedVolumes(pulumi.ComponentResource):
-    """PersistentVolumes and claims for every storage handle, plus the CSI node plugin FSx needs."""
+    """PersistentVolumes and claims for every storage handle, plus the CSI drivers the profile ships."""
 
     def __init__(self, name: str, args: SharedVolumesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:SharedVolumes", name, None, opts)
         spec, bundle = args.spec, args.bundle
         child = pulumi.ResourceOptions(parent=self)
         driver_ready: list[pulumi.Resource] = []
-        if any(h.csi_driver == FSX_CSI_DRIVER for h in bundle.storage):
-            chart = CHARTS["aws-fsx-csi-driver"]
+        used = {h.csi_driver for h in bundle.storage}
+        for csi in bundle.profile.csi_charts:
+            if csi.driver not in used:
+                continue
             driver_ready.append(
                 k8s.helm.v3.Release(
-                    f"{name}-fsx-csi",
-                    name=FSX_CSI_RELEASE,
-                    namespace=CSI_NAMESPACE,
-                    **chart.release_args(),
-                    values=fsx_csi_values(),
+                    f"{name}-{csi.resource_name}",
+                    name=csi.release_name,
+                    namespace=csi.namespace,
+                    **CHARTS[csi.chart].release_args(),
+                    values=dict(csi.values),
                     timeout=RELEASE_TIMEOUT_S,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=list(bundle.ready)),
                 )

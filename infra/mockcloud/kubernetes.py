@@ -30,7 +30,6 @@ def profile_bundle(spec, profile: str, provider):
     import pulumi
 
     from components.bundle import (
-        CloudProfile,
         ClusterBundle,
         NodePoolInfo,
         StorageHandle,
@@ -129,15 +128,17 @@ def profile_bundle(spec, profile: str, provider):
                 )
             )
     if profile == "eks":
-        cloud = CloudProfile("eks", object_store="s3", identity_annotation="eks.amazonaws.com/role-arn")
+        from components.aws.profile import EKS_PROFILE
+
+        cloud = EKS_PROFILE
         identity = {t.name: f"arn:aws:iam::{ACCOUNT}:role/{name}-team-{t.name}" for t in spec.teams}
         loki = f"arn:aws:iam::{ACCOUNT}:role/{name}-loki"
         # The AWS layer's encrypted gp3 class (EBS CSI add-on); the name here stands in for it.
         storage_class = EKS_STORAGE_CLASS
     else:
-        from components.gcp.profile import GKE_PROFILE, GKE_STORAGE_CLASS
+        from components.gcp.profile import GKE_STORAGE_CLASS, gke_profile
 
-        cloud = GKE_PROFILE
+        cloud = gke_profile(spec.cluster.kubernetes_version)
         identity = {t.name: f"{name}-{t.name}@{spec.project}.iam.gserviceaccount.com" for t in spec.teams}
         loki = f"{name}-loki@{spec.project}.iam.gserviceaccount.com"
         storage_class = GKE_STORAGE_CLASS
