@@ -75,21 +75,6 @@ class NodePoolInfo:
     node_vcpus: int | None = None
     node_memory_gib: float | None = None
 
-    def as_output(self) -> dict:
-        return {
-            "name": self.name,
-            "gpu": self.gpu,
-            "gpusPerNode": self.gpus_per_node,
-            "capacity": self.capacity,
-            "minNodes": self.min_nodes,
-            "maxNodes": self.max_nodes,
-            "labels": dict(self.labels),
-            "taints": [t.as_k8s() for t in self.taints],
-            "machineTypes": list(self.machine_types),
-            "extendedResources": dict(self.extended_resources),
-            "podEnv": dict(self.pod_env),
-        }
-
 
 @dataclass(frozen=True)
 class StorageHandle:
@@ -106,18 +91,6 @@ class StorageHandle:
     # Address clients connect to (for NetworkPolicy egress and docs).
     endpoint: pulumi.Input[str] | None = None
     ports: tuple[int, ...] = ()
-
-    def as_output(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "capacityGiB": self.capacity_gib,
-            "csiDriver": self.csi_driver,
-            "volumeHandle": self.volume_handle,
-            "volumeAttributes": dict(self.volume_attributes),
-            "mountOptions": list(self.mount_options),
-            "endpoint": self.endpoint,
-        }
 
 
 @dataclass(frozen=True)

@@ -358,6 +358,9 @@ class NodePool(pulumi.ComponentResource):
             # Every EFA device of the node (the same count on every node, see machine_shapes).
             extended_resources={EFA_RESOURCE: efa_count} if efa_count else {},
             pod_env=efa_pod_env(s.name for s in shapes) if efa_count else {},
+            # The smallest instance type of the pool: a pod sized for it fits on every node.
+            node_vcpus=min(s.vcpus for s in shapes) or None,
+            node_memory_gib=min(s.memory_gib for s in shapes) or None,
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 

@@ -196,5 +196,7 @@ class GpuNodePool(pulumi.ComponentResource):
             labels=info_labels,
             taints=taints,
             machine_types=(machine_type,),
+            node_vcpus=shape.vcpus if shape is not None else None,
+            node_memory_gib=shape.memory_gib if shape is not None else None,
         )
         self.register_outputs({"name": self.node_pool.name})

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,9 +120,11 @@ def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
     return out
 
 
-def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> dict[str, Any]:
+def cluster_queue_spec(
+    spec: PlatformSpec, pools: Sequence[NodePoolInfo], team_name: str, fl: list[Flavor]
+) -> dict[str, Any]:
     team = next(t for t in spec.teams if t.name == team_name)
-    quota = team_quota(spec, team)
+    quota = team_quota(pools, team)
     cpu, memory = quota["requests.cpu"], quota["requests.memory"]
 
     def resource(name: str, nominal: str) -> dict[str, Any]:
@@ -221,7 +223,7 @@ class Queueing(pulumi.ComponentResource):
                 api_version=KUEUE_API,
                 kind="ClusterQueue",
                 metadata={"name": team.name},
-                spec=cluster_queue_spec(spec, team.name, fl),
+                spec=cluster_queue_spec(spec, bundle.node_pools, team.name, fl),
                 opts=after,
             )
             k8s.apiextensions.CustomResource(

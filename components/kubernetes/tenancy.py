@@ -11,15 +11,22 @@ Prometheus scraping from the monitoring namespace, the shared file systems, the 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import MONITORING_NAMESPACE, TEAM_SERVICE_ACCOUNT, ClusterBundle, team_namespace
+from components.bundle import (
+    MONITORING_NAMESPACE,
+    TEAM_SERVICE_ACCOUNT,
+    ClusterBundle,
+    NodePoolInfo,
+    team_namespace,
+)
 from components.kubernetes.names import TRAINER_METRICS_PORT
-from components.spec import PlatformSpec, TeamSpec, machine_of
+from components.spec import PlatformSpec, TeamSpec
 
 # Used where the GPU machines are unknown (existing clusters): a typical 8-GPU server has ~96-128 vCPUs
 # and 1-2 TiB of memory.
@@ -45,25 +52,27 @@ TRAINER_RULES: list[dict[str, Any]] = [
 ]
 
 
-def per_gpu_resources(spec: PlatformSpec) -> tuple[int, int]:
+def per_gpu_resources(pools: Sequence[NodePoolInfo]) -> tuple[int, int]:
     """vCPUs and GiB of memory per GPU on the platform's GPU machines (the largest share wins).
 
     A job pod asks for its GPUs' share of its own pool's machine (training_job.pod_resources), so the quota
     must admit the team's whole GPU quota on its richest pool: sizing by the smallest share left a team
     unable to run even one full L40S node on a platform that also has A10G pools (found by verify).
+    The machine facts come with the pools (the cloud layer knows its machines; this layer does not).
     """
     shares = []
-    for pool in spec.gpu_pools():
-        shape = machine_of(spec.cloud, pool)
-        if shape is not None and shape.gpus:
-            shares.append((shape.vcpus // shape.gpus, int(shape.memory_gib // shape.gpus)))
+    for pool in pools:
+        if pool.gpu and pool.gpus_per_node and pool.node_vcpus and pool.node_memory_gib:
+            shares.append(
+                (pool.node_vcpus // pool.gpus_per_node, int(pool.node_memory_gib // pool.gpus_per_node))
+            )
     if not shares:
         return DEFAULT_CPU_PER_GPU, DEFAULT_MEMORY_GIB_PER_GPU
     return max(s[0] for s in shares), max(s[1] for s in shares)
 
 
-def team_quota(spec: PlatformSpec, team: TeamSpec) -> dict[str, str]:
-    cpu_per_gpu, mem_per_gpu = per_gpu_resources(spec)
+def team_quota(pools: Sequence[NodePoolInfo], team: TeamSpec) -> dict[str, str]:
+    cpu_per_gpu, mem_per_gpu = per_gpu_resources(pools)
     # A team with no GPUs still gets room for CPU work (data prep, evaluation).
     cpu = team.cpu_quota or max(cpu_per_gpu * team.gpu_quota, 8)
     memory = team.memory_quota_gib or max(mem_per_gpu * team.gpu_quota, 32)
@@ -75,8 +84,8 @@ def team_quota(spec: PlatformSpec, team: TeamSpec) -> dict[str, str]:
     }
 
 
-def limit_range(spec: PlatformSpec) -> dict[str, Any]:
-    largest_node = max((spec.gpus_per_node(p) for p in spec.gpu_pools()), default=0)
+def limit_range(pools: Sequence[NodePoolInfo]) -> dict[str, Any]:
+    largest_node = max((p.gpus_per_node for p in pools if p.gpu), default=0)
     item: dict[str, Any] = {"type": "Container", "defaultRequest": DEFAULT_REQUEST, "default": DEFAULT_LIMIT}
     if largest_node:
         # No container can use more GPUs than one node has; fail at admission, not Pending forever.
@@ -208,10 +217,13 @@ class TeamTenancy(pulumi.ComponentResource):
             f"{name}-sa", metadata=meta(TEAM_SERVICE_ACCOUNT, annotations=annotations), opts=child
         )
         k8s.core.v1.ResourceQuota(
-            f"{name}-quota", metadata=meta("team-quota"), spec={"hard": team_quota(spec, team)}, opts=child
+            f"{name}-quota",
+            metadata=meta("team-quota"),
+            spec={"hard": team_quota(bundle.node_pools, team)},
+            opts=child,
         )
         k8s.core.v1.LimitRange(
-            f"{name}-limits", metadata=meta("team-limits"), spec=limit_range(spec), opts=child
+            f"{name}-limits", metadata=meta("team-limits"), spec=limit_range(bundle.node_pools), opts=child
         )
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta("trainer"), rules=TRAINER_RULES, opts=child)
         k8s.rbac.v1.RoleBinding(

@@ -7,12 +7,15 @@ stack it names (team, pool, GPUs, storage, object store).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from components.spec.base import DNS_LABEL, Spec, duplicates, load_checked
+
+if TYPE_CHECKING:
+    from components.outputs import NodePoolOutput, PlatformOutputs, TeamOutput
 
 
 class NodeRange(Spec):
@@ -74,99 +77,111 @@ def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
     for dup in sorted(duplicates(mounts)):
         yield f"{root}.volumes: mountPath {dup!r} is used more than once"
     for i, v in enumerate(job.volumes):
-        if v.mount_path in ("/", "/dev", "/dev/shm", "/proc", "/sys", "/etc", "/config"):
+        if v.mount_path in RESERVED_MOUNTS:
             yield f"{root}.volumes[{i}].mountPath: {v.mount_path} is reserved in the trainer container"
     for key in job.env:
         if key.startswith("TRAINPLANE_") or key in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
             yield f"{root}.env.{key}: set by trainplane itself; configure it through the job's keys"
     if job.checkpoint is not None:
-        uri = job.checkpoint.uri
-        if "://" in uri and not re.match(r"^(s3|gs)://[a-z0-9][a-z0-9._-]{1,62}(/.*)?$", uri):
-            yield f"{root}.checkpoint.uri: {uri!r} is not an s3:// or gs:// URI (or s3://auto, gs://auto, or a path)"
-        elif "://" not in uri and not uri.startswith("/"):
-            yield f"{root}.checkpoint.uri: {uri!r} must be s3://auto, gs://auto, an s3:// or gs:// URI, or an absolute path"
-        elif uri.startswith("/") and not any(
-            uri == v.mount_path or uri.startswith(v.mount_path.rstrip("/") + "/")
-            for v in job.volumes
-            if not v.read_only
-        ):
-            writable = ", ".join(v.mount_path for v in job.volumes if not v.read_only) or "none"
+        yield from _check_checkpoint_uri(job, job.checkpoint.uri, root)
+
+
+RESERVED_MOUNTS = ("/", "/dev", "/dev/shm", "/proc", "/sys", "/etc", "/config")
+
+
+def _check_checkpoint_uri(job: JobSpec, uri: str, root: str) -> Iterable[str]:
+    if "://" in uri and not re.match(r"^(s3|gs)://[a-z0-9][a-z0-9._-]{1,62}(/.*)?$", uri):
+        yield f"{root}.checkpoint.uri: {uri!r} is not an s3:// or gs:// URI (or s3://auto, gs://auto, or a path)"
+    elif "://" not in uri and not uri.startswith("/"):
+        yield f"{root}.checkpoint.uri: {uri!r} must be s3://auto, gs://auto, an s3:// or gs:// URI, or an absolute path"
+    elif uri.startswith("/"):
+        writable = [v.mount_path for v in job.volumes if not v.read_only]
+        if not any(uri == m or uri.startswith(m.rstrip("/") + "/") for m in writable):
             yield (
                 f"{root}.checkpoint.uri: {uri} is not under a writable volume of this job "
-                f"(writable mountPaths: {writable}); checkpoints must outlive the pod"
+                f"(writable mountPaths: {', '.join(writable) or 'none'}); checkpoints must outlive the pod"
             )
 
 
-def check_job(job: JobSpec, platform: Mapping[str, Any], root: str = "job") -> list[str]:
+def check_job(job: JobSpec, platform: PlatformOutputs, root: str = "job") -> list[str]:
     """Check a job against its platform stack's outputs (team, pool, GPUs, storage, object store)."""
     problems: list[str] = []
-    pools = {p["name"]: p for p in platform.get("nodePools") or []}
-    teams = {t["name"]: t for t in platform.get("teams") or []}
     ref = job.platform_stack
-    team = teams.get(job.team)
+    team = platform.team(job.team)
     if team is None:
-        problems.append(
-            f"{root}.team: {job.team!r} is not a team of platform {ref}; known: {', '.join(sorted(teams)) or 'none'}"
-        )
-    pool = pools.get(job.node_pool)
+        known = ", ".join(sorted(t.name for t in platform.teams)) or "none"
+        problems.append(f"{root}.team: {job.team!r} is not a team of platform {ref}; known: {known}")
+    pool = platform.pool(job.node_pool)
     if pool is None:
+        known = ", ".join(sorted(p.name for p in platform.node_pools)) or "none"
         problems.append(
-            f"{root}.nodePool: {job.node_pool!r} is not a node pool of platform {ref}; "
-            f"known: {', '.join(sorted(pools)) or 'none'}"
+            f"{root}.nodePool: {job.node_pool!r} is not a node pool of platform {ref}; known: {known}"
         )
     else:
-        if not pool.get("gpu"):
-            problems.append(
-                f"{root}.nodePool: {job.node_pool} is a CPU pool; a training job needs a GPU pool"
-            )
-        elif job.gpus_per_node > int(pool.get("gpusPerNode") or 0):
-            problems.append(
-                f"{root}.gpusPerNode: {job.gpus_per_node} is more than the {int(pool['gpusPerNode'])} GPUs "
-                f"per node of pool {job.node_pool}"
-            )
-        if job.nodes.max > int(pool.get("maxNodes") or 0):
-            problems.append(
-                f"{root}.nodes.max: {job.nodes.max} nodes is more than pool {job.node_pool} "
-                f"can scale to ({int(pool['maxNodes'])})"
-            )
-        capacity = pool.get("capacity")
-        if capacity == "spot" and not job.spot:
-            others = [
-                p for p, v in pools.items() if v.get("gpu") == pool.get("gpu") and v.get("capacity") != "spot"
-            ]
-            hint = f"pick on-demand pool {others[0]}" if others else "set spot: true to accept preemption"
-            problems.append(f"{root}.spot: pool {job.node_pool} is spot capacity; {hint}")
-        if capacity != "spot" and job.spot:
-            problems.append(
-                f"{root}.spot: pool {job.node_pool} is on-demand capacity; set spot: false or pick a spot pool"
-            )
-        if team is not None and pool.get("gpu"):
-            # Kueue may lend idle quota, but a job that cannot start inside its team's own quota would
-            # wait for other teams to be idle; refuse it up front.
-            quota = int(team.get("gpuQuota") or 0)
-            if job.gpus_per_node * job.nodes.min > quota:
-                problems.append(
-                    f"{root}.nodes.min: {job.nodes.min} nodes x {job.gpus_per_node} GPUs is more than team "
-                    f"{job.team}'s GPU quota of {quota}"
-                )
+        problems += _check_pool_fit(job, platform, pool, root)
+        if team is not None and pool.gpu:
+            problems += _check_quota(job, team, root)
     if team is not None:
-        allowed = set(team.get("storage") or [])
-        for i, v in enumerate(job.volumes):
-            if v.storage not in allowed:
-                problems.append(
-                    f"{root}.volumes[{i}].storage: team {job.team} has no storage {v.storage!r} on platform {ref}; "
-                    f"it has: {', '.join(sorted(allowed)) or 'none'}"
-                )
-    if job.checkpoint is not None and "://" in job.checkpoint.uri:
-        scheme = job.checkpoint.uri.split("://", 1)[0]
-        store = platform.get("objectStore")
-        if job.checkpoint.uri.endswith("://auto"):
-            if store is None:
-                problems.append(
-                    f"{root}.checkpoint.uri: platform {ref} has no object storage; use a path on a writable volume"
-                )
-            elif scheme != store:
-                problems.append(
-                    f"{root}.checkpoint.uri: platform {ref} keeps checkpoints in {store}://; use {store}://auto"
-                )
+        problems += _check_volumes(job, team, ref, root)
+    problems += _check_object_store(job, platform, ref, root)
     return problems
+
+
+def _check_pool_fit(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutput, root: str) -> list[str]:
+    problems = []
+    if not pool.gpu:
+        problems.append(f"{root}.nodePool: {job.node_pool} is a CPU pool; a training job needs a GPU pool")
+    elif job.gpus_per_node > pool.gpus_per_node:
+        problems.append(
+            f"{root}.gpusPerNode: {job.gpus_per_node} is more than the {pool.gpus_per_node} GPUs "
+            f"per node of pool {job.node_pool}"
+        )
+    if job.nodes.max > pool.max_nodes:
+        problems.append(
+            f"{root}.nodes.max: {job.nodes.max} nodes is more than pool {job.node_pool} "
+            f"can scale to ({pool.max_nodes})"
+        )
+    if pool.capacity == "spot" and not job.spot:
+        others = [p.name for p in platform.node_pools if p.gpu == pool.gpu and p.capacity != "spot"]
+        hint = f"pick on-demand pool {others[0]}" if others else "set spot: true to accept preemption"
+        problems.append(f"{root}.spot: pool {job.node_pool} is spot capacity; {hint}")
+    if pool.capacity != "spot" and job.spot:
+        problems.append(
+            f"{root}.spot: pool {job.node_pool} is on-demand capacity; set spot: false or pick a spot pool"
+        )
+    return problems
+
+
+def _check_quota(job: JobSpec, team: TeamOutput, root: str) -> list[str]:
+    # Kueue may lend idle quota, but a job that cannot start inside its team's own quota would wait for
+    # other teams to be idle; refuse it up front.
+    if job.gpus_per_node * job.nodes.min > team.gpu_quota:
+        return [
+            f"{root}.nodes.min: {job.nodes.min} nodes x {job.gpus_per_node} GPUs is more than team "
+            f"{job.team}'s GPU quota of {team.gpu_quota}"
+        ]
+    return []
+
+
+def _check_volumes(job: JobSpec, team: TeamOutput, ref: str, root: str) -> list[str]:
+    allowed = set(team.storage)
+    return [
+        f"{root}.volumes[{i}].storage: team {job.team} has no storage {v.storage!r} on platform {ref}; "
+        f"it has: {', '.join(sorted(allowed)) or 'none'}"
+        for i, v in enumerate(job.volumes)
+        if v.storage not in allowed
+    ]
+
+
+def _check_object_store(job: JobSpec, platform: PlatformOutputs, ref: str, root: str) -> list[str]:
+    if job.checkpoint is None or not job.checkpoint.uri.endswith("://auto"):
+        return []
+    scheme = job.checkpoint.uri.split("://", 1)[0]
+    store = platform.object_store
+    if store is None:
+        return [
+            f"{root}.checkpoint.uri: platform {ref} has no object storage; use a path on a writable volume"
+        ]
+    if scheme != store:
+        return [f"{root}.checkpoint.uri: platform {ref} keeps checkpoints in {store}://; use {store}://auto"]
+    return []

@@ -68,6 +68,8 @@ def profile_bundle(spec, profile: str, provider):
                 machine_types=(shape.name,) if shape is not None else (),
                 extended_resources=extended,
                 pod_env=pod_env,
+                node_vcpus=shape.vcpus if shape is not None else None,
+                node_memory_gib=shape.memory_gib if shape is not None else None,
             )
         )
     storage = []
