@@ -68,7 +68,9 @@ def test_the_in_cluster_layer_does_not_ask_the_catalog_or_a_cloud_sdk():
             bad = [
                 n
                 for n in names
-                if n.startswith(("components.catalog", "components.aws", "components.gcp", "components.existing"))
+                if n.startswith(
+                    ("components.catalog", "components.aws", "components.gcp", "components.existing")
+                )
                 or n.startswith(("pulumi_aws", "pulumi_gcp"))
             ]
             if bad:
