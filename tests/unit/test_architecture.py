@@ -4,6 +4,7 @@ never asks the catalog about machines, and no module or function outgrows the li
 from __future__ import annotations
 
 import ast
+
 from tests.conftest import ROOT
 
 KUBERNETES = ROOT / "components" / "kubernetes"

@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 import pytest
 
 from components.backends import BuildArgs, backend_names, register_backend, unregister_backend
-from components.bundle import ClusterBundle, CloudProfile, NodePoolInfo, SystemObject, TaintInfo
+from components.bundle import CloudProfile, ClusterBundle, NodePoolInfo, SystemObject, TaintInfo
 from components.catalog import MachineShape
 from components.spec import ConfigError, NodePoolSpec, PlatformSpec, Spec, StorageSpec
 from components.spec.rules import check_declared_pool
