@@ -132,6 +132,16 @@ def _urn(stack: str, project: str, parent_urn: str | None, type_: str, name: str
     return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
 
 
+def _inherited(child_type: str, child_name: str, parent_name: str, parent_alias: str) -> str:
+    """The engine's inheritedChildAlias: the child under its parent's alias, its name's parent prefix
+    replaced by the alias's name."""
+    name = child_name
+    if child_name.startswith(parent_name):
+        name = parent_alias.split("::")[-1] + child_name[len(parent_name) :]
+    stack, project = parent_alias.split("::")[0].removeprefix("urn:pulumi:"), parent_alias.split("::")[1]
+    return _urn(stack, project, parent_alias, child_type, name)
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: MockCloud):
         super().__init__(mocks)
@@ -140,30 +150,48 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self._engine_urns: dict[str, str] = {}
 
     def _alias_urns(self, request, urn: str) -> tuple[str, ...]:
-        """Every old URN the engine would match to this registration (own aliases x parent's aliases)."""
+        """Every old URN the engine would match to this registration, by the engine's rules
+        (pulumi pkg/resource/deploy/step_generator.go: collapseAliasToUrn, inheritedChildAlias,
+        generateAliases): the resource's own aliases, collapsed against its current parent, and each of
+        them and its own URN re-parented under every alias of its parent (a child named after its parent
+        takes the parent alias's name as its prefix). The engine uses the one alias of the parent that
+        matched an old resource; every alias of the parent is a superset of that."""
         stack, project = urn.split("::")[0].removeprefix("urn:pulumi:"), urn.split("::")[1]
         parent = request.parent or None
-        parents = [self._engine_urns.get(parent) if parent else None, *self._aliases.get(parent or "", ())]
-        out: set[str] = set()
-        for p in parents:
-            out.add(_urn(stack, project, p, request.type, request.name))
-        for alias in request.aliases:
-            if alias.urn:
-                out.add(alias.urn)
-                continue
-            spec = alias.spec
-            own = [None] if spec.noParent else ([spec.parentUrn] if spec.parentUrn else parents)
-            for p in own:
-                out.add(
-                    _urn(
-                        spec.stack or stack,
-                        spec.project or project,
-                        p,
-                        spec.type or request.type,
-                        spec.name or request.name,
-                    )
-                )
+        own = {u for alias in request.aliases for u in self._collapse(alias, request, stack, project)}
+        out = set(own)
+        if parent is not None:
+            parent_name = parent.split("::")[-1]
+            for parent_alias in self._aliases.get(parent, ()):
+                out.add(_inherited(request.type, request.name, parent_name, parent_alias))
+                for alias_urn in own:
+                    child_type = alias_urn.split("::")[2].split("$")[-1]
+                    out.add(_inherited(child_type, alias_urn.split("::")[-1], parent_name, parent_alias))
         return tuple(sorted(out))
+
+    def _collapse(self, alias, request, stack: str, project: str) -> list[str]:
+        """One alias as URNs (collapseAliasToUrn); an alias parent that was itself aliased answers to
+        each of its aliases too."""
+        if alias.urn:
+            return [alias.urn]
+        spec = alias.spec
+        if spec.noParent:
+            parents: list[str | None] = [None]
+        elif spec.parentUrn:
+            given = spec.parentUrn
+            parents = [self._engine_urns.get(given, given), *self._aliases.get(given, ())]
+        else:
+            parents = [self._engine_urns.get(request.parent) if request.parent else None]
+        return [
+            _urn(
+                spec.stack or stack,
+                spec.project or project,
+                None if p is not None and p.split("::")[2] == "pulumi:pulumi:Stack" else p,
+                spec.type or request.type,
+                spec.name or request.name,
+            )
+            for p in parents
+        ]
 
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
