@@ -64,6 +64,9 @@ TAINT_EFFECTS = {
     "NoExecute": "NO_EXECUTE",
 }
 CA_PREFIX = "k8s.io/cluster-autoscaler"
+# The type GPU pools were registered as before CPU and GPU pools shared one (stacks deployed before
+# keep their pools through this alias).
+OLD_GPU_POOL_TYPE = pulumi.Alias(type_="trainplane:aws:GpuNodePool")
 NODE_POLICIES = (
     "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
     "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
@@ -200,7 +203,8 @@ class NodePoolArgs:
 class NodePool(pulumi.ComponentResource):
     """One managed node group with its launch template (and EFA plumbing), tagged for the autoscaler.
 
-    Registered as `trainplane:aws:GpuNodePool` for GPU pools and `trainplane:aws:NodePool` for CPU pools.
+    Registered as `trainplane:aws:NodePool` for CPU and GPU pools alike; GPU pools were once
+    `trainplane:aws:GpuNodePool` and carry that type as an alias, so deployed pools are not replaced.
     """
 
     node_group: aws.eks.NodeGroup
@@ -209,8 +213,9 @@ class NodePool(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         pool = args.pool
-        token = "trainplane:aws:GpuNodePool" if pool.is_gpu else "trainplane:aws:NodePool"
-        super().__init__(token, name, None, opts)
+        if pool.is_gpu:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_GPU_POOL_TYPE]))
+        super().__init__("trainplane:aws:NodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         shapes = machine_shapes(pool, args.gpus_per_node)
         # What workloads select the pool by (the bundle); the nodes carry these and a few more.

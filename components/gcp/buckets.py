@@ -18,6 +18,8 @@ from components.gcp.naming import gcp_labels, short_id
 from components.spec import PlatformSpec
 
 NONCURRENT_DAYS = 7
+# The type the buckets component had before it was named like AWS's (stacks deployed before keep it).
+OLD_BUCKETS_TYPE = pulumi.Alias(type_="trainplane:gcp:Buckets")
 NEWER_VERSIONS = 3
 # Multi-GB checkpoint shards are uploaded in parts; parts of a crashed upload are cleaned after a day.
 ABORT_UPLOADS_DAYS = 1
@@ -43,7 +45,9 @@ class PlatformBuckets(pulumi.ComponentResource):
     logs: gcp.storage.Bucket | None = None
 
     def __init__(self, name: str, args: PlatformBucketsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:gcp:Buckets", name, None, opts)
+        # Named like AWS's; deployed stacks registered it as trainplane:gcp:Buckets.
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_BUCKETS_TYPE]))
+        super().__init__("trainplane:gcp:PlatformBuckets", name, None, opts)
         spec = args.spec
         common = {
             "project": spec.project,

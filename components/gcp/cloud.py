@@ -31,8 +31,8 @@ from components.bundle import (
 from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
-from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork, GcpNetworkArgs
-from components.gcp.node_pool import GpuNodePool, GpuNodePoolArgs
+from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
+from components.gcp.node_pool import NodePool, NodePoolArgs
 from components.gcp.profile import GKE_STORAGE_CLASS, gke_profile
 from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, LustreStorage, LustreStorageArgs
 from components.spec import PlatformSpec
@@ -56,9 +56,9 @@ class GcpCloud(pulumi.ComponentResource):
         lustre = any(s.kind == "lustre" for s in spec.storage)
         legacy_lustre = lustre and uses_legacy_lustre_port(spec)
 
-        network = GcpNetwork(
+        network = Network(
             f"{name}-net",
-            GcpNetworkArgs(
+            NetworkArgs(
                 spec=spec,
                 lustre_port=(LUSTRE_LEGACY_PORT if legacy_lustre else LUSTRE_PORT) if lustre else None,
             ),
@@ -68,9 +68,9 @@ class GcpCloud(pulumi.ComponentResource):
         nodes = NodeIdentity(f"{name}-nodes", NodeIdentityArgs(spec=spec), child)
 
         pools = [
-            GpuNodePool(
+            NodePool(
                 f"{name}-{pool.name}",
-                GpuNodePoolArgs(
+                NodePoolArgs(
                     spec=spec,
                     pool=pool,
                     cluster_id=gke.cluster.id,

@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.gcp.naming import gcp_labels
-from components.gcp.network import GcpNetwork
+from components.gcp.network import Network
 from components.spec import PlatformSpec
 
 DEFAULT_RELEASE_CHANNEL = "REGULAR"
@@ -76,7 +76,7 @@ def kubeconfig_for(name: str, endpoint: str, ca_data: str) -> str:
 @dataclass(frozen=True)
 class GkeClusterArgs:
     spec: PlatformSpec
-    network: GcpNetwork
+    network: Network
 
 
 class GkeCluster(pulumi.ComponentResource):

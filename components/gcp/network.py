@@ -1,4 +1,4 @@
-"""GcpNetwork: the VPC a GKE platform runs in, or references to one the user brings.
+"""Network: the VPC a GKE platform runs in, or references to one the user brings.
 
 Created network: a custom-mode VPC, one regional subnet with secondary ranges for pods and services
 (VPC-native GKE), a Cloud Router + Cloud NAT so private nodes can pull images, firewall rules scoped to the
@@ -37,13 +37,13 @@ LUSTRE_MTU = 8896
 
 
 @dataclass(frozen=True)
-class GcpNetworkArgs:
+class NetworkArgs:
     spec: PlatformSpec
     # Open the Lustre LNet port from the private services range (only when Managed Lustre is used).
     lustre_port: int | None = None
 
 
-class GcpNetwork(pulumi.ComponentResource):
+class Network(pulumi.ComponentResource):
     """The VPC, subnet, NAT and firewall of one platform (or references to a network brought along)."""
 
     network_id: pulumi.Output[str]  # projects/<p>/global/networks/<n>
@@ -61,7 +61,7 @@ class GcpNetwork(pulumi.ComponentResource):
     private_services: gcp.servicenetworking.Connection | None = None
     private_services_cidr: str | None = None
 
-    def __init__(self, name: str, args: GcpNetworkArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:Network", name, None, opts)
         spec = args.spec
         net = spec.network
@@ -192,3 +192,8 @@ class GcpNetwork(pulumi.ComponentResource):
             )
 
         self.register_outputs({"networkId": self.network_id, "subnetworkId": self.subnetwork_id})
+
+
+# The names this module had before networks were named alike on every cloud.
+GcpNetwork = Network
+GcpNetworkArgs = NetworkArgs

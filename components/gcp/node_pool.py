@@ -1,4 +1,4 @@
-"""GpuNodePool: one GKE node pool from one `nodePools` entry (the GPU pools and the CPU system pool).
+"""NodePool: one GKE node pool from one `nodePools` entry (the GPU pools and the CPU system pool).
 
 GPU pools follow NVIDIA's GKE guide for the GPU operator, which the in-cluster layer installs:
 - `gpu_driver_installation_config.gpu_driver_version = INSTALLATION_DISABLED`: GKE does not install the
@@ -43,10 +43,12 @@ GKE_TAINT_EFFECTS = {
 HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-")
 DEFAULT_GPU_DISK_GIB = 200  # training images (CUDA, PyTorch) are large
 DEFAULT_CPU_DISK_GIB = 50  # docs/configuration.md: 200 (GPU), 50 (CPU)
+# The type every GKE pool was registered as before all clouds' pools shared `NodePool`.
+OLD_POOL_TYPE = pulumi.Alias(type_="trainplane:gcp:GpuNodePool")
 
 
 @dataclass(frozen=True)
-class GpuNodePoolArgs:
+class NodePoolArgs:
     spec: PlatformSpec
     pool: NodePoolSpec
     # The cluster's id (projects/<p>/locations/<l>/clusters/<n>) and location.
@@ -86,14 +88,19 @@ def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
     return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
 
 
-class GpuNodePool(pulumi.ComponentResource):
-    """A GKE node pool; GPU pools carry their accelerators, driver mode, taint and labels."""
+class NodePool(pulumi.ComponentResource):
+    """A GKE node pool; GPU pools carry their accelerators, driver mode, taint and labels.
+
+    Registered as `trainplane:gcp:NodePool`, the node pool type of every cloud; it was
+    `trainplane:gcp:GpuNodePool` (for CPU pools too), kept as an alias so deployed pools stay.
+    """
 
     node_pool: gcp.container.NodePool
     info: NodePoolInfo
 
-    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:gcp:GpuNodePool", name, None, opts)
+    def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_POOL_TYPE]))
+        super().__init__("trainplane:gcp:NodePool", name, None, opts)
         spec, pool = args.spec, args.pool
         shape = pool_shape(spec, pool)
         machine_type = shape.name if shape is not None else pool.machine_type
@@ -200,3 +207,8 @@ class GpuNodePool(pulumi.ComponentResource):
             node_memory_gib=shape.memory_gib if shape is not None else None,
         )
         self.register_outputs({"name": self.node_pool.name})
+
+
+# The names this module had before every cloud's pool was a `NodePool`.
+GpuNodePool = NodePool
+GpuNodePoolArgs = NodePoolArgs

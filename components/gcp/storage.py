@@ -17,7 +17,7 @@ import pulumi_gcp as gcp
 
 from components.bundle import StorageHandle
 from components.gcp.naming import gcp_labels, short_id
-from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork
+from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network
 from components.gcp.rules import (
     FILESTORE_DEFAULT_TIER,
     FILESTORE_LIMITS_GIB,
@@ -51,7 +51,7 @@ def lustre_fsname(storage: str) -> str:
 class FilestoreStorageArgs:
     spec: PlatformSpec
     storage: StorageSpec
-    network: GcpNetwork
+    network: Network
 
 
 class FilestoreStorage(pulumi.ComponentResource):
@@ -123,7 +123,7 @@ class FilestoreStorage(pulumi.ComponentResource):
 class LustreStorageArgs:
     spec: PlatformSpec
     storage: StorageSpec
-    network: GcpNetwork
+    network: Network
     # GKE before 1.33.2-gke.4780000: the instance serves LNet on 6988 (`gke_support_enabled`).
     legacy_port: bool = False
 

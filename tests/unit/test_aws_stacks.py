@@ -212,4 +212,4 @@ def test_trainplane_plan_shows_tree_cost_and_critical_path(capsys):
     # FSx (10 min) runs beside the control plane, so it is not on the path.
     assert "aws:fsx/lustreFileSystem:LustreFileSystem" not in steps
     names = json.dumps(summary["tree"])
-    assert "trainplane:aws:GpuNodePool" in names and "trainplane:aws:LustreStorage" in names
+    assert "trainplane:aws:NodePool" in names and "trainplane:aws:LustreStorage" in names
