@@ -91,6 +91,9 @@ class StorageHandle:
     # Address clients connect to (for NetworkPolicy egress and docs).
     endpoint: pulumi.Input[str] | None = None
     ports: tuple[int, ...] = ()
+    # Where a DNS-name endpoint's addresses lie (the file system's VPC), so egress to it can still be
+    # narrowed: NetworkPolicy matches addresses, not names. None: any address, on `ports` only.
+    endpoint_cidr: pulumi.Input[str] | None = None
 
 
 @dataclass(frozen=True)

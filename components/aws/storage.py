@@ -36,6 +36,9 @@ class StorageArgs:
     node_security_group_id: pulumi.Input[str]
     kms_key_arn: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)
+    # The VPC's CIDR when trainplane made it: the file system's DNS name resolves into it, so team
+    # egress to it narrows to the VPC (None for a VPC brought along).
+    vpc_cidr: str | None = None
 
 
 def _client_rules(
@@ -141,6 +144,7 @@ class LustreStorage(pulumi.ComponentResource):
             # flock: training code and DCP take POSIX locks on shared files.
             mount_options=("flock",),
             endpoint=fs.dns_name,
+            endpoint_cidr=args.vpc_cidr,
             ports=LUSTRE_PORTS,
         )
         self.register_outputs({"fileSystemId": fs.id})
@@ -209,6 +213,7 @@ class EfsStorage(pulumi.ComponentResource):
             volume_handle=fs.id,
             mount_options=tuple(st.mount_options),
             endpoint=fs.dns_name,
+            endpoint_cidr=args.vpc_cidr,
             ports=(NFS_PORT,),
         )
         self.register_outputs({"fileSystemId": fs.id})

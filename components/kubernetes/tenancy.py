@@ -93,12 +93,13 @@ def limit_range(pools: Sequence[NodePoolInfo]) -> dict[str, Any]:
     return {"limits": [item]}
 
 
-def _cidr(endpoint: str | None) -> str:
-    """A /32 for an IP endpoint; anywhere for a DNS name (NetworkPolicy cannot match names)."""
+def _cidr(endpoint: str | None, name_cidr: str | None = None) -> str:
+    """A /32 for an IP endpoint; for a DNS name (NetworkPolicy cannot match names) the block its
+    addresses lie in when the cloud layer knows it, else anywhere."""
     try:
         return f"{ipaddress.ip_address(endpoint or '')}/32"
     except ValueError:
-        return "0.0.0.0/0"
+        return name_cidr or "0.0.0.0/0"
 
 
 def network_policies(
@@ -145,11 +146,13 @@ def network_policies(
         if handle.name not in used or not handle.ports:
             continue
         ports = [{"protocol": "TCP", "port": p} for p in handle.ports]
-        policies[f"allow-storage-{handle.name}"] = pulumi.Output.from_input(handle.endpoint).apply(
+        policies[f"allow-storage-{handle.name}"] = pulumi.Output.all(
+            handle.endpoint, handle.endpoint_cidr
+        ).apply(
             lambda ep, ports=ports: {
                 "podSelector": everyone,
                 "policyTypes": ["Egress"],
-                "egress": [{"to": [{"ipBlock": {"cidr": _cidr(ep)}}], "ports": ports}],
+                "egress": [{"to": [{"ipBlock": {"cidr": _cidr(ep[0], ep[1])}}], "ports": ports}],
             }
         )
     if bundle.profile.identity_endpoints:
