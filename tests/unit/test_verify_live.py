@@ -128,7 +128,9 @@ def healthy_cluster(p) -> dict:
     return {
         "storage_classes": [
             k.V1StorageClass(
-                metadata=meta("gp3", annotations={"storageclass.kubernetes.io/is-default-class": "true"}),
+                metadata=meta(
+                    "gp3-encrypted", annotations={"storageclass.kubernetes.io/is-default-class": "true"}
+                ),
                 provisioner="ebs.csi.aws.com",
             )
         ],
@@ -161,7 +163,11 @@ def test_live_storage_needs_a_default_class_and_its_csi_driver(api):
     assert report.failed() == ["storage"]
     assert any("ebs.csi.aws.com" in f.message for f in report.findings)
     state["storage_classes"] = []
-    assert any("no default class" in f.message for f in live(api, state).findings)
+    # aws-dev names its class (the EKS layer's encrypted gp3), so a cluster without it fails on that.
+    assert any(
+        "asks for StorageClass 'gp3-encrypted'; the cluster has none" in f.message
+        for f in live(api, state).findings
+    )
 
 
 def test_live_network_needs_an_enforcing_agent(api):
@@ -185,7 +191,12 @@ def test_live_gpu_nodes_need_their_taint_and_daemonset_pods(api):
 
 def test_live_service_account_annotations_match_the_plan(api):
     state = healthy_cluster(plan("aws-dev"))
-    state["service_accounts"][0].metadata.annotations = {}
+    (trainer,) = [
+        sa
+        for sa in state["service_accounts"]
+        if (sa.metadata.namespace, sa.metadata.name) == ("research", "trainer")
+    ]
+    trainer.metadata.annotations = {}
     report = live(api, state)
     assert report.failed() == ["identity"]
 
