@@ -25,20 +25,30 @@ from components.bundle import (
     team_local_queue,
     team_namespace,
 )
+from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
 from components.outputs import NodePoolOutput, PlatformOutputs, StorageOutput, TaintOutput, TeamOutput
 from components.spec import PlatformSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuPlatformArgs:
     spec: PlatformSpec
     # Only for backends that adopt an existing cluster: its kubeconfig (keep it a secret).
     kubeconfig: pulumi.Input[str] | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuPlatformResources:
+    # What the cloud backend handed over (provider, pools, storage, identities...).
+    cluster: ClusterBundle
+    # Everything inside the cluster (its own `.resources` reach each part).
+    incluster: InClusterPlatform
+
+
 class GpuPlatform(pulumi.ComponentResource):
     """A GPU training platform on one cloud: the cluster and what runs inside it."""
 
+    resources: GpuPlatformResources
     cluster: ClusterBundle
     # What the stack exports (`outputs.exports()`), typed; job stacks parse the same model back.
     outputs: PlatformOutputs
@@ -50,11 +60,10 @@ class GpuPlatform(pulumi.ComponentResource):
         self.cluster = backend(spec.cloud).build(
             name, BuildArgs(spec=spec, kubeconfig=args.kubeconfig), pulumi.ResourceOptions(parent=self)
         )
-        from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
-
         self.incluster = InClusterPlatform(
-            name, InClusterArgs(spec, self.cluster), pulumi.ResourceOptions(parent=self)
+            name, InClusterArgs(spec=spec, bundle=self.cluster), pulumi.ResourceOptions(parent=self)
         )
+        self.resources = GpuPlatformResources(cluster=self.cluster, incluster=self.incluster)
         self.outputs = platform_outputs(spec, self.cluster)
         self.register_outputs({"clusterName": self.cluster.name})
 

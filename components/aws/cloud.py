@@ -36,7 +36,7 @@ from components.spec import PlatformSpec
 DEFAULT_ZONES = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AwsCloudArgs:
     spec: PlatformSpec
 

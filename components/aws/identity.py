@@ -136,7 +136,7 @@ class OidcIssuer:
     issuer_url: pulumi.Input[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServiceAccountRoleArgs:
     oidc: OidcIssuer
     namespace: str
@@ -184,7 +184,7 @@ def scoped_policy(build: Callable[..., str], *inputs: pulumi.Input[str]) -> pulu
     return pulumi.Output.all(*inputs).apply(lambda v: build(*v))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadIdentitiesArgs:
     oidc: OidcIssuer
     teams: Sequence[str]

@@ -183,7 +183,7 @@ class NodeRole(pulumi.ComponentResource):
         self.register_outputs({"arn": self.arn})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodePoolArgs:
     pool: NodePoolSpec
     gpus_per_node: int
@@ -200,6 +200,17 @@ class NodePoolArgs:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class NodePoolResources:
+    node_group: aws.eks.NodeGroup
+    launch_template: aws.ec2.LaunchTemplate
+    # EFA and compact pools: the cluster placement group; EFA pools: the group's self-referencing SG.
+    placement_group: aws.ec2.PlacementGroup | None
+    efa_security_group: aws.ec2.SecurityGroup | None
+    # The ASG tags the cluster autoscaler discovers and scales from zero by.
+    autoscaler_tags: tuple[aws.autoscaling.Tag, ...]
+
+
 class NodePool(pulumi.ComponentResource):
     """One managed node group with its launch template (and EFA plumbing), tagged for the autoscaler.
 
@@ -210,6 +221,7 @@ class NodePool(pulumi.ComponentResource):
     node_group: aws.eks.NodeGroup
     node_group_name: str
     info: NodePoolInfo
+    resources: NodePoolResources
 
     def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         pool = args.pool
@@ -236,6 +248,7 @@ class NodePool(pulumi.ComponentResource):
 
         security_groups: list[pulumi.Input[str]] = list(args.security_group_ids)
         placement = None
+        efa_sg = group = None
         if pool.efa:
             efa_sg = aws.ec2.SecurityGroup(
                 f"{name}-efa",
@@ -342,14 +355,23 @@ class NodePool(pulumi.ComponentResource):
             resources,
         )
         asg_name = self.node_group.resources.apply(_asg_name)
+        asg_tags = []
         for key, value in ca_tags.items():
-            aws.autoscaling.Tag(
+            tag = aws.autoscaling.Tag(
                 f"{name}-tag-{_slug(key)}",
                 autoscaling_group_name=asg_name,
                 # Template tags describe the group; launching instances need no copy of them.
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                 opts=child,
             )
+            asg_tags.append(tag)
+        self.resources = NodePoolResources(
+            node_group=self.node_group,
+            launch_template=template,
+            placement_group=group,
+            efa_security_group=efa_sg,
+            autoscaler_tags=tuple(asg_tags),
+        )
         self.info = NodePoolInfo(
             name=pool.name,
             gpu=pool.gpu,

@@ -27,7 +27,7 @@ DEFAULT_THROUGHPUT = 250
 EFS_NOMINAL_GIB = 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StorageArgs:
     spec: StorageSpec
     cluster_name: str

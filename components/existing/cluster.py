@@ -33,7 +33,7 @@ def existing_profile(spec: PlatformSpec) -> CloudProfile:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ExistingClusterArgs:
     spec: PlatformSpec
     # The kubeconfig document (a secret); None uses the ambient kubeconfig and `cluster.context`.

@@ -32,7 +32,7 @@ def bucket_name(spec: PlatformSpec, purpose: str) -> str:
     return short_id(f"{spec.project}-{spec.cluster.name}-{purpose}", 63)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlatformBucketsArgs:
     spec: PlatformSpec
     logs: bool = False  # a bucket for Loki (observability.loki)

@@ -38,7 +38,7 @@ from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, Lustr
 from components.spec import PlatformSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GcpCloudArgs:
     spec: PlatformSpec
 

@@ -73,7 +73,7 @@ def kubeconfig_for(name: str, endpoint: str, ca_data: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GkeClusterArgs:
     spec: PlatformSpec
     network: Network

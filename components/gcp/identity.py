@@ -52,7 +52,7 @@ def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodeIdentityArgs:
     spec: PlatformSpec
 
@@ -88,7 +88,7 @@ class NodeIdentity(pulumi.ComponentResource):
         self.register_outputs({"email": self.account.email})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadIdentityArgs:
     spec: PlatformSpec
     namespace: str

@@ -36,7 +36,7 @@ LUSTRE_LEGACY_PORT = 6988
 LUSTRE_MTU = 8896
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
     spec: PlatformSpec
     # Open the Lustre LNet port from the private services range (only when Managed Lustre is used).

@@ -47,7 +47,7 @@ DEFAULT_CPU_DISK_GIB = 50  # docs/configuration.md: 200 (GPU), 50 (CPU)
 OLD_POOL_TYPE = pulumi.Alias(type_="trainplane:gcp:GpuNodePool")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodePoolArgs:
     spec: PlatformSpec
     pool: NodePoolSpec
@@ -88,6 +88,11 @@ def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
     return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
 
 
+@dataclass(frozen=True, kw_only=True)
+class NodePoolResources:
+    node_pool: gcp.container.NodePool
+
+
 class NodePool(pulumi.ComponentResource):
     """A GKE node pool; GPU pools carry their accelerators, driver mode, taint and labels.
 
@@ -97,6 +102,7 @@ class NodePool(pulumi.ComponentResource):
 
     node_pool: gcp.container.NodePool
     info: NodePoolInfo
+    resources: NodePoolResources
 
     def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_POOL_TYPE]))
@@ -206,6 +212,7 @@ class NodePool(pulumi.ComponentResource):
             node_vcpus=shape.vcpus if shape is not None else None,
             node_memory_gib=shape.memory_gib if shape is not None else None,
         )
+        self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})
 
 

@@ -47,7 +47,7 @@ def lustre_fsname(storage: str) -> str:
     return name[:8]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FilestoreStorageArgs:
     spec: PlatformSpec
     storage: StorageSpec
@@ -119,7 +119,7 @@ class FilestoreStorage(pulumi.ComponentResource):
         self.register_outputs({"ip": ip})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LustreStorageArgs:
     spec: PlatformSpec
     storage: StorageSpec

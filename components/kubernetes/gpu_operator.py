@@ -23,7 +23,7 @@ from components.charts import CHARTS
 from components.kubernetes.dashboards.metrics import dcgm_exporter_csv
 from components.kubernetes.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
 from components.kubernetes.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
-from components.spec import GpuOperatorSpec, PlatformSpec
+from components.spec import GpuHealthSpec, GpuOperatorSpec
 
 # The exporter's metrics list. dcgm-exporter reads it from this ConfigMap (key `metrics`) through the API
 # when DCGM_EXPORTER_CONFIGMAP_DATA=<namespace>:<name> is set (4.5.3-4.8.2 counters.readConfigMap); the
@@ -74,14 +74,13 @@ def device_plugin_config(op: GpuOperatorSpec) -> dict[str, str] | None:
     return {TIME_SLICING_CONFIG: yaml.safe_dump(config, sort_keys=False)}
 
 
-def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, Any]:
+def gpu_operator_values(op: GpuOperatorSpec, health: GpuHealthSpec, bundle: ClusterBundle) -> dict[str, Any]:
     """Helm values of the gpu-operator chart for this platform; every key exists in the chart defaults."""
-    op = spec.gpu_operator
     # The operator's DaemonSets must land on every GPU node, whatever extra taints a pool carries, and on a
     # node the health controller holds back (its diagnostic needs the validated GPU stack; DCGM must keep
     # reporting on a quarantined node).
     taint_keys = {GPU_TAINT_KEY} | {t.key for p in bundle.node_pools if p.gpu for t in p.taints}
-    if spec.gpu_health.enabled:
+    if health.enabled:
         taint_keys |= set(HEALTH_TAINT_KEYS)
     tolerations = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in sorted(taint_keys)]
     values: dict[str, Any] = {
@@ -166,9 +165,10 @@ def system_object(
     return cls(resource_name, metadata=metadata, **body, opts=opts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuOperatorArgs:
-    spec: PlatformSpec
+    gpu_operator: GpuOperatorSpec
+    gpu_health: GpuHealthSpec
     bundle: ClusterBundle
     # kube-prometheus-stack's release: it installs the monitoring.coreos.com CRDs, and the operator creates
     # the DCGM ServiceMonitor only if they exist when it reconciles (controllers/object_controls.go
@@ -176,10 +176,23 @@ class GpuOperatorArgs:
     prometheus: pulumi.Resource | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuOperatorResources:
+    namespace: k8s.core.v1.Namespace
+    release: k8s.helm.v3.Release
+    # The DCGM exporter's metrics list.
+    metrics_config: k8s.core.v1.ConfigMap
+    # The cloud profile's objects (e.g. GKE's COS driver installer and system-priority quota).
+    system_objects: tuple[pulumi.CustomResource, ...]
+    # GPU node health (controller, diagnostic); None when turned off.
+    health: GpuHealth | None
+
+
 class GpuOperator(pulumi.ComponentResource):
-    """The GPU operator release in its own namespace, plus the GKE driver installer and quota."""
+    """The GPU operator release in its own namespace, plus what the cloud profile adds beside it."""
 
     release: k8s.helm.v3.Release
+    resources: GpuOperatorResources
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:GpuOperator", name, None, opts)
@@ -205,32 +218,44 @@ class GpuOperator(pulumi.ComponentResource):
             res for res, o in zip(system, args.bundle.profile.system_objects, strict=True) if o.gates_operator
         ]
         # The exporter exits when its metrics ConfigMap is missing: it exists before the release.
-        waits.append(
-            k8s.core.v1.ConfigMap(
-                f"{name}-dcgm-metrics",
-                metadata={"name": DCGM_METRICS_CONFIG, "namespace": ns.metadata["name"]},
-                data={"metrics": dcgm_exporter_csv()},
-                opts=child,
-            )
+        metrics = k8s.core.v1.ConfigMap(
+            f"{name}-dcgm-metrics",
+            metadata={"name": DCGM_METRICS_CONFIG, "namespace": ns.metadata["name"]},
+            data={"metrics": dcgm_exporter_csv()},
+            opts=child,
         )
+        waits.append(metrics)
         chart = CHARTS["gpu-operator"]
-        version = args.spec.gpu_operator.version or chart.version
+        version = args.gpu_operator.version or chart.version
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=GPU_OPERATOR_RELEASE,
             namespace=ns.metadata["name"],
             **{**chart.release_args(), "version": version},
-            values=gpu_operator_values(args.spec, args.bundle),
+            values=gpu_operator_values(args.gpu_operator, args.gpu_health, args.bundle),
             timeout=GPU_OPERATOR_TIMEOUT_S,
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
         )
         self.health = (
             GpuHealth(
                 f"{name}-health",
-                GpuHealthArgs(args.spec, args.bundle, ns.metadata["name"], operator=self.release),
+                GpuHealthArgs(
+                    health=args.gpu_health,
+                    gpu_operator=args.gpu_operator,
+                    bundle=args.bundle,
+                    namespace=ns.metadata["name"],
+                    operator=self.release,
+                ),
                 child,
             )
-            if args.spec.gpu_health.enabled
+            if args.gpu_health.enabled
             else None
+        )
+        self.resources = GpuOperatorResources(
+            namespace=ns,
+            release=self.release,
+            metrics_config=metrics,
+            system_objects=tuple(system),
+            health=self.health,
         )
         self.register_outputs({"release": self.release.name})

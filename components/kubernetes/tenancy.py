@@ -11,7 +11,7 @@ Prometheus scraping from the monitoring namespace, the shared file systems, the 
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,7 +26,7 @@ from components.bundle import (
     team_namespace,
 )
 from components.kubernetes.names import TRAINER_METRICS_PORT
-from components.spec import PlatformSpec, TeamSpec
+from components.spec import TeamSpec
 
 # Used where the GPU machines are unknown (existing clusters): a typical 8-GPU server has ~96-128 vCPUs
 # and 1-2 TiB of memory.
@@ -103,7 +103,7 @@ def _cidr(endpoint: str | None, name_cidr: str | None = None) -> str:
 
 
 def network_policies(
-    spec: PlatformSpec, bundle: ClusterBundle, team: TeamSpec
+    bundle: ClusterBundle, team: TeamSpec
 ) -> dict[str, dict[str, Any] | pulumi.Output[dict[str, Any]]]:
     """NetworkPolicy specs by name for one team namespace."""
     everyone: dict[str, Any] = {}
@@ -141,7 +141,7 @@ def network_policies(
             ],
         },
     }
-    used = set(team.storage) if team.storage is not None else {s.name for s in spec.storage}
+    used = set(team.storage) if team.storage is not None else {h.name for h in bundle.storage}
     for handle in bundle.storage:
         if handle.name not in used or not handle.ports:
             continue
@@ -179,21 +179,34 @@ def network_policies(
     return policies
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TeamTenancyArgs:
-    spec: PlatformSpec
-    bundle: ClusterBundle
     team: TeamSpec
+    bundle: ClusterBundle
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamTenancyResources:
+    namespace: k8s.core.v1.Namespace
+    service_account: k8s.core.v1.ServiceAccount
+    quota: k8s.core.v1.ResourceQuota
+    limits: k8s.core.v1.LimitRange
+    role: k8s.rbac.v1.Role
+    role_binding: k8s.rbac.v1.RoleBinding
+    # The team admins' binding of the built-in `edit` role; None without admins.
+    admins: k8s.rbac.v1.RoleBinding | None
+    network_policies: Mapping[str, k8s.networking.v1.NetworkPolicy]
 
 
 class TeamTenancy(pulumi.ComponentResource):
     """One team's namespace and everything that fences it."""
 
     namespace: k8s.core.v1.Namespace
+    resources: TeamTenancyResources
 
     def __init__(self, name: str, args: TeamTenancyArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:TeamTenancy", name, None, opts)
-        spec, bundle, team = args.spec, args.bundle, args.team
+        bundle, team = args.bundle, args.team
         child = pulumi.ResourceOptions(parent=self)
         ns_name = team_namespace(team)
         self.namespace = k8s.core.v1.Namespace(
@@ -219,26 +232,27 @@ class TeamTenancy(pulumi.ComponentResource):
         self.service_account = k8s.core.v1.ServiceAccount(
             f"{name}-sa", metadata=meta(TEAM_SERVICE_ACCOUNT, annotations=annotations), opts=child
         )
-        k8s.core.v1.ResourceQuota(
+        quota = k8s.core.v1.ResourceQuota(
             f"{name}-quota",
             metadata=meta("team-quota"),
             spec={"hard": team_quota(bundle.node_pools, team)},
             opts=child,
         )
-        k8s.core.v1.LimitRange(
+        limits = k8s.core.v1.LimitRange(
             f"{name}-limits", metadata=meta("team-limits"), spec=limit_range(bundle.node_pools), opts=child
         )
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta("trainer"), rules=TRAINER_RULES, opts=child)
-        k8s.rbac.v1.RoleBinding(
+        binding = k8s.rbac.v1.RoleBinding(
             f"{name}-rolebinding",
             metadata=meta("trainer"),
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
             subjects=[{"kind": "ServiceAccount", "name": TEAM_SERVICE_ACCOUNT, "namespace": ns}],
             opts=child,
         )
+        admins = None
         if team.admins:
             # Team admins manage their own namespace only (the built-in `edit` role, bound namespaced).
-            k8s.rbac.v1.RoleBinding(
+            admins = k8s.rbac.v1.RoleBinding(
                 f"{name}-admins",
                 metadata=meta("team-admins"),
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
@@ -247,8 +261,20 @@ class TeamTenancy(pulumi.ComponentResource):
                 ],
                 opts=child,
             )
-        for policy_name, policy in network_policies(spec, bundle, team).items():
-            k8s.networking.v1.NetworkPolicy(
+        policies = {
+            policy_name: k8s.networking.v1.NetworkPolicy(
                 f"{name}-{policy_name}", metadata=meta(policy_name), spec=policy, opts=child
             )
+            for policy_name, policy in network_policies(bundle, team).items()
+        }
+        self.resources = TeamTenancyResources(
+            namespace=self.namespace,
+            service_account=self.service_account,
+            quota=quota,
+            limits=limits,
+            role=role,
+            role_binding=binding,
+            admins=admins,
+            network_policies=policies,
+        )
         self.register_outputs({"namespace": ns})

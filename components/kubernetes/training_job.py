@@ -38,7 +38,7 @@ CPU_PER_GPU, MEMORY_GIB_PER_GPU = 8, 64
 NODE_SHARE = 0.85
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainingJobArgs:
     job: JobSpec
     # The platform stack's outputs (components.outputs), already checked by check_job.
@@ -177,8 +177,18 @@ def pod_failure_policy() -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingJobResources:
+    config: k8s.core.v1.ConfigMap
+    service: k8s.core.v1.Service
+    job: k8s.batch.v1.Job
+    pod_monitor: k8s.apiextensions.CustomResource
+
+
 class TrainingJob(pulumi.ComponentResource):
     """A distributed training job on a trainplane platform."""
+
+    resources: TrainingJobResources
 
     outputs: dict[str, Any]
 
@@ -205,7 +215,7 @@ class TrainingJob(pulumi.ComponentResource):
             data={CONFIG_FILE: yaml.safe_dump(trainer_config(job), sort_keys=False)},
             opts=child,
         )
-        k8s.core.v1.Service(
+        service_res = k8s.core.v1.Service(
             f"{name}-workers",
             metadata={"name": service, "namespace": namespace, "labels": labels},
             spec={
@@ -356,13 +366,16 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         # Scraped by the platform's Prometheus (it selects every PodMonitor); labels job and rank.
-        k8s.apiextensions.CustomResource(
+        monitor = k8s.apiextensions.CustomResource(
             f"{name}-metrics",
             api_version="monitoring.coreos.com/v1",
             kind="PodMonitor",
             metadata={"name": job.name, "namespace": namespace, "labels": labels},
             spec=trainer_pod_monitor(job.name),
             opts=child,
+        )
+        self.resources = TrainingJobResources(
+            config=config_map, service=service_res, job=self.job, pod_monitor=monitor
         )
         selector = f"{JOB_LABEL}={job.name}"
         self.outputs = {

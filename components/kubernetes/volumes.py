@@ -9,7 +9,7 @@ names them; drivers that come as cloud add-ons arrive with the cluster, and NFS 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,13 +19,13 @@ import pulumi_kubernetes as k8s
 from components.bundle import ClusterBundle, StorageHandle
 from components.charts import CHARTS
 from components.kubernetes.names import RELEASE_TIMEOUT_S
-from components.spec import PlatformSpec
+from components.spec import TeamSpec
 
 STORAGE_LABEL = "trainplane.dev/storage"
 
 
-def teams_of(spec: PlatformSpec, storage: str) -> list[str]:
-    return [t.name for t in spec.teams if t.storage is None or storage in t.storage]
+def teams_of(teams: Sequence[TeamSpec], storage: str) -> list[str]:
+    return [t.name for t in teams if t.storage is None or storage in t.storage]
 
 
 def pv_name(storage: str, team: str) -> str:
@@ -58,12 +58,21 @@ def persistent_volume_spec(handle: StorageHandle, team: str) -> dict[str, Any]:
     return spec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SharedVolumesArgs:
-    spec: PlatformSpec
+    teams: Sequence[TeamSpec]
     bundle: ClusterBundle
     # team name -> its namespace resource (claims wait for their namespace)
     namespaces: Mapping[str, k8s.core.v1.Namespace]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SharedVolumesResources:
+    # CSI driver releases installed for the handles (the cloud profile's charts).
+    csi_drivers: tuple[pulumi.Resource, ...]
+    # (storage, team) -> its PersistentVolume / the team's claim on it
+    volumes: Mapping[tuple[str, str], k8s.core.v1.PersistentVolume]
+    claims: Mapping[tuple[str, str], k8s.core.v1.PersistentVolumeClaim]
 
 
 class SharedVolumes(pulumi.ComponentResource):
@@ -71,7 +80,7 @@ class SharedVolumes(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: SharedVolumesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:SharedVolumes", name, None, opts)
-        spec, bundle = args.spec, args.bundle
+        bundle = args.bundle
         child = pulumi.ResourceOptions(parent=self)
         driver_ready: list[pulumi.Resource] = []
         used = {h.csi_driver for h in bundle.storage}
@@ -89,10 +98,12 @@ class SharedVolumes(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=list(bundle.ready)),
                 )
             )
+        volumes: dict[tuple[str, str], k8s.core.v1.PersistentVolume] = {}
+        claims: dict[tuple[str, str], k8s.core.v1.PersistentVolumeClaim] = {}
         for handle in bundle.storage:
-            for team in teams_of(spec, handle.name):
+            for team in teams_of(args.teams, handle.name):
                 labels = {STORAGE_LABEL: handle.name, "trainplane.dev/team": team}
-                pv = k8s.core.v1.PersistentVolume(
+                pv = volumes[(handle.name, team)] = k8s.core.v1.PersistentVolume(
                     f"{name}-{pv_name(handle.name, team)}-pv",
                     metadata={"name": pv_name(handle.name, team), "labels": labels},
                     spec=persistent_volume_spec(handle, team),
@@ -100,7 +111,7 @@ class SharedVolumes(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=driver_ready),
                 )
                 ns = args.namespaces[team]
-                k8s.core.v1.PersistentVolumeClaim(
+                claims[(handle.name, team)] = k8s.core.v1.PersistentVolumeClaim(
                     f"{name}-{pv_name(handle.name, team)}-pvc",
                     metadata={"name": handle.name, "namespace": ns.metadata["name"], "labels": labels},
                     spec={
@@ -111,4 +122,7 @@ class SharedVolumes(pulumi.ComponentResource):
                     },
                     opts=child,
                 )
+        self.resources = SharedVolumesResources(
+            csi_drivers=tuple(driver_ready), volumes=volumes, claims=claims
+        )
         self.register_outputs({})

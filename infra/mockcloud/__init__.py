@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
@@ -30,6 +30,7 @@ from infra.mockcloud import gcp as gcp_mocks
 from infra.mockcloud import kubernetes as k8s_mocks
 
 PROJECT = "trainplane"
+T = TypeVar("T")
 PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
 
 ComputedFn = Callable[[str, dict[str, Any]], dict[str, Any]]
@@ -237,22 +238,42 @@ def run_program(
 
     Exceptions raised by the program propagate (pulumi.RunError for invalid config).
     """
+    root_dir = str(program.resolve().parent.parent)
+    if root_dir not in sys.path:
+        sys.path.insert(0, root_dir)
+    result, _ = run_function(
+        lambda: runpy.run_path(str(program), run_name="__main__"), stack, config, stack_refs, secret_keys
+    )
+    return result
+
+
+def run_function(
+    build: Callable[[], T],
+    stack: str = "test",
+    config: Mapping[str, str] | None = None,
+    stack_refs: Mapping[str, Mapping[str, Any]] | None = None,
+    secret_keys: list[str] | None = None,
+) -> tuple[RunResult, T]:
+    """Run `build` (a Pulumi program as a function: it instantiates components) under mocks in a fresh
+    event loop; return what it registered and what `build` returned (e.g. the component itself).
+
+    Example, one component of the library under the mock engine:
+        >>> result, ns = run_function(lambda: pulumi_kubernetes.core.v1.Namespace("ns"))  # doctest: +SKIP
+    """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     settings.ROOT.set(None)
     mocks = MockCloud(stack_refs or {})
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-    pulumi.runtime.set_all_config(dict(config), list(secret_keys or []))
+    pulumi.runtime.set_all_config(dict(config or {}), list(secret_keys or []))
     outputs: dict[str, Any] = {}
     secret: set[str] = set()
-    root_dir = str(program.resolve().parent.parent)
-    if root_dir not in sys.path:
-        sys.path.insert(0, root_dir)
+    returned: list[T] = []
 
     @pulumi.runtime.test
     def _run():
-        runpy.run_path(str(program), run_name="__main__")
+        returned.append(build())
         root = settings.get_root_resource()
         names = list(root.outputs)
 
@@ -270,7 +291,7 @@ def run_program(
     finally:
         loop.close()
         asyncio.set_event_loop(None)
-    return RunResult(
+    result = RunResult(
         stack=stack,
         resources=monitor.records,
         outputs=outputs,
@@ -278,6 +299,7 @@ def run_program(
         stack_references=mocks.reads,
         invokes=mocks.invokes,
     )
+    return result, returned[0]
 
 
 def run_stack(
