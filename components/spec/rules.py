@@ -155,32 +155,43 @@ def check_catalog_pool(
         return list(_check_cpu_pool(pool, path, cloud, type_key, type_name)), False
     kind = catalog().gpu(pool.gpu)
     assert kind is not None  # the field validator already rejected unknown kinds
-    counts = kind.counts(cloud)  # type: ignore[arg-type]
-    if not counts:
+    if not kind.counts(cloud):  # type: ignore[arg-type]
         others = [c for c in ("aws", "gcp") if kind.counts(c)]
         return [
             f"{path}.gpu: {pool.gpu} is not offered on {cloud}; it is on {', '.join(others) or 'no cloud'}"
         ], False
     if type_name:
-        shape = catalog().machine(cloud, type_name)  # type: ignore[arg-type]
-        if shape is None or shape.gpu != pool.gpu:
-            known = ", ".join(m.name for m in kind.shapes(cloud))  # type: ignore[arg-type]
-            return [
-                f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: {known}"
-            ], False
-        if pool.gpus_per_node and pool.gpus_per_node != shape.gpus:
-            return [f"{path}.gpusPerNode: {type_name} has {shape.gpus} GPUs, not {pool.gpus_per_node}"], True
-        return [], True
-    if not pool.gpus_per_node:
+        return _check_gpu_machine(pool, path, cloud, type_key, type_name)
+    return list(_check_gpu_count(pool, path, cloud, type_key)), True
+
+
+def _check_gpu_machine(
+    pool: NodePoolSpec, path: str, cloud: str, type_key: str, type_name: str
+) -> tuple[list[str], bool]:
+    """A GPU pool that names its machine type: the type must carry the pool's GPUs, in its count."""
+    kind = catalog().gpu(pool.gpu or "")
+    assert kind is not None
+    shape = catalog().machine(cloud, type_name)  # type: ignore[arg-type]
+    if shape is None or shape.gpu != pool.gpu:
+        known = ", ".join(m.name for m in kind.shapes(cloud))  # type: ignore[arg-type]
         return [
-            f"{path}.gpusPerNode: required with gpu (or name the {type_key}); {pool.gpu} on {cloud} comes in {counts}"
-        ], True
-    if pool.gpus_per_node not in counts:
-        allowed = ", ".join(map(str, counts))
-        return [
-            f"{path}.gpusPerNode: {pool.gpu} does not come in {pool.gpus_per_node} per node on {cloud}; allowed: {allowed}"
-        ], True
+            f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: {known}"
+        ], False
+    if pool.gpus_per_node and pool.gpus_per_node != shape.gpus:
+        return [f"{path}.gpusPerNode: {type_name} has {shape.gpus} GPUs, not {pool.gpus_per_node}"], True
     return [], True
+
+
+def _check_gpu_count(pool: NodePoolSpec, path: str, cloud: str, type_key: str) -> Iterable[str]:
+    """A GPU pool by kind and count: the cloud must offer machines with that many."""
+    kind = catalog().gpu(pool.gpu or "")
+    assert kind is not None
+    counts = kind.counts(cloud)  # type: ignore[arg-type]
+    if not pool.gpus_per_node:
+        yield f"{path}.gpusPerNode: required with gpu (or name the {type_key}); {pool.gpu} on {cloud} comes in {counts}"
+    elif pool.gpus_per_node not in counts:
+        allowed = ", ".join(map(str, counts))
+        yield f"{path}.gpusPerNode: {pool.gpu} does not come in {pool.gpus_per_node} per node on {cloud}; allowed: {allowed}"
 
 
 def _check_cpu_pool(
