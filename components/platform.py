@@ -105,7 +105,7 @@ def _pool_output(p: NodePoolInfo) -> NodePoolOutput:
         min_nodes=p.min_nodes,
         max_nodes=p.max_nodes,
         labels=dict(p.labels),
-        taints=[TaintOutput.model_construct(**t.as_k8s()) for t in p.taints],
+        taints=[TaintOutput.model_construct(key=t.key, value=t.value, effect=t.effect) for t in p.taints],
         machine_types=list(p.machine_types),
         extended_resources=dict(p.extended_resources),
         pod_env=dict(p.pod_env),

@@ -244,7 +244,7 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
 
 def resource_tree(result: RunResult) -> list[dict[str, Any]]:
     """Components and resources nested by parent, in registration order."""
-    nodes = {
+    nodes: dict[str, dict[str, Any]] = {
         r.urn: {"name": r.name, "type": r.type, "custom": r.custom, "children": []} for r in result.resources
     }
     roots: list[dict[str, Any]] = []

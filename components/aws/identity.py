@@ -10,6 +10,7 @@ and each team's role reaches only its own prefix `<team>/` of it (objects, and l
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -197,6 +198,11 @@ class WorkloadIdentitiesArgs:
     tags: dict[str, str] | None = None
 
 
+def _team_policy(arns: list[str], team: str, region: str) -> str:
+    """The team role's policy once the bucket and key ARNs are known."""
+    return prefix_policy(arns[0], team_prefix(team), arns[1], region)
+
+
 class WorkloadIdentities(pulumi.ComponentResource):
     """One role per team (`<team>/trainer`) on its prefix of the checkpoint bucket; Loki's on the logs bucket."""
 
@@ -209,7 +215,7 @@ class WorkloadIdentities(pulumi.ComponentResource):
         self.team_roles = {}
         for team in args.teams:
             checkpoints = pulumi.Output.all(args.checkpoint_bucket_arn, args.data_key_arn).apply(
-                lambda v, team=team: prefix_policy(v[0], team_prefix(team), v[1], args.region)
+                functools.partial(_team_policy, team=team, region=args.region)
             )
             role = ServiceAccountRole(
                 f"{name}-team-{team}",

@@ -154,7 +154,7 @@ def _repositories(st: StorageSpec) -> list[tuple[str, tuple[str, ...]]]:
     """(S3 path, directions) per data repository association: one when import and export agree."""
     if st.import_path and st.import_path == st.export_path:
         return [(st.import_path, ("import", "export"))]
-    out = []
+    out: list[tuple[str, tuple[str, ...]]] = []
     if st.import_path:
         out.append((st.import_path, ("import",)))
     if st.export_path:

@@ -10,6 +10,7 @@ Prometheus scraping from the monitoring namespace, the shared file systems, the 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -93,6 +94,15 @@ def limit_range(pools: Sequence[NodePoolInfo]) -> dict[str, Any]:
     return {"limits": [item]}
 
 
+def _storage_egress(endpoint: list[str | None], ports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Egress to one file system (its address, or the block its name resolves into) on its ports."""
+    return {
+        "podSelector": {},
+        "policyTypes": ["Egress"],
+        "egress": [{"to": [{"ipBlock": {"cidr": _cidr(endpoint[0], endpoint[1])}}], "ports": ports}],
+    }
+
+
 def _cidr(endpoint: str | None, name_cidr: str | None = None) -> str:
     """A /32 for an IP endpoint; for a DNS name (NetworkPolicy cannot match names) the block its
     addresses lie in when the cloud layer knows it, else anywhere."""
@@ -148,13 +158,7 @@ def network_policies(
         ports = [{"protocol": "TCP", "port": p} for p in handle.ports]
         policies[f"allow-storage-{handle.name}"] = pulumi.Output.all(
             handle.endpoint, handle.endpoint_cidr
-        ).apply(
-            lambda ep, ports=ports: {
-                "podSelector": everyone,
-                "policyTypes": ["Egress"],
-                "egress": [{"to": [{"ipBlock": {"cidr": _cidr(ep[0], ep[1])}}], "ports": ports}],
-            }
-        )
+        ).apply(functools.partial(_storage_egress, ports=ports))
     if bundle.profile.identity_endpoints:
         # The node-local endpoint pods get cloud credentials from (a metadata server), exactly that.
         policies["allow-cloud-identity"] = {

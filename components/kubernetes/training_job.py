@@ -239,7 +239,7 @@ class TrainingJob(pulumi.ComponentResource):
         fabric = fabric_resources(pool)
         # Long enough for the preemption checkpoint within the cloud's notice (the platform says how long).
         grace = job.grace_period_seconds or platform.preemption_grace_seconds
-        env = [
+        env: list[dict[str, Any]] = [
             {"name": contract.ENV_CONFIG, "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
             {"name": contract.ENV_JOB_NAME, "value": job.name},
             {"name": contract.ENV_METRICS_PORT, "value": str(TRAINER_METRICS_PORT)},

@@ -33,7 +33,7 @@ PROJECT = "trainplane"
 T = TypeVar("T")
 PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
 
-ComputedFn = Callable[[str, dict[str, Any]], dict[str, Any]]
+ComputedFn = Callable[[str, dict[str, Any]], Any]
 COMPUTED: dict[str, ComputedFn] = {**aws_mocks.COMPUTED, **gcp_mocks.COMPUTED, **k8s_mocks.COMPUTED}
 INVOKES: dict[str, ComputedFn] = {**aws_mocks.INVOKES, **gcp_mocks.INVOKES, **k8s_mocks.INVOKES}
 

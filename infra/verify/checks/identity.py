@@ -227,8 +227,8 @@ def _gcp_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
         if gsa.urn not in grant.deps:
             continue
         expr = str((grant.inputs.get("condition") or {}).get("expression") or "")
-        m = re.search(r"/objects/([^\"']*)", expr)
-        pattern = (m.group(1) + "*") if m else "*"
+        found = re.search(r"/objects/([^\"']*)", expr)
+        pattern = (found.group(1) + "*") if found else "*"
         patterns.append(pattern)
         if not _within(pattern, team["name"]):
             res.fail(

@@ -171,7 +171,7 @@ class LabelModel:
                 )
             if metric not in known:
                 return f"metric {metric} is not exported by the trainer (trainer/metrics.py)"
-            emitted, sometimes = set(known[metric]), set()
+            emitted, sometimes = set(known[metric]), set[str]()
         elif "families" in ex:
             if metric not in ex["families"]:
                 return (
