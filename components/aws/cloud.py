@@ -27,7 +27,8 @@ from components.aws.cluster import EksCluster, EksClusterArgs
 from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
 from components.aws.network import Network, NetworkArgs
-from components.aws.node_group import NodePool, NodePoolArgs, NodeRole, node_repair
+from components.aws.node_group import NodePool, NodePoolArgs, node_repair
+from components.aws.node_role import NodeRole
 from components.aws.profile import EKS_PROFILE
 from components.aws.storage import EfsStorage, LustreStorage, StorageArgs
 from components.bundle import ClusterBundle

@@ -25,7 +25,6 @@ come from `k8s.io/cluster-autoscaler/node-template/...` tags.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -67,12 +66,6 @@ CA_PREFIX = "k8s.io/cluster-autoscaler"
 # The type GPU pools were registered as before CPU and GPU pools shared one (stacks deployed before
 # keep their pools through this alias).
 OLD_GPU_POOL_TYPE = pulumi.Alias(type_="trainplane:aws:GpuNodePool")
-NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
-    # The VPC CNI runs on the node and assigns pod addresses with the node's credentials.
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-)
 
 
 def machine_shapes(pool: NodePoolSpec, gpus_per_node: int) -> list[MachineShape]:
@@ -144,43 +137,6 @@ def autoscaler_tags(
     tags.update({f"{CA_PREFIX}/node-template/taint/{t.key}": f"{t.value}:{t.effect}" for t in taints})
     tags.update({f"{CA_PREFIX}/node-template/resources/{k}": v for k, v in (resources or {}).items()})
     return tags
-
-
-class NodeRole(pulumi.ComponentResource):
-    """The IAM role every node group's instances run as (kept minimal: pods use IRSA)."""
-
-    arn: pulumi.Output[str]
-    attachments: list[aws.iam.RolePolicyAttachment]
-
-    def __init__(self, name: str, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:aws:NodeRole", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": "ec2.amazonaws.com"},
-                            "Action": "sts:AssumeRole",
-                        }
-                    ],
-                }
-            ),
-            description="EKS worker nodes",
-            tags=tags,
-            opts=child,
-        )
-        self.attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child
-            )
-            for arn in NODE_POLICIES
-        ]
-        self.arn = role.arn
-        self.register_outputs({"arn": self.arn})
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -31,9 +31,11 @@ from components.bundle import (
 from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
+from components.gcp.naming import GcpPlacement
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
 from components.gcp.node_pool import NodePool, NodePoolArgs
 from components.gcp.profile import GKE_STORAGE_CLASS, gke_profile
+from components.gcp.rules import gcp_storage_zone
 from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, LustreStorage, LustreStorageArgs
 from components.spec import PlatformSpec
 
@@ -53,26 +55,46 @@ class GcpCloud(pulumi.ComponentResource):
         spec = args.spec
         assert spec.cloud == "gcp" and spec.project and spec.region, "PlatformSpec.load checks these"
         child = pulumi.ResourceOptions(parent=self)
+        # What every GCP component needs of the spec; each takes only its own part besides.
+        place = GcpPlacement(
+            project=spec.project, region=spec.region, cluster_name=spec.cluster.name, tags=spec.tags
+        )
         lustre = any(s.kind == "lustre" for s in spec.storage)
-        legacy_lustre = lustre and uses_legacy_lustre_port(spec)
+        legacy_lustre = lustre and uses_legacy_lustre_port(spec.cluster.kubernetes_version)
+        storage_zone = gcp_storage_zone(spec)
 
         network = Network(
             f"{name}-net",
             NetworkArgs(
-                spec=spec,
+                placement=place,
+                network=spec.network,
+                private_nodes=spec.cluster.private_nodes,
                 lustre_port=(LUSTRE_LEGACY_PORT if legacy_lustre else LUSTRE_PORT) if lustre else None,
             ),
             child,
         )
-        gke = GkeCluster(f"{name}-cluster", GkeClusterArgs(spec=spec, network=network), child)
-        nodes = NodeIdentity(f"{name}-nodes", NodeIdentityArgs(spec=spec), child)
+        gke = GkeCluster(
+            f"{name}-cluster",
+            GkeClusterArgs(
+                placement=place,
+                cluster=spec.cluster,
+                network=network,
+                zones=tuple(spec.zones),
+                filestore=any(s.kind == "nfs" for s in spec.storage),
+                lustre=lustre,
+            ),
+            child,
+        )
+        nodes = NodeIdentity(f"{name}-nodes", NodeIdentityArgs(placement=place), child)
 
         pools = [
             NodePool(
                 f"{name}-{pool.name}",
                 NodePoolArgs(
-                    spec=spec,
+                    placement=place,
                     pool=pool,
+                    zones=tuple(spec.zones),
+                    lustre=lustre,
                     cluster_id=gke.cluster.id,
                     location=gke.location,
                     node_service_account=nodes.email,
@@ -88,26 +110,40 @@ class GcpCloud(pulumi.ComponentResource):
         for st in spec.storage:
             if st.kind == "nfs":
                 fs = FilestoreStorage(
-                    f"{name}-{st.name}", FilestoreStorageArgs(spec=spec, storage=st, network=network), child
+                    f"{name}-{st.name}",
+                    FilestoreStorageArgs(placement=place, storage=st, network=network, zone=storage_zone),
+                    child,
                 )
                 handles.append(fs.handle)
             else:
                 lfs = LustreStorage(
                     f"{name}-{st.name}",
-                    LustreStorageArgs(spec=spec, storage=st, network=network, legacy_port=legacy_lustre),
+                    LustreStorageArgs(
+                        placement=place,
+                        storage=st,
+                        network=network,
+                        zone=storage_zone or "",
+                        legacy_port=legacy_lustre,
+                    ),
                     child,
                 )
                 handles.append(lfs.handle)
 
         buckets = PlatformBuckets(
-            f"{name}-buckets", PlatformBucketsArgs(spec=spec, logs=spec.observability.loki), child
+            f"{name}-buckets",
+            PlatformBucketsArgs(
+                placement=place,
+                logs=spec.observability.loki,
+                log_retention_days=spec.observability.log_retention_days,
+            ),
+            child,
         )
         team_identities: dict[str, pulumi.Output[str]] = {}
         for team in spec.teams:
             ident = WorkloadIdentity(
                 f"{name}-team-{team.name}",
                 WorkloadIdentityArgs(
-                    spec=spec,
+                    placement=place,
                     namespace=team_namespace(team),
                     service_account=TEAM_SERVICE_ACCOUNT,
                     purpose=team.name,
@@ -124,7 +160,7 @@ class GcpCloud(pulumi.ComponentResource):
             loki = WorkloadIdentity(
                 f"{name}-loki",
                 WorkloadIdentityArgs(
-                    spec=spec,
+                    placement=place,
                     namespace=MONITORING_NAMESPACE,
                     service_account=LOKI_SERVICE_ACCOUNT,
                     purpose="loki",

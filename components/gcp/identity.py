@@ -16,8 +16,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp.cluster import workload_pool
-from components.gcp.naming import service_account_id
-from components.spec import PlatformSpec
+from components.gcp.naming import GcpPlacement, service_account_id
 
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 # Create, read, overwrite, delete and list objects; no bucket settings, no IAM.
@@ -54,7 +53,7 @@ def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
 
 @dataclass(frozen=True, kw_only=True)
 class NodeIdentityArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
 
 
 class NodeIdentity(pulumi.ComponentResource):
@@ -65,12 +64,12 @@ class NodeIdentity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodeIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:NodeIdentity", name, None, opts)
-        spec = args.spec
-        project = spec.project or ""
+        place = args.placement
+        project = place.project
         self.account = gcp.serviceaccount.Account(
             f"{name}-sa",
-            account_id=service_account_id(spec.cluster.name, "nodes"),
-            display_name=f"GKE nodes of {spec.cluster.name}",
+            account_id=service_account_id(place.cluster_name, "nodes"),
+            display_name=f"GKE nodes of {place.cluster_name}",
             project=project,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -90,7 +89,7 @@ class NodeIdentity(pulumi.ComponentResource):
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadIdentityArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
     namespace: str
     service_account: str
     # What this identity is for, in the GSA's id (a team name, "loki").
@@ -112,13 +111,13 @@ class WorkloadIdentity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:WorkloadIdentity", name, None, opts)
-        spec = args.spec
-        project = spec.project or ""
+        place = args.placement
+        project = place.project
         child = pulumi.ResourceOptions(parent=self)
         self.account = gcp.serviceaccount.Account(
             f"{name}-sa",
-            account_id=service_account_id(spec.cluster.name, args.purpose),
-            display_name=f"{args.namespace}/{args.service_account} on {spec.cluster.name}",
+            account_id=service_account_id(place.cluster_name, args.purpose),
+            display_name=f"{args.namespace}/{args.service_account} on {place.cluster_name}",
             project=project,
             opts=child,
         )

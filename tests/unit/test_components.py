@@ -19,6 +19,7 @@ from components.aws.node_group import NodePool as AwsNodePool
 from components.aws.node_group import NodePoolArgs as AwsNodePoolArgs
 from components.bundle import ClusterBundle
 from components.existing.cluster import ExistingCluster, ExistingClusterArgs
+from components.gcp.naming import GcpPlacement
 from components.gcp.node_pool import NodePool as GcpNodePool
 from components.gcp.node_pool import NodePoolArgs as GcpNodePoolArgs
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -106,25 +107,13 @@ def test_node_pools_have_one_shape_on_both_clouds():
             ),
         )
 
-    spec = PlatformSpec.load(
-        {
-            "cloud": "gcp",
-            "project": "example-ml-dev",
-            "region": "us-central1",
-            "zones": ["us-central1-a"],
-            "cluster": {"name": "ml"},
-            "nodePools": [
-                {"name": "h100", "gpu": "H100", "gpusPerNode": 8, "capacity": "spot", "maxNodes": 2}
-            ],
-        }
-    )
-
     def gcp_pool():
         return GcpNodePool(
             "ml-h100",
             GcpNodePoolArgs(
-                spec=spec,
-                pool=spec.node_pools[0],
+                placement=GcpPlacement(project="example-ml-dev", region="us-central1", cluster_name="ml"),
+                pool=gpu,
+                zones=("us-central1-a",),
                 cluster_id="projects/example-ml-dev/locations/us-central1/clusters/ml",
                 location="us-central1",
                 node_service_account="ml-nodes@example-ml-dev.iam.gserviceaccount.com",
