@@ -21,16 +21,12 @@ from dataclasses import dataclass
 import pulumi
 
 from components.bundle import (
-    LOKI_SERVICE_ACCOUNT,
-    MONITORING_NAMESPACE,
-    TEAM_SERVICE_ACCOUNT,
     ClusterBundle,
     StorageHandle,
-    team_namespace,
 )
 from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
-from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
+from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentities, WorkloadIdentitiesArgs
 from components.gcp.naming import GcpPlacement
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
 from components.gcp.node_pool import NodePool, NodePoolArgs
@@ -138,38 +134,21 @@ class GcpCloud(pulumi.ComponentResource):
             ),
             child,
         )
-        team_identities: dict[str, pulumi.Output[str]] = {}
-        for team in spec.teams:
-            ident = WorkloadIdentity(
-                f"{name}-team-{team.name}",
-                WorkloadIdentityArgs(
-                    placement=place,
-                    namespace=team_namespace(team),
-                    service_account=TEAM_SERVICE_ACCOUNT,
-                    purpose=team.name,
-                    bucket=buckets.checkpoints.name,
-                    # Teams share the checkpoint bucket; each reaches only `<team>/` (jobs write there).
-                    prefix=team.name,
-                    cluster=gke.cluster,
-                ),
-                child,
-            )
-            team_identities[team.name] = ident.email
-        loki_identity = None
-        if buckets.logs is not None:
-            loki = WorkloadIdentity(
-                f"{name}-loki",
-                WorkloadIdentityArgs(
-                    placement=place,
-                    namespace=MONITORING_NAMESPACE,
-                    service_account=LOKI_SERVICE_ACCOUNT,
-                    purpose="loki",
-                    bucket=buckets.logs.name,
-                    cluster=gke.cluster,
-                ),
-                child,
-            )
-            loki_identity = loki.email
+        identities = WorkloadIdentities(
+            f"{name}-identity",
+            WorkloadIdentitiesArgs(
+                placement=place,
+                teams=[t.name for t in spec.teams],
+                checkpoint_bucket=buckets.checkpoints.name,
+                logs_bucket=buckets.logs.name if buckets.logs is not None else None,
+                cluster=gke.cluster,
+                # Deployed stacks have each identity directly under this component: they keep them.
+                former_parent=self,
+            ),
+            child,
+        )
+        team_identities = dict(identities.team_emails)
+        loki_identity = identities.loki_email
 
         bucket_names: dict[str, pulumi.Input[str]] = {"checkpoints": buckets.checkpoints.name}
         if buckets.logs is not None:

@@ -73,3 +73,22 @@ if __name__ == "__main__" and "--update" in sys.argv:
         keep = sorted(next(iter(sorted(c & old)), u) for u, c in claims(plan(stack)).items())
         (URNS / f"{stack}.txt").write_text("\n".join(keep) + "\n")
         print(stack, len(keep))
+
+
+def test_a_regrouped_gcp_identity_answers_to_its_recorded_urn():
+    """Team identities moved under trainplane:gcp:WorkloadIdentities (named like AWS's); deployed ones
+    were children of the GCP cloud component and keep their URNs through Alias(parent=...)."""
+    recorded = set((URNS / "gcp-dev.txt").read_text().split())
+    by_name = {(r.type, r.name): r for r in plan("gcp-dev").resources}
+    ident = by_name[("trainplane:gcp:WorkloadIdentity", "ml-dev-team-research")]
+    account = by_name[("gcp:serviceaccount/account:Account", "ml-dev-team-research-sa")]
+    assert ident.engine_urn.endswith(
+        "$trainplane:gcp:WorkloadIdentities$trainplane:gcp:WorkloadIdentity::ml-dev-team-research"
+    )
+    old = "urn:pulumi:gcp-dev::trainplane::trainplane:index:GpuPlatform$trainplane:gcp:GcpCloud$trainplane:gcp:WorkloadIdentity"
+    assert f"{old}::ml-dev-team-research" in set(ident.alias_urns) & recorded
+    # Its children follow through the inherited alias.
+    assert (
+        f"{old}$gcp:serviceaccount/account:Account::ml-dev-team-research-sa"
+        in set(account.alias_urns) & recorded
+    )
