@@ -30,13 +30,15 @@ demo: $(STAMP)
 	  $(BIN)/python -m trainer.demo || failed="$$failed trainer.demo"; \
 	  if [ -n "$$failed" ]; then echo "demo: failed:$$failed"; exit 1; fi
 
-test: $(STAMP)
-	$(BIN)/ruff check .
+# Lint (incl. complexity limits), format, types, the doctests of the library, then the suite.
+test: lint
+	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components trainer/contract.py
 	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_plan.py --markdown

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import pulumi
 
@@ -70,21 +70,10 @@ class NodePoolInfo:
     # Environment a training pod on this pool needs for the pool's GPU fabric (libfabric/NCCL settings for
     # EFA, ...), set by the cloud backend that built the fabric.
     pod_env: Mapping[str, str] = field(default_factory=dict)
-
-    def as_output(self) -> dict:
-        return {
-            "name": self.name,
-            "gpu": self.gpu,
-            "gpusPerNode": self.gpus_per_node,
-            "capacity": self.capacity,
-            "minNodes": self.min_nodes,
-            "maxNodes": self.max_nodes,
-            "labels": dict(self.labels),
-            "taints": [t.as_k8s() for t in self.taints],
-            "machineTypes": list(self.machine_types),
-            "extendedResources": dict(self.extended_resources),
-            "podEnv": dict(self.pod_env),
-        }
+    # The smallest machine type of the pool (vCPUs, GiB of memory): a pod sized for it fits on every
+    # node. None where the machines are unknown (existing clusters).
+    node_vcpus: int | None = None
+    node_memory_gib: float | None = None
 
 
 @dataclass(frozen=True)
@@ -102,18 +91,9 @@ class StorageHandle:
     # Address clients connect to (for NetworkPolicy egress and docs).
     endpoint: pulumi.Input[str] | None = None
     ports: tuple[int, ...] = ()
-
-    def as_output(self) -> dict:
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "capacityGiB": self.capacity_gib,
-            "csiDriver": self.csi_driver,
-            "volumeHandle": self.volume_handle,
-            "volumeAttributes": dict(self.volume_attributes),
-            "mountOptions": list(self.mount_options),
-            "endpoint": self.endpoint,
-        }
+    # Where a DNS-name endpoint's addresses lie (the file system's VPC), so egress to it can still be
+    # narrowed: NetworkPolicy matches addresses, not names. None: any address, on `ports` only.
+    endpoint_cidr: pulumi.Input[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -125,11 +105,41 @@ class NetworkEndpoint:
     protocol: Literal["TCP", "UDP"] = "TCP"
 
 
-@dataclass(frozen=True)
-class CloudProfile:
-    """The little the in-cluster layer must know about the cloud underneath."""
+@dataclass(frozen=True, kw_only=True)
+class SystemObject:
+    """A Kubernetes object a cloud needs beside the GPU operator (e.g. GKE's COS driver installer).
 
-    name: Literal["eks", "gke", "kubernetes"]
+    The in-cluster layer registers it as `<operator component>-<resource_name>` of the typed class for
+    (api_version, kind) and, with `gates_operator`, makes the operator release wait for it.
+    """
+
+    resource_name: str
+    api_version: str
+    kind: str
+    # metadata without a namespace lands in the GPU operator's namespace
+    metadata: Mapping[str, Any]
+    spec: Mapping[str, Any]
+    gates_operator: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class CsiChart:
+    """A CSI driver the in-cluster layer installs from a Helm chart when a storage handle names it."""
+
+    driver: str  # the CSI driver name, as StorageHandle.csi_driver spells it
+    resource_name: str  # suffix of the Pulumi resource name of the release
+    chart: str  # key in components.charts.CHARTS
+    release_name: str
+    namespace: str
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CloudProfile:
+    """What the in-cluster layer must know about the cloud underneath, without naming it."""
+
+    # A label for people (plan output, docs): eks, gke, kubernetes, ...
+    name: str
     # Object storage scheme of the platform's buckets ("s3", "gs"), None without buckets.
     object_store: str | None = None
     # Annotation that binds a Kubernetes service account to cloud identity, per team.
@@ -137,6 +147,15 @@ class CloudProfile:
     # Where pods get their cloud credentials from, when that is a node-local endpoint the team's
     # default-deny egress must open (GKE's metadata server); empty when identity needs no such hop.
     identity_endpoints: tuple[NetworkEndpoint, ...] = ()
+    # Helm values of the GPU operator that differ on this cloud (driver, toolkit, CDI), merged over the
+    # cloud-neutral ones.
+    gpu_operator_values: Mapping[str, Any] = field(default_factory=dict)
+    # Objects the GPU stack needs on this cloud (driver installers, quotas for system priority classes).
+    system_objects: tuple[SystemObject, ...] = ()
+    # CSI drivers installed in the cluster when a storage handle uses them (add-ons are the cloud layer's).
+    csi_charts: tuple[CsiChart, ...] = ()
+    # Seconds between SIGTERM and SIGKILL for training pods when a job names none (preemption notice).
+    preemption_grace_seconds: int = 120
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from typing import Literal
 import yaml
 
 Cloud = Literal["aws", "gcp"]
+# Each cloud of the catalog file and the key its machine entries are named by.
+CLOUD_KEYS: tuple[tuple[Cloud, str], ...] = (("aws", "instanceType"), ("gcp", "machineType"))
 
 
 @dataclass(frozen=True)
@@ -70,7 +72,7 @@ class Catalog:
         self._by_name: dict[tuple[str, str], MachineShape] = {}
         for kind, entry in doc["gpus"].items():
             per_cloud: dict[str, tuple[MachineShape, ...]] = {}
-            for cloud, key in (("aws", "instanceType"), ("gcp", "machineType")):
+            for cloud, key in CLOUD_KEYS:
                 per_cloud[cloud] = tuple(
                     MachineShape(
                         cloud=cloud,
@@ -94,7 +96,7 @@ class Catalog:
                 aws=per_cloud["aws"],
                 gcp=per_cloud["gcp"],
             )
-        for cloud, key in (("aws", "instanceType"), ("gcp", "machineType")):
+        for cloud, key in CLOUD_KEYS:
             for m in doc.get("cpu", {}).get(cloud, []):
                 shape = MachineShape(
                     cloud=cloud,

@@ -13,28 +13,36 @@ from typing import Any
 
 import pulumi
 from pulumi.runtime.sync_await import _sync_await
+from pydantic import ValidationError
 
+from components.outputs import READ_KEYS, PlatformOutputs
 from components.spec import ConfigError, JobSpec, check_job
-
-# The platform outputs a job stack needs (see components.platform.platform_outputs).
-PLATFORM_KEYS = ("cloud", "clusterName", "region", "nodePools", "teams", "storage", "buckets", "objectStore")
+from trainer.contract import format_validation_error
 
 
-def read_platform(ref: pulumi.StackReference, name: str) -> dict[str, Any]:
-    """The platform stack's outputs as plain values, read before anything else is registered.
+def read_platform(ref: pulumi.StackReference, name: str) -> PlatformOutputs:
+    """The platform stack's outputs, parsed into PlatformOutputs before anything else is registered.
 
     Reading them synchronously (rather than building inside `.apply`) keeps every job resource visible
-    to `pulumi preview`; the engine knows a stack reference's outputs during preview too.
+    to `pulumi preview`; the engine knows a stack reference's outputs during preview too. Keys the
+    platform does not export (it predates them) take their defaults.
     """
     values: dict[str, Any] = {}
-    for key in PLATFORM_KEYS:
+    for key in READ_KEYS:
         details = _sync_await(ref.get_output_details(key))
-        values[key] = details.value if details.value is not None else details.secret_value
+        value = details.value if details.value is not None else details.secret_value
+        if value is not None:
+            values[key] = value
     if values.get("clusterName") is None:
         raise ConfigError(
             [f"job.platformStack: stack {name} has no trainplane platform outputs (is it deployed?)"]
         )
-    return values
+    try:
+        return PlatformOutputs.model_validate(values)
+    except ValidationError as e:
+        raise ConfigError(
+            format_validation_error(e, PlatformOutputs, f"platform stack {name} outputs")
+        ) from None
 
 
 def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):

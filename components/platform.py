@@ -6,82 +6,122 @@ Example, in a user's own Pulumi program:
     >>> from components.spec import PlatformSpec
     >>> spec = PlatformSpec.load(pulumi.Config("trainplane").require_object("platform"))  # doctest: +SKIP
     >>> platform = GpuPlatform("ml-dev", GpuPlatformArgs(spec=spec))  # doctest: +SKIP
+    >>> for key, value in platform.outputs.exports().items():  # doctest: +SKIP
+    ...     pulumi.export(key, value)
 """
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 
 import pulumi
 
-from components.bundle import TEAM_SERVICE_ACCOUNT, ClusterBundle, team_local_queue, team_namespace
+from components.backends import BuildArgs, backend
+from components.bundle import (
+    TEAM_SERVICE_ACCOUNT,
+    ClusterBundle,
+    NodePoolInfo,
+    StorageHandle,
+    team_local_queue,
+    team_namespace,
+)
+from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
+from components.outputs import NodePoolOutput, PlatformOutputs, StorageOutput, TaintOutput, TeamOutput
 from components.spec import PlatformSpec
 
-# The module and class of each cloud backend. Imported lazily so an AWS stack never loads pulumi_gcp
-# (a 290 MB SDK that costs seconds to import) and vice versa.
-BACKENDS = {
-    "aws": ("components.aws.cloud", "AwsCloud", "AwsCloudArgs"),
-    "gcp": ("components.gcp.cloud", "GcpCloud", "GcpCloudArgs"),
-    "kubernetes": ("components.kubernetes.existing_cluster", "ExistingCluster", "ExistingClusterArgs"),
-}
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuPlatformArgs:
     spec: PlatformSpec
-    # Only for cloud `kubernetes`: the kubeconfig of the existing cluster (keep it a secret).
+    # Only for backends that adopt an existing cluster: its kubeconfig (keep it a secret).
     kubeconfig: pulumi.Input[str] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPlatformResources:
+    # What the cloud backend handed over (provider, pools, storage, identities...).
+    cluster: ClusterBundle
+    # Everything inside the cluster (its own `.resources` reach each part).
+    incluster: InClusterPlatform
 
 
 class GpuPlatform(pulumi.ComponentResource):
     """A GPU training platform on one cloud: the cluster and what runs inside it."""
 
+    resources: GpuPlatformResources
     cluster: ClusterBundle
+    # What the stack exports (`outputs.exports()`), typed; job stacks parse the same model back.
+    outputs: PlatformOutputs
 
     def __init__(self, name: str, args: GpuPlatformArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:index:GpuPlatform", name, None, opts)
         spec = args.spec
-        module_name, class_name, args_name = BACKENDS[spec.cloud]
-        module = importlib.import_module(module_name)
-        backend_args = getattr(module, args_name)
-        kwargs = {"spec": spec}
-        if spec.cloud == "kubernetes":
-            kwargs["kubeconfig"] = args.kubeconfig
-        backend = getattr(module, class_name)(
-            name, backend_args(**kwargs), pulumi.ResourceOptions(parent=self)
+        # The stack's cloud backend (components.backends) builds the cloud layer and hands over its bundle.
+        self.cluster = backend(spec.cloud).build(
+            name, BuildArgs(spec=spec, kubeconfig=args.kubeconfig), pulumi.ResourceOptions(parent=self)
         )
-        self.cluster = backend.bundle
-        from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
-
         self.incluster = InClusterPlatform(
-            name, InClusterArgs(spec, self.cluster), pulumi.ResourceOptions(parent=self)
+            name, InClusterArgs(spec=spec, bundle=self.cluster), pulumi.ResourceOptions(parent=self)
         )
+        self.resources = GpuPlatformResources(cluster=self.cluster, incluster=self.incluster)
         self.outputs = platform_outputs(spec, self.cluster)
         self.register_outputs({"clusterName": self.cluster.name})
 
 
-def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, object]:
-    """The stack outputs that job stacks read through StackReference; the same keys on every cloud."""
-    return {
-        "cloud": spec.cloud,
-        "clusterName": bundle.name,
-        "region": bundle.region,
-        "kubeconfig": pulumi.Output.secret(bundle.kubeconfig),
-        "nodePools": [p.as_output() for p in bundle.node_pools],
-        "storage": [s.as_output() for s in bundle.storage],
-        "buckets": dict(bundle.buckets),
-        "objectStore": bundle.profile.object_store,
-        "teams": [
-            {
-                "name": t.name,
-                "namespace": team_namespace(t),
-                "serviceAccount": TEAM_SERVICE_ACCOUNT,
-                "localQueue": team_local_queue(t),
-                "gpuQuota": t.gpu_quota,
-                "storage": list(t.storage) if t.storage is not None else [s.name for s in spec.storage],
-                "identity": bundle.team_identities.get(t.name),
-            }
+def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutputs:
+    """The stack outputs job stacks read through StackReference (components.outputs): the same keys on
+    every cloud. Values may still be pulumi Outputs here; `exports()` gives them by exported name."""
+    return PlatformOutputs.model_construct(
+        cloud=spec.cloud,
+        cluster_name=bundle.name,
+        region=bundle.region,
+        kubeconfig=pulumi.Output.secret(bundle.kubeconfig),
+        node_pools=[_pool_output(p) for p in bundle.node_pools],
+        storage=[_storage_output(s) for s in bundle.storage],
+        buckets=dict(bundle.buckets),
+        object_store=bundle.profile.object_store,
+        teams=[
+            TeamOutput.model_construct(
+                name=t.name,
+                namespace=team_namespace(t),
+                service_account=TEAM_SERVICE_ACCOUNT,
+                local_queue=team_local_queue(t),
+                gpu_quota=t.gpu_quota,
+                storage=list(t.storage) if t.storage is not None else [s.name for s in spec.storage],
+                identity=bundle.team_identities.get(t.name),
+            )
             for t in spec.teams
         ],
-    }
+        preemption_grace_seconds=bundle.profile.preemption_grace_seconds,
+    )
+
+
+def _pool_output(p: NodePoolInfo) -> NodePoolOutput:
+    return NodePoolOutput.model_construct(
+        name=p.name,
+        gpu=p.gpu,
+        gpus_per_node=p.gpus_per_node,
+        capacity=p.capacity,
+        min_nodes=p.min_nodes,
+        max_nodes=p.max_nodes,
+        labels=dict(p.labels),
+        taints=[TaintOutput.model_construct(key=t.key, value=t.value, effect=t.effect) for t in p.taints],
+        machine_types=list(p.machine_types),
+        extended_resources=dict(p.extended_resources),
+        pod_env=dict(p.pod_env),
+        node_vcpus=p.node_vcpus,
+        node_memory_gib=p.node_memory_gib,
+    )
+
+
+def _storage_output(s: StorageHandle) -> StorageOutput:
+    return StorageOutput.model_construct(
+        name=s.name,
+        kind=s.kind,
+        capacity_gib=s.capacity_gib,
+        csi_driver=s.csi_driver,
+        volume_handle=s.volume_handle,
+        volume_attributes=dict(s.volume_attributes),
+        mount_options=list(s.mount_options),
+        endpoint=s.endpoint,
+    )

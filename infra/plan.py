@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
-from functools import cache
 from typing import Any
 
 from components.catalog import catalog
@@ -72,65 +71,74 @@ class PathStep:
     seconds: float
 
 
+class _DependencyGraph:
+    """What each resource waits for, as the engine sees it, and the longest path to each."""
+
+    def __init__(self, resources: list[Resource]) -> None:
+        self.by_urn = {r.urn: r for r in resources}
+        self.children: dict[str, list[str]] = {}
+        for r in resources:
+            if r.parent:
+                self.children.setdefault(r.parent, []).append(r.urn)
+        self.best: dict[str, tuple[float, str | None]] = {}
+        self._leaves: dict[str, tuple[str, ...]] = {}
+
+    def leaves(self, urn: str) -> tuple[str, ...]:
+        """The custom resources a dependency on `urn` waits for (a component: everything inside it)."""
+        if urn not in self._leaves:
+            r = self.by_urn.get(urn)
+            if r is None:
+                found: tuple[str, ...] = ()
+            elif r.custom:
+                found = (urn,)
+            else:
+                found = tuple(leaf for c in self.children.get(urn, []) for leaf in self.leaves(c))
+            self._leaves[urn] = found
+        return self._leaves[urn]
+
+    def waits_for(self, r: Resource) -> set[str]:
+        deps = {leaf for d in r.deps for leaf in self.leaves(d)}
+        if r.provider:
+            # A provider reference is "<urn>::<id>".
+            provider_urn = r.provider.rsplit("::", 1)[0]
+            if provider_urn in self.by_urn:
+                deps.add(provider_urn)
+        deps.discard(r.urn)
+        return deps
+
+    def finish(self, urn: str, stack: frozenset[str] = frozenset()) -> float:
+        """When `urn` is created at the earliest, remembering the dependency that decides it."""
+        if urn in self.best:
+            return self.best[urn][0]
+        r = self.by_urn[urn]
+        before, via = 0.0, None
+        for d in self.waits_for(r):
+            if d in stack:  # a cycle cannot be deployed; the engine would refuse it too
+                continue
+            t = self.finish(d, stack | {urn})
+            if t > before:
+                before, via = t, d
+        self.best[urn] = (before + create_seconds(r), via)
+        return self.best[urn][0]
+
+
 def critical_path(resources: list[Resource]) -> list[PathStep]:
     """The longest chain of dependent resources, weighted by typical creation time.
 
     A dependency on a component means waiting for everything inside it, as the engine does; a resource
     also waits for its explicit provider (a Kubernetes provider waits for its cluster's kubeconfig).
     """
-    by_urn = {r.urn: r for r in resources}
-    children: dict[str, list[str]] = {}
-    for r in resources:
-        if r.parent:
-            children.setdefault(r.parent, []).append(r.urn)
-
-    @cache
-    def leaves(urn: str) -> tuple[str, ...]:
-        r = by_urn.get(urn)
-        if r is None:
-            return ()
-        if r.custom:
-            return (urn,)
-        return tuple(leaf for c in children.get(urn, []) for leaf in leaves(c))
-
-    def waits_for(r: Resource) -> set[str]:
-        deps = set()
-        for d in r.deps:
-            deps.update(leaves(d))
-        if r.provider:
-            # A provider reference is "<urn>::<id>".
-            provider_urn = r.provider.rsplit("::", 1)[0]
-            if provider_urn in by_urn:
-                deps.add(provider_urn)
-        deps.discard(r.urn)
-        return deps
-
-    best: dict[str, tuple[float, str | None]] = {}
-
-    def finish(urn: str, stack: frozenset[str] = frozenset()) -> float:
-        if urn in best:
-            return best[urn][0]
-        r = by_urn[urn]
-        before, via = 0.0, None
-        for d in waits_for(r):
-            if d in stack:  # a cycle cannot be deployed; the engine would refuse it too
-                continue
-            t = finish(d, stack | {urn})
-            if t > before:
-                before, via = t, d
-        best[urn] = (before + create_seconds(r), via)
-        return best[urn][0]
-
+    graph = _DependencyGraph(resources)
     customs = [r.urn for r in resources if r.custom]
     if not customs:
         return []
-    end = max(customs, key=finish)
+    end = max(customs, key=graph.finish)
     chain: list[PathStep] = []
     cursor: str | None = end
     while cursor is not None:
-        r = by_urn[cursor]
+        r = graph.by_urn[cursor]
         chain.append(PathStep(r.name, r.type, create_seconds(r)))
-        cursor = best[cursor][1]
+        cursor = graph.best[cursor][1]
     return list(reversed(chain))
 
 
@@ -236,7 +244,7 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
 
 def resource_tree(result: RunResult) -> list[dict[str, Any]]:
     """Components and resources nested by parent, in registration order."""
-    nodes = {
+    nodes: dict[str, dict[str, Any]] = {
         r.urn: {"name": r.name, "type": r.type, "custom": r.custom, "children": []} for r in result.resources
     }
     roots: list[dict[str, Any]] = []

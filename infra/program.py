@@ -35,7 +35,7 @@ def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:
 
     args = GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
     platform = GpuPlatform(spec.cluster.name, args)
-    for key, value in platform.outputs.items():
+    for key, value in platform.outputs.exports().items():
         pulumi.export(key, value)
 
 

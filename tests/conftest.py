@@ -1,8 +1,13 @@
-"""Shared fixtures: run the real program (infra/__main__.py) under the mock engine.
+"""Shared fixtures and helpers: run the real program (infra/__main__.py) under the mock engine.
 
-`plan_stack("aws-dev")` plans a file in stacks/; `plan_platform({...})` plans a platform object given
-inline (mutated copies of the reference stacks, property-based inputs). Each call gets a fresh event
-loop and a fresh root stack, so tests do not leak resources into each other.
+- `planned("aws-dev")`: the plan of a reference stack, made once per test process and shared by every
+  test that only reads it (job stacks are planned on their platform's planned outputs);
+- `plan_object({...})` / the `plan_platform` fixture: a platform object given inline (mutated copies of
+  the reference stacks, property-based inputs), planned fresh each call;
+- `plan_stack("aws-dev")`: a fresh plan of a stack file (tests that need their own copy);
+- `one(result, type_)`, `upstream(result, resource)`: lookups the tests share.
+
+Each plan gets a fresh event loop and a fresh root stack, so tests do not leak resources into each other.
 """
 
 from __future__ import annotations
@@ -10,16 +15,19 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from functools import cache
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from infra import stackfile
-from infra.mockcloud import RunResult, run_program, run_stack
+from infra.mockcloud import Resource, RunResult, run_program, run_stack
 
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = ROOT / "stacks"
+# Job stacks and the platform stack whose planned outputs they read.
+JOB_STACKS = {"gpt-small-aws-dev": "aws-dev"}
 
 
 def stack_files() -> list[Path]:
@@ -45,6 +53,48 @@ def config_for(platform: dict[str, Any], extra: dict[str, str] | None = None) ->
     return config
 
 
+@cache
+def planned(stack: str) -> RunResult:
+    """The plan of a reference stack, once per test process: treat it as read-only."""
+    if stack in JOB_STACKS:
+        platform = JOB_STACKS[stack]
+        return run_stack(stack, {platform: planned(platform).outputs}, ROOT)
+    return run_stack(stack, None, ROOT)
+
+
+def plan_object(
+    platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
+) -> RunResult:
+    """A fresh plan of a platform object given inline."""
+    return run_program(config_for(platform, extra), stack)
+
+
+def one(result: RunResult, type_: str, name: str | None = None) -> Resource:
+    """The one resource of `type_` (named `name`) in a plan."""
+    found = [r for r in result.of_type(type_) if name is None or r.name == name]
+    assert len(found) == 1, f"{len(found)} {type_} named {name!r}: {[r.name for r in result.of_type(type_)]}"
+    return found[0]
+
+
+def upstream(result: RunResult, res: Resource) -> set[str]:
+    """URNs `res` waits for, directly or through other resources' dependencies (parents excluded)."""
+    by_urn = result.by_urn()
+    seen: set[str] = set()
+    todo = list(res.deps)
+    while todo:
+        urn = todo.pop()
+        if urn in seen:
+            continue
+        seen.add(urn)
+        dep = by_urn.get(urn)
+        if dep is not None:
+            todo.extend(dep.deps)
+            # Waiting for a component means waiting for its children.
+            if not dep.custom:
+                todo.extend(c.urn for c in result.children(dep))
+    return seen
+
+
 @pytest.fixture
 def plan_stack() -> Callable[..., RunResult]:
     def _plan(stack: str, stack_refs: dict[str, Any] | None = None) -> RunResult:
@@ -55,9 +105,4 @@ def plan_stack() -> Callable[..., RunResult]:
 
 @pytest.fixture
 def plan_platform() -> Callable[..., RunResult]:
-    def _plan(
-        platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
-    ) -> RunResult:
-        return run_program(config_for(platform, extra), stack)
-
-    return _plan
+    return plan_object

@@ -226,11 +226,6 @@ def normalise_keys(tree: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-# Kept for callers that predate trainer.contract (the job component until it calls
-# validate_trainer_config); pydantic accepts the camelCase keys it returns.
-_normalise = normalise_keys
-
-
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     for k, v in over.items():
         if isinstance(v, dict) and isinstance(base.get(k), dict) and k != MODEL_ARGS:

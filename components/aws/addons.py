@@ -91,7 +91,7 @@ def storage_class_parameters(key_arn: pulumi.Input[str]) -> dict[str, pulumi.Inp
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClusterAddonsArgs:
     cluster_name: pulumi.Input[str]
     oidc: OidcIssuer

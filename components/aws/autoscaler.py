@@ -105,7 +105,7 @@ def priorities(pools: Sequence[tuple[str, str]]) -> dict[int, list[str]]:
     return dict(sorted(table.items()))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ClusterAutoscalerArgs:
     cluster_name: str
     region: str

@@ -37,7 +37,7 @@ def tls_only_policy(bucket_arn: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PrivateBucketArgs:
     # Short purpose; with the cluster name it prefixes the globally unique bucket name.
     prefix: str
@@ -150,7 +150,7 @@ class PrivateBucket(pulumi.ComponentResource):
         self.register_outputs({"name": self.name, "arn": self.arn})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlatformBucketsArgs:
     cluster_name: str
     kms_key_arn: pulumi.Input[str]

@@ -27,15 +27,17 @@ from components.aws.cluster import EksCluster, EksClusterArgs
 from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
 from components.aws.network import Network, NetworkArgs
-from components.aws.node_group import NodePool, NodePoolArgs, NodeRole, node_repair
+from components.aws.node_group import NodePool, NodePoolArgs, node_repair
+from components.aws.node_role import NodeRole
+from components.aws.profile import EKS_PROFILE
 from components.aws.storage import EfsStorage, LustreStorage, StorageArgs
-from components.bundle import CloudProfile, ClusterBundle
+from components.bundle import ClusterBundle
 from components.spec import PlatformSpec
 
 DEFAULT_ZONES = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class AwsCloudArgs:
     spec: PlatformSpec
 
@@ -85,6 +87,7 @@ class AwsCloud(pulumi.ComponentResource):
                 node_security_group_id=network.node_security_group_id,
                 kms_key_arn=data_key.arn,
                 tags=tags,
+                vpc_cidr=network.cidr or None,
             )
             kind = LustreStorage if st.kind == "lustre" else EfsStorage
             storage.append(kind(f"{name}-{st.name}", storage_args, child).handle)
@@ -194,9 +197,7 @@ class AwsCloud(pulumi.ComponentResource):
             region=spec.region,
             provider=eks.provider,
             kubeconfig=eks.kubeconfig,
-            profile=CloudProfile(
-                name="eks", object_store="s3", identity_annotation="eks.amazonaws.com/role-arn"
-            ),
+            profile=EKS_PROFILE,
             node_pools=tuple(p.info for p in pools),
             storage=tuple(storage),
             buckets=buckets.names(),

@@ -105,7 +105,7 @@ def _assume_role_policy(service: str) -> str:
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EksClusterArgs:
     cluster_name: str
     region: str

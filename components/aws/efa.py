@@ -50,7 +50,7 @@ def efa_pod_env(instance_types: Iterable[str]) -> dict[str, str]:
     return env
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class EfaDevicePluginArgs:
     provider: k8s.Provider
     ready: Sequence[pulumi.Resource] = ()

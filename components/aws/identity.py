@@ -10,6 +10,7 @@ and each team's role reaches only its own prefix `<team>/` of it (objects, and l
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -136,7 +137,7 @@ class OidcIssuer:
     issuer_url: pulumi.Input[str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ServiceAccountRoleArgs:
     oidc: OidcIssuer
     namespace: str
@@ -184,7 +185,7 @@ def scoped_policy(build: Callable[..., str], *inputs: pulumi.Input[str]) -> pulu
     return pulumi.Output.all(*inputs).apply(lambda v: build(*v))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadIdentitiesArgs:
     oidc: OidcIssuer
     teams: Sequence[str]
@@ -195,6 +196,11 @@ class WorkloadIdentitiesArgs:
     # None when Loki is off (no logs bucket).
     logs_bucket_arn: pulumi.Input[str] | None = None
     tags: dict[str, str] | None = None
+
+
+def _team_policy(arns: list[str], team: str, region: str) -> str:
+    """The team role's policy once the bucket and key ARNs are known."""
+    return prefix_policy(arns[0], team_prefix(team), arns[1], region)
 
 
 class WorkloadIdentities(pulumi.ComponentResource):
@@ -209,7 +215,7 @@ class WorkloadIdentities(pulumi.ComponentResource):
         self.team_roles = {}
         for team in args.teams:
             checkpoints = pulumi.Output.all(args.checkpoint_bucket_arn, args.data_key_arn).apply(
-                lambda v, team=team: prefix_policy(v[0], team_prefix(team), v[1], args.region)
+                functools.partial(_team_policy, team=team, region=args.region)
             )
             role = ServiceAccountRole(
                 f"{name}-team-{team}",

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
     cluster_name: str
     cidr: ipaddress.IPv4Network = field(default_factory=lambda: ipaddress.IPv4Network("10.0.0.0/16"))

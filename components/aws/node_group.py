@@ -25,7 +25,6 @@ come from `k8s.io/cluster-autoscaler/node-template/...` tags.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -64,12 +63,9 @@ TAINT_EFFECTS = {
     "NoExecute": "NO_EXECUTE",
 }
 CA_PREFIX = "k8s.io/cluster-autoscaler"
-NODE_POLICIES = (
-    "arn:aws:iam::aws:policy/AmazonEKSWorkerNodePolicy",
-    "arn:aws:iam::aws:policy/AmazonEC2ContainerRegistryPullOnly",
-    # The VPC CNI runs on the node and assigns pod addresses with the node's credentials.
-    "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
-)
+# The type GPU pools were registered as before CPU and GPU pools shared one (stacks deployed before
+# keep their pools through this alias).
+OLD_GPU_POOL_TYPE = pulumi.Alias(type_="trainplane:aws:GpuNodePool")
 
 
 def machine_shapes(pool: NodePoolSpec, gpus_per_node: int) -> list[MachineShape]:
@@ -143,44 +139,7 @@ def autoscaler_tags(
     return tags
 
 
-class NodeRole(pulumi.ComponentResource):
-    """The IAM role every node group's instances run as (kept minimal: pods use IRSA)."""
-
-    arn: pulumi.Output[str]
-    attachments: list[aws.iam.RolePolicyAttachment]
-
-    def __init__(self, name: str, tags: dict[str, str], opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:aws:NodeRole", name, None, opts)
-        child = pulumi.ResourceOptions(parent=self)
-        role = aws.iam.Role(
-            f"{name}-role",
-            assume_role_policy=json.dumps(
-                {
-                    "Version": "2012-10-17",
-                    "Statement": [
-                        {
-                            "Effect": "Allow",
-                            "Principal": {"Service": "ec2.amazonaws.com"},
-                            "Action": "sts:AssumeRole",
-                        }
-                    ],
-                }
-            ),
-            description="EKS worker nodes",
-            tags=tags,
-            opts=child,
-        )
-        self.attachments = [
-            aws.iam.RolePolicyAttachment(
-                f"{name}-{arn.rsplit('/', 1)[-1]}", role=role.name, policy_arn=arn, opts=child
-            )
-            for arn in NODE_POLICIES
-        ]
-        self.arn = role.arn
-        self.register_outputs({"arn": self.arn})
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodePoolArgs:
     pool: NodePoolSpec
     gpus_per_node: int
@@ -197,20 +156,34 @@ class NodePoolArgs:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class NodePoolResources:
+    node_group: aws.eks.NodeGroup
+    launch_template: aws.ec2.LaunchTemplate
+    # EFA and compact pools: the cluster placement group; EFA pools: the group's self-referencing SG.
+    placement_group: aws.ec2.PlacementGroup | None
+    efa_security_group: aws.ec2.SecurityGroup | None
+    # The ASG tags the cluster autoscaler discovers and scales from zero by.
+    autoscaler_tags: tuple[aws.autoscaling.Tag, ...]
+
+
 class NodePool(pulumi.ComponentResource):
     """One managed node group with its launch template (and EFA plumbing), tagged for the autoscaler.
 
-    Registered as `trainplane:aws:GpuNodePool` for GPU pools and `trainplane:aws:NodePool` for CPU pools.
+    Registered as `trainplane:aws:NodePool` for CPU and GPU pools alike; GPU pools were once
+    `trainplane:aws:GpuNodePool` and carry that type as an alias, so deployed pools are not replaced.
     """
 
     node_group: aws.eks.NodeGroup
     node_group_name: str
     info: NodePoolInfo
+    resources: NodePoolResources
 
     def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
         pool = args.pool
-        token = "trainplane:aws:GpuNodePool" if pool.is_gpu else "trainplane:aws:NodePool"
-        super().__init__(token, name, None, opts)
+        if pool.is_gpu:
+            opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_GPU_POOL_TYPE]))
+        super().__init__("trainplane:aws:NodePool", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         shapes = machine_shapes(pool, args.gpus_per_node)
         # What workloads select the pool by (the bundle); the nodes carry these and a few more.
@@ -231,6 +204,7 @@ class NodePool(pulumi.ComponentResource):
 
         security_groups: list[pulumi.Input[str]] = list(args.security_group_ids)
         placement = None
+        efa_sg = group = None
         if pool.efa:
             efa_sg = aws.ec2.SecurityGroup(
                 f"{name}-efa",
@@ -337,14 +311,23 @@ class NodePool(pulumi.ComponentResource):
             resources,
         )
         asg_name = self.node_group.resources.apply(_asg_name)
+        asg_tags = []
         for key, value in ca_tags.items():
-            aws.autoscaling.Tag(
+            tag = aws.autoscaling.Tag(
                 f"{name}-tag-{_slug(key)}",
                 autoscaling_group_name=asg_name,
                 # Template tags describe the group; launching instances need no copy of them.
                 tag=aws.autoscaling.TagTagArgs(key=key, value=value, propagate_at_launch=False),
                 opts=child,
             )
+            asg_tags.append(tag)
+        self.resources = NodePoolResources(
+            node_group=self.node_group,
+            launch_template=template,
+            placement_group=group,
+            efa_security_group=efa_sg,
+            autoscaler_tags=tuple(asg_tags),
+        )
         self.info = NodePoolInfo(
             name=pool.name,
             gpu=pool.gpu,
@@ -358,6 +341,9 @@ class NodePool(pulumi.ComponentResource):
             # Every EFA device of the node (the same count on every node, see machine_shapes).
             extended_resources={EFA_RESOURCE: efa_count} if efa_count else {},
             pod_env=efa_pod_env(s.name for s in shapes) if efa_count else {},
+            # The smallest instance type of the pool: a pod sized for it fits on every node.
+            node_vcpus=min(s.vcpus for s in shapes) or None,
+            node_memory_gib=min(s.memory_gib for s in shapes) or None,
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.profile import FSX_CSI_DRIVER
 from components.bundle import StorageHandle
 from components.spec import StorageSpec
 
-FSX_CSI = "fsx.csi.aws.com"
 EFS_CSI = "efs.csi.aws.com"
 # Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide).
 LUSTRE_PORTS = (988, *range(1018, 1024))
@@ -27,7 +27,7 @@ DEFAULT_THROUGHPUT = 250
 EFS_NOMINAL_GIB = 1024
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StorageArgs:
     spec: StorageSpec
     cluster_name: str
@@ -36,6 +36,9 @@ class StorageArgs:
     node_security_group_id: pulumi.Input[str]
     kms_key_arn: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)
+    # The VPC's CIDR when trainplane made it: the file system's DNS name resolves into it, so team
+    # egress to it narrows to the VPC (None for a VPC brought along).
+    vpc_cidr: str | None = None
 
 
 def _client_rules(
@@ -135,12 +138,13 @@ class LustreStorage(pulumi.ComponentResource):
             name=st.name,
             kind="lustre",
             capacity_gib=capacity,
-            csi_driver=FSX_CSI,
+            csi_driver=FSX_CSI_DRIVER,
             volume_handle=fs.id,
             volume_attributes={"dnsname": fs.dns_name, "mountname": fs.mount_name},
             # flock: training code and DCP take POSIX locks on shared files.
             mount_options=("flock",),
             endpoint=fs.dns_name,
+            endpoint_cidr=args.vpc_cidr,
             ports=LUSTRE_PORTS,
         )
         self.register_outputs({"fileSystemId": fs.id})
@@ -150,7 +154,7 @@ def _repositories(st: StorageSpec) -> list[tuple[str, tuple[str, ...]]]:
     """(S3 path, directions) per data repository association: one when import and export agree."""
     if st.import_path and st.import_path == st.export_path:
         return [(st.import_path, ("import", "export"))]
-    out = []
+    out: list[tuple[str, tuple[str, ...]]] = []
     if st.import_path:
         out.append((st.import_path, ("import",)))
     if st.export_path:
@@ -209,6 +213,7 @@ class EfsStorage(pulumi.ComponentResource):
             volume_handle=fs.id,
             mount_options=tuple(st.mount_options),
             endpoint=fs.dns_name,
+            endpoint_cidr=args.vpc_cidr,
             ports=(NFS_PORT,),
         )
         self.register_outputs({"fileSystemId": fs.id})

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp.naming import gcp_labels, short_id
-from components.spec import PlatformSpec
+from components.gcp.naming import GcpPlacement, short_id
 
 NONCURRENT_DAYS = 7
+# The type the buckets component had before it was named like AWS's (stacks deployed before keep it).
+OLD_BUCKETS_TYPE = pulumi.Alias(type_="trainplane:gcp:Buckets")
 NEWER_VERSIONS = 3
 # Multi-GB checkpoint shards are uploaded in parts; parts of a crashed upload are cleaned after a day.
 ABORT_UPLOADS_DAYS = 1
@@ -25,15 +26,17 @@ ABORT_UPLOADS_DAYS = 1
 LOG_BACKSTOP_EXTRA_DAYS = 7
 
 
-def bucket_name(spec: PlatformSpec, purpose: str) -> str:
+def bucket_name(place: GcpPlacement, purpose: str) -> str:
     """Globally unique by construction: project ids are unique, cluster names unique per project."""
-    return short_id(f"{spec.project}-{spec.cluster.name}-{purpose}", 63)
+    return short_id(f"{place.project}-{place.cluster_name}-{purpose}", 63)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class PlatformBucketsArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
     logs: bool = False  # a bucket for Loki (observability.loki)
+    # Loki's retention (observability.logRetentionDays); the bucket keeps logs a week longer.
+    log_retention_days: int = 14
 
 
 class PlatformBuckets(pulumi.ComponentResource):
@@ -43,17 +46,19 @@ class PlatformBuckets(pulumi.ComponentResource):
     logs: gcp.storage.Bucket | None = None
 
     def __init__(self, name: str, args: PlatformBucketsArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:gcp:Buckets", name, None, opts)
-        spec = args.spec
+        # Named like AWS's; deployed stacks registered it as trainplane:gcp:Buckets.
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_BUCKETS_TYPE]))
+        super().__init__("trainplane:gcp:PlatformBuckets", name, None, opts)
+        place = args.placement
         common = {
-            "project": spec.project,
-            "location": (spec.region or "").upper(),  # the API answers in upper case
+            "project": place.project,
+            "location": place.region.upper(),  # the API answers in upper case
             "storage_class": "STANDARD",
             "uniform_bucket_level_access": True,
             "public_access_prevention": "enforced",
             "force_destroy": False,
             "soft_delete_policy": {"retention_duration_seconds": 0},
-            "labels": gcp_labels(spec.tags, spec.cluster.name),
+            "labels": place.labels,
         }
         abort_uploads = {
             "action": {"type": "AbortIncompleteMultipartUpload"},
@@ -61,7 +66,7 @@ class PlatformBuckets(pulumi.ComponentResource):
         }
         self.checkpoints = gcp.storage.Bucket(
             f"{name}-checkpoints",
-            name=bucket_name(spec, "checkpoints"),
+            name=bucket_name(place, "checkpoints"),
             versioning={"enabled": True},
             lifecycle_rules=[
                 {
@@ -80,12 +85,12 @@ class PlatformBuckets(pulumi.ComponentResource):
         if args.logs:
             self.logs = gcp.storage.Bucket(
                 f"{name}-logs",
-                name=bucket_name(spec, "logs"),
+                name=bucket_name(place, "logs"),
                 versioning={"enabled": False},
                 lifecycle_rules=[
                     {
                         "action": {"type": "Delete"},
-                        "condition": {"age": spec.observability.log_retention_days + LOG_BACKSTOP_EXTRA_DAYS},
+                        "condition": {"age": args.log_retention_days + LOG_BACKSTOP_EXTRA_DAYS},
                     },
                     abort_uploads,
                 ],

@@ -21,24 +21,22 @@ from dataclasses import dataclass
 import pulumi
 
 from components.bundle import (
-    LOKI_SERVICE_ACCOUNT,
-    MONITORING_NAMESPACE,
-    TEAM_SERVICE_ACCOUNT,
     ClusterBundle,
     StorageHandle,
-    team_namespace,
 )
 from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
-from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentity, WorkloadIdentityArgs
-from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork, GcpNetworkArgs
-from components.gcp.node_pool import GpuNodePool, GpuNodePoolArgs
-from components.gcp.profile import GKE_PROFILE, GKE_STORAGE_CLASS
+from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentities, WorkloadIdentitiesArgs
+from components.gcp.naming import GcpPlacement
+from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
+from components.gcp.node_pool import NodePool, NodePoolArgs
+from components.gcp.profile import GKE_STORAGE_CLASS, gke_profile
+from components.gcp.rules import gcp_storage_zone
 from components.gcp.storage import FilestoreStorage, FilestoreStorageArgs, LustreStorage, LustreStorageArgs
 from components.spec import PlatformSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GcpCloudArgs:
     spec: PlatformSpec
 
@@ -53,26 +51,46 @@ class GcpCloud(pulumi.ComponentResource):
         spec = args.spec
         assert spec.cloud == "gcp" and spec.project and spec.region, "PlatformSpec.load checks these"
         child = pulumi.ResourceOptions(parent=self)
+        # What every GCP component needs of the spec; each takes only its own part besides.
+        place = GcpPlacement(
+            project=spec.project, region=spec.region, cluster_name=spec.cluster.name, tags=spec.tags
+        )
         lustre = any(s.kind == "lustre" for s in spec.storage)
-        legacy_lustre = lustre and uses_legacy_lustre_port(spec)
+        legacy_lustre = lustre and uses_legacy_lustre_port(spec.cluster.kubernetes_version)
+        storage_zone = gcp_storage_zone(spec)
 
-        network = GcpNetwork(
+        network = Network(
             f"{name}-net",
-            GcpNetworkArgs(
-                spec=spec,
+            NetworkArgs(
+                placement=place,
+                network=spec.network,
+                private_nodes=spec.cluster.private_nodes,
                 lustre_port=(LUSTRE_LEGACY_PORT if legacy_lustre else LUSTRE_PORT) if lustre else None,
             ),
             child,
         )
-        gke = GkeCluster(f"{name}-cluster", GkeClusterArgs(spec=spec, network=network), child)
-        nodes = NodeIdentity(f"{name}-nodes", NodeIdentityArgs(spec=spec), child)
+        gke = GkeCluster(
+            f"{name}-cluster",
+            GkeClusterArgs(
+                placement=place,
+                cluster=spec.cluster,
+                network=network,
+                zones=tuple(spec.zones),
+                filestore=any(s.kind == "nfs" for s in spec.storage),
+                lustre=lustre,
+            ),
+            child,
+        )
+        nodes = NodeIdentity(f"{name}-nodes", NodeIdentityArgs(placement=place), child)
 
         pools = [
-            GpuNodePool(
+            NodePool(
                 f"{name}-{pool.name}",
-                GpuNodePoolArgs(
-                    spec=spec,
+                NodePoolArgs(
+                    placement=place,
                     pool=pool,
+                    zones=tuple(spec.zones),
+                    lustre=lustre,
                     cluster_id=gke.cluster.id,
                     location=gke.location,
                     node_service_account=nodes.email,
@@ -88,52 +106,49 @@ class GcpCloud(pulumi.ComponentResource):
         for st in spec.storage:
             if st.kind == "nfs":
                 fs = FilestoreStorage(
-                    f"{name}-{st.name}", FilestoreStorageArgs(spec=spec, storage=st, network=network), child
+                    f"{name}-{st.name}",
+                    FilestoreStorageArgs(placement=place, storage=st, network=network, zone=storage_zone),
+                    child,
                 )
                 handles.append(fs.handle)
             else:
                 lfs = LustreStorage(
                     f"{name}-{st.name}",
-                    LustreStorageArgs(spec=spec, storage=st, network=network, legacy_port=legacy_lustre),
+                    LustreStorageArgs(
+                        placement=place,
+                        storage=st,
+                        network=network,
+                        zone=storage_zone or "",
+                        legacy_port=legacy_lustre,
+                    ),
                     child,
                 )
                 handles.append(lfs.handle)
 
         buckets = PlatformBuckets(
-            f"{name}-buckets", PlatformBucketsArgs(spec=spec, logs=spec.observability.loki), child
+            f"{name}-buckets",
+            PlatformBucketsArgs(
+                placement=place,
+                logs=spec.observability.loki,
+                log_retention_days=spec.observability.log_retention_days,
+            ),
+            child,
         )
-        team_identities: dict[str, pulumi.Output[str]] = {}
-        for team in spec.teams:
-            ident = WorkloadIdentity(
-                f"{name}-team-{team.name}",
-                WorkloadIdentityArgs(
-                    spec=spec,
-                    namespace=team_namespace(team),
-                    service_account=TEAM_SERVICE_ACCOUNT,
-                    purpose=team.name,
-                    bucket=buckets.checkpoints.name,
-                    # Teams share the checkpoint bucket; each reaches only `<team>/` (jobs write there).
-                    prefix=team.name,
-                    cluster=gke.cluster,
-                ),
-                child,
-            )
-            team_identities[team.name] = ident.email
-        loki_identity = None
-        if buckets.logs is not None:
-            loki = WorkloadIdentity(
-                f"{name}-loki",
-                WorkloadIdentityArgs(
-                    spec=spec,
-                    namespace=MONITORING_NAMESPACE,
-                    service_account=LOKI_SERVICE_ACCOUNT,
-                    purpose="loki",
-                    bucket=buckets.logs.name,
-                    cluster=gke.cluster,
-                ),
-                child,
-            )
-            loki_identity = loki.email
+        identities = WorkloadIdentities(
+            f"{name}-identity",
+            WorkloadIdentitiesArgs(
+                placement=place,
+                teams=[t.name for t in spec.teams],
+                checkpoint_bucket=buckets.checkpoints.name,
+                logs_bucket=buckets.logs.name if buckets.logs is not None else None,
+                cluster=gke.cluster,
+                # Deployed stacks have each identity directly under this component: they keep them.
+                former_parent=self,
+            ),
+            child,
+        )
+        team_identities = dict(identities.team_emails)
+        loki_identity = identities.loki_email
 
         bucket_names: dict[str, pulumi.Input[str]] = {"checkpoints": buckets.checkpoints.name}
         if buckets.logs is not None:
@@ -143,7 +158,7 @@ class GcpCloud(pulumi.ComponentResource):
             region=spec.region,
             provider=gke.provider,
             kubeconfig=gke.kubeconfig,
-            profile=GKE_PROFILE,
+            profile=gke_profile(spec.cluster.kubernetes_version),
             node_pools=tuple(p.info for p in pools),
             storage=tuple(handles),
             buckets=bucket_names,

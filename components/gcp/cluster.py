@@ -15,6 +15,7 @@ Choices, and why:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -22,9 +23,9 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.gcp.naming import gcp_labels
-from components.gcp.network import GcpNetwork
-from components.spec import PlatformSpec
+from components.gcp.naming import GcpPlacement
+from components.gcp.network import Network
+from components.spec import ClusterSpec
 
 DEFAULT_RELEASE_CHANNEL = "REGULAR"
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
@@ -34,12 +35,12 @@ def workload_pool(project: str) -> str:
     return f"{project}.svc.id.goog"
 
 
-def uses_legacy_lustre_port(spec: PlatformSpec) -> bool:
+def uses_legacy_lustre_port(kubernetes_version: str) -> bool:
     """GKE before 1.33.2-gke.4780000 holds port 988 on nodes (metadata server), so Lustre must use 6988.
 
     A `1.33` minimum may still land on such a patch; from 1.34 the default port works.
     """
-    return int(spec.cluster.kubernetes_version.split(".")[1]) < 34
+    return int(kubernetes_version.split(".")[1]) < 34
 
 
 def kubeconfig_for(name: str, endpoint: str, ca_data: str) -> str:
@@ -73,10 +74,16 @@ def kubeconfig_for(name: str, endpoint: str, ca_data: str) -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GkeClusterArgs:
-    spec: PlatformSpec
-    network: GcpNetwork
+    placement: GcpPlacement
+    cluster: ClusterSpec
+    network: Network
+    # The platform's zones (node locations); empty: GKE's choice in the region.
+    zones: Sequence[str] = ()
+    # Which storage CSI add-ons the platform's file systems need.
+    filestore: bool = False
+    lustre: bool = False
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -89,12 +96,10 @@ class GkeCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: GkeClusterArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:GkeCluster", name, None, opts)
-        spec, net = args.spec, args.network
-        project = spec.project or ""
-        cfg = spec.cluster
-        self.location = spec.region or ""
-        nfs = any(s.kind == "nfs" for s in spec.storage)
-        lustre = any(s.kind == "lustre" for s in spec.storage)
+        place, net, cfg = args.placement, args.network, args.cluster
+        project = place.project
+        self.location = place.region
+        nfs, lustre = args.filestore, args.lustre
         private_nodes = cfg.private_nodes is not False
 
         addons: dict = {
@@ -105,7 +110,7 @@ class GkeCluster(pulumi.ComponentResource):
         if lustre:
             addons["lustre_csi_driver_config"] = {
                 "enabled": True,
-                "enable_legacy_lustre_port": uses_legacy_lustre_port(spec),
+                "enable_legacy_lustre_port": uses_legacy_lustre_port(cfg.kubernetes_version),
             }
 
         ip_policy: dict = {}
@@ -134,7 +139,7 @@ class GkeCluster(pulumi.ComponentResource):
             name=cfg.name,
             project=project,
             location=self.location,
-            node_locations=list(spec.zones) or None,
+            node_locations=list(args.zones) or None,
             description=f"trainplane GPU training platform {cfg.name}",
             network=net.network_id,
             subnetwork=net.subnetwork_id,
@@ -151,7 +156,7 @@ class GkeCluster(pulumi.ComponentResource):
             enable_shielded_nodes=True,
             datapath_provider="ADVANCED_DATAPATH",
             addons_config=addons,
-            resource_labels=gcp_labels(spec.tags, cfg.name),
+            resource_labels=place.labels,
             # Platforms are torn down with `pulumi destroy`; protect production stacks with Pulumi's
             # `protect` instead of an API flag that blocks every destroy.
             deletion_protection=False,

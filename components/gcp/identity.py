@@ -10,14 +10,15 @@ GSA only to its own prefix `<team>/` of the shared checkpoint bucket (an IAM con
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_gcp as gcp
 
+from components.bundle import LOKI_SERVICE_ACCOUNT, MONITORING_NAMESPACE, TEAM_SERVICE_ACCOUNT, team_namespace
 from components.gcp.cluster import workload_pool
-from components.gcp.naming import service_account_id
-from components.spec import PlatformSpec
+from components.gcp.naming import GcpPlacement, service_account_id
 
 WORKLOAD_IDENTITY_USER = "roles/iam.workloadIdentityUser"
 # Create, read, overwrite, delete and list objects; no bucket settings, no IAM.
@@ -52,9 +53,9 @@ def prefix_condition(bucket: str, prefix: str) -> dict[str, str]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class NodeIdentityArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
 
 
 class NodeIdentity(pulumi.ComponentResource):
@@ -65,12 +66,12 @@ class NodeIdentity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: NodeIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:NodeIdentity", name, None, opts)
-        spec = args.spec
-        project = spec.project or ""
+        place = args.placement
+        project = place.project
         self.account = gcp.serviceaccount.Account(
             f"{name}-sa",
-            account_id=service_account_id(spec.cluster.name, "nodes"),
-            display_name=f"GKE nodes of {spec.cluster.name}",
+            account_id=service_account_id(place.cluster_name, "nodes"),
+            display_name=f"GKE nodes of {place.cluster_name}",
             project=project,
             opts=pulumi.ResourceOptions(parent=self),
         )
@@ -88,9 +89,9 @@ class NodeIdentity(pulumi.ComponentResource):
         self.register_outputs({"email": self.account.email})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class WorkloadIdentityArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
     namespace: str
     service_account: str
     # What this identity is for, in the GSA's id (a team name, "loki").
@@ -112,13 +113,13 @@ class WorkloadIdentity(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: WorkloadIdentityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:WorkloadIdentity", name, None, opts)
-        spec = args.spec
-        project = spec.project or ""
+        place = args.placement
+        project = place.project
         child = pulumi.ResourceOptions(parent=self)
         self.account = gcp.serviceaccount.Account(
             f"{name}-sa",
-            account_id=service_account_id(spec.cluster.name, args.purpose),
-            display_name=f"{args.namespace}/{args.service_account} on {spec.cluster.name}",
+            account_id=service_account_id(place.cluster_name, args.purpose),
+            display_name=f"{args.namespace}/{args.service_account} on {place.cluster_name}",
             project=project,
             opts=child,
         )
@@ -145,3 +146,64 @@ class WorkloadIdentity(pulumi.ComponentResource):
         )
         self.email = self.account.email
         self.register_outputs({"email": self.account.email})
+
+
+@dataclass(frozen=True, kw_only=True)
+class WorkloadIdentitiesArgs:
+    placement: GcpPlacement
+    teams: Sequence[str]
+    # Teams share the checkpoint bucket; each reaches only `<team>/` (jobs write there).
+    checkpoint_bucket: pulumi.Input[str]
+    # Loki's bucket; None without Loki (then no Loki identity).
+    logs_bucket: pulumi.Input[str] | None
+    cluster: pulumi.Resource
+    # Where the identities were registered before they were grouped here (the GCP cloud component):
+    # they answer to their old URNs through an alias, so deployed identities are not replaced.
+    former_parent: pulumi.Resource | None = None
+
+
+class WorkloadIdentities(pulumi.ComponentResource):
+    """Every Workload Identity of a platform: one per team (its prefix of the checkpoint bucket) and
+    Loki's (the logs bucket). Named like the AWS component of the same role."""
+
+    team_emails: dict[str, pulumi.Output[str]]
+    loki_email: pulumi.Output[str] | None
+
+    def __init__(self, name: str, args: WorkloadIdentitiesArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:gcp:WorkloadIdentities", name, None, opts)
+        aliases = [pulumi.Alias(parent=args.former_parent)] if args.former_parent is not None else []
+        child = pulumi.ResourceOptions(parent=self, aliases=aliases)
+        # Children are named after the platform (`<platform>-team-<team>`), not this component, as before.
+        base = name.removesuffix("-identity")
+        self.team_emails = {}
+        for team in args.teams:
+            ident = WorkloadIdentity(
+                f"{base}-team-{team}",
+                WorkloadIdentityArgs(
+                    placement=args.placement,
+                    namespace=team_namespace(team),
+                    service_account=TEAM_SERVICE_ACCOUNT,
+                    purpose=team,
+                    bucket=args.checkpoint_bucket,
+                    prefix=team,
+                    cluster=args.cluster,
+                ),
+                child,
+            )
+            self.team_emails[team] = ident.email
+        self.loki_email = None
+        if args.logs_bucket is not None:
+            loki = WorkloadIdentity(
+                f"{base}-loki",
+                WorkloadIdentityArgs(
+                    placement=args.placement,
+                    namespace=MONITORING_NAMESPACE,
+                    service_account=LOKI_SERVICE_ACCOUNT,
+                    purpose="loki",
+                    bucket=args.logs_bucket,
+                    cluster=args.cluster,
+                ),
+                child,
+            )
+            self.loki_email = loki.email
+        self.register_outputs({"teams": self.team_emails})

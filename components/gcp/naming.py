@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 
 def short_id(base: str, max_len: int, min_len: int = 1) -> str:
@@ -59,3 +61,19 @@ def subnetwork_path(ref: str, project: str, region: str) -> str:
     if m:
         return f"projects/{m.group(1)}/regions/{m.group(2)}/subnetworks/{m.group(3)}"
     return f"projects/{project}/regions/{region}/subnetworks/{network_name(ref)}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GcpPlacement:
+    """Where a platform's GCP resources go and how they are named and labelled: what every GCP
+    component needs of the platform spec (each takes this plus its own few fields)."""
+
+    project: str
+    region: str
+    cluster_name: str
+    # The stack's tags, as GCP labels on every resource that takes labels.
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return gcp_labels(dict(self.tags), self.cluster_name)

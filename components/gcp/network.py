@@ -1,4 +1,4 @@
-"""GcpNetwork: the VPC a GKE platform runs in, or references to one the user brings.
+"""Network: the VPC a GKE platform runs in, or references to one the user brings.
 
 Created network: a custom-mode VPC, one regional subnet with secondary ranges for pods and services
 (VPC-native GKE), a Cloud Router + Cloud NAT so private nodes can pull images, firewall rules scoped to the
@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp.naming import network_name, network_path, subnetwork_path
-from components.spec import (
+from components.gcp.naming import GcpPlacement, network_name, network_path, subnetwork_path
+from components.gcp.rules import (
     GCP_DEFAULT_PODS_CIDR,
     GCP_DEFAULT_PRIVATE_SERVICES_CIDR,
     GCP_DEFAULT_SERVICES_CIDR,
-    PlatformSpec,
 )
+from components.spec import NetworkSpec
 
 PODS_RANGE = "pods"
 SERVICES_RANGE = "services"
@@ -36,14 +36,17 @@ LUSTRE_LEGACY_PORT = 6988
 LUSTRE_MTU = 8896
 
 
-@dataclass(frozen=True)
-class GcpNetworkArgs:
-    spec: PlatformSpec
+@dataclass(frozen=True, kw_only=True)
+class NetworkArgs:
+    placement: GcpPlacement
+    network: NetworkSpec
+    # Nodes without external addresses (the default) need Cloud NAT to pull images.
+    private_nodes: bool | None = None
     # Open the Lustre LNet port from the private services range (only when Managed Lustre is used).
     lustre_port: int | None = None
 
 
-class GcpNetwork(pulumi.ComponentResource):
+class Network(pulumi.ComponentResource):
     """The VPC, subnet, NAT and firewall of one platform (or references to a network brought along)."""
 
     network_id: pulumi.Output[str]  # projects/<p>/global/networks/<n>
@@ -60,16 +63,16 @@ class GcpNetwork(pulumi.ComponentResource):
     # Service Networking peering that Managed Lustre needs; None on a brought network or without Lustre.
     private_services: gcp.servicenetworking.Connection | None = None
     private_services_cidr: str | None = None
+    # The primary range of a subnet trainplane creates (None for a brought one: not known here).
+    cidr: str | None = None
 
-    def __init__(self, name: str, args: GcpNetworkArgs, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, args: NetworkArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:Network", name, None, opts)
-        spec = args.spec
-        net = spec.network
-        project = spec.project or ""
-        region = spec.region or ""
+        place, net = args.placement, args.network
+        project, region = place.project, place.region
         child = pulumi.ResourceOptions(parent=self)
         # Firewall rules target this tag, which every node pool of the platform carries.
-        self.node_tag = f"{spec.cluster.name}-node"
+        self.node_tag = f"{place.cluster_name}-node"
         self.owned = not net.network
         self.host_project = project
         if not self.owned:
@@ -93,11 +96,11 @@ class GcpNetwork(pulumi.ComponentResource):
         services = str(net.services_cidr or GCP_DEFAULT_SERVICES_CIDR)
         vpc = gcp.compute.Network(
             f"{name}-vpc",
-            name=f"{spec.cluster.name}-vpc",
+            name=f"{place.cluster_name}-vpc",
             project=project,
             auto_create_subnetworks=False,
             routing_mode="REGIONAL",
-            description=f"trainplane platform {spec.cluster.name}",
+            description=f"trainplane platform {place.cluster_name}",
             # Jumbo frames only where Managed Lustre is used; other platforms keep GCP's default. The
             # provider patches MTU in place (magic-modules PR 13995, 2025), no network replacement.
             mtu=LUSTRE_MTU if args.lustre_port is not None else None,
@@ -105,7 +108,7 @@ class GcpNetwork(pulumi.ComponentResource):
         )
         subnet = gcp.compute.Subnetwork(
             f"{name}-subnet",
-            name=f"{spec.cluster.name}-{region}",
+            name=f"{place.cluster_name}-{region}",
             project=project,
             region=region,
             network=vpc.id,
@@ -120,11 +123,12 @@ class GcpNetwork(pulumi.ComponentResource):
         )
         self.network_id = vpc.id
         self.network_name = vpc.name
+        self.cidr = str(net.cidr)
         self.subnetwork_id = subnet.id
         self.pods_range_name, self.services_range_name = PODS_RANGE, SERVICES_RANGE
         self.pods_cidr, self.services_cidr = pods, services
 
-        if spec.cluster.private_nodes is not False:
+        if args.private_nodes is not False:
             router = gcp.compute.Router(
                 f"{name}-router", project=project, region=region, network=vpc.id, opts=child
             )
@@ -192,3 +196,8 @@ class GcpNetwork(pulumi.ComponentResource):
             )
 
         self.register_outputs({"networkId": self.network_id, "subnetworkId": self.subnetwork_id})
+
+
+# The names this module had before networks were named alike on every cloud.
+GcpNetwork = Network
+GcpNetworkArgs = NetworkArgs

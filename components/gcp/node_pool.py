@@ -1,4 +1,4 @@
-"""GpuNodePool: one GKE node pool from one `nodePools` entry (the GPU pools and the CPU system pool).
+"""NodePool: one GKE node pool from one `nodePools` entry (the GPU pools and the CPU system pool).
 
 GPU pools follow NVIDIA's GKE guide for the GPU operator, which the in-cluster layer installs:
 - `gpu_driver_installation_config.gpu_driver_version = INSTALLATION_DISABLED`: GKE does not install the
@@ -17,6 +17,7 @@ limits would multiply them by the number of zones.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import pulumi
@@ -24,8 +25,8 @@ import pulumi_gcp as gcp
 
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape
-from components.gcp.naming import gcp_labels
-from components.spec import NodePoolSpec, PlatformSpec, machine_of
+from components.gcp.naming import GcpPlacement
+from components.spec import NodePoolSpec
 
 # Turns GKE's default NVIDIA device plugin off on a GPU pool (NVIDIA GPU operator on GKE guide).
 NO_DEFAULT_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
@@ -43,12 +44,18 @@ GKE_TAINT_EFFECTS = {
 HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-")
 DEFAULT_GPU_DISK_GIB = 200  # training images (CUDA, PyTorch) are large
 DEFAULT_CPU_DISK_GIB = 50  # docs/configuration.md: 200 (GPU), 50 (CPU)
+# The type every GKE pool was registered as before all clouds' pools shared `NodePool`.
+OLD_POOL_TYPE = pulumi.Alias(type_="trainplane:gcp:GpuNodePool")
 
 
-@dataclass(frozen=True)
-class GpuNodePoolArgs:
-    spec: PlatformSpec
+@dataclass(frozen=True, kw_only=True)
+class NodePoolArgs:
+    placement: GcpPlacement
     pool: NodePoolSpec
+    # The platform's zones, for a pool that names none.
+    zones: Sequence[str] = ()
+    # Whether the platform has Managed Lustre (whose CSI driver mounts on Secure Boot nodes only on GPUs).
+    lustre: bool = False
     # The cluster's id (projects/<p>/locations/<l>/clusters/<n>) and location.
     cluster_id: pulumi.Input[str]
     location: str
@@ -58,16 +65,18 @@ class GpuNodePoolArgs:
     depends_on: tuple[pulumi.Resource, ...] = ()
 
 
-def pool_shape(spec: PlatformSpec, pool: NodePoolSpec) -> MachineShape | None:
-    return machine_of("gcp", pool)
+def pool_shape(pool: NodePoolSpec) -> MachineShape | None:
+    from components.gcp.backend import BACKEND
+
+    return BACKEND.machine_of(pool)
 
 
-def pool_zones(spec: PlatformSpec, pool: NodePoolSpec) -> list[str]:
+def pool_zones(pool: NodePoolSpec, zones: Sequence[str]) -> list[str]:
     """The zones a pool's nodes run in: its own, else the platform's (compact pools have exactly one)."""
-    return list(pool.zones or spec.zones)
+    return list(pool.zones or zones)
 
 
-def secure_boot(spec: PlatformSpec, pool: NodePoolSpec, is_gpu: bool) -> bool:
+def secure_boot(lustre: bool, pool: NodePoolSpec, is_gpu: bool) -> bool:
     """Whether the pool's nodes boot with Secure Boot.
 
     GKE's Managed Lustre CSI driver mounts on Secure Boot nodes only when they are GPU machines (Managed
@@ -77,7 +86,7 @@ def secure_boot(spec: PlatformSpec, pool: NodePoolSpec, is_gpu: bool) -> bool:
     own), and goes off on the untainted CPU pools of a platform with Managed Lustre, where team pods (data
     preparation, evaluation) mount the team's Lustre claim.
     """
-    if is_gpu or not any(st.kind == "lustre" for st in spec.storage):
+    if is_gpu or not lustre:
         return True
     return any(t.effect in ("NoSchedule", "NoExecute") for t in pool.taints)
 
@@ -86,19 +95,30 @@ def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
     return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
 
 
-class GpuNodePool(pulumi.ComponentResource):
-    """A GKE node pool; GPU pools carry their accelerators, driver mode, taint and labels."""
+@dataclass(frozen=True, kw_only=True)
+class NodePoolResources:
+    node_pool: gcp.container.NodePool
+
+
+class NodePool(pulumi.ComponentResource):
+    """A GKE node pool; GPU pools carry their accelerators, driver mode, taint and labels.
+
+    Registered as `trainplane:gcp:NodePool`, the node pool type of every cloud; it was
+    `trainplane:gcp:GpuNodePool` (for CPU pools too), kept as an alias so deployed pools stay.
+    """
 
     node_pool: gcp.container.NodePool
     info: NodePoolInfo
+    resources: NodePoolResources
 
-    def __init__(self, name: str, args: GpuNodePoolArgs, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("trainplane:gcp:GpuNodePool", name, None, opts)
-        spec, pool = args.spec, args.pool
-        shape = pool_shape(spec, pool)
+    def __init__(self, name: str, args: NodePoolArgs, opts: pulumi.ResourceOptions | None = None):
+        opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=[OLD_POOL_TYPE]))
+        super().__init__("trainplane:gcp:NodePool", name, None, opts)
+        place, pool = args.placement, args.pool
+        shape = pool_shape(pool)
         machine_type = shape.name if shape is not None else pool.machine_type
         assert machine_type, f"nodePools {pool.name}: no machine type (spec checks should have caught this)"
-        zones = pool_zones(spec, pool)
+        zones = pool_zones(pool, args.zones)
         is_gpu = pool.is_gpu and shape is not None and shape.accelerator_type is not None
 
         taints: tuple[TaintInfo, ...] = (gpu_taint(),) if is_gpu else ()
@@ -122,12 +142,12 @@ class GpuNodePool(pulumi.ComponentResource):
             "labels": node_labels,
             "taints": gke_taints(taints),
             "tags": [args.node_tag],
-            "resource_labels": gcp_labels(spec.tags, spec.cluster.name),
+            "resource_labels": place.labels,
             "metadata": {"disable-legacy-endpoints": "true"},
             # Pods see the GKE metadata server (Workload Identity), never the node's own credentials.
             "workload_metadata_config": {"mode": "GKE_METADATA"},
             "shielded_instance_config": {
-                "enable_secure_boot": secure_boot(spec, pool, is_gpu),
+                "enable_secure_boot": secure_boot(args.lustre, pool, is_gpu),
                 "enable_integrity_monitoring": True,
             },
             "spot": pool.capacity == "spot",
@@ -152,7 +172,7 @@ class GpuNodePool(pulumi.ComponentResource):
         self.node_pool = gcp.container.NodePool(
             f"{name}-pool",
             name=pool.name,
-            project=spec.project,
+            project=place.project,
             cluster=args.cluster_id,
             location=args.location,
             node_locations=zones or None,
@@ -196,5 +216,13 @@ class GpuNodePool(pulumi.ComponentResource):
             labels=info_labels,
             taints=taints,
             machine_types=(machine_type,),
+            node_vcpus=shape.vcpus if shape is not None else None,
+            node_memory_gib=shape.memory_gib if shape is not None else None,
         )
+        self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})
+
+
+# The names this module had before every cloud's pool was a `NodePool`.
+GpuNodePool = NodePool
+GpuNodePoolArgs = NodePoolArgs

@@ -16,18 +16,16 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.bundle import StorageHandle
-from components.gcp.naming import gcp_labels, short_id
-from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, GcpNetwork
-from components.spec import (
+from components.gcp.naming import GcpPlacement, short_id
+from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network
+from components.gcp.rules import (
     FILESTORE_DEFAULT_TIER,
     FILESTORE_LIMITS_GIB,
     FILESTORE_ZONAL_TIERS,
     GCP_LUSTRE_DEFAULT_THROUGHPUT,
     GCP_LUSTRE_TIERS,
-    PlatformSpec,
-    StorageSpec,
-    gcp_storage_zone,
 )
+from components.spec import StorageSpec
 
 FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
@@ -48,11 +46,13 @@ def lustre_fsname(storage: str) -> str:
     return name[:8]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class FilestoreStorageArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
     storage: StorageSpec
-    network: GcpNetwork
+    network: Network
+    # The zone of the zonal tiers (next to the GPUs; components.gcp.rules.gcp_storage_zone).
+    zone: str | None = None
 
 
 class FilestoreStorage(pulumi.ComponentResource):
@@ -63,18 +63,18 @@ class FilestoreStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: FilestoreStorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:FilestoreStorage", name, None, opts)
-        spec, st, net = args.spec, args.storage, args.network
+        place, st, net = args.placement, args.storage, args.network
         tier = st.tier or FILESTORE_DEFAULT_TIER
         capacity = st.capacity_gib or FILESTORE_LIMITS_GIB[tier][0]
         # BASIC and ZONAL instances live in one zone, REGIONAL and ENTERPRISE in the region.
-        location = gcp_storage_zone(spec) if tier in FILESTORE_ZONAL_TIERS else spec.region
+        location = args.zone if tier in FILESTORE_ZONAL_TIERS else place.region
         assert location, "spec checks require zones for zonal Filestore tiers"
-        instance_name = short_id(f"{spec.cluster.name}-{st.name}", 63)
+        instance_name = short_id(f"{place.cluster_name}-{st.name}", 63)
         share = share_name(st.name)
         self.instance = gcp.filestore.Instance(
             f"{name}-filestore",
             name=instance_name,
-            project=spec.project,
+            project=place.project,
             location=location,
             tier=tier,
             file_shares={
@@ -85,12 +85,12 @@ class FilestoreStorage(pulumi.ComponentResource):
                 "nfs_export_options": (
                     [
                         {
-                            "ip_ranges": [str(spec.network.cidr)],
+                            "ip_ranges": [net.cidr],
                             "access_mode": "READ_WRITE",
                             "squash_mode": "NO_ROOT_SQUASH",
                         }
                     ]
-                    if net.owned
+                    if net.cidr
                     else None
                 ),
             },
@@ -98,10 +98,10 @@ class FilestoreStorage(pulumi.ComponentResource):
                 # A Shared VPC of another project is reached through its private services access;
                 # a network of this project is peered directly (no PSA range needed).
                 {"network": net.network_id, "modes": ["MODE_IPV4"], "connect_mode": "PRIVATE_SERVICE_ACCESS"}
-                if net.host_project != spec.project
+                if net.host_project != place.project
                 else {"network": net.network_name, "modes": ["MODE_IPV4"], "connect_mode": "DIRECT_PEERING"}
             ],
-            labels=gcp_labels(spec.tags, spec.cluster.name),
+            labels=place.labels,
             opts=pulumi.ResourceOptions(parent=self),
         )
         ip = self.instance.networks.apply(lambda n: n[0].ip_addresses[0])
@@ -120,11 +120,13 @@ class FilestoreStorage(pulumi.ComponentResource):
         self.register_outputs({"ip": ip})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LustreStorageArgs:
-    spec: PlatformSpec
+    placement: GcpPlacement
     storage: StorageSpec
-    network: GcpNetwork
+    network: Network
+    # The zone the instance lives in (next to the GPUs; components.gcp.rules.gcp_storage_zone).
+    zone: str
     # GKE before 1.33.2-gke.4780000: the instance serves LNet on 6988 (`gke_support_enabled`).
     legacy_port: bool = False
 
@@ -137,26 +139,24 @@ class LustreStorage(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: LustreStorageArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:LustreStorage", name, None, opts)
-        spec, st, net = args.spec, args.storage, args.network
+        place, st, net, zone = args.placement, args.storage, args.network, args.zone
         throughput = st.throughput_per_tib or GCP_LUSTRE_DEFAULT_THROUGHPUT
         capacity = st.capacity_gib or GCP_LUSTRE_TIERS[throughput][0]
-        zone = gcp_storage_zone(spec)
-        assert zone, "spec checks require zones for Managed Lustre"
-        instance_id = short_id(f"{spec.cluster.name}-{st.name}", 63)
+        instance_id = short_id(f"{place.cluster_name}-{st.name}", 63)
         fsname = lustre_fsname(st.name)
         depends = [net.private_services] if net.private_services is not None else []
         self.instance = gcp.lustre.Instance(
             f"{name}-lustre",
             instance_id=instance_id,
-            project=spec.project,
+            project=place.project,
             location=zone,
             filesystem=fsname,
             capacity_gib=str(capacity),
             per_unit_storage_throughput=str(throughput),
             network=net.network_id,
             gke_support_enabled=args.legacy_port or None,
-            description=f"trainplane {spec.cluster.name} {st.name}",
-            labels=gcp_labels(spec.tags, spec.cluster.name),
+            description=f"trainplane {place.cluster_name} {st.name}",
+            labels=place.labels,
             # Managed Lustre reaches the VPC through private services access: the peering must exist first.
             opts=pulumi.ResourceOptions(parent=self, depends_on=depends),
         )
@@ -168,7 +168,7 @@ class LustreStorage(pulumi.ComponentResource):
             capacity_gib=capacity,
             csi_driver=LUSTRE_CSI_DRIVER,
             # GKE Lustre CSI static provisioning: <project>/<location>/<instance>.
-            volume_handle=f"{spec.project}/{zone}/{instance_id}",
+            volume_handle=f"{place.project}/{zone}/{instance_id}",
             volume_attributes={"ip": ip, "filesystem": fsname},
             mount_options=tuple(st.mount_options),
             endpoint=ip,

@@ -33,7 +33,7 @@ import pulumi_kubernetes as k8s
 from components.bundle import MONITORING_NAMESPACE, POOL_LABEL, ClusterBundle, NodePoolInfo
 from components.kubernetes import gpu_health_agent as agent
 from components.kubernetes.names import PROMETHEUS_RELEASE
-from components.spec import PlatformSpec
+from components.spec import GpuHealthSpec, GpuOperatorSpec
 
 CONTROLLER = "trainplane-gpu-health"
 DIAG = "trainplane-gpu-diag"
@@ -103,20 +103,20 @@ def pool_selector(pool: NodePoolInfo) -> dict[str, str]:
     return dict(pool.labels)
 
 
-def expected_gpus(spec: PlatformSpec, pool: NodePoolInfo) -> int | None:
+def expected_gpus(op: GpuOperatorSpec, pool: NodePoolInfo) -> int | None:
     """`nvidia.com/gpu` a healthy node of the pool advertises; None where MIG makes it a profile question."""
-    op = spec.gpu_operator
     if op.mig.strategy != "none":
         return None
     replicas = op.time_slicing.replicas if op.time_slicing else 1
     return pool.gpus_per_node * replicas or None
 
 
-def controller_config(spec: PlatformSpec, bundle: ClusterBundle, namespace: str) -> dict[str, Any]:
-    health = spec.gpu_health
+def controller_config(
+    health: GpuHealthSpec, op: GpuOperatorSpec, bundle: ClusterBundle, namespace: str
+) -> dict[str, Any]:
     return {
         "pools": [
-            {"name": p.name, "matchLabels": pool_selector(p), "expectedGpus": expected_gpus(spec, p)}
+            {"name": p.name, "matchLabels": pool_selector(p), "expectedGpus": expected_gpus(op, p)}
             for p in bundle.node_pools
             if p.gpu
         ],
@@ -217,29 +217,43 @@ def diag_pod(config_map: str, bundle: ClusterBundle, level: int) -> dict[str, An
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuHealthArgs:
-    spec: PlatformSpec
+    health: GpuHealthSpec
+    # How GPUs are shared (MIG, time-slicing) decides how many a healthy node advertises.
+    gpu_operator: GpuOperatorSpec
     bundle: ClusterBundle
     namespace: pulumi.Input[str]
     # The GPU operator release: the diagnostic uses its RuntimeClass and validation files.
     operator: pulumi.Resource | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuHealthResources:
+    controller: k8s.apps.v1.Deployment
+    config: k8s.core.v1.ConfigMap
+    # The node-start diagnostic; None when turned off.
+    diagnostic: k8s.apps.v1.DaemonSet | None
+
+
 class GpuHealth(pulumi.ComponentResource):
     """The health controller (taints) and the node-start diagnostic DaemonSet."""
+
+    resources: GpuHealthResources
 
     def __init__(self, name: str, args: GpuHealthArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:GpuHealth", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        spec, ns = args.spec, args.namespace
+        health, ns = args.health, args.namespace
         labels = {"app": CONTROLLER}
 
         def meta(obj_name: str, **extra: Any) -> dict[str, Any]:
             return {"name": obj_name, "namespace": ns, **extra}
 
         config = pulumi.Output.from_input(ns).apply(
-            lambda n: json.dumps(controller_config(spec, args.bundle, n), indent=2, sort_keys=True)
+            lambda n: json.dumps(
+                controller_config(health, args.gpu_operator, args.bundle, n), indent=2, sort_keys=True
+            )
         )
         source = Path(agent.__file__).read_text()
         agent_cm = k8s.core.v1.ConfigMap(
@@ -278,7 +292,7 @@ class GpuHealth(pulumi.ComponentResource):
             subjects=[{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": ns}],
             opts=child,
         )
-        k8s.apps.v1.Deployment(
+        controller = k8s.apps.v1.Deployment(
             f"{name}-controller",
             metadata=meta(CONTROLLER, labels=labels),
             spec={
@@ -293,9 +307,10 @@ class GpuHealth(pulumi.ComponentResource):
             },
             opts=child,
         )
-        if spec.gpu_health.diagnostic.enabled:
+        diag = None
+        if health.diagnostic.enabled:
             diag_labels = {"app": DIAG}
-            level = spec.gpu_health.diagnostic.level
+            level = health.diagnostic.level
             script = k8s.core.v1.ConfigMap(
                 f"{name}-diag-script",
                 metadata=meta(DIAG, labels=diag_labels),
@@ -309,7 +324,7 @@ class GpuHealth(pulumi.ComponentResource):
                 opts=child,
             )
             waits = [args.operator] if args.operator is not None else []
-            k8s.apps.v1.DaemonSet(
+            diag = k8s.apps.v1.DaemonSet(
                 f"{name}-diag",
                 # Its pods finish only once each node's diagnostic ran (level 3: about 15 minutes, or later
                 # on nodes that wait for their driver): `pulumi up` must not wait for that rollout
@@ -325,4 +340,5 @@ class GpuHealth(pulumi.ComponentResource):
                 },
                 opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
             )
+        self.resources = GpuHealthResources(controller=controller, config=agent_cm, diagnostic=diag)
         self.register_outputs({})

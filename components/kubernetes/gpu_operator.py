@@ -1,16 +1,16 @@
 """NVIDIA GPU Operator: device plugin, DCGM exporter, MIG manager and, where the node image lacks them,
-the driver and container toolkit; values per cloud profile.
+the driver and container toolkit.
 
-- eks: the AL2023/Bottlerocket NVIDIA AMIs ship the driver and toolkit, so the operator must not.
-- gke: NVIDIA's GKE path. The GCP layer disables GKE's driver install and device plugin on GPU pools
-  (gpu_driver_version INSTALLATION_DISABLED, label gke-no-default-nvidia-gpu-device-plugin=true); here
-  Google's COS driver installer puts the driver in /home/kubernetes/bin/nvidia, the operator points at it
-  and uses CDI, and a ResourceQuota lets system-critical priority classes run outside kube-system.
-- kubernetes: the operator installs the driver unless `gpuOperator.driver: false`.
+What differs per cloud comes from the bundle's CloudProfile, never from a cloud name here: the values
+that decide driver, toolkit and CDI (`gpu_operator_values`, merged over the cloud-neutral ones) and the
+objects the GPU stack needs beside the release (`system_objects`, e.g. GKE's COS driver installer and a
+quota for system priority classes). See components/aws/profile.py, components/gcp/profile.py and
+components/existing/cluster.py for what each cloud sends.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,14 +18,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.bundle import GPU_TAINT_KEY, ClusterBundle
+from components.bundle import GPU_TAINT_KEY, ClusterBundle, SystemObject
 from components.charts import CHARTS
 from components.kubernetes.dashboards.metrics import dcgm_exporter_csv
 from components.kubernetes.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
 from components.kubernetes.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
-from components.spec import GpuOperatorSpec, PlatformSpec
+from components.spec import GpuHealthSpec, GpuOperatorSpec
 
-GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 # The exporter's metrics list. dcgm-exporter reads it from this ConfigMap (key `metrics`) through the API
 # when DCGM_EXPORTER_CONFIGMAP_DATA=<namespace>:<name> is set (4.5.3-4.8.2 counters.readConfigMap); the
 # operator then mounts the exporter's token (dcgmExporterEnvRequiresAPIAccess), and its Role lets the exporter
@@ -54,14 +53,7 @@ DCGM_RELABELINGS = [
     # must go, or a GPU no pod holds would carry the exporter as its "workload".
     {"action": "labeldrop", "regex": "pod|namespace|container"},
 ]
-# GKE admits pods of these priority classes only in kube-system unless a quota in the namespace names them.
-SYSTEM_PRIORITY_CLASSES = ("system-node-critical", "system-cluster-critical")
 TIME_SLICING_CONFIG = "time-slicing"
-
-
-def _version_at_least(version: str, minimum: tuple[int, int]) -> bool:
-    major, minor = (int(x) for x in version.split(".")[:2])
-    return (major, minor) >= minimum
 
 
 def device_plugin_config(op: GpuOperatorSpec) -> dict[str, str] | None:
@@ -82,15 +74,13 @@ def device_plugin_config(op: GpuOperatorSpec) -> dict[str, str] | None:
     return {TIME_SLICING_CONFIG: yaml.safe_dump(config, sort_keys=False)}
 
 
-def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, Any]:
+def gpu_operator_values(op: GpuOperatorSpec, health: GpuHealthSpec, bundle: ClusterBundle) -> dict[str, Any]:
     """Helm values of the gpu-operator chart for this platform; every key exists in the chart defaults."""
-    op = spec.gpu_operator
-    profile = bundle.profile.name
     # The operator's DaemonSets must land on every GPU node, whatever extra taints a pool carries, and on a
     # node the health controller holds back (its diagnostic needs the validated GPU stack; DCGM must keep
     # reporting on a quarantined node).
     taint_keys = {GPU_TAINT_KEY} | {t.key for p in bundle.node_pools if p.gpu for t in p.taints}
-    if spec.gpu_health.enabled:
+    if health.enabled:
         taint_keys |= set(HEALTH_TAINT_KEYS)
     tolerations = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in sorted(taint_keys)]
     values: dict[str, Any] = {
@@ -118,22 +108,19 @@ def gpu_operator_values(spec: PlatformSpec, bundle: ClusterBundle) -> dict[str, 
                 "data": plugin,
             }
         }
-    if profile == "eks":
-        values["driver"] = {"enabled": False}
-        values["toolkit"] = {"enabled": False}
-    elif profile == "gke":
-        values["driver"] = {"enabled": False}
-        values["hostPaths"] = {"driverInstallDir": GKE_NVIDIA_DIR}
-        toolkit: dict[str, Any] = {"installDir": GKE_NVIDIA_DIR}
-        if _version_at_least(spec.cluster.kubernetes_version, (1, 33)):
-            # GKE 1.33+ containerd keeps its config in drop-in files the toolkit must read, not the CLI.
-            toolkit["env"] = [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]
-        values["toolkit"] = toolkit
-        # chart v26.7.0 has no cdi.default any more: CDI is the default runtime mode once enabled.
-        values["cdi"] = {"enabled": True}
-    else:
-        values["driver"] = {"enabled": op.driver if op.driver is not None else True}
-    return values
+    # The cloud's own values (driver, toolkit, CDI) win over the cloud-neutral ones.
+    return deep_merge(values, bundle.profile.gpu_operator_values)
+
+
+def deep_merge(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `over` merged in: mappings merge key by key, anything else in `over` replaces."""
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def dcgm_exporter_values() -> dict[str, Any]:
@@ -156,96 +143,32 @@ def dcgm_exporter_values() -> dict[str, Any]:
     }
 
 
-def gke_system_quota() -> dict[str, Any]:
-    return {
-        "hard": {"pods": "100"},
-        "scopeSelector": {
-            "matchExpressions": [
-                {"scopeName": "PriorityClass", "operator": "In", "values": list(SYSTEM_PRIORITY_CLASSES)}
-            ]
-        },
-    }
+# The typed classes a cloud profile's system objects may be (typed, so URNs and schemas stay exact).
+SYSTEM_OBJECT_KINDS: dict[tuple[str, str], Any] = {
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "ResourceQuota"): k8s.core.v1.ResourceQuota,
+    ("apps/v1", "DaemonSet"): k8s.apps.v1.DaemonSet,
+    ("apps/v1", "Deployment"): k8s.apps.v1.Deployment,
+}
 
 
-def cos_driver_installer_spec() -> dict[str, Any]:
-    """Google's COS driver installer (container-engine-accelerators, preloaded image variant).
-
-    It runs on GKE GPU nodes whose driver GKE does not install (no gke-gpu-driver-version label) and
-    writes the driver to GKE_NVIDIA_DIR, where the operator's toolkit and device plugin look for it.
-    """
-    labels = {"k8s-app": "nvidia-driver-installer"}
-    host = {
-        "dev": "/dev",
-        "nvidia-install-dir-host": GKE_NVIDIA_DIR,
-        "vulkan-icd-mount": f"{GKE_NVIDIA_DIR}/vulkan/icd.d",
-        "root-mount": "/",
-        "cos-tools": "/var/lib/cos-tools",
-    }
-    env = {
-        "NVIDIA_INSTALL_DIR_HOST": GKE_NVIDIA_DIR,
-        "NVIDIA_INSTALL_DIR_CONTAINER": "/usr/local/nvidia",
-        "VULKAN_ICD_DIR_HOST": f"{GKE_NVIDIA_DIR}/vulkan/icd.d",
-        "VULKAN_ICD_DIR_CONTAINER": "/etc/vulkan/icd.d",
-        "ROOT_MOUNT_DIR": "/root",
-        "COS_TOOLS_DIR_HOST": "/var/lib/cos-tools",
-        "COS_TOOLS_DIR_CONTAINER": "/build/cos-tools",
-    }
-    mounts = {
-        "nvidia-install-dir-host": "/usr/local/nvidia",
-        "vulkan-icd-mount": "/etc/vulkan/icd.d",
-        "dev": "/dev",
-        "root-mount": "/root",
-        "cos-tools": "/build/cos-tools",
-    }
-    return {
-        "selector": {"matchLabels": labels},
-        "updateStrategy": {"type": "RollingUpdate"},
-        "template": {
-            "metadata": {"labels": labels},
-            "spec": {
-                "priorityClassName": "system-node-critical",
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [
-                                {
-                                    "matchExpressions": [
-                                        {"key": "cloud.google.com/gke-accelerator", "operator": "Exists"},
-                                        {
-                                            "key": "cloud.google.com/gke-gpu-driver-version",
-                                            "operator": "DoesNotExist",
-                                        },
-                                    ]
-                                }
-                            ]
-                        }
-                    }
-                },
-                "tolerations": [{"operator": "Exists"}],
-                "hostNetwork": True,
-                "hostPID": True,
-                "volumes": [{"name": n, "hostPath": {"path": p}} for n, p in host.items()],
-                "initContainers": [
-                    {
-                        # The installer image is preloaded on GKE COS nodes in the version matching the node.
-                        "name": "nvidia-driver-installer",
-                        "image": "cos-nvidia-installer:fixed",
-                        "imagePullPolicy": "Never",
-                        "resources": {"requests": {"cpu": "150m"}},
-                        "securityContext": {"privileged": True},
-                        "env": [{"name": k, "value": v} for k, v in env.items()],
-                        "volumeMounts": [{"name": n, "mountPath": p} for n, p in mounts.items()],
-                    }
-                ],
-                "containers": [{"name": "pause", "image": "registry.k8s.io/pause:3.10"}],
-            },
-        },
-    }
+def system_object(
+    resource_name: str, obj: SystemObject, ns: k8s.core.v1.Namespace, opts: pulumi.ResourceOptions
+) -> pulumi.CustomResource:
+    """Register one of the profile's objects; without a namespace it goes in the operator's."""
+    cls = SYSTEM_OBJECT_KINDS.get((obj.api_version, obj.kind))
+    if cls is None:
+        raise ValueError(f"system object {obj.resource_name}: {obj.api_version}/{obj.kind} is not supported")
+    metadata: dict[str, Any] = {**obj.metadata}
+    metadata.setdefault("namespace", ns.metadata["name"])
+    body: dict[str, Any] = {"data": dict(obj.spec)} if obj.kind == "ConfigMap" else {"spec": dict(obj.spec)}
+    return cls(resource_name, metadata=metadata, **body, opts=opts)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GpuOperatorArgs:
-    spec: PlatformSpec
+    gpu_operator: GpuOperatorSpec
+    gpu_health: GpuHealthSpec
     bundle: ClusterBundle
     # kube-prometheus-stack's release: it installs the monitoring.coreos.com CRDs, and the operator creates
     # the DCGM ServiceMonitor only if they exist when it reconciles (controllers/object_controls.go
@@ -253,10 +176,23 @@ class GpuOperatorArgs:
     prometheus: pulumi.Resource | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class GpuOperatorResources:
+    namespace: k8s.core.v1.Namespace
+    release: k8s.helm.v3.Release
+    # The DCGM exporter's metrics list.
+    metrics_config: k8s.core.v1.ConfigMap
+    # The cloud profile's objects (e.g. GKE's COS driver installer and system-priority quota).
+    system_objects: tuple[pulumi.CustomResource, ...]
+    # GPU node health (controller, diagnostic); None when turned off.
+    health: GpuHealth | None
+
+
 class GpuOperator(pulumi.ComponentResource):
-    """The GPU operator release in its own namespace, plus the GKE driver installer and quota."""
+    """The GPU operator release in its own namespace, plus what the cloud profile adds beside it."""
 
     release: k8s.helm.v3.Release
+    resources: GpuOperatorResources
 
     def __init__(self, name: str, args: GpuOperatorArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:GpuOperator", name, None, opts)
@@ -273,53 +209,53 @@ class GpuOperator(pulumi.ComponentResource):
         waits: list[pulumi.Resource] = list(args.bundle.ready)
         if args.prometheus is not None:
             waits.append(args.prometheus)
-        if args.bundle.profile.name == "gke":
-            quota = k8s.core.v1.ResourceQuota(
-                f"{name}-system-priority",
-                metadata={"name": "gpu-operator-system-priority", "namespace": ns.metadata["name"]},
-                spec=gke_system_quota(),
-                opts=child,
-            )
-            # The installer runs on its own; the operator's validator waits for the driver it writes.
-            k8s.apps.v1.DaemonSet(
-                f"{name}-cos-driver-installer",
-                metadata={
-                    "name": "nvidia-driver-installer",
-                    "namespace": "kube-system",
-                    "labels": {"k8s-app": "nvidia-driver-installer"},
-                },
-                spec=cos_driver_installer_spec(),
-                opts=child,
-            )
-            # Without the quota GKE rejects the operator's system-node-critical pods.
-            waits.append(quota)
+        # What the cloud's GPU stack needs beside the release (driver installers, quotas...).
+        system = [
+            system_object(f"{name}-{o.resource_name}", o, ns, child)
+            for o in args.bundle.profile.system_objects
+        ]
+        waits += [
+            res for res, o in zip(system, args.bundle.profile.system_objects, strict=True) if o.gates_operator
+        ]
         # The exporter exits when its metrics ConfigMap is missing: it exists before the release.
-        waits.append(
-            k8s.core.v1.ConfigMap(
-                f"{name}-dcgm-metrics",
-                metadata={"name": DCGM_METRICS_CONFIG, "namespace": ns.metadata["name"]},
-                data={"metrics": dcgm_exporter_csv()},
-                opts=child,
-            )
+        metrics = k8s.core.v1.ConfigMap(
+            f"{name}-dcgm-metrics",
+            metadata={"name": DCGM_METRICS_CONFIG, "namespace": ns.metadata["name"]},
+            data={"metrics": dcgm_exporter_csv()},
+            opts=child,
         )
+        waits.append(metrics)
         chart = CHARTS["gpu-operator"]
-        version = args.spec.gpu_operator.version or chart.version
+        version = args.gpu_operator.version or chart.version
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name=GPU_OPERATOR_RELEASE,
             namespace=ns.metadata["name"],
             **{**chart.release_args(), "version": version},
-            values=gpu_operator_values(args.spec, args.bundle),
+            values=gpu_operator_values(args.gpu_operator, args.gpu_health, args.bundle),
             timeout=GPU_OPERATOR_TIMEOUT_S,
             opts=pulumi.ResourceOptions(parent=self, depends_on=waits),
         )
         self.health = (
             GpuHealth(
                 f"{name}-health",
-                GpuHealthArgs(args.spec, args.bundle, ns.metadata["name"], operator=self.release),
+                GpuHealthArgs(
+                    health=args.gpu_health,
+                    gpu_operator=args.gpu_operator,
+                    bundle=args.bundle,
+                    namespace=ns.metadata["name"],
+                    operator=self.release,
+                ),
                 child,
             )
-            if args.spec.gpu_health.enabled
+            if args.gpu_health.enabled
             else None
+        )
+        self.resources = GpuOperatorResources(
+            namespace=ns,
+            release=self.release,
+            metrics_config=metrics,
+            system_objects=tuple(system),
+            health=self.health,
         )
         self.register_outputs({"release": self.release.name})

@@ -6,6 +6,7 @@ Every child uses the bundle's Kubernetes provider.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import pulumi
@@ -21,14 +22,29 @@ from components.kubernetes.volumes import SharedVolumes, SharedVolumesArgs
 from components.spec import PlatformSpec
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class InClusterArgs:
+    # The whole platform spec: this is the composition of every in-cluster component (each of which
+    # takes only its own part of it).
     spec: PlatformSpec
     bundle: ClusterBundle
 
 
+@dataclass(frozen=True, kw_only=True)
+class InClusterResources:
+    teams: Mapping[str, TeamTenancy]
+    volumes: SharedVolumes
+    monitoring_namespace: k8s.core.v1.Namespace
+    observability: Observability
+    gpu_operator: GpuOperator
+    logs: Logs | None
+    queueing: Queueing | None
+
+
 class InClusterPlatform(pulumi.ComponentResource):
     """GPU operator, shared volumes, observability, tenancy and queueing on the bundle's cluster."""
+
+    resources: InClusterResources
 
     def __init__(self, name: str, args: InClusterArgs, opts: pulumi.ResourceOptions | None = None):
         # Children inherit the bundle's provider: nothing here may reach the ambient kubeconfig.
@@ -37,12 +53,16 @@ class InClusterPlatform(pulumi.ComponentResource):
         spec, bundle = args.spec, args.bundle
         child = pulumi.ResourceOptions(parent=self)
         self.teams = {
-            t.name: TeamTenancy(f"{name}-team-{t.name}", TeamTenancyArgs(spec, bundle, t), child)
+            t.name: TeamTenancy(f"{name}-team-{t.name}", TeamTenancyArgs(team=t, bundle=bundle), child)
             for t in spec.teams
         }
         self.volumes = SharedVolumes(
             f"{name}-volumes",
-            SharedVolumesArgs(spec, bundle, {team: t.namespace for team, t in self.teams.items()}),
+            SharedVolumesArgs(
+                teams=spec.teams,
+                bundle=bundle,
+                namespaces={team: t.namespace for team, t in self.teams.items()},
+            ),
             child,
         )
         monitoring = k8s.core.v1.Namespace(
@@ -55,15 +75,31 @@ class InClusterPlatform(pulumi.ComponentResource):
             opts=child,
         )
         self.observability = Observability(
-            f"{name}-observability", ObservabilityArgs(spec, bundle, monitoring), child
+            f"{name}-observability",
+            ObservabilityArgs(
+                observability=spec.observability,
+                bundle=bundle,
+                namespace=monitoring,
+                ignored_xids=tuple(spec.gpu_health.ignored_xids),
+            ),
+            child,
         )
         self.gpu_operator = GpuOperator(
             f"{name}-gpu-operator",
-            GpuOperatorArgs(spec, bundle, prometheus=self.observability.release),
+            GpuOperatorArgs(
+                gpu_operator=spec.gpu_operator,
+                gpu_health=spec.gpu_health,
+                bundle=bundle,
+                prometheus=self.observability.release,
+            ),
             child,
         )
         self.logs = (
-            Logs(f"{name}-logs", LogsArgs(spec, bundle, monitoring), child)
+            Logs(
+                f"{name}-logs",
+                LogsArgs(observability=spec.observability, bundle=bundle, namespace=monitoring),
+                child,
+            )
             if spec.observability.loki
             else None
         )
@@ -71,10 +107,25 @@ class InClusterPlatform(pulumi.ComponentResource):
         self.queueing = (
             Queueing(
                 f"{name}-queueing",
-                QueueingArgs(spec, bundle, namespaces, prometheus=self.observability.release),
+                QueueingArgs(
+                    queueing=spec.queueing,
+                    teams=spec.teams,
+                    bundle=bundle,
+                    namespaces=namespaces,
+                    prometheus=self.observability.release,
+                ),
                 child,
             )
             if spec.queueing.enabled
             else None
+        )
+        self.resources = InClusterResources(
+            teams=self.teams,
+            volumes=self.volumes,
+            monitoring_namespace=monitoring,
+            observability=self.observability,
+            gpu_operator=self.gpu_operator,
+            logs=self.logs,
+            queueing=self.queueing,
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

@@ -19,19 +19,19 @@ from components.kubernetes.names import (
     RANK_LABEL,
     RELEASE_TIMEOUT_S,
 )
-from components.spec import PlatformSpec
+from components.spec import ObservabilitySpec
 
 # CloudProfile.object_store -> Loki's storage type.
 LOKI_STORAGE = {"s3": "s3", "gs": "gcs"}
 
 
-def loki_values(spec: PlatformSpec, bundle: ClusterBundle) -> pulumi.Output[dict[str, Any]]:
+def loki_values(obs: ObservabilitySpec, bundle: ClusterBundle) -> pulumi.Output[dict[str, Any]]:
     """Loki chart values; an Output because the bucket name and identity may be unknown until deploy."""
     store = LOKI_STORAGE.get(bundle.profile.object_store or "")
     bucket = bundle.buckets.get("logs")
     if store and bucket is None:
         store = None  # no log bucket handed over: keep logs on the volume
-    retention_h = spec.observability.log_retention_days * 24
+    retention_h = obs.log_retention_days * 24
     persistence: dict[str, Any] = {"enabled": True}
     if bundle.storage_class:
         persistence["storageClass"] = bundle.storage_class
@@ -142,15 +142,23 @@ def alloy_values() -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LogsArgs:
-    spec: PlatformSpec
+    observability: ObservabilitySpec
     bundle: ClusterBundle
     namespace: k8s.core.v1.Namespace
 
 
+@dataclass(frozen=True, kw_only=True)
+class LogsResources:
+    loki: k8s.helm.v3.Release
+    alloy: k8s.helm.v3.Release
+
+
 class Logs(pulumi.ComponentResource):
     """Loki and the Alloy DaemonSet that feeds it."""
+
+    resources: LogsResources
 
     def __init__(self, name: str, args: LogsArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:Logs", name, None, opts)
@@ -162,7 +170,7 @@ class Logs(pulumi.ComponentResource):
             name=LOKI_RELEASE,
             namespace=ns,
             **loki.release_args(),
-            values=loki_values(args.spec, args.bundle),
+            values=loki_values(args.observability, args.bundle),
             timeout=RELEASE_TIMEOUT_S,
             # Its volume claim binds only once the StorageClass and its provisioner exist.
             opts=pulumi.ResourceOptions(parent=self, depends_on=[*ready, *args.bundle.storage_ready]),
@@ -178,4 +186,5 @@ class Logs(pulumi.ComponentResource):
             timeout=RELEASE_TIMEOUT_S,
             opts=pulumi.ResourceOptions(parent=self, depends_on=ready),
         )
+        self.resources = LogsResources(loki=self.loki, alloy=self.alloy)
         self.register_outputs({"loki": self.loki.name})

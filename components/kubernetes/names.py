@@ -6,8 +6,6 @@ from components.bundle import MONITORING_NAMESPACE
 
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 KUEUE_NAMESPACE = "kueue-system"
-# The FSx CSI node plugin runs beside the other storage drivers.
-CSI_NAMESPACE = "kube-system"
 
 # Helm release names are fixed (not auto-suffixed) so in-cluster service names are predictable.
 GPU_OPERATOR_RELEASE = "gpu-operator"
@@ -15,7 +13,6 @@ PROMETHEUS_RELEASE = "kube-prometheus-stack"
 LOKI_RELEASE = "loki"
 ALLOY_RELEASE = "alloy"
 KUEUE_RELEASE = "kueue"
-FSX_CSI_RELEASE = "aws-fsx-csi-driver"
 
 # Trainer pods expose Prometheus metrics on this named port; the PodMonitor scrapes it and the team
 # NetworkPolicy admits the monitoring namespace to it.

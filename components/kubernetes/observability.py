@@ -28,7 +28,7 @@ from components.kubernetes.names import (
     RELEASE_TIMEOUT_S,
     TRAINER_METRICS_PORT_NAME,
 )
-from components.spec import PlatformSpec
+from components.spec import APPLICATION_XIDS, ObservabilitySpec
 
 DASHBOARD_LABEL = "grafana_dashboard"
 
@@ -38,13 +38,12 @@ def _meta_label(label: str) -> str:
     return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in label)
 
 
-def prometheus_values(spec: PlatformSpec, loki: bool, storage_class: str | None = None) -> dict[str, Any]:
+def prometheus_values(obs: ObservabilitySpec, storage_class: str | None = None) -> dict[str, Any]:
     """kube-prometheus-stack values. Of the volumes the chart can ask for, only Prometheus' is on: the
     volumeClaimTemplate below, in the bundle's StorageClass (None: the cluster's default class).
     Alertmanager keeps `alertmanagerSpec.storage: {}` (emptyDir) and Grafana `persistence.enabled: false`
     (chart 88.5.3 defaults; templates/prometheus/prometheus.yaml and alertmanager/alertmanager.yaml render
     a volume only from those keys), so nothing else waits for a volume."""
-    obs = spec.observability
     claim: dict[str, Any] = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": f"{obs.prometheus_storage_gib}Gi"}},
@@ -72,7 +71,7 @@ def prometheus_values(spec: PlatformSpec, loki: bool, storage_class: str | None 
                 "searchNamespace": "ALL",
             }
         }
-        if loki:
+        if obs.loki:
             values["grafana"]["additionalDataSources"] = [
                 {"name": "Loki", "type": "loki", "uid": "loki", "access": "proxy", "url": LOKI_URL}
             ]
@@ -108,21 +107,32 @@ def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class ObservabilityArgs:
-    spec: PlatformSpec
+    observability: ObservabilitySpec
     bundle: ClusterBundle
+    # The monitoring namespace (the stack and its dashboards live there).
     namespace: k8s.core.v1.Namespace
+    # XIDs the GPU XID alert ignores (the GPU health settings').
+    ignored_xids: tuple[int, ...] = APPLICATION_XIDS
+
+
+@dataclass(frozen=True, kw_only=True)
+class ObservabilityResources:
+    release: k8s.helm.v3.Release
+    dashboards: tuple[k8s.core.v1.ConfigMap, ...]
+    alerts: k8s.apiextensions.CustomResource | None
 
 
 class Observability(pulumi.ComponentResource):
     """kube-prometheus-stack plus trainplane's dashboards, alerts and training-job scraping."""
 
     release: k8s.helm.v3.Release
+    resources: ObservabilityResources
 
     def __init__(self, name: str, args: ObservabilityArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:Observability", name, None, opts)
-        spec = args.spec
+        obs = args.observability
         ns = args.namespace.metadata["name"]
         child = pulumi.ResourceOptions(parent=self)
         chart = CHARTS["kube-prometheus-stack"]
@@ -131,9 +141,7 @@ class Observability(pulumi.ComponentResource):
             name=PROMETHEUS_RELEASE,
             namespace=ns,
             **chart.release_args(),
-            values=prometheus_values(
-                spec, loki=spec.observability.loki, storage_class=args.bundle.storage_class
-            ),
+            values=prometheus_values(obs, storage_class=args.bundle.storage_class),
             timeout=RELEASE_TIMEOUT_S,
             # Prometheus' volume needs its StorageClass and provisioner before the release can be ready.
             opts=pulumi.ResourceOptions(
@@ -142,25 +150,30 @@ class Observability(pulumi.ComponentResource):
         )
         # Objects of the chart's CRDs (PrometheusRule, PodMonitor) wait for the release that installs them.
         after_crds = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
-        if spec.observability.grafana:
+        boards = []
+        if obs.grafana:
             for file_name, board in dashboards().items():
-                k8s.core.v1.ConfigMap(
-                    f"{name}-dashboard-{file_name.removesuffix('.json')}",
-                    metadata={
-                        "name": f"trainplane-dashboard-{file_name.removesuffix('.json')}",
-                        "namespace": ns,
-                        "labels": {DASHBOARD_LABEL: "1"},
-                    },
-                    data={file_name: json.dumps(board, indent=2)},
-                    opts=child,
+                boards.append(
+                    k8s.core.v1.ConfigMap(
+                        f"{name}-dashboard-{file_name.removesuffix('.json')}",
+                        metadata={
+                            "name": f"trainplane-dashboard-{file_name.removesuffix('.json')}",
+                            "namespace": ns,
+                            "labels": {DASHBOARD_LABEL: "1"},
+                        },
+                        data={file_name: json.dumps(board, indent=2)},
+                        opts=child,
+                    )
                 )
-        if spec.observability.alerts:
-            k8s.apiextensions.CustomResource(
+        alerts = None
+        if obs.alerts:
+            alerts = k8s.apiextensions.CustomResource(
                 f"{name}-alerts",
                 api_version="monitoring.coreos.com/v1",
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
-                spec={"groups": alert_groups(spec.gpu_health.ignored_xids)},
+                spec={"groups": alert_groups(list(args.ignored_xids))},
                 opts=after_crds,
             )
+        self.resources = ObservabilityResources(release=self.release, dashboards=tuple(boards), alerts=alerts)
         self.register_outputs({"release": self.release.name})

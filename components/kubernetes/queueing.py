@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +22,7 @@ from components.bundle import ClusterBundle, NodePoolInfo, team_local_queue
 from components.charts import CHARTS
 from components.kubernetes.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
 from components.kubernetes.tenancy import TEAM_LABEL, team_quota
-from components.spec import PlatformSpec
+from components.spec import QueueingSpec, TeamSpec
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -120,14 +120,15 @@ def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
     return out
 
 
-def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> dict[str, Any]:
-    team = next(t for t in spec.teams if t.name == team_name)
-    quota = team_quota(spec, team)
+def cluster_queue_spec(
+    queueing: QueueingSpec, pools: Sequence[NodePoolInfo], team: TeamSpec, fl: list[Flavor]
+) -> dict[str, Any]:
+    quota = team_quota(pools, team)
     cpu, memory = quota["requests.cpu"], quota["requests.memory"]
 
     def resource(name: str, nominal: str) -> dict[str, Any]:
         r: dict[str, Any] = {"name": name, "nominalQuota": nominal}
-        if not spec.queueing.borrowing:
+        if not queueing.borrowing:
             r["borrowingLimit"] = "0"
         return r
 
@@ -136,7 +137,7 @@ def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> 
     extended = sorted({r for f in fl for r in f.extended})
 
     return {
-        "cohortName": spec.queueing.cohort,
+        "cohortName": queueing.cohort,
         # Only the team's own namespace feeds its queue.
         "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.name}},
         "queueingStrategy": "BestEffortFIFO",
@@ -167,21 +168,34 @@ def cluster_queue_spec(spec: PlatformSpec, team_name: str, fl: list[Flavor]) -> 
     }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class QueueingArgs:
-    spec: PlatformSpec
+    queueing: QueueingSpec
+    teams: Sequence[TeamSpec]
     bundle: ClusterBundle
+    # team name -> its namespace (each team's LocalQueue lives there)
     namespaces: Mapping[str, k8s.core.v1.Namespace]
     # The Prometheus release, whose ServiceMonitor CRD Kueue's metrics ServiceMonitor needs.
     prometheus: k8s.helm.v3.Release | None = None
 
 
+@dataclass(frozen=True, kw_only=True)
+class QueueingResources:
+    namespace: k8s.core.v1.Namespace
+    release: k8s.helm.v3.Release
+    flavors: Mapping[str, k8s.apiextensions.CustomResource]
+    cluster_queues: Mapping[str, k8s.apiextensions.CustomResource]
+    local_queues: Mapping[str, k8s.apiextensions.CustomResource]
+
+
 class Queueing(pulumi.ComponentResource):
     """Kueue and the flavors and queues that turn team quotas into admission."""
 
+    resources: QueueingResources
+
     def __init__(self, name: str, args: QueueingArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:Queueing", name, None, opts)
-        spec, bundle = args.spec, args.bundle
+        bundle = args.bundle
         ns = k8s.core.v1.Namespace(
             f"{name}-ns", metadata={"name": KUEUE_NAMESPACE}, opts=pulumi.ResourceOptions(parent=self)
         )
@@ -203,11 +217,12 @@ class Queueing(pulumi.ComponentResource):
         # Kueue objects need the chart's CRDs (and its webhook) first.
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         fl = flavors(bundle.node_pools)
+        flavor_res, cqs, lqs = {}, {}, {}
         for f in fl:
             flavor_spec: dict[str, Any] = {"nodeLabels": f.node_labels}
             if f.tolerations:
                 flavor_spec["tolerations"] = f.tolerations
-            k8s.apiextensions.CustomResource(
+            flavor_res[f.name] = k8s.apiextensions.CustomResource(
                 f"{name}-flavor-{f.name}",
                 api_version=KUEUE_API,
                 kind="ResourceFlavor",
@@ -215,16 +230,16 @@ class Queueing(pulumi.ComponentResource):
                 spec=flavor_spec,
                 opts=after,
             )
-        for team in spec.teams:
-            cq = k8s.apiextensions.CustomResource(
+        for team in args.teams:
+            cq = cqs[team.name] = k8s.apiextensions.CustomResource(
                 f"{name}-cq-{team.name}",
                 api_version=KUEUE_API,
                 kind="ClusterQueue",
                 metadata={"name": team.name},
-                spec=cluster_queue_spec(spec, team.name, fl),
+                spec=cluster_queue_spec(args.queueing, bundle.node_pools, team, fl),
                 opts=after,
             )
-            k8s.apiextensions.CustomResource(
+            lqs[team.name] = k8s.apiextensions.CustomResource(
                 f"{name}-lq-{team.name}",
                 api_version=KUEUE_API,
                 kind="LocalQueue",
@@ -235,4 +250,7 @@ class Queueing(pulumi.ComponentResource):
                 spec={"clusterQueue": cq.metadata["name"]},
                 opts=after,
             )
+        self.resources = QueueingResources(
+            namespace=ns, release=self.release, flavors=flavor_res, cluster_queues=cqs, local_queues=lqs
+        )
         self.register_outputs({"release": self.release.name})

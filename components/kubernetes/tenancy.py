@@ -10,16 +10,24 @@ Prometheus scraping from the monitoring namespace, the shared file systems, the 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import MONITORING_NAMESPACE, TEAM_SERVICE_ACCOUNT, ClusterBundle, team_namespace
+from components.bundle import (
+    MONITORING_NAMESPACE,
+    TEAM_SERVICE_ACCOUNT,
+    ClusterBundle,
+    NodePoolInfo,
+    team_namespace,
+)
 from components.kubernetes.names import TRAINER_METRICS_PORT
-from components.spec import PlatformSpec, TeamSpec, machine_of
+from components.spec import TeamSpec
 
 # Used where the GPU machines are unknown (existing clusters): a typical 8-GPU server has ~96-128 vCPUs
 # and 1-2 TiB of memory.
@@ -45,25 +53,27 @@ TRAINER_RULES: list[dict[str, Any]] = [
 ]
 
 
-def per_gpu_resources(spec: PlatformSpec) -> tuple[int, int]:
+def per_gpu_resources(pools: Sequence[NodePoolInfo]) -> tuple[int, int]:
     """vCPUs and GiB of memory per GPU on the platform's GPU machines (the largest share wins).
 
     A job pod asks for its GPUs' share of its own pool's machine (training_job.pod_resources), so the quota
     must admit the team's whole GPU quota on its richest pool: sizing by the smallest share left a team
     unable to run even one full L40S node on a platform that also has A10G pools (found by verify).
+    The machine facts come with the pools (the cloud layer knows its machines; this layer does not).
     """
     shares = []
-    for pool in spec.gpu_pools():
-        shape = machine_of(spec.cloud, pool)
-        if shape is not None and shape.gpus:
-            shares.append((shape.vcpus // shape.gpus, int(shape.memory_gib // shape.gpus)))
+    for pool in pools:
+        if pool.gpu and pool.gpus_per_node and pool.node_vcpus and pool.node_memory_gib:
+            shares.append(
+                (pool.node_vcpus // pool.gpus_per_node, int(pool.node_memory_gib // pool.gpus_per_node))
+            )
     if not shares:
         return DEFAULT_CPU_PER_GPU, DEFAULT_MEMORY_GIB_PER_GPU
     return max(s[0] for s in shares), max(s[1] for s in shares)
 
 
-def team_quota(spec: PlatformSpec, team: TeamSpec) -> dict[str, str]:
-    cpu_per_gpu, mem_per_gpu = per_gpu_resources(spec)
+def team_quota(pools: Sequence[NodePoolInfo], team: TeamSpec) -> dict[str, str]:
+    cpu_per_gpu, mem_per_gpu = per_gpu_resources(pools)
     # A team with no GPUs still gets room for CPU work (data prep, evaluation).
     cpu = team.cpu_quota or max(cpu_per_gpu * team.gpu_quota, 8)
     memory = team.memory_quota_gib or max(mem_per_gpu * team.gpu_quota, 32)
@@ -75,8 +85,8 @@ def team_quota(spec: PlatformSpec, team: TeamSpec) -> dict[str, str]:
     }
 
 
-def limit_range(spec: PlatformSpec) -> dict[str, Any]:
-    largest_node = max((spec.gpus_per_node(p) for p in spec.gpu_pools()), default=0)
+def limit_range(pools: Sequence[NodePoolInfo]) -> dict[str, Any]:
+    largest_node = max((p.gpus_per_node for p in pools if p.gpu), default=0)
     item: dict[str, Any] = {"type": "Container", "defaultRequest": DEFAULT_REQUEST, "default": DEFAULT_LIMIT}
     if largest_node:
         # No container can use more GPUs than one node has; fail at admission, not Pending forever.
@@ -84,16 +94,26 @@ def limit_range(spec: PlatformSpec) -> dict[str, Any]:
     return {"limits": [item]}
 
 
-def _cidr(endpoint: str | None) -> str:
-    """A /32 for an IP endpoint; anywhere for a DNS name (NetworkPolicy cannot match names)."""
+def _storage_egress(endpoint: list[str | None], ports: list[dict[str, Any]]) -> dict[str, Any]:
+    """Egress to one file system (its address, or the block its name resolves into) on its ports."""
+    return {
+        "podSelector": {},
+        "policyTypes": ["Egress"],
+        "egress": [{"to": [{"ipBlock": {"cidr": _cidr(endpoint[0], endpoint[1])}}], "ports": ports}],
+    }
+
+
+def _cidr(endpoint: str | None, name_cidr: str | None = None) -> str:
+    """A /32 for an IP endpoint; for a DNS name (NetworkPolicy cannot match names) the block its
+    addresses lie in when the cloud layer knows it, else anywhere."""
     try:
         return f"{ipaddress.ip_address(endpoint or '')}/32"
     except ValueError:
-        return "0.0.0.0/0"
+        return name_cidr or "0.0.0.0/0"
 
 
 def network_policies(
-    spec: PlatformSpec, bundle: ClusterBundle, team: TeamSpec
+    bundle: ClusterBundle, team: TeamSpec
 ) -> dict[str, dict[str, Any] | pulumi.Output[dict[str, Any]]]:
     """NetworkPolicy specs by name for one team namespace."""
     everyone: dict[str, Any] = {}
@@ -131,18 +151,14 @@ def network_policies(
             ],
         },
     }
-    used = set(team.storage) if team.storage is not None else {s.name for s in spec.storage}
+    used = set(team.storage) if team.storage is not None else {h.name for h in bundle.storage}
     for handle in bundle.storage:
         if handle.name not in used or not handle.ports:
             continue
         ports = [{"protocol": "TCP", "port": p} for p in handle.ports]
-        policies[f"allow-storage-{handle.name}"] = pulumi.Output.from_input(handle.endpoint).apply(
-            lambda ep, ports=ports: {
-                "podSelector": everyone,
-                "policyTypes": ["Egress"],
-                "egress": [{"to": [{"ipBlock": {"cidr": _cidr(ep)}}], "ports": ports}],
-            }
-        )
+        policies[f"allow-storage-{handle.name}"] = pulumi.Output.all(
+            handle.endpoint, handle.endpoint_cidr
+        ).apply(functools.partial(_storage_egress, ports=ports))
     if bundle.profile.identity_endpoints:
         # The node-local endpoint pods get cloud credentials from (a metadata server), exactly that.
         policies["allow-cloud-identity"] = {
@@ -167,21 +183,34 @@ def network_policies(
     return policies
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TeamTenancyArgs:
-    spec: PlatformSpec
-    bundle: ClusterBundle
     team: TeamSpec
+    bundle: ClusterBundle
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeamTenancyResources:
+    namespace: k8s.core.v1.Namespace
+    service_account: k8s.core.v1.ServiceAccount
+    quota: k8s.core.v1.ResourceQuota
+    limits: k8s.core.v1.LimitRange
+    role: k8s.rbac.v1.Role
+    role_binding: k8s.rbac.v1.RoleBinding
+    # The team admins' binding of the built-in `edit` role; None without admins.
+    admins: k8s.rbac.v1.RoleBinding | None
+    network_policies: Mapping[str, k8s.networking.v1.NetworkPolicy]
 
 
 class TeamTenancy(pulumi.ComponentResource):
     """One team's namespace and everything that fences it."""
 
     namespace: k8s.core.v1.Namespace
+    resources: TeamTenancyResources
 
     def __init__(self, name: str, args: TeamTenancyArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:TeamTenancy", name, None, opts)
-        spec, bundle, team = args.spec, args.bundle, args.team
+        bundle, team = args.bundle, args.team
         child = pulumi.ResourceOptions(parent=self)
         ns_name = team_namespace(team)
         self.namespace = k8s.core.v1.Namespace(
@@ -207,23 +236,27 @@ class TeamTenancy(pulumi.ComponentResource):
         self.service_account = k8s.core.v1.ServiceAccount(
             f"{name}-sa", metadata=meta(TEAM_SERVICE_ACCOUNT, annotations=annotations), opts=child
         )
-        k8s.core.v1.ResourceQuota(
-            f"{name}-quota", metadata=meta("team-quota"), spec={"hard": team_quota(spec, team)}, opts=child
+        quota = k8s.core.v1.ResourceQuota(
+            f"{name}-quota",
+            metadata=meta("team-quota"),
+            spec={"hard": team_quota(bundle.node_pools, team)},
+            opts=child,
         )
-        k8s.core.v1.LimitRange(
-            f"{name}-limits", metadata=meta("team-limits"), spec=limit_range(spec), opts=child
+        limits = k8s.core.v1.LimitRange(
+            f"{name}-limits", metadata=meta("team-limits"), spec=limit_range(bundle.node_pools), opts=child
         )
         role = k8s.rbac.v1.Role(f"{name}-role", metadata=meta("trainer"), rules=TRAINER_RULES, opts=child)
-        k8s.rbac.v1.RoleBinding(
+        binding = k8s.rbac.v1.RoleBinding(
             f"{name}-rolebinding",
             metadata=meta("trainer"),
             role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role.metadata["name"]},
             subjects=[{"kind": "ServiceAccount", "name": TEAM_SERVICE_ACCOUNT, "namespace": ns}],
             opts=child,
         )
+        admins = None
         if team.admins:
             # Team admins manage their own namespace only (the built-in `edit` role, bound namespaced).
-            k8s.rbac.v1.RoleBinding(
+            admins = k8s.rbac.v1.RoleBinding(
                 f"{name}-admins",
                 metadata=meta("team-admins"),
                 role_ref={"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
@@ -232,8 +265,20 @@ class TeamTenancy(pulumi.ComponentResource):
                 ],
                 opts=child,
             )
-        for policy_name, policy in network_policies(spec, bundle, team).items():
-            k8s.networking.v1.NetworkPolicy(
+        policies = {
+            policy_name: k8s.networking.v1.NetworkPolicy(
                 f"{name}-{policy_name}", metadata=meta(policy_name), spec=policy, opts=child
             )
+            for policy_name, policy in network_policies(bundle, team).items()
+        }
+        self.resources = TeamTenancyResources(
+            namespace=self.namespace,
+            service_account=self.service_account,
+            quota=quota,
+            limits=limits,
+            role=role,
+            role_binding=binding,
+            admins=admins,
+            network_policies=policies,
+        )
         self.register_outputs({"namespace": ns})

@@ -19,38 +19,33 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.catalog import catalog
 from components.kubernetes.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
 from components.kubernetes.observability import trainer_pod_monitor
+from components.outputs import NodePoolOutput, PlatformOutputs
 from components.spec import ConfigError, JobSpec
+from trainer import contract
 
 CONTAINER = "trainer"
 CONFIG_DIR = "/etc/trainplane"
 CONFIG_FILE = "trainer.yaml"
 RDZV_PORT = 29400
 MASTER_PORT = 29500
-EXIT_PREEMPTED = 143
-EXIT_CONFIG = 2
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 TEAM_LABEL = "trainplane.dev/team"
-# Seconds between SIGTERM and SIGKILL. It must cover the preemption checkpoint: AWS gives spot nodes a
-# 2-minute notice; GKE gives non-system pods of a spot node about 15-30 s by default; an existing
-# cluster is drained by people, who can wait.
-DEFAULT_GRACE_SECONDS = {"aws": 120, "gcp": 30, "kubernetes": 300}
 # Without a machine shape (existing clusters), size requests per GPU.
 CPU_PER_GPU, MEMORY_GIB_PER_GPU = 8, 64
 # Leave room on each node for the kubelet, DaemonSets (GPU operator, DCGM, CSI, log shipper).
 NODE_SHARE = 0.85
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class TrainingJobArgs:
     job: JobSpec
-    # The platform stack's outputs (components.platform.platform_outputs), already checked by check_job.
-    platform: dict[str, Any]
+    # The platform stack's outputs (components.outputs), already checked by check_job.
+    platform: PlatformOutputs
 
 
-def checkpoint_uri(job: JobSpec, platform: dict[str, Any]) -> str | None:
+def checkpoint_uri(job: JobSpec, platform: PlatformOutputs) -> str | None:
     """`s3://auto` / `gs://auto` become `<scheme>://<checkpoint bucket>/<team>/<job>`.
 
     Teams share the platform's checkpoint bucket and each team's cloud identity reaches only its own
@@ -61,37 +56,35 @@ def checkpoint_uri(job: JobSpec, platform: dict[str, Any]) -> str | None:
     uri = job.checkpoint.uri
     if uri.endswith("://auto"):
         scheme = uri.split("://", 1)[0]
-        return f"{scheme}://{platform['buckets']['checkpoints']}/{job.team}/{job.name}"
+        return f"{scheme}://{platform.buckets['checkpoints']}/{job.team}/{job.name}"
     return uri
 
 
-def fabric_resources(pool: dict[str, Any]) -> dict[str, str]:
+def fabric_resources(pool: NodePoolOutput) -> dict[str, str]:
     """Every extended resource of the pool's nodes (e.g. their fabric devices) at the node's full count.
 
     One pod per node owns the node's fabric: devices a pod does not request are invisible to it, so NCCL
     would fall back to TCP. Extended resources take requests equal to limits.
     """
-    return {name: str(int(count)) for name, count in sorted((pool.get("extendedResources") or {}).items())}
+    return {name: str(int(count)) for name, count in sorted(pool.extended_resources.items())}
 
 
-def pod_env(job: JobSpec, pool: dict[str, Any], reserved: set[str]) -> list[dict[str, Any]]:
+def pod_env(job: JobSpec, pool: NodePoolOutput, reserved: set[str]) -> list[dict[str, Any]]:
     """The pool's fabric environment, then the job's own env, which wins on a conflict."""
-    fabric = {
-        k: str(v) for k, v in (pool.get("podEnv") or {}).items() if k not in job.env and k not in reserved
-    }
+    fabric = {k: str(v) for k, v in pool.pod_env.items() if k not in job.env and k not in reserved}
     return [{"name": k, "value": v} for k, v in sorted(fabric.items())] + [
         {"name": k, "value": v} for k, v in sorted(job.env.items())
     ]
 
 
-def pod_resources(job: JobSpec, pool: dict[str, Any]) -> tuple[str, str, str]:
+def pod_resources(job: JobSpec, pool: NodePoolOutput) -> tuple[str, str, str]:
     """CPU, memory and /dev/shm for one pod: the job's values, or its GPU share of the node's machine."""
-    share = job.gpus_per_node / max(int(pool.get("gpusPerNode") or job.gpus_per_node), 1)
-    shapes = [catalog().machine(c, m) for m in pool.get("machineTypes") or [] for c in ("aws", "gcp")]
-    shapes = [s for s in shapes if s is not None]
-    if shapes:  # several types in a spot pool: size for the smallest so the pod fits on any of them
-        vcpus = min(s.vcpus for s in shapes) * share * NODE_SHARE
-        memory = min(s.memory_gib for s in shapes) * share * NODE_SHARE
+    share = job.gpus_per_node / max(pool.gpus_per_node or job.gpus_per_node, 1)
+    # The pool's smallest machine (the platform knows it; several types in a spot pool): the pod fits on
+    # any node of the pool.
+    if pool.node_vcpus and pool.node_memory_gib:
+        vcpus = pool.node_vcpus * share * NODE_SHARE
+        memory = pool.node_memory_gib * share * NODE_SHARE
     else:
         vcpus, memory = CPU_PER_GPU * job.gpus_per_node, MEMORY_GIB_PER_GPU * job.gpus_per_node
     cpu = job.resources.cpu or math.floor(vcpus)
@@ -126,25 +119,9 @@ def trainer_config(job: JobSpec) -> dict[str, Any]:
 
 def validate_trainer_config(job: JobSpec) -> None:
     """Run the trainer's own validation now, so a bad `trainer:` block fails the deploy, not the pods."""
-    from trainer.config import ConfigError as TrainerConfigError
-    from trainer.config import TrainConfig, _normalise
-
-    try:
-        TrainConfig.model_validate(_normalise(trainer_config(job)["trainer"]))
-    except TrainerConfigError as e:
-        raise ConfigError([f"job.trainer: {str(e).removeprefix('config error: ')}"]) from None
-    except Exception as e:  # pydantic's ValidationError: one line per problem
-        errors = getattr(e, "errors", None)
-        if errors is None:
-            raise
-        raise ConfigError(
-            [
-                f"job.trainer.{'.'.join(str(p) for p in err['loc'])}: {err['msg'].removeprefix('Value error, ')}"
-                if err["loc"]
-                else f"job.trainer: {err['msg'].removeprefix('Value error, ')}"
-                for err in errors()
-            ]
-        ) from None
+    problems = contract.validate_trainer_config(trainer_config(job)["trainer"], root="job.trainer")
+    if problems:
+        raise ConfigError(problems)
 
 
 def launcher_args(job: JobSpec, service: str) -> list[str]:
@@ -180,19 +157,37 @@ def pod_failure_policy() -> dict[str, Any]:
             # Preempted after a committed checkpoint: retry, not a failure.
             {
                 "action": "Ignore",
-                "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_PREEMPTED]},
+                "onExitCodes": {
+                    "containerName": CONTAINER,
+                    "operator": "In",
+                    "values": [contract.EXIT_PREEMPTED],
+                },
             },
             # Configuration error: retrying cannot help.
             {
                 "action": "FailJob",
-                "onExitCodes": {"containerName": CONTAINER, "operator": "In", "values": [EXIT_CONFIG]},
+                "onExitCodes": {
+                    "containerName": CONTAINER,
+                    "operator": "In",
+                    "values": [contract.EXIT_CONFIG],
+                },
             },
         ]
     }
 
 
+@dataclass(frozen=True, kw_only=True)
+class TrainingJobResources:
+    config: k8s.core.v1.ConfigMap
+    service: k8s.core.v1.Service
+    job: k8s.batch.v1.Job
+    pod_monitor: k8s.apiextensions.CustomResource
+
+
 class TrainingJob(pulumi.ComponentResource):
     """A distributed training job on a trainplane platform."""
+
+    resources: TrainingJobResources
 
     outputs: dict[str, Any]
 
@@ -200,9 +195,9 @@ class TrainingJob(pulumi.ComponentResource):
         super().__init__("trainplane:kubernetes:TrainingJob", name, None, opts)
         job, platform = args.job, args.platform
         validate_trainer_config(job)
-        team = next(t for t in platform["teams"] if t["name"] == job.team)
-        pool = next(p for p in platform["nodePools"] if p["name"] == job.node_pool)
-        namespace = team["namespace"]
+        team, pool = platform.team(job.team), platform.pool(job.node_pool)
+        assert team is not None and pool is not None, "check_job refuses unknown teams and pools"
+        namespace = team.namespace
         service = f"{job.name}-workers"
         labels = {
             "app.kubernetes.io/name": "trainplane-trainer",
@@ -219,7 +214,7 @@ class TrainingJob(pulumi.ComponentResource):
             data={CONFIG_FILE: yaml.safe_dump(trainer_config(job), sort_keys=False)},
             opts=child,
         )
-        k8s.core.v1.Service(
+        service_res = k8s.core.v1.Service(
             f"{name}-workers",
             metadata={"name": service, "namespace": namespace, "labels": labels},
             spec={
@@ -241,13 +236,14 @@ class TrainingJob(pulumi.ComponentResource):
         )
         cpu, memory, shm = pod_resources(job, pool)
         fabric = fabric_resources(pool)
-        grace = job.grace_period_seconds or DEFAULT_GRACE_SECONDS.get(str(platform.get("cloud")), 120)
-        env = [
-            {"name": "TRAINPLANE_CONFIG", "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
-            {"name": "TRAINPLANE_JOB_NAME", "value": job.name},
-            {"name": "TRAINPLANE_METRICS_PORT", "value": str(TRAINER_METRICS_PORT)},
+        # Long enough for the preemption checkpoint within the cloud's notice (the platform says how long).
+        grace = job.grace_period_seconds or platform.preemption_grace_seconds
+        env: list[dict[str, Any]] = [
+            {"name": contract.ENV_CONFIG, "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
+            {"name": contract.ENV_JOB_NAME, "value": job.name},
+            {"name": contract.ENV_METRICS_PORT, "value": str(TRAINER_METRICS_PORT)},
             # The launcher's own deadline for workers to save and exit, inside the pod's grace period.
-            {"name": "TRAINPLANE_GRACE_S", "value": str(max(grace - 10, 5))},
+            {"name": contract.ENV_GRACE_S, "value": str(max(grace - 10, 5))},
             {
                 "name": "NODE_RANK",
                 "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{COMPLETION_INDEX}']"}},
@@ -257,7 +253,7 @@ class TrainingJob(pulumi.ComponentResource):
         ]
         uri = checkpoint_uri(job, platform)
         if uri is not None:
-            env.append({"name": "TRAINPLANE_CHECKPOINT_URI", "value": uri})
+            env.append({"name": contract.ENV_CHECKPOINT_URI, "value": uri})
         env += pod_env(job, pool, {e["name"] for e in env})
 
         volumes: list[dict[str, Any]] = [
@@ -284,8 +280,8 @@ class TrainingJob(pulumi.ComponentResource):
                 mount["subPath"] = v.sub_path
             mounts.append(mount)
 
-        tolerations = [{**t, "operator": "Equal"} for t in pool.get("taints") or []]
-        pod_labels = {**labels, "kueue.x-k8s.io/queue-name": team["localQueue"]}
+        tolerations = [{**t.exports(), "operator": "Equal"} for t in pool.taints]
+        pod_labels = {**labels, "kueue.x-k8s.io/queue-name": team.local_queue}
         job_metadata: dict[str, Any] = {
             "name": job.name,
             "namespace": namespace,
@@ -313,11 +309,11 @@ class TrainingJob(pulumi.ComponentResource):
                     "spec": {
                         "subdomain": service,
                         "restartPolicy": "Never",
-                        "serviceAccountName": team["serviceAccount"],
+                        "serviceAccountName": team.service_account,
                         "terminationGracePeriodSeconds": grace,
                         # The labels that select the pool's nodes (trainplane's own on clouds,
                         # the stack's selector on existing clusters).
-                        "nodeSelector": dict(pool.get("labels") or {}),
+                        "nodeSelector": dict(pool.labels),
                         "tolerations": tolerations,
                         # One pod per node: the job's GPUs per node come from one machine.
                         "affinity": {
@@ -369,13 +365,16 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         # Scraped by the platform's Prometheus (it selects every PodMonitor); labels job and rank.
-        k8s.apiextensions.CustomResource(
+        monitor = k8s.apiextensions.CustomResource(
             f"{name}-metrics",
             api_version="monitoring.coreos.com/v1",
             kind="PodMonitor",
             metadata={"name": job.name, "namespace": namespace, "labels": labels},
             spec=trainer_pod_monitor(job.name),
             opts=child,
+        )
+        self.resources = TrainingJobResources(
+            config=config_map, service=service_res, job=self.job, pod_monitor=monitor
         )
         selector = f"{JOB_LABEL}={job.name}"
         self.outputs = {

@@ -2,13 +2,14 @@
 
 A PersistentVolume binds exactly one claim, so each (storage, team) pair gets its own PV pointing at the
 same file system, pre-bound to that team's claim through `claimRef`. Claims are named after the storage,
-so a job mounts `datasets` in whichever team namespace it runs. The FSx for Lustre CSI node plugin is
-installed here when a handle needs it (EFS and GKE's CSI drivers are cloud add-ons; NFS is in-tree).
+so a job mounts `datasets` in whichever team namespace it runs. CSI drivers the cloud profile ships as
+charts (`csi_charts`, e.g. the FSx for Lustre node plugin on EKS) are installed here when a handle
+names them; drivers that come as cloud add-ons arrive with the cluster, and NFS is in-tree.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,15 +18,14 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, StorageHandle
 from components.charts import CHARTS
-from components.kubernetes.names import CSI_NAMESPACE, FSX_CSI_RELEASE, RELEASE_TIMEOUT_S
-from components.spec import PlatformSpec
+from components.kubernetes.names import RELEASE_TIMEOUT_S
+from components.spec import TeamSpec
 
-FSX_CSI_DRIVER = "fsx.csi.aws.com"
 STORAGE_LABEL = "trainplane.dev/storage"
 
 
-def teams_of(spec: PlatformSpec, storage: str) -> list[str]:
-    return [t.name for t in spec.teams if t.storage is None or storage in t.storage]
+def teams_of(teams: Sequence[TeamSpec], storage: str) -> list[str]:
+    return [t.name for t in teams if t.storage is None or storage in t.storage]
 
 
 def pv_name(storage: str, team: str) -> str:
@@ -58,55 +58,52 @@ def persistent_volume_spec(handle: StorageHandle, team: str) -> dict[str, Any]:
     return spec
 
 
-def fsx_csi_values() -> dict[str, Any]:
-    """Only the node plugin, on every node (GPU nodes included).
-
-    Static volumes need no controller: the CSIDriver has attachRequired: false and the PVs name their
-    file system, so nothing calls CreateVolume. In chart 1.17.0 `nodeComponentOnly` only drops the
-    controller's PodDisruptionBudget (templates/pdb.yaml); templates/controller-deployment.yaml renders
-    the Deployment regardless, and without an IAM role its pods could only fail. Zero replicas stop
-    deploying it for real, while the chart's objects stay as the chart defines them.
-    """
-    return {
-        "nodeComponentOnly": True,
-        "controller": {"replicaCount": 0},
-        "node": {"tolerateAllTaints": True},
-    }
-
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class SharedVolumesArgs:
-    spec: PlatformSpec
+    teams: Sequence[TeamSpec]
     bundle: ClusterBundle
     # team name -> its namespace resource (claims wait for their namespace)
     namespaces: Mapping[str, k8s.core.v1.Namespace]
 
 
+@dataclass(frozen=True, kw_only=True)
+class SharedVolumesResources:
+    # CSI driver releases installed for the handles (the cloud profile's charts).
+    csi_drivers: tuple[pulumi.Resource, ...]
+    # (storage, team) -> its PersistentVolume / the team's claim on it
+    volumes: Mapping[tuple[str, str], k8s.core.v1.PersistentVolume]
+    claims: Mapping[tuple[str, str], k8s.core.v1.PersistentVolumeClaim]
+
+
 class SharedVolumes(pulumi.ComponentResource):
-    """PersistentVolumes and claims for every storage handle, plus the CSI node plugin FSx needs."""
+    """PersistentVolumes and claims for every storage handle, plus the CSI drivers the profile ships."""
 
     def __init__(self, name: str, args: SharedVolumesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:SharedVolumes", name, None, opts)
-        spec, bundle = args.spec, args.bundle
+        bundle = args.bundle
         child = pulumi.ResourceOptions(parent=self)
         driver_ready: list[pulumi.Resource] = []
-        if any(h.csi_driver == FSX_CSI_DRIVER for h in bundle.storage):
-            chart = CHARTS["aws-fsx-csi-driver"]
+        used = {h.csi_driver for h in bundle.storage}
+        for csi in bundle.profile.csi_charts:
+            if csi.driver not in used:
+                continue
             driver_ready.append(
                 k8s.helm.v3.Release(
-                    f"{name}-fsx-csi",
-                    name=FSX_CSI_RELEASE,
-                    namespace=CSI_NAMESPACE,
-                    **chart.release_args(),
-                    values=fsx_csi_values(),
+                    f"{name}-{csi.resource_name}",
+                    name=csi.release_name,
+                    namespace=csi.namespace,
+                    **CHARTS[csi.chart].release_args(),
+                    values=dict(csi.values),
                     timeout=RELEASE_TIMEOUT_S,
                     opts=pulumi.ResourceOptions(parent=self, depends_on=list(bundle.ready)),
                 )
             )
+        volumes: dict[tuple[str, str], k8s.core.v1.PersistentVolume] = {}
+        claims: dict[tuple[str, str], k8s.core.v1.PersistentVolumeClaim] = {}
         for handle in bundle.storage:
-            for team in teams_of(spec, handle.name):
+            for team in teams_of(args.teams, handle.name):
                 labels = {STORAGE_LABEL: handle.name, "trainplane.dev/team": team}
-                pv = k8s.core.v1.PersistentVolume(
+                pv = volumes[(handle.name, team)] = k8s.core.v1.PersistentVolume(
                     f"{name}-{pv_name(handle.name, team)}-pv",
                     metadata={"name": pv_name(handle.name, team), "labels": labels},
                     spec=persistent_volume_spec(handle, team),
@@ -114,7 +111,7 @@ class SharedVolumes(pulumi.ComponentResource):
                     opts=pulumi.ResourceOptions(parent=self, depends_on=driver_ready),
                 )
                 ns = args.namespaces[team]
-                k8s.core.v1.PersistentVolumeClaim(
+                claims[(handle.name, team)] = k8s.core.v1.PersistentVolumeClaim(
                     f"{name}-{pv_name(handle.name, team)}-pvc",
                     metadata={"name": handle.name, "namespace": ns.metadata["name"], "labels": labels},
                     spec={
@@ -125,4 +122,7 @@ class SharedVolumes(pulumi.ComponentResource):
                     },
                     opts=child,
                 )
+        self.resources = SharedVolumesResources(
+            csi_drivers=tuple(driver_ready), volumes=volumes, claims=claims
+        )
         self.register_outputs({})

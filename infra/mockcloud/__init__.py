@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
@@ -30,9 +30,10 @@ from infra.mockcloud import gcp as gcp_mocks
 from infra.mockcloud import kubernetes as k8s_mocks
 
 PROJECT = "trainplane"
+T = TypeVar("T")
 PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
 
-ComputedFn = Callable[[str, dict[str, Any]], dict[str, Any]]
+ComputedFn = Callable[[str, dict[str, Any]], Any]
 COMPUTED: dict[str, ComputedFn] = {**aws_mocks.COMPUTED, **gcp_mocks.COMPUTED, **k8s_mocks.COMPUTED}
 INVOKES: dict[str, ComputedFn] = {**aws_mocks.INVOKES, **gcp_mocks.INVOKES, **k8s_mocks.INVOKES}
 
@@ -132,6 +133,16 @@ def _urn(stack: str, project: str, parent_urn: str | None, type_: str, name: str
     return f"urn:pulumi:{stack}::{project}::{qualified}::{name}"
 
 
+def _inherited(child_type: str, child_name: str, parent_name: str, parent_alias: str) -> str:
+    """The engine's inheritedChildAlias: the child under its parent's alias, its name's parent prefix
+    replaced by the alias's name."""
+    name = child_name
+    if child_name.startswith(parent_name):
+        name = parent_alias.split("::")[-1] + child_name[len(parent_name) :]
+    stack, project = parent_alias.split("::")[0].removeprefix("urn:pulumi:"), parent_alias.split("::")[1]
+    return _urn(stack, project, parent_alias, child_type, name)
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
     def __init__(self, mocks: MockCloud):
         super().__init__(mocks)
@@ -140,30 +151,48 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self._engine_urns: dict[str, str] = {}
 
     def _alias_urns(self, request, urn: str) -> tuple[str, ...]:
-        """Every old URN the engine would match to this registration (own aliases x parent's aliases)."""
+        """Every old URN the engine would match to this registration, by the engine's rules
+        (pulumi pkg/resource/deploy/step_generator.go: collapseAliasToUrn, inheritedChildAlias,
+        generateAliases): the resource's own aliases, collapsed against its current parent, and each of
+        them and its own URN re-parented under every alias of its parent (a child named after its parent
+        takes the parent alias's name as its prefix). The engine uses the one alias of the parent that
+        matched an old resource; every alias of the parent is a superset of that."""
         stack, project = urn.split("::")[0].removeprefix("urn:pulumi:"), urn.split("::")[1]
         parent = request.parent or None
-        parents = [self._engine_urns.get(parent) if parent else None, *self._aliases.get(parent or "", ())]
-        out: set[str] = set()
-        for p in parents:
-            out.add(_urn(stack, project, p, request.type, request.name))
-        for alias in request.aliases:
-            if alias.urn:
-                out.add(alias.urn)
-                continue
-            spec = alias.spec
-            own = [None] if spec.noParent else ([spec.parentUrn] if spec.parentUrn else parents)
-            for p in own:
-                out.add(
-                    _urn(
-                        spec.stack or stack,
-                        spec.project or project,
-                        p,
-                        spec.type or request.type,
-                        spec.name or request.name,
-                    )
-                )
+        own = {u for alias in request.aliases for u in self._collapse(alias, request, stack, project)}
+        out = set(own)
+        if parent is not None:
+            parent_name = parent.split("::")[-1]
+            for parent_alias in self._aliases.get(parent, ()):
+                out.add(_inherited(request.type, request.name, parent_name, parent_alias))
+                for alias_urn in own:
+                    child_type = alias_urn.split("::")[2].split("$")[-1]
+                    out.add(_inherited(child_type, alias_urn.split("::")[-1], parent_name, parent_alias))
         return tuple(sorted(out))
+
+    def _collapse(self, alias, request, stack: str, project: str) -> list[str]:
+        """One alias as URNs (collapseAliasToUrn); an alias parent that was itself aliased answers to
+        each of its aliases too."""
+        if alias.urn:
+            return [alias.urn]
+        spec = alias.spec
+        if spec.noParent:
+            parents: list[str | None] = [None]
+        elif spec.parentUrn:
+            given = spec.parentUrn
+            parents = [self._engine_urns.get(given, given), *self._aliases.get(given, ())]
+        else:
+            parents = [self._engine_urns.get(request.parent) if request.parent else None]
+        return [
+            _urn(
+                spec.stack or stack,
+                spec.project or project,
+                None if p is not None and p.split("::")[2] == "pulumi:pulumi:Stack" else p,
+                spec.type or request.type,
+                spec.name or request.name,
+            )
+            for p in parents
+        ]
 
     def RegisterResource(self, request):
         response = super().RegisterResource(request)
@@ -209,22 +238,42 @@ def run_program(
 
     Exceptions raised by the program propagate (pulumi.RunError for invalid config).
     """
+    root_dir = str(program.resolve().parent.parent)
+    if root_dir not in sys.path:
+        sys.path.insert(0, root_dir)
+    result, _ = run_function(
+        lambda: runpy.run_path(str(program), run_name="__main__"), stack, config, stack_refs, secret_keys
+    )
+    return result
+
+
+def run_function(
+    build: Callable[[], T],
+    stack: str = "test",
+    config: Mapping[str, str] | None = None,
+    stack_refs: Mapping[str, Mapping[str, Any]] | None = None,
+    secret_keys: list[str] | None = None,
+) -> tuple[RunResult, T]:
+    """Run `build` (a Pulumi program as a function: it instantiates components) under mocks in a fresh
+    event loop; return what it registered and what `build` returned (e.g. the component itself).
+
+    Example, one component of the library under the mock engine:
+        >>> result, ns = run_function(lambda: pulumi_kubernetes.core.v1.Namespace("ns"))  # doctest: +SKIP
+    """
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     settings.ROOT.set(None)
     mocks = MockCloud(stack_refs or {})
     monitor = RecordingMonitor(mocks)
     pulumi.runtime.set_mocks(mocks, project=PROJECT, stack=stack, preview=False, monitor=monitor)
-    pulumi.runtime.set_all_config(dict(config), list(secret_keys or []))
+    pulumi.runtime.set_all_config(dict(config or {}), list(secret_keys or []))
     outputs: dict[str, Any] = {}
     secret: set[str] = set()
-    root_dir = str(program.resolve().parent.parent)
-    if root_dir not in sys.path:
-        sys.path.insert(0, root_dir)
+    returned: list[T] = []
 
     @pulumi.runtime.test
     def _run():
-        runpy.run_path(str(program), run_name="__main__")
+        returned.append(build())
         root = settings.get_root_resource()
         names = list(root.outputs)
 
@@ -242,7 +291,7 @@ def run_program(
     finally:
         loop.close()
         asyncio.set_event_loop(None)
-    return RunResult(
+    result = RunResult(
         stack=stack,
         resources=monitor.records,
         outputs=outputs,
@@ -250,6 +299,7 @@ def run_program(
         stack_references=mocks.reads,
         invokes=mocks.invokes,
     )
+    return result, returned[0]
 
 
 def run_stack(

@@ -98,6 +98,13 @@ def release_objects(plan: Plan, rel: HelmRelease, out: ChartModel) -> None:
             "read the chart's templates at that version and add it"
         )
         return
+    _release_claims(rel, cf, out)
+    _release_daemon_sets(rel, cf, out)
+    _release_scrapes(rel, cf, out)
+
+
+def _release_claims(rel: HelmRelease, cf: Mapping[str, Any], out: ChartModel) -> None:
+    """The volume claims the chart's templates render from these values."""
     values = rel.values
     for c in cf.get("claims") or []:
         if not _enabled(rel.chart, values, c.get("enabledBy")):
@@ -128,6 +135,11 @@ def release_objects(plan: Plan, rel: HelmRelease, out: ChartModel) -> None:
                     size=str(F.chart_value(rel.chart, values, c.get("size", "")) or ""),
                 )
             )
+
+
+def _release_daemon_sets(rel: HelmRelease, cf: Mapping[str, Any], out: ChartModel) -> None:
+    """The DaemonSets the chart renders, with the tolerations these values give them."""
+    values = rel.values
     for d in cf.get("daemonSets") or []:
         if not _enabled(rel.chart, values, d.get("enabledBy")):
             continue
@@ -151,6 +163,11 @@ def release_objects(plan: Plan, rel: HelmRelease, out: ChartModel) -> None:
         )
         if d.get("csiDriver"):
             out.csi_drivers[d["csiDriver"]] = rel.ref
+
+
+def _release_scrapes(rel: HelmRelease, cf: Mapping[str, Any], out: ChartModel) -> None:
+    """The scrape configurations (ServiceMonitors) the chart renders."""
+    values = rel.values
     for s in cf.get("scrape") or []:
         if s.get("enabledBy") and not F.chart_value(rel.chart, values, s["enabledBy"]):
             continue
@@ -180,56 +197,64 @@ def _addon_config(resource_inputs: Mapping[str, Any]) -> dict[str, Any]:
 def addon_objects(plan: Plan, out: ChartModel) -> None:
     """DaemonSets and CSI drivers of the cloud's managed add-ons that the plan turns on."""
     if plan.cloud == "aws":
-        cloud = F.cloud("aws")
-        drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
-        for name, addon in plan.eks_addons().items():
-            ref = f"EKS add-on {name}"
-            ds = cloud["addonDaemonSets"].get(name)
-            if ds:
-                out.daemon_sets.append(
-                    DaemonSetModel(
-                        ref,
-                        ds["daemonSet"],
-                        name,
-                        tuple(ds["tolerations"]),
-                        "storage" if ds.get("csiDriver") else "gpu",
-                        ds.get("csiDriver"),
-                    )
-                )
-            cds = cloud.get("addonConfigDaemonSets", {}).get(name)
-            config = _addon_config(addon.inputs)
-            if cds and F.dig(config, cds.get("enabledPath", ""), True) is not False:
-                tol = F.dig(config, cds["tolerationsPath"], cds["default"])
-                out.daemon_sets.append(
-                    DaemonSetModel(ref, cds["daemonSet"], f"{name} DCGM host engine", tuple(tol or ()), "gpu")
-                )
-            for driver, how in drivers.items():
-                if how.get("addon") == name:
-                    out.csi_drivers[driver] = ref
+        _eks_addon_objects(plan, out)
     elif plan.cloud == "gcp":
-        cloud = F.cloud("gcp")
-        cluster = plan.cluster_resource()
-        addons = (cluster.inputs.get("addonsConfig") or {}) if cluster else {}
-        drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
-        for key, cfg in addons.items():
-            if not (isinstance(cfg, dict) and cfg.get("enabled")):
-                continue
-            ref = f"GKE add-on {key}"
-            ds = cloud["addonDaemonSets"].get(_snake(key))
-            if ds:
-                out.daemon_sets.append(
-                    DaemonSetModel(
-                        ref,
-                        ds["daemonSet"],
-                        _snake(key),
-                        tuple(ds["tolerations"]),
-                        "storage",
-                        ds.get("csiDriver"),
-                    )
+        _gke_addon_objects(plan, out)
+
+
+def _eks_addon_objects(plan: Plan, out: ChartModel) -> None:
+    cloud = F.cloud("aws")
+    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
+    for name, addon in plan.eks_addons().items():
+        ref = f"EKS add-on {name}"
+        ds = cloud["addonDaemonSets"].get(name)
+        if ds:
+            out.daemon_sets.append(
+                DaemonSetModel(
+                    ref,
+                    ds["daemonSet"],
+                    name,
+                    tuple(ds["tolerations"]),
+                    "storage" if ds.get("csiDriver") else "gpu",
+                    ds.get("csiDriver"),
                 )
-            for driver, how in drivers.items():
-                if how.get("clusterAddon") == _snake(key):
-                    out.csi_drivers[driver] = ref
+            )
+        cds = cloud.get("addonConfigDaemonSets", {}).get(name)
+        config = _addon_config(addon.inputs)
+        if cds and F.dig(config, cds.get("enabledPath", ""), True) is not False:
+            tol = F.dig(config, cds["tolerationsPath"], cds["default"])
+            out.daemon_sets.append(
+                DaemonSetModel(ref, cds["daemonSet"], f"{name} DCGM host engine", tuple(tol or ()), "gpu")
+            )
+        for driver, how in drivers.items():
+            if how.get("addon") == name:
+                out.csi_drivers[driver] = ref
+
+
+def _gke_addon_objects(plan: Plan, out: ChartModel) -> None:
+    cloud = F.cloud("gcp")
+    cluster = plan.cluster_resource()
+    addons = (cluster.inputs.get("addonsConfig") or {}) if cluster else {}
+    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
+    for key, cfg in addons.items():
+        if not (isinstance(cfg, dict) and cfg.get("enabled")):
+            continue
+        ref = f"GKE add-on {key}"
+        ds = cloud["addonDaemonSets"].get(_snake(key))
+        if ds:
+            out.daemon_sets.append(
+                DaemonSetModel(
+                    ref,
+                    ds["daemonSet"],
+                    _snake(key),
+                    tuple(ds["tolerations"]),
+                    "storage",
+                    ds.get("csiDriver"),
+                )
+            )
+        for driver, how in drivers.items():
+            if how.get("clusterAddon") == _snake(key):
+                out.csi_drivers[driver] = ref
 
 
 def _snake(key: str) -> str:

@@ -1,5 +1,6 @@
-"""The facts file (facts.yaml beside this module): cloud and chart facts verify relies on, each with its
-source. Loaded once; lookups are small helpers so the checks read like the facts they use."""
+"""The facts verify relies on, each with its source: chart facts from facts.yaml beside this module, and
+each cloud's own facts from its backend (components.backends: `verify_facts()`, a data file in the
+backend's package). Loaded once; lookups are small helpers so the checks read like the facts they use."""
 
 from __future__ import annotations
 
@@ -9,17 +10,23 @@ from typing import Any
 
 import yaml
 
-# Cloud name in the plan -> the platform flavour the facts are keyed by.
-FLAVOUR = {"aws": "eks", "gcp": "gke", "kubernetes": "kubernetes"}
-
 
 @cache
 def facts() -> dict[str, Any]:
-    return yaml.safe_load(resources.files("infra.verify").joinpath("facts.yaml").read_text())
+    """facts.yaml plus `clouds` (backend name -> its facts) and every backend's `storagePorts`."""
+    from components.backends import backends
+
+    doc = yaml.safe_load(resources.files("infra.verify").joinpath("facts.yaml").read_text())
+    doc["clouds"], doc["storagePorts"] = {}, {}
+    for b in backends():
+        own = dict(b.verify_facts())
+        doc["storagePorts"].update(own.pop("storagePorts", None) or {})
+        doc["clouds"][b.name] = own
+    return doc
 
 
 def cloud(name: str) -> dict[str, Any]:
-    return facts()["clouds"][FLAVOUR.get(name, name)]
+    return facts()["clouds"][name]
 
 
 def chart(name: str) -> dict[str, Any] | None:

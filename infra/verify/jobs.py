@@ -154,23 +154,23 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
         pod = _pod_of(plan, team, pool, False)
         return ([pod] if pod else []), problems
     pods: list[TrainingPod] = []
-    for team in plan.teams:
-        for pool in plan.node_pools:
-            if not pool.get("gpu"):
+    for team_out in plan.teams:
+        for pool_out in plan.node_pools:
+            if not pool_out.get("gpu"):
                 continue
-            cfg = job_config(plan, team, pool)
-            if cfg is None:
+            job_cfg = job_config(plan, team_out, pool_out)
+            if job_cfg is None:
                 continue
             try:
-                job_plan = run_job(plan, cfg)
+                job_plan = run_job(plan, job_cfg)
             except Exception as e:  # the job stack refuses the platform: that is a finding
                 first = str(e).strip().splitlines()
                 problems.append(
-                    f"team {team['name']} cannot run a {cfg['nodes']['max']}x{cfg['gpusPerNode']}-GPU job on "
-                    f"pool {pool['name']}: {first[-1] if first else type(e).__name__}"
+                    f"team {team_out['name']} cannot run a {job_cfg['nodes']['max']}x{job_cfg['gpusPerNode']}-GPU job on "
+                    f"pool {pool_out['name']}: {first[-1] if first else type(e).__name__}"
                 )
                 continue
-            pod = _pod_of(job_plan, team["name"], pool["name"], True)
+            pod = _pod_of(job_plan, team_out["name"], pool_out["name"], True)
             if pod:
                 pods.append(pod)
     return pods, problems

@@ -181,7 +181,7 @@ def live_scheduling(ctx: Context, state: ClusterState) -> CheckResult:
     for p in state.pods:
         for ref in _meta(p).get("ownerReferences") or []:
             if ref.get("kind") == "DaemonSet":
-                key = (_meta(p).get("namespace"), ref.get("name"))
+                key = (str(_meta(p).get("namespace")), str(ref.get("name")))
                 pods_by_owner.setdefault(key, set()).add((p.get("spec") or {}).get("nodeName") or "")
     existing = {(_meta(d).get("namespace"), _meta(d)["name"]) for d in state.daemon_sets}
     must_run = [d for d in ctx.charts.daemon_sets if d.scope in ("gpu", "storage", "efa")]

@@ -10,7 +10,7 @@ destination. ipBlock peers never match pods here (pod IPs are not in the platfor
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -52,23 +52,26 @@ def selects(selector: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
 
 def peer_matches(rule_peer: Mapping[str, Any], peer: Peer, policy_ns: str) -> bool:
     if "ipBlock" in rule_peer:
-        if peer.namespace is not None:
-            return False
-        block = rule_peer["ipBlock"]
-        addr = ipaddress.ip_address(peer.ip)
-        return addr in ipaddress.ip_network(block["cidr"]) and not any(
-            addr in ipaddress.ip_network(x) for x in block.get("except", [])
-        )
+        return _block_matches(rule_peer["ipBlock"], peer)
     if peer.namespace is None:
         return False
     ns_sel = rule_peer.get("namespaceSelector")
     if ns_sel is None:
-        if peer.namespace != policy_ns:
-            return False
-    elif not selects(ns_sel, {NAMESPACE_LABEL: peer.namespace}):
-        return False
+        same_ns = peer.namespace == policy_ns
+    else:
+        same_ns = selects(ns_sel, {NAMESPACE_LABEL: peer.namespace})
     pod_sel = rule_peer.get("podSelector")
-    return pod_sel is None or selects(pod_sel, peer.labels)
+    return same_ns and (pod_sel is None or selects(pod_sel, peer.labels))
+
+
+def _block_matches(block: Mapping[str, Any], peer: Peer) -> bool:
+    """An ipBlock matches only peers outside the cluster, by address (a pod peer has a namespace)."""
+    if peer.namespace is not None or peer.ip is None:
+        return False
+    addr = ipaddress.ip_address(peer.ip)
+    return addr in ipaddress.ip_network(block["cidr"]) and not any(
+        addr in ipaddress.ip_network(x) for x in block.get("except", [])
+    )
 
 
 def port_matches(ports: list | None, port: int, proto: str) -> bool:
@@ -89,7 +92,7 @@ def port_matches(ports: list | None, port: int, proto: str) -> bool:
 
 
 def direction_allows(
-    policies: list[Mapping[str, Any]], subject: Peer, other: Peer, port: int, proto: str, kind: str
+    policies: Sequence[Mapping[str, Any]], subject: Peer, other: Peer, port: int, proto: str, kind: str
 ) -> bool:
     """Whether the policies in subject's namespace let traffic of `kind` (Ingress/Egress) through."""
     applying = [
@@ -105,14 +108,16 @@ def direction_allows(
     for p in applying:
         for rule in p["spec"].get(key) or []:
             peers = rule.get(peers_key)
-            if (not peers or any(peer_matches(x, other, subject.namespace) for x in peers)) and port_matches(
-                rule.get("ports"), port, proto
-            ):
+            if (
+                not peers or any(peer_matches(x, other, subject.namespace or "") for x in peers)
+            ) and port_matches(rule.get("ports"), port, proto):
                 return True
     return False
 
 
-def allowed(policies: list[Mapping[str, Any]], src: Peer, dst: Peer, port: int, proto: str = "TCP") -> bool:
+def allowed(
+    policies: Sequence[Mapping[str, Any]], src: Peer, dst: Peer, port: int, proto: str = "TCP"
+) -> bool:
     egress = src.namespace is None or direction_allows(policies, src, dst, port, proto, "Egress")
     ingress = dst.namespace is None or direction_allows(policies, dst, src, port, proto, "Ingress")
     return egress and ingress

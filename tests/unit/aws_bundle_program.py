@@ -21,4 +21,3 @@ if __name__ == "__main__":
     bundle = AwsCloud(spec.cluster.name, AwsCloudArgs(spec=spec)).bundle
     pulumi.export("storageClass", bundle.storage_class)
     pulumi.export("storageReady", [r.urn for r in bundle.storage_ready])
-    pulumi.export("nodePools", [p.as_output() for p in bundle.node_pools])

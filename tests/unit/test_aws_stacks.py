@@ -1,17 +1,16 @@
 """The AWS stacks end to end under the mock engine: outputs, dependencies, `trainplane plan`.
 
-Also the helpers the other test_aws_* modules share: each stack is planned once per process.
+Also the helpers the other test_aws_* modules share (plans come from conftest: once per process).
 """
 
 from __future__ import annotations
 
 import json
-from functools import cache
 
 import pytest
 
-from infra.mockcloud import Resource, RunResult, run_stack
-from tests.conftest import ROOT
+from infra.mockcloud import Resource, RunResult
+from tests.conftest import ROOT, one, planned
 
 AWS_STACKS = ["aws-dev", "aws-h200-efa", "aws-byo-vpc"]
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
@@ -19,15 +18,7 @@ NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
 
 
-@cache
-def plan(stack: str) -> RunResult:
-    return run_stack(stack, None, ROOT)
-
-
-def one(result: RunResult, type_: str, name: str | None = None) -> Resource:
-    found = [r for r in result.of_type(type_) if name is None or r.name == name]
-    assert len(found) == 1, f"{len(found)} {type_} named {name}: {[r.name for r in result.of_type(type_)]}"
-    return found[0]
+plan = planned
 
 
 def doc(value: str | dict) -> dict:
@@ -212,4 +203,4 @@ def test_trainplane_plan_shows_tree_cost_and_critical_path(capsys):
     # FSx (10 min) runs beside the control plane, so it is not on the path.
     assert "aws:fsx/lustreFileSystem:LustreFileSystem" not in steps
     names = json.dumps(summary["tree"])
-    assert "trainplane:aws:GpuNodePool" in names and "trainplane:aws:LustreStorage" in names
+    assert "trainplane:aws:NodePool" in names and "trainplane:aws:LustreStorage" in names

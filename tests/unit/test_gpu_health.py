@@ -3,7 +3,6 @@ real process against a fake API server and Prometheus, and what the platform dep
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 import sys
@@ -27,8 +26,7 @@ from components.kubernetes.gpu_health_agent import (
     taint_value,
 )
 from components.spec import APPLICATION_XIDS, ConfigError, PlatformSpec
-from infra.mockcloud.kubernetes import plan_incluster
-from tests.conftest import platform_object
+from tests.conftest import plan_object, planned, platform_object
 
 NOW = time.mktime(time.strptime("2026-11-20T12:00:00", "%Y-%m-%dT%H:%M:%S")) - time.timezone
 POLICY = Policy(diagnostic=True, startup_grace_s=1200, ignored_xids=frozenset(APPLICATION_XIDS))
@@ -311,9 +309,8 @@ def test_agent_uses_only_the_standard_library():
 # ---- what the platform deploys -----------------------------------------------------------------
 
 
-@functools.cache
 def plan(stack: str):
-    return plan_incluster(platform_object(stack), stack)
+    return planned(stack)
 
 
 def objects(result, kind: str) -> dict[str, dict]:
@@ -373,7 +370,7 @@ def test_controller_rbac_is_least_privilege():
 def test_diagnostic_runs_on_every_gpu_node_once_with_the_configured_level():
     obj = platform_object("aws-dev")
     obj["gpuHealth"] = {"diagnostic": {"level": 2}}
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     ds = objects(result, "apps/v1:DaemonSet")["trainplane-gpu-diag"]
     assert ds["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
     pod = ds["spec"]["template"]["spec"]
@@ -423,19 +420,19 @@ def test_diag_script_is_valid_bash():
 def test_count_follows_time_slicing_and_is_off_with_mig():
     obj = platform_object("onprem-dev")
     obj["gpuOperator"] = {"timeSlicing": {"replicas": 4}}
-    assert config_of(plan_incluster(obj))["pools"][0]["expectedGpus"] == 32
+    assert config_of(plan_object(obj))["pools"][0]["expectedGpus"] == 32
     obj["gpuOperator"] = {"mig": {"strategy": "single", "profile": "all-1g.10gb"}}
-    assert config_of(plan_incluster(obj))["pools"][0]["expectedGpus"] is None
+    assert config_of(plan_object(obj))["pools"][0]["expectedGpus"] is None
 
 
 def test_switches():
     obj = platform_object("onprem-dev")
     obj["gpuHealth"] = {"diagnostic": {"enabled": False}}
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     assert config_of(result)["diagnostic"]["enabled"] is False
     assert not objects(result, "apps/v1:DaemonSet")
     obj["gpuHealth"] = {"enabled": False}
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     assert not [
         r for r in result.resources if "trainplane-gpu-health" in json.dumps(r.inputs.get("metadata", {}))
     ]

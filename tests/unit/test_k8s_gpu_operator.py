@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 import yaml
 
 from components.spec import ConfigError, PlatformSpec
-from infra.mockcloud.kubernetes import plan_incluster
-from tests.conftest import platform_object
+from tests.conftest import plan_object, planned, platform_object
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 
 
-@functools.cache
 def plan(stack: str):
-    return plan_incluster(platform_object(stack), stack)
+    return planned(stack)
 
 
 def release(result, chart: str):
@@ -95,7 +91,7 @@ def test_gke_follows_nvidias_gke_path():
 def test_gke_before_133_keeps_the_toolkit_default_config_source():
     obj = platform_object("gcp-dev")
     obj["cluster"]["kubernetesVersion"] = "1.32"
-    values = operator_values(plan_incluster(obj))
+    values = operator_values(plan_object(obj))
     assert "env" not in values["toolkit"]
 
 
@@ -104,15 +100,15 @@ def test_existing_cluster_driver_is_operator_managed_by_default_and_toggles():
     assert "toolkit" not in operator_values(plan("onprem-dev"))
     obj = platform_object("onprem-dev")
     obj["gpuOperator"] = {"driver": False}
-    assert operator_values(plan_incluster(obj))["driver"] == {"enabled": False}
+    assert operator_values(plan_object(obj))["driver"] == {"enabled": False}
     del obj["gpuOperator"]
-    assert operator_values(plan_incluster(obj))["driver"] == {"enabled": True}
+    assert operator_values(plan_object(obj))["driver"] == {"enabled": True}
 
 
 def test_time_slicing_writes_the_device_plugin_config():
     obj = platform_object("onprem-dev")
     obj["gpuOperator"] = {"timeSlicing": {"replicas": 4}}
-    values = operator_values(plan_incluster(obj))
+    values = operator_values(plan_object(obj))
     config = values["devicePlugin"]["config"]
     assert config["create"] is True and config["name"] == "device-plugin-config"
     parsed = yaml.safe_load(config["data"][config["default"]])
@@ -124,14 +120,14 @@ def test_time_slicing_writes_the_device_plugin_config():
 def test_mig_strategy_reaches_the_operator():
     obj = platform_object("aws-dev")
     obj["gpuOperator"] = {"mig": {"strategy": "mixed"}}
-    assert operator_values(plan_incluster(obj))["mig"] == {"strategy": "mixed"}
+    assert operator_values(plan_object(obj))["mig"] == {"strategy": "mixed"}
     assert operator_values(plan("aws-dev"))["mig"] == {"strategy": "none"}
 
 
 def test_mig_profile_becomes_the_mig_managers_default_config():
     obj = platform_object("aws-dev")
     obj["gpuOperator"] = {"mig": {"strategy": "single", "profile": "all-1g.10gb"}}
-    values = operator_values(plan_incluster(obj))
+    values = operator_values(plan_object(obj))
     assert values["migManager"] == {"config": {"default": "all-1g.10gb"}}
     assert "migManager" not in operator_values(plan("aws-dev"))
 
@@ -141,7 +137,7 @@ def test_extra_pool_taints_are_tolerated_by_operator_daemonsets():
     obj["nodePools"][0]["taints"].append(
         {"key": "lab.example/reserved", "value": "ml", "effect": "NoSchedule"}
     )
-    tolerations = operator_values(plan_incluster(obj))["daemonsets"]["tolerations"]
+    tolerations = operator_values(plan_object(obj))["daemonsets"]["tolerations"]
     assert {"key": "lab.example/reserved", "operator": "Exists", "effect": "NoSchedule"} in tolerations
 
 
@@ -233,7 +229,7 @@ def test_operator_daemonsets_and_nfd_run_on_nodes_the_health_controller_holds_ba
     } in values["node-feature-discovery"]["worker"]["tolerations"]
     obj = platform_object("onprem-dev")
     obj["gpuHealth"] = {"enabled": False}
-    off = operator_values(plan_incluster(obj))["daemonsets"]["tolerations"]
+    off = operator_values(plan_object(obj))["daemonsets"]["tolerations"]
     assert not [t for t in off if t["key"] in (PENDING_TAINT, UNHEALTHY_TAINT)]
 
 

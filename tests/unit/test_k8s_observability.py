@@ -3,7 +3,6 @@ metrics, Loki stores on the cloud bucket with the cloud identity, Alloy labels l
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 
@@ -13,15 +12,13 @@ from components.kubernetes.alerts import alert_groups
 from components.kubernetes.dashboards import dashboards
 from components.kubernetes.dashboards.metrics import ALLOWED_METRICS, DCGM_METRICS, TRAINER_METRICS
 from components.kubernetes.logs import alloy_config
-from infra.mockcloud.kubernetes import plan_incluster
-from tests.conftest import platform_object
+from tests.conftest import plan_object, planned, platform_object
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 
-@functools.cache
 def plan(stack: str):
-    return plan_incluster(platform_object(stack), stack)
+    return planned(stack)
 
 
 def release(result, chart: str):
@@ -195,7 +192,7 @@ def test_no_rule_or_panel_reads_labels_the_dcgm_scrape_does_not_produce():
 def test_ignored_xids_come_from_config():
     obj = platform_object("onprem-dev")
     obj["gpuHealth"] = {"ignoredXids": [13, 31, 43, 45, 68, 109, 94]}
-    (cr,) = [c for c in plan_incluster(obj).resources if c.type.endswith("PrometheusRule")]
+    (cr,) = [c for c in plan_object(obj).resources if c.type.endswith("PrometheusRule")]
     (xid,) = [r for g in cr.inputs["spec"]["groups"] for r in g["rules"] if r["alert"] == "GpuXidError"]
     assert "!= 94" in xid["expr"]
     (default,) = [r for g in alert_groups() for r in g["rules"] if r["alert"] == "GpuXidError"]
@@ -257,7 +254,7 @@ def test_prometheus_selects_every_monitor_and_rule(stack):
 def test_retention_and_storage_come_from_config():
     obj = platform_object("onprem-dev")
     obj["observability"].update({"retentionDays": 30, "prometheusStorageGiB": 500, "grafana": False})
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     values = release(result, "kube-prometheus-stack").inputs["values"]
     assert values["prometheus"]["prometheusSpec"]["retention"] == "30d"
     assert values["prometheus"]["prometheusSpec"]["storageSpec"]["volumeClaimTemplate"]["spec"][
@@ -270,7 +267,12 @@ def test_retention_and_storage_come_from_config():
 @pytest.mark.parametrize(
     ("stack", "type_", "annotation", "identity"),
     [
-        ("aws-dev", "s3", "eks.amazonaws.com/role-arn", "arn:aws:iam::123456789012:role/ml-dev-loki"),
+        (
+            "aws-dev",
+            "s3",
+            "eks.amazonaws.com/role-arn",
+            "arn:aws:iam::123456789012:role/ml-dev-identity-loki-role",
+        ),
         (
             "gcp-dev",
             "gcs",
@@ -283,7 +285,8 @@ def test_loki_on_the_cloud_bucket_with_the_cloud_identity(stack, type_, annotati
     values = release(plan(stack), "loki").inputs["values"]
     storage = values["loki"]["storage"]
     assert storage["type"] == type_
-    assert storage["bucketNames"]["chunks"] == "ml-dev-logs-123456789012"
+    # The logs bucket the cloud layer made (its name as the platform exports it).
+    assert storage["bucketNames"]["chunks"] == planned(stack).outputs["buckets"]["logs"]
     assert values["loki"]["schemaConfig"]["configs"][0]["object_store"] == type_
     assert values["serviceAccount"] == {"create": True, "name": "loki", "annotations": {annotation: identity}}
     assert values["loki"]["structuredConfig"]["limits_config"]["retention_period"] == f"{14 * 24}h"
@@ -300,7 +303,7 @@ def test_loki_on_the_filesystem_on_existing_clusters():
 def test_no_loki_when_disabled():
     obj = platform_object("aws-dev")
     obj["observability"]["loki"] = False
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     charts = {r.inputs["chart"] for r in result.of_type(RELEASE)}
     assert "loki" not in charts and "alloy" not in charts
     assert "additionalDataSources" not in release(result, "kube-prometheus-stack").inputs["values"]["grafana"]

@@ -7,15 +7,14 @@ import functools
 
 import yaml
 
-from infra.mockcloud.kubernetes import plan_incluster
-from tests.conftest import platform_object
+from tests.conftest import plan_object, platform_object
 
 
 @functools.cache
 def plan(stack: str):
     obj = platform_object(stack)
     obj["teams"].append({"name": "vision", "gpuQuota": 8})
-    return plan_incluster(obj, stack)
+    return plan_object(obj, stack)
 
 
 def kueue(result, kind: str) -> list:
@@ -29,7 +28,6 @@ def test_flavor_matches_the_pool_labels_and_taints():
         "trainplane.dev/pool": "h100",
         "trainplane.dev/gpu": "H100",
         "trainplane.dev/capacity": "spot",
-        "eks.amazonaws.com/capacityType": "SPOT",
     }
     assert flavor.inputs["spec"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "operator": "Equal", "value": "present", "effect": "NoSchedule"}
@@ -41,7 +39,7 @@ def test_flavor_matches_the_pool_labels_and_taints():
 def test_flavor_per_gpu_kind_and_capacity():
     obj = platform_object("aws-dev")
     obj["nodePools"].append({"name": "h100od", "gpu": "H100", "gpusPerNode": 8, "maxNodes": 2})
-    names = sorted(f.inputs["metadata"]["name"] for f in kueue(plan_incluster(obj), "ResourceFlavor"))
+    names = sorted(f.inputs["metadata"]["name"] for f in kueue(plan_object(obj), "ResourceFlavor"))
     assert names == ["h100-on-demand", "h100-spot"]
 
 
@@ -69,7 +67,7 @@ def test_team_queues_share_one_cohort_with_their_nominal_gpu_quota():
 def test_borrowing_disabled_sets_zero_borrowing_limits():
     obj = platform_object("onprem-dev")
     obj["queueing"] = {"borrowing": False, "cohort": "lab"}
-    (cq,) = kueue(plan_incluster(obj), "ClusterQueue")
+    (cq,) = kueue(plan_object(obj), "ClusterQueue")
     assert cq.inputs["spec"]["cohortName"] == "lab"
     for r in cq.inputs["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
         assert r["borrowingLimit"] == "0"
@@ -103,7 +101,7 @@ def test_wait_for_pods_ready_and_crds_first():
 def test_queueing_disabled_installs_no_kueue():
     obj = platform_object("onprem-dev")
     obj["queueing"] = {"enabled": False}
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     assert not [r for r in result.resources if "kueue" in r.type or "kueue" in str(r.inputs.get("chart"))]
 
 
@@ -146,7 +144,7 @@ def _resources(flavor: dict) -> dict[str, str]:
 
 def test_cluster_queue_covers_the_pools_extended_resources():
     """A pod requesting a resource its ClusterQueue does not cover is inadmissible (kueue flavorassigner)."""
-    result = plan_incluster(platform_object("aws-h200-efa"), "aws-h200-efa")
+    result = plan_object(platform_object("aws-h200-efa"), "aws-h200-efa")
     queues = {q.inputs["metadata"]["name"]: q.inputs["spec"] for q in kueue(result, "ClusterQueue")}
     for team, spec in queues.items():
         (group,) = spec["resourceGroups"]

@@ -8,9 +8,8 @@ import functools
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from infra.mockcloud.kubernetes import plan_incluster
 from infra.verify.netpol import Peer, allowed
-from tests.conftest import platform_object
+from tests.conftest import plan_object, platform_object
 
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
@@ -19,7 +18,7 @@ NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 def plan(stack: str):
     obj = platform_object(stack)
     obj["teams"].append({"name": "vision", "gpuQuota": 8, "cpuQuota": 64, "memoryQuotaGiB": 512})
-    return plan_incluster(obj, stack)
+    return plan_object(obj, stack)
 
 
 def objects(result, type_: str, namespace: str | None = None) -> list[dict]:
@@ -59,7 +58,11 @@ def test_limit_range_defaults_requests_and_caps_gpus_at_one_node():
 @pytest.mark.parametrize(
     ("stack", "annotation", "value"),
     [
-        ("aws-dev", "eks.amazonaws.com/role-arn", "arn:aws:iam::123456789012:role/ml-dev-team-research"),
+        (
+            "aws-dev",
+            "eks.amazonaws.com/role-arn",
+            "arn:aws:iam::123456789012:role/ml-dev-identity-team-research-role",
+        ),
         (
             "gcp-dev",
             "iam.gke.io/gcp-service-account",
@@ -140,9 +143,10 @@ COMMON_CASES = [
 ]
 CLOUD_CASES = {
     "aws-dev": [
+        # FSx's endpoint is a DNS name: egress narrows to the VPC it resolves into, Lustre ports only.
         (TRAINER, Peer(None, ip="10.40.16.10"), 988, "TCP", True, "FSx Lustre"),
         (TRAINER, Peer(None, ip="10.40.16.10"), 1021, "TCP", True, "FSx Lustre 1018-1023"),
-        (TRAINER, Peer(None, ip="10.40.16.11"), 988, "TCP", False, "only the file system's address"),
+        (TRAINER, Peer(None, ip="10.41.0.10"), 988, "TCP", False, "only the VPC of the file system"),
         (TRAINER, Peer(None, ip="10.40.16.10"), 22, "TCP", False, "only Lustre ports"),
         (TRAINER, INTERNET, 443, "TCP", True, "S3 over HTTPS"),
         # IRSA: STS over HTTPS, like S3; the node's instance metadata stays closed.
@@ -194,7 +198,7 @@ def test_quota_admits_the_teams_whole_gpu_quota_on_its_richest_pool():
     from components.catalog import catalog
 
     obj = platform_object("aws-byo-vpc")
-    result = plan_incluster(obj, "aws-byo-vpc")
+    result = plan_object(obj, "aws-byo-vpc")
     shapes = [
         catalog().shapes("aws", p["gpu"], p["gpusPerNode"])[0] for p in obj["nodePools"] if p.get("gpu")
     ]

@@ -2,21 +2,17 @@
 
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from infra.mockcloud.kubernetes import plan_incluster
-from tests.conftest import platform_object
+from tests.conftest import one, plan_object, planned, platform_object
 
 PV = "kubernetes:core/v1:PersistentVolume"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 
 
-@functools.cache
 def plan(stack: str):
-    return plan_incluster(platform_object(stack), stack)
+    return planned(stack)
 
 
 def two_teams(stack: str) -> dict:
@@ -29,10 +25,15 @@ def test_eks_lustre_is_a_csi_volume_with_the_fsx_node_plugin():
     result = plan("aws-dev")
     (pv,) = result.of_type(PV)
     spec = pv.inputs["spec"]
+    # The file system the AWS layer made: its id, DNS name and mount name.
+    fs = one(result, "aws:fsx/lustreFileSystem:LustreFileSystem")
     assert spec["csi"] == {
         "driver": "fsx.csi.aws.com",
-        "volumeHandle": "fs-0datasets0123456",
-        "volumeAttributes": {"dnsname": "fs-0datasets.fsx.us-east-1.amazonaws.com", "mountname": "abcdefgh"},
+        "volumeHandle": f"{fs.name}-id",
+        "volumeAttributes": {
+            "dnsname": "fs-00000002184833592.fsx.us-east-1.amazonaws.com",
+            "mountname": "abcdefgh",
+        },
     }
     assert spec["accessModes"] == ["ReadWriteMany"]
     assert spec["persistentVolumeReclaimPolicy"] == "Retain"
@@ -63,7 +64,7 @@ def test_existing_cluster_nfs_uses_the_in_tree_source():
 
 @pytest.mark.parametrize("stack", ["aws-dev", "gcp-dev", "onprem-dev"])
 def test_one_pv_per_storage_and_team_each_prebound_to_its_claim(stack):
-    result = plan_incluster(two_teams(stack))
+    result = plan_object(two_teams(stack))
     pvs = {r.inputs["metadata"]["name"]: r for r in result.of_type(PV)}
     claims = {
         (r.inputs["metadata"]["namespace"], r.inputs["metadata"]["name"]): r for r in result.of_type(PVC)
@@ -89,7 +90,7 @@ def test_one_pv_per_storage_and_team_each_prebound_to_its_claim(stack):
 def test_team_without_the_storage_gets_no_claim():
     obj = two_teams("onprem-dev")
     obj["teams"][1]["storage"] = []
-    result = plan_incluster(obj)
+    result = plan_object(obj)
     assert [r.inputs["metadata"]["namespace"] for r in result.of_type(PVC)] == ["research"]
     assert [r.inputs["metadata"]["name"] for r in result.of_type(PV)] == ["datasets-research"]
 
@@ -150,7 +151,7 @@ def test_existing_cluster_volumes_use_the_configured_class_or_the_default():
     assert all(c.get("storageClassName") is None for c in claims.values())
     obj = platform_object("onprem-dev")
     obj["cluster"]["storageClass"] = "ceph-rbd"
-    claims = claims_asked_of_charts(plan_incluster(obj))
+    claims = claims_asked_of_charts(plan_object(obj))
     assert {name: c["storageClassName"] for name, c in claims.items()} == {
         "prometheus": "ceph-rbd",
         "loki": "ceph-rbd",

@@ -11,19 +11,18 @@ import kubernetes_validate
 import pulumi
 import pytest
 
-from infra.mockcloud import RunResult, run_program, run_stack
+from infra.mockcloud import RunResult, run_program
 from infra.render import kubernetes_objects
-from tests.conftest import ROOT
+from tests.conftest import ROOT, planned
 
 REF = "organization/trainplane/aws-dev"
 GCP_REF = "organization/trainplane/gcp-dev"
 JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor")}
 
 
-@functools.cache
 def platform_outputs(stack: str) -> dict[str, Any]:
     """What a deployed platform stack hands over: its offline plan's outputs."""
-    return run_stack(stack, root=ROOT).outputs
+    return planned(stack).outputs
 
 
 def job_object() -> dict[str, Any]:
@@ -165,9 +164,9 @@ def test_trainer_config_map_holds_the_trainer_block_and_the_job_decisions():
     assert trainer["model"] == "gpt-small" and trainer["globalBatchSize"] == 512
     assert trainer["worldSizes"] == [16, 24, 32]
     assert trainer["checkpoint"] == {"intervalSteps": 500, "keep": 3, "asyncSave": True}
-    from trainer.config import TrainConfig, _normalise
+    from trainer.config import TrainConfig, normalise_keys
 
-    config = TrainConfig.model_validate(_normalise(trainer))
+    config = TrainConfig.model_validate(normalise_keys(trainer))
     assert [config.accumulation(w) for w in (16, 32)] == [4, 2]
 
 
@@ -438,11 +437,8 @@ def parse_quantity(q: str) -> float:
 
 def test_the_platform_admits_the_largest_efa_job_of_a_team():
     """The job's pods fit the team's Kueue ClusterQueue (every requested resource covered, in quota) and
-    its namespace ResourceQuota, on the same platform (in-cluster layer of aws-h200-efa, EFA pools)."""
-    from infra.mockcloud.kubernetes import plan_incluster
-    from tests.conftest import platform_object
-
-    platform = plan_incluster(platform_object("aws-h200-efa"), "aws-h200-efa")
+    its namespace ResourceQuota, on the same platform (aws-h200-efa, EFA pools)."""
+    platform = planned("aws-h200-efa")
     quota_gpus = next(t["gpuQuota"] for t in efa_platform()["teams"] if t["name"] == "llm")
     job = plan_job(efa_job(nodes={"min": quota_gpus // 8, "max": quota_gpus // 8}), {EFA_REF: efa_platform()})
     requests = container(job)["resources"]["requests"]

@@ -13,15 +13,14 @@ from infra import stackfile
 from infra.mockcloud import run_program
 from infra.verify import Report, verify
 from infra.verify.model import Plan, PlanResource, from_run
-from tests.conftest import ROOT, config_for
+from tests.conftest import ROOT, config_for, planned
 
 
 @functools.cache
 def plan(stack: str) -> Plan:
     """The offline plan of a reference stack (platforms only), as `trainplane verify STACK` makes it."""
-    sf = stackfile.load(stack, ROOT)
-    raw = sf.object("trainplane:platform")
-    return from_run(run_program(sf.config, sf.name, secret_keys=sf.secret_keys), raw)
+    raw = stackfile.load(stack, ROOT).object("trainplane:platform")
+    return from_run(planned(stack), raw)
 
 
 def plan_of(platform: dict[str, Any], stack: str = "test") -> Plan:

@@ -77,7 +77,6 @@ def _aws_role(ctx: Context, sa: Any, arn: str) -> PlanResource | None:
 
 def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) -> list[str]:
     """Check one team's IRSA wiring; return the object key patterns its role may write."""
-    ns, sa_name = sa.namespace, sa.name
     arn = sa.annotations.get(IRSA_ANNOTATION)
     if not arn:
         res.fail(
@@ -89,8 +88,30 @@ def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
     if role is None:
         res.fail(f"{sa.ref} names role {arn}, which the plan does not create", sa.ref)
         return []
+    _check_aws_trust(ctx, res, role, sa)
+    patterns, listed_unscoped = _aws_role_object_access(ctx, res, role, team["name"])
     role_name = role.inputs.get("name", role.name)
-    want_sub = f"system:serviceaccount:{ns}:{sa_name}"
+    for p in patterns:
+        if not _within(p, team["name"]):
+            res.fail(
+                f"role {role_name} of team {team['name']} reaches objects {p!r}, not only its prefix "
+                f"{team['name']}/ of the checkpoint bucket",
+                role.name,
+                sa.ref,
+            )
+    if listed_unscoped:
+        res.fail(
+            f"role {role_name} of team {team['name']} may list every key of the bucket (s3:ListBucket without "
+            f"an s3:prefix condition on {team['name']}/*)",
+            role.name,
+        )
+    return patterns
+
+
+def _check_aws_trust(ctx: Context, res: CheckResult, role: PlanResource, sa: Any) -> None:
+    """The role trusts exactly the team's service account, through the cluster's OIDC provider."""
+    role_name = role.inputs.get("name", role.name)
+    want_sub = f"system:serviceaccount:{sa.namespace}:{sa.name}"
     issuers = {
         str(r.inputs.get("url", "")).removeprefix("https://")
         for r in ctx.platform.of_type("aws:iam/openIdConnectProvider:OpenIdConnectProvider")
@@ -102,9 +123,10 @@ def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
         cond = (st.get("Condition") or {}).get("StringEquals") or {}
         subs = {k.rsplit(":", 1)[0]: v for k, v in cond.items() if k.endswith(":sub")}
         auds = {k.rsplit(":", 1)[0]: v for k, v in cond.items() if k.endswith(":aud")}
-        for host, sub in subs.items():
-            if sub == want_sub and auds.get(host) == "sts.amazonaws.com" and (not issuers or host in issuers):
-                trusted = True
+        trusted = trusted or any(
+            sub == want_sub and auds.get(host) == "sts.amazonaws.com" and (not issuers or host in issuers)
+            for host, sub in subs.items()
+        )
         other = [s for s in subs.values() if s != want_sub]
         if other:
             res.fail(
@@ -121,6 +143,13 @@ def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
             role.name,
             sa.ref,
         )
+
+
+def _aws_role_object_access(
+    ctx: Context, res: CheckResult, role: PlanResource, team: str
+) -> tuple[list[str], bool]:
+    """The object key patterns the role may write, and whether it may list keys outside `team/`."""
+    role_name = role.inputs.get("name", role.name)
     patterns: list[str] = []
     listed_unscoped = False
     for pol in ctx.platform.of_type("aws:iam/rolePolicy:RolePolicy"):
@@ -129,17 +158,9 @@ def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
         for st in _statements(pol.inputs.get("policy")):
             if st.get("Effect") != "Allow":
                 continue
-            actions = _list(st.get("Action"))
-            for arn_ in _list(st.get("Resource")):
-                key = object_key_pattern(arn_)
-                if key is not None and any(S3_OBJECT_ACTIONS.match(a) for a in actions):
-                    patterns.append(key)
-                elif key is None and any(a in ("s3:ListBucket", "s3:*") for a in actions):
-                    prefixes = _list(((st.get("Condition") or {}).get("StringLike") or {}).get("s3:prefix"))
-                    if not prefixes or not all(
-                        _within(p, team["name"]) or p == f"{team['name']}/" for p in prefixes
-                    ):
-                        listed_unscoped = True
+            found, unscoped = _statement_object_access(st, team)
+            patterns += found
+            listed_unscoped = listed_unscoped or unscoped
     for attach in ctx.platform.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
         if attach.inputs.get("role") in (role_name, role.name) and "S3" in str(
             attach.inputs.get("policyArn")
@@ -149,21 +170,21 @@ def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
                 role.name,
             )
             patterns.append("*")
-    for p in patterns:
-        if not _within(p, team["name"]):
-            res.fail(
-                f"role {role_name} of team {team['name']} reaches objects {p!r}, not only its prefix "
-                f"{team['name']}/ of the checkpoint bucket",
-                role.name,
-                sa.ref,
-            )
-    if listed_unscoped:
-        res.fail(
-            f"role {role_name} of team {team['name']} may list every key of the bucket (s3:ListBucket without "
-            f"an s3:prefix condition on {team['name']}/*)",
-            role.name,
-        )
-    return patterns
+    return patterns, listed_unscoped
+
+
+def _statement_object_access(st: Mapping[str, Any], team: str) -> tuple[list[str], bool]:
+    actions = _list(st.get("Action"))
+    patterns, unscoped = [], False
+    for arn_ in _list(st.get("Resource")):
+        key = object_key_pattern(arn_)
+        if key is not None and any(S3_OBJECT_ACTIONS.match(a) for a in actions):
+            patterns.append(key)
+        elif key is None and any(a in ("s3:ListBucket", "s3:*") for a in actions):
+            prefixes = _list(((st.get("Condition") or {}).get("StringLike") or {}).get("s3:prefix"))
+            if not prefixes or not all(_within(p, team) or p == f"{team}/" for p in prefixes):
+                unscoped = True
+    return patterns, unscoped
 
 
 def _gcp_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) -> list[str]:
@@ -206,8 +227,8 @@ def _gcp_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) 
         if gsa.urn not in grant.deps:
             continue
         expr = str((grant.inputs.get("condition") or {}).get("expression") or "")
-        m = re.search(r"/objects/([^\"']*)", expr)
-        pattern = (m.group(1) + "*") if m else "*"
+        found = re.search(r"/objects/([^\"']*)", expr)
+        pattern = (found.group(1) + "*") if found else "*"
         patterns.append(pattern)
         if not _within(pattern, team["name"]):
             res.fail(

@@ -67,7 +67,7 @@ def control_plane(ctx: Context, res: CheckResult) -> None:
 
 def enforcement(ctx: Context, res: CheckResult) -> None:
     plan = ctx.platform
-    facts = F.cloud(plan.cloud).get("networkPolicy")
+    facts: Any = F.cloud(plan.cloud).get("networkPolicy")
     if plan.cloud == "aws":
         control_plane(ctx, res)
         addon = plan.eks_addons().get(facts["addon"])

@@ -171,7 +171,7 @@ class LabelModel:
                 )
             if metric not in known:
                 return f"metric {metric} is not exported by the trainer (trainer/metrics.py)"
-            emitted, sometimes = set(known[metric]), set()
+            emitted, sometimes = set(known[metric]), set[str]()
         elif "families" in ex:
             if metric not in ex["families"]:
                 return (
@@ -208,6 +208,11 @@ def _matches_empty(op: str, value: str) -> bool:
     return False
 
 
+# What walking a query node gives: its output labels (name -> origin), the reasons of shadowed or mixed
+# ones, and the metrics they come from; None for scalars.
+Walked = tuple[dict[str, str], dict[str, str], str] | None
+
+
 class Analyzer:
     def __init__(self, model: LabelModel):
         self.model = model
@@ -230,80 +235,85 @@ class Analyzer:
         if context not in places:
             places.append(context)
 
-    def walk(self, node: Any) -> tuple[dict[str, str], dict[str, str], str] | None:
+    def walk(self, node: Any) -> Walked:
         """Output labels (name -> origin), reasons, and the metrics they come from; None for scalars."""
         import promql_parser as P
 
         if isinstance(node, P.VectorSelector | P.MatrixSelector):
-            vs = node.vector_selector if isinstance(node, P.MatrixSelector) else node
-            name = vs.name or next((m.value for m in vs.matchers.matchers if m.name == "__name__"), None)
-            if not name:
-                return {}, {}, "a selector without a metric name"
-            got = self.model.labels(str(name))
-            if isinstance(got, str):
-                (self.notes if got.startswith(NOTE) else self.unknown).append(got.removeprefix(NOTE))
-                return None
-            scrape = self.model.scrapes.get(got.exporter)
-            if (
-                scrape is not None
-                and scrape.namespace
-                and _excludes(vs.matchers.matchers, "namespace", scrape.namespace)
-            ):
-                # Series of the exporter's own namespace are filtered out: what is left of a "mixed" label
-                # is the exporter's (the workload's), never the target's.
-                got.labels = {k: ("exporter" if v == "mixed" else v) for k, v in got.labels.items()}
-            for m in vs.matchers.matchers:
-                if m.name == "__name__":
-                    continue
-                if m.name not in got.labels and _matches_empty(str(m.op), m.value):
-                    continue
-                self._use(got.labels, got.why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
-            return dict(got.labels), dict(got.why), str(name)
-        if isinstance(node, P.ParenExpr | P.UnaryExpr):
-            return self.walk(node.expr)
-        if isinstance(node, P.SubqueryExpr):
+            return self._selector(node.vector_selector if isinstance(node, P.MatrixSelector) else node)
+        if isinstance(node, P.ParenExpr | P.UnaryExpr | P.SubqueryExpr):
             return self.walk(node.expr)
         if isinstance(node, P.Call):
-            out = None
-            for a in node.args:
-                r = self.walk(a)
-                if r is not None and out is None:
-                    out = r
-            fname = str(getattr(node.func, "name", ""))
-            if out is not None and fname in ("label_replace", "label_join") and len(node.args) > 1:
-                dst = getattr(node.args[1], "val", None)
-                if dst:
-                    out[0][str(dst)] = "query"
-            return out
+            return self._call(node)
         if isinstance(node, P.AggregateExpr):
-            inner = self.walk(node.expr)
-            if inner is None:
-                return None
-            labels, why, metrics = inner
-            mod = node.modifier
-            if mod is None:
-                return {}, {}, metrics
-            names = list(mod.labels)
-            how = "by" if "By" in str(mod.type) else "without"
-            for lb in names:
-                self._use(labels, why, lb, f"{how} ({lb})", metrics)
-            if "By" in str(mod.type):
-                return {k: v for k, v in labels.items() if k in names}, why, metrics
-            return {k: v for k, v in labels.items() if k not in names}, why, metrics
+            return self._aggregate(node)
         if isinstance(node, P.BinaryExpr):
-            lhs, rhs = self.walk(node.lhs), self.walk(node.rhs)
-            if lhs is None or rhs is None:
-                return lhs or rhs
-            mod = node.modifier
-            matching = getattr(mod, "matching", None) if mod is not None else None
-            if matching is not None and "On" in str(matching.type):
-                for lb in matching.labels:
-                    self._use(lhs[0], lhs[1], lb, f"on ({lb})", lhs[2])
-                    self._use(rhs[0], rhs[1], lb, f"on ({lb})", rhs[2])
-            for lb in getattr(mod, "group_labels", None) or []:
-                self._use(rhs[0], rhs[1], lb, f"group_left/right ({lb})", rhs[2])
-            return lhs
+            return self._binary(node)
         return None
+
+    def _selector(self, vs: Any) -> Walked:
+        name = vs.name or next((m.value for m in vs.matchers.matchers if m.name == "__name__"), None)
+        if not name:
+            return {}, {}, "a selector without a metric name"
+        got = self.model.labels(str(name))
+        if isinstance(got, str):
+            (self.notes if got.startswith(NOTE) else self.unknown).append(got.removeprefix(NOTE))
+            return None
+        scrape = self.model.scrapes.get(got.exporter)
+        if (
+            scrape is not None
+            and scrape.namespace
+            and _excludes(vs.matchers.matchers, "namespace", scrape.namespace)
+        ):
+            # Series of the exporter's own namespace are filtered out: what is left of a "mixed" label
+            # is the exporter's (the workload's), never the target's.
+            got.labels = {k: ("exporter" if v == "mixed" else v) for k, v in got.labels.items()}
+        for m in vs.matchers.matchers:
+            if m.name == "__name__" or (m.name not in got.labels and _matches_empty(str(m.op), m.value)):
+                continue
+            self._use(got.labels, got.why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
+        return dict(got.labels), dict(got.why), str(name)
+
+    def _call(self, node: Any) -> Walked:
+        out = None
+        for a in node.args:
+            r = self.walk(a)
+            if r is not None and out is None:
+                out = r
+        fname = str(getattr(node.func, "name", ""))
+        if out is not None and fname in ("label_replace", "label_join") and len(node.args) > 1:
+            dst = getattr(node.args[1], "val", None)
+            if dst:
+                out[0][str(dst)] = "query"
+        return out
+
+    def _aggregate(self, node: Any) -> Walked:
+        inner = self.walk(node.expr)
+        if inner is None:
+            return None
+        labels, why, metrics = inner
+        mod = node.modifier
+        if mod is None:
+            return {}, {}, metrics
+        names = list(mod.labels)
+        by = "By" in str(mod.type)
+        for lb in names:
+            self._use(labels, why, lb, f"{'by' if by else 'without'} ({lb})", metrics)
+        return {k: v for k, v in labels.items() if (k in names) == by}, why, metrics
+
+    def _binary(self, node: Any) -> Walked:
+        lhs, rhs = self.walk(node.lhs), self.walk(node.rhs)
+        if lhs is None or rhs is None:
+            return lhs or rhs
+        mod = node.modifier
+        matching = getattr(mod, "matching", None) if mod is not None else None
+        if matching is not None and "On" in str(matching.type):
+            for lb in matching.labels:
+                self._use(lhs[0], lhs[1], lb, f"on ({lb})", lhs[2])
+                self._use(rhs[0], rhs[1], lb, f"on ({lb})", rhs[2])
+        for lb in getattr(mod, "group_labels", None) or []:
+            self._use(rhs[0], rhs[1], lb, f"group_left/right ({lb})", rhs[2])
+        return lhs
 
     def analyse(self, query: Query) -> list[str]:
         import promql_parser as P

@@ -11,177 +11,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from components.catalog import catalog
 from infra.verify import facts as F
 from infra.verify.charts import tolerates
+from infra.verify.checks.pool_nodes import GIB, PoolNodes, _taint_str, pool_nodes, quantity, shown
 from infra.verify.context import EFA_RESOURCE, GPU_RESOURCE, Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.report import CheckResult
 
-GIB = 1024**3
-EKS_EFFECTS = {
-    "NO_SCHEDULE": "NoSchedule",
-    "NO_EXECUTE": "NoExecute",
-    "PREFER_NO_SCHEDULE": "PreferNoSchedule",
-}
 KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-
-
-def shown(name: str, value: float) -> str:
-    """A quantity for people: memory-like resources in GiB, the rest as numbers."""
-    if name.endswith("memory") or name.endswith("storage"):
-        return f"{value / GIB:g}Gi"
-    return f"{value:g}"
-
-
-def quantity(value: Any) -> float:
-    from kubernetes.utils.quantity import parse_quantity
-
-    return float(parse_quantity(str(value)))
-
-
-def _taint_str(t: Mapping[str, Any]) -> str:
-    return f"{t['key']}={t.get('value', '')}:{t['effect']}"
-
-
-@dataclass
-class PoolNodes:
-    """What the nodes of one pool carry, read from the cloud resources that make them."""
-
-    name: str
-    labels: dict[str, str]
-    taints: list[dict[str, Any]]
-    machines: list[Any]  # catalog MachineShape per instance/machine type (None: unknown type)
-    machine_names: list[str]
-    gpus: int
-    extended: dict[str, int] = field(default_factory=dict)
-    # Scale-from-zero template (cluster-autoscaler on AWS): labels, taints, resources. None: not tagged.
-    template: dict[str, dict[str, str]] | None = None
-    node_repair: bool = False
-    source: str = ""
-
-
-def _aws_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
-    plan = ctx.platform
-    by_urn = plan.by_urn()
-    for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup"):
-        labels = dict(ng.inputs.get("labels") or {})
-        if labels.get("trainplane.dev/pool") != pool["name"] and not str(
-            ng.inputs.get("nodeGroupName", "")
-        ).endswith(f"-{pool['name']}"):
-            continue
-        labels.setdefault("eks.amazonaws.com/capacityType", str(ng.inputs.get("capacityType", "ON_DEMAND")))
-        labels.setdefault("eks.amazonaws.com/nodegroup", str(ng.inputs.get("nodeGroupName", ng.name)))
-        taints = [
-            {
-                "key": t["key"],
-                "value": t.get("value", ""),
-                "effect": EKS_EFFECTS.get(t["effect"], t["effect"]),
-            }
-            for t in ng.inputs.get("taints") or []
-        ]
-        types = list(ng.inputs.get("instanceTypes") or [])
-        shapes = [catalog().machine("aws", t) for t in types]
-        efa = 0
-        for dep in ng.deps:
-            lt = by_urn.get(dep)
-            if lt is not None and lt.type == "aws:ec2/launchTemplate:LaunchTemplate":
-                efa = sum(
-                    1
-                    for n in lt.inputs.get("networkInterfaces") or []
-                    if n.get("interfaceType") in ("efa", "efa-only")
-                )
-        template: dict[str, dict[str, str]] = {"label": {}, "taint": {}, "resources": {}}
-        tagged = False
-        prefix = F.cloud("aws")["templateTagPrefix"] + "/"
-        for tag in plan.of_type("aws:autoscaling/tag:Tag"):
-            if tag.parent != ng.parent:
-                continue
-            tagged = True
-            key, value = (
-                str((tag.inputs.get("tag") or {}).get("key", "")),
-                str((tag.inputs.get("tag") or {}).get("value", "")),
-            )
-            if key.startswith(prefix):
-                kind, _, name = key[len(prefix) :].partition("/")
-                template.setdefault(kind, {})[name] = value
-        return PoolNodes(
-            name=pool["name"],
-            labels=labels,
-            taints=taints,
-            machines=shapes,
-            machine_names=types,
-            gpus=min((s.gpus for s in shapes if s), default=int(pool.get("gpusPerNode") or 0)),
-            extended={EFA_RESOURCE: efa} if efa else {},
-            template=template if tagged else None,
-            node_repair=bool((ng.inputs.get("nodeRepairConfig") or {}).get("enabled")),
-            source=f"node group {ng.inputs.get('nodeGroupName', ng.name)}",
-        )
-    return None
-
-
-def _gcp_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
-    for np in ctx.platform.of_type("gcp:container/nodePool:NodePool"):
-        if np.inputs.get("name") != pool["name"]:
-            continue
-        cfg = np.inputs.get("nodeConfig") or {}
-        labels = dict(cfg.get("labels") or {})
-        labels["cloud.google.com/gke-nodepool"] = str(np.inputs.get("name"))
-        accels = cfg.get("guestAccelerators") or []
-        if accels:
-            labels["cloud.google.com/gke-accelerator"] = str(accels[0].get("type"))
-        if cfg.get("spot"):
-            labels["cloud.google.com/gke-spot"] = "true"
-        taints = [
-            {
-                "key": t["key"],
-                "value": t.get("value", ""),
-                "effect": EKS_EFFECTS.get(t["effect"], t["effect"]),
-            }
-            for t in cfg.get("taints") or []
-        ]
-        for t in ctx.pool_taints(dict(pool)):
-            if t not in taints and accels:
-                taints.append(t)
-        machine = str(cfg.get("machineType", ""))
-        shape = catalog().machine("gcp", machine)
-        return PoolNodes(
-            name=pool["name"],
-            labels=labels,
-            taints=taints,
-            machines=[shape],
-            machine_names=[machine],
-            gpus=int(accels[0].get("count", 0)) if accels else 0,
-            source=f"node pool {np.inputs.get('name')}",
-        )
-    return None
-
-
-def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes:
-    found = None
-    if ctx.platform.cloud == "aws":
-        found = _aws_nodes(ctx, pool)
-    elif ctx.platform.cloud == "gcp":
-        found = _gcp_nodes(ctx, pool)
-    if found is not None:
-        return found
-    # Existing clusters (or a plan without the cloud resource): the pool as the platform describes it.
-    return PoolNodes(
-        name=pool["name"],
-        labels=dict(pool.get("labels") or {}),
-        taints=ctx.pool_taints(dict(pool)),
-        machines=[],
-        machine_names=list(pool.get("machineTypes") or []),
-        gpus=int(pool.get("gpusPerNode") or 0),
-        extended={k: int(v) for k, v in (pool.get("extendedResources") or {}).items()},
-        source="platform outputs",
-    )
 
 
 def _is_efa_pool(nodes: PoolNodes) -> bool:
@@ -195,6 +36,19 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
     gpu_pools = [(p, pool_nodes(ctx, p)) for p in ctx.gpu_pools()]
     if ctx.job_only:
         gpu_pools = [(p, n) for p, n in gpu_pools if any(pod.pool == p["name"] for pod in ctx.pods)]
+    _check_daemonset_tolerations(ctx, res, gpu_pools)
+    if ctx.job_only:
+        return
+    for u in ctx.charts.unknown:
+        res.fail(u)
+    if ctx.platform.cloud == "aws":
+        _check_aws_gpu_pools(ctx, res, gpu_pools)
+    check_kueue_pod_integration(ctx, res)
+
+
+def _check_daemonset_tolerations(
+    ctx: Context, res: CheckResult, gpu_pools: list[tuple[Any, PoolNodes]]
+) -> None:
     mounted_drivers = _drivers_mounted(ctx)
     for d in ctx.charts.daemon_sets:
         if d.scope == "selected":
@@ -213,45 +67,42 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
                         f"pool {pool['name']}",
                     )
             res.examined.append(f"{d.name} on {pool['name']}")
-    if ctx.job_only:
-        return
-    if ctx.charts.unknown:
-        for u in ctx.charts.unknown:
-            res.fail(u)
+
+
+def _check_aws_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: list[tuple[Any, PoolNodes]]) -> None:
+    """EKS: node repair has its monitoring agent, the autoscaler knows GPU nodes, one EFA layout a pool."""
     plan = ctx.platform
-    if plan.cloud == "aws":
-        repair = F.cloud("aws")["nodeRepair"]
+    repair = F.cloud("aws")["nodeRepair"]
+    for pool, nodes in gpu_pools:
+        if nodes.node_repair and repair["addon"] not in plan.eks_addons():
+            res.fail(
+                f"node repair is on for GPU pool {pool['name']} but EKS add-on {repair['addon']} is not "
+                "installed: GPU faults (AcceleratedHardwareReady) are never detected",
+                nodes.source,
+            )
+    if plan.releases("cluster-autoscaler"):
+        label = F.cloud("aws")["autoscaler"]["gpuLabel"]
         for pool, nodes in gpu_pools:
-            if nodes.node_repair and repair["addon"] not in plan.eks_addons():
+            if label not in nodes.labels:
                 res.fail(
-                    f"node repair is on for GPU pool {pool['name']} but EKS add-on {repair['addon']} is not "
-                    "installed: GPU faults (AcceleratedHardwareReady) are never detected",
+                    f"GPU pool {pool['name']} nodes lack label {label}: cluster-autoscaler does not treat "
+                    "them as GPU nodes while the device plugin starts and may add more",
                     nodes.source,
                 )
-        if plan.releases("cluster-autoscaler"):
-            label = F.cloud("aws")["autoscaler"]["gpuLabel"]
-            for pool, nodes in gpu_pools:
-                if label not in nodes.labels:
-                    res.fail(
-                        f"GPU pool {pool['name']} nodes lack label {label}: cluster-autoscaler does not treat "
-                        "them as GPU nodes while the device plugin starts and may add more",
-                        nodes.source,
-                    )
-                if nodes.template is not None and label not in nodes.template.get("label", {}):
-                    res.fail(
-                        f"GPU pool {pool['name']}: the scale-from-zero template has no label {label}",
-                        nodes.source,
-                    )
-        for pool, nodes in gpu_pools:
-            efa_counts = {s.name: s.efa_interfaces for s in nodes.machines if s is not None}
-            if _is_efa_pool(nodes) and len(set(efa_counts.values())) > 1:
+            if nodes.template is not None and label not in nodes.template.get("label", {}):
                 res.fail(
-                    f"EFA pool {pool['name']} mixes instance types with different EFA layouts "
-                    f"({', '.join(f'{k} {v}' for k, v in sorted(efa_counts.items()))}); its launch template "
-                    f"attaches {nodes.extended[EFA_RESOURCE]}: split the pool per layout",
+                    f"GPU pool {pool['name']}: the scale-from-zero template has no label {label}",
                     nodes.source,
                 )
-    check_kueue_pod_integration(ctx, res)
+    for pool, nodes in gpu_pools:
+        efa_counts = {s.name: s.efa_interfaces for s in nodes.machines if s is not None}
+        if _is_efa_pool(nodes) and len(set(efa_counts.values())) > 1:
+            res.fail(
+                f"EFA pool {pool['name']} mixes instance types with different EFA layouts "
+                f"({', '.join(f'{k} {v}' for k, v in sorted(efa_counts.items()))}); its launch template "
+                f"attaches {nodes.extended[EFA_RESOURCE]}: split the pool per layout",
+                nodes.source,
+            )
 
 
 def _drivers_mounted(ctx: Context) -> set[str]:
@@ -311,6 +162,17 @@ def check_pod_fit(ctx: Context, res: CheckResult, pod: TrainingPod) -> None:
         res.fail(f"{pod.ref}: pool {pod.pool} is not a node pool of the platform", pod.ref)
         return
     nodes = pool_nodes(ctx, pool)
+    _check_placement(ctx, res, pod, nodes)
+    req, lim, shm = pod_requests(pod)
+    _check_machine_fit(res, pod, nodes, req, lim, shm)
+    _check_extended(res, pod, nodes, req)
+    if nodes.template is not None:
+        _check_template(res, pod, nodes, req)
+    check_admission(ctx, res, pod, nodes, req, lim)
+
+
+def _check_placement(ctx: Context, res: CheckResult, pod: TrainingPod, nodes: PoolNodes) -> None:
+    """The pod selects exactly its pool's nodes and tolerates their taints."""
     spec = pod.pod_spec
     selector = dict(spec.get("nodeSelector") or {})
     missing = {k: v for k, v in selector.items() if nodes.labels.get(k) != v}
@@ -330,7 +192,17 @@ def check_pod_fit(ctx: Context, res: CheckResult, pod: TrainingPod) -> None:
     for t in nodes.taints:
         if not tolerates(tolerations, t):
             res.fail(f"{pod.ref} does not tolerate taint {_taint_str(t)} of pool {pod.pool}", pod.ref)
-    req, lim, shm = pod_requests(pod)
+
+
+def _check_machine_fit(
+    res: CheckResult,
+    pod: TrainingPod,
+    nodes: PoolNodes,
+    req: dict[str, float],
+    lim: dict[str, float],
+    shm: float,
+) -> None:
+    """GPUs, CPU, memory and /dev/shm fit every machine of the pool."""
     gpus = req.get(GPU_RESOURCE, 0)
     if gpus > nodes.gpus:
         res.fail(f"{pod.ref} requests {gpus:g} GPUs; nodes of pool {pod.pool} have {nodes.gpus}", pod.ref)
@@ -349,6 +221,10 @@ def check_pod_fit(ctx: Context, res: CheckResult, pod: TrainingPod) -> None:
             f"{pod.ref}: /dev/shm of {shm / GIB:g} GiB exceeds the container memory limit of {lim['memory'] / GIB:g} GiB",
             pod.ref,
         )
+
+
+def _check_extended(res: CheckResult, pod: TrainingPod, nodes: PoolNodes, req: dict[str, float]) -> None:
+    """The pod requests every device (EFA) of its nodes, and no extended resource they lack."""
     for name, have in nodes.extended.items():
         want = req.get(name, 0)
         if want == 0:
@@ -368,33 +244,36 @@ def check_pod_fit(ctx: Context, res: CheckResult, pod: TrainingPod) -> None:
                 f"{pod.ref} requests {want:g} {name}; nodes of pool {pod.pool} have {nodes.extended.get(name, 0)}",
                 pod.ref,
             )
-    if nodes.template is not None:
-        tmpl_labels = nodes.template.get("label", {})
-        gaps = {k: v for k, v in selector.items() if tmpl_labels.get(k) != v}
-        if gaps:
-            res.fail(
-                f"{pod.ref}: the scale-from-zero template of pool {pod.pool} lacks labels {gaps}: "
-                "the autoscaler never scales the pool up for it",
-                pod.ref,
-                nodes.source,
-            )
-        for key, value in nodes.template.get("taint", {}).items():
-            val, _, effect = value.rpartition(":")
-            if not tolerates(tolerations, {"key": key, "value": val, "effect": effect}):
+
+
+def _check_template(res: CheckResult, pod: TrainingPod, nodes: PoolNodes, req: dict[str, float]) -> None:
+    """The autoscaler's scale-from-zero template would start a node the pod fits on."""
+    assert nodes.template is not None
+    selector = dict(pod.pod_spec.get("nodeSelector") or {})
+    tolerations = pod.pod_spec.get("tolerations") or []
+    tmpl_labels = nodes.template.get("label", {})
+    gaps = {k: v for k, v in selector.items() if tmpl_labels.get(k) != v}
+    if gaps:
+        res.fail(
+            f"{pod.ref}: the scale-from-zero template of pool {pod.pool} lacks labels {gaps}: "
+            "the autoscaler never scales the pool up for it",
+            pod.ref,
+            nodes.source,
+        )
+    for key, value in nodes.template.get("taint", {}).items():
+        val, _, effect = value.rpartition(":")
+        if not tolerates(tolerations, {"key": key, "value": val, "effect": effect}):
+            res.fail(f"{pod.ref} does not tolerate template taint {key}={value} of pool {pod.pool}", pod.ref)
+    for name, want in req.items():
+        if "/" in name and name != GPU_RESOURCE:
+            have = quantity(nodes.template.get("resources", {}).get(name, 0))
+            if have < want:
                 res.fail(
-                    f"{pod.ref} does not tolerate template taint {key}={value} of pool {pod.pool}", pod.ref
+                    f"{pod.ref} requests {want:g} {name}; the scale-from-zero template of pool {pod.pool} "
+                    f"offers {have:g}: the autoscaler never scales the pool up for it",
+                    pod.ref,
+                    nodes.source,
                 )
-        for name, want in req.items():
-            if "/" in name and name != GPU_RESOURCE:
-                have = quantity(nodes.template.get("resources", {}).get(name, 0))
-                if have < want:
-                    res.fail(
-                        f"{pod.ref} requests {want:g} {name}; the scale-from-zero template of pool {pod.pool} "
-                        f"offers {have:g}: the autoscaler never scales the pool up for it",
-                        pod.ref,
-                        nodes.source,
-                    )
-    check_admission(ctx, res, pod, nodes, req, lim)
 
 
 def _cluster_queue(ctx: Context, pod: TrainingPod) -> tuple[Any, Any]:
@@ -423,39 +302,60 @@ def check_admission(
     if queue and cq is None:
         res.fail(f"{pod.ref} names queue {queue}, which has no LocalQueue/ClusterQueue in the plan", pod.ref)
     if cq is not None:
-        groups = cq.spec.get("resourceGroups") or []
-        covered = {r for g in groups for r in g.get("coveredResources") or []}
-        for name in sorted(req):
-            if name not in covered:
+        _check_cluster_queue(ctx, res, pod, nodes, cq, req, total)
+    _check_resource_quota(ctx, res, pod, total, lim)
+    _check_limit_range(ctx, res, pod)
+
+
+def _check_cluster_queue(
+    ctx: Context,
+    res: CheckResult,
+    pod: TrainingPod,
+    nodes: PoolNodes,
+    cq: Any,
+    req: dict[str, float],
+    total: dict[str, float],
+) -> None:
+    """The team's ClusterQueue covers every requested resource, with a flavor of the pool, in quota."""
+    n = pod.min_pods
+    groups = cq.spec.get("resourceGroups") or []
+    covered = {r for g in groups for r in g.get("coveredResources") or []}
+    for name in sorted(req):
+        if name not in covered:
+            res.fail(
+                f"{pod.ref} requests {name}, which {cq.ref} does not cover: Kueue never admits the job",
+                pod.ref,
+                cq.ref,
+            )
+    selector = dict(pod.pod_spec.get("nodeSelector") or {})
+    fitting = []
+    for g in groups:
+        for fl in g.get("flavors") or []:
+            flavor = ctx.object("ResourceFlavor", None, str(fl.get("name")))
+            labels = dict((flavor.spec.get("nodeLabels") if flavor else {}) or {})
+            if all(selector.get(k, v) == v for k, v in labels.items()) and all(
+                nodes.labels.get(k) == v for k, v in labels.items()
+            ):
+                fitting.append((g, fl))
+    if not fitting:
+        res.fail(f"{pod.ref}: no flavor of {cq.ref} matches the nodes of pool {pod.pool}", pod.ref, cq.ref)
+    for g, fl in fitting:
+        quotas = {r["name"]: quantity(r.get("nominalQuota", 0)) for r in fl.get("resources") or []}
+        for name in g.get("coveredResources") or []:
+            if name in total and total[name] > quotas.get(name, 0):
                 res.fail(
-                    f"{pod.ref} requests {name}, which {cq.ref} does not cover: Kueue never admits the job",
+                    f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
+                    f"of {cq.ref} has a nominal quota of {shown(name, quotas.get(name, 0))}",
                     pod.ref,
                     cq.ref,
                 )
-        selector = dict(pod.pod_spec.get("nodeSelector") or {})
-        fitting = []
-        for g in groups:
-            for fl in g.get("flavors") or []:
-                flavor = ctx.object("ResourceFlavor", None, str(fl.get("name")))
-                labels = dict((flavor.spec.get("nodeLabels") if flavor else {}) or {})
-                if all(selector.get(k, v) == v for k, v in labels.items()) and all(
-                    nodes.labels.get(k) == v for k, v in labels.items()
-                ):
-                    fitting.append((g, fl))
-        if not fitting:
-            res.fail(
-                f"{pod.ref}: no flavor of {cq.ref} matches the nodes of pool {pod.pool}", pod.ref, cq.ref
-            )
-        for g, fl in fitting:
-            quotas = {r["name"]: quantity(r.get("nominalQuota", 0)) for r in fl.get("resources") or []}
-            for name in g.get("coveredResources") or []:
-                if name in total and total[name] > quotas.get(name, 0):
-                    res.fail(
-                        f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
-                        f"of {cq.ref} has a nominal quota of {shown(name, quotas.get(name, 0))}",
-                        pod.ref,
-                        cq.ref,
-                    )
+
+
+def _check_resource_quota(
+    ctx: Context, res: CheckResult, pod: TrainingPod, total: dict[str, float], lim: dict[str, float]
+) -> None:
+    """The namespace's ResourceQuota admits the job's pods at its minimum size."""
+    n = pod.min_pods
     for rq in ctx.platform.objects("ResourceQuota", pod.namespace):
         hard = rq.spec.get("hard") or {}
         for key, value in hard.items():
@@ -478,6 +378,10 @@ def check_admission(
                     pod.ref,
                     rq.ref,
                 )
+
+
+def _check_limit_range(ctx: Context, res: CheckResult, pod: TrainingPod) -> None:
+    """Every container is within the namespace's LimitRange."""
     for lr in ctx.platform.objects("LimitRange", pod.namespace):
         for item in lr.spec.get("limits") or []:
             if item.get("type") != "Container":

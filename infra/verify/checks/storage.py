@@ -86,41 +86,45 @@ def _check_controller_identity(ctx: Context, res: CheckResult, driver: str) -> N
         )
 
 
+def _check_static_claim(ctx: Context, res: CheckResult, claim: Claim, where: str) -> None:
+    """A claim bound to a PersistentVolume by name (storageClassName ""): that PV exists, is reserved for
+    it, offers its access modes, and its CSI driver is installed."""
+    if not claim.volume_name:
+        res.fail(f'{where} has storageClassName "" and no volumeName: nothing can bind it', claim.owner)
+        return
+    pv = ctx.object("PersistentVolume", None, claim.volume_name)
+    if pv is None:
+        res.fail(
+            f"{where} is pre-bound to PersistentVolume {claim.volume_name}, which the plan does not create",
+            claim.owner,
+        )
+        return
+    ref = pv.spec.get("claimRef") or {}
+    if ref and (ref.get("namespace"), ref.get("name")) != (claim.namespace, claim.name):
+        res.fail(
+            f"{where}: {pv.ref} is reserved for {ref.get('namespace')}/{ref.get('name')}",
+            claim.owner,
+            pv.ref,
+        )
+    if pv.spec.get("storageClassName") not in (None, ""):
+        res.fail(
+            f'{where}: {pv.ref} has storageClassName {pv.spec["storageClassName"]!r}, the claim ""',
+            pv.ref,
+        )
+    modes = set(pv.spec.get("accessModes") or [])
+    if not set(claim.access_modes) <= modes:
+        res.fail(f"{where} asks {sorted(claim.access_modes)}, {pv.ref} offers {sorted(modes)}", pv.ref)
+    driver = (pv.spec.get("csi") or {}).get("driver")
+    if driver and driver not in ctx.charts.csi_drivers:
+        res.fail(f"{where}: {pv.ref} needs CSI driver {driver}, which nothing in the plan installs", pv.ref)
+
+
 def check_claim(ctx: Context, res: CheckResult, claim: Claim, classes: dict, cloud_known: bool) -> None:
     where = f"PVC {claim.namespace}/{claim.name} ({claim.owner})"
     plan = ctx.platform
     version = f"{plan.cloud} {plan.kubernetes_version or '(version unknown)'}"
     if claim.storage_class == "":
-        if not claim.volume_name:
-            res.fail(f'{where} has storageClassName "" and no volumeName: nothing can bind it', claim.owner)
-            return
-        pv = ctx.object("PersistentVolume", None, claim.volume_name)
-        if pv is None:
-            res.fail(
-                f"{where} is pre-bound to PersistentVolume {claim.volume_name}, which the plan does not create",
-                claim.owner,
-            )
-            return
-        ref = pv.spec.get("claimRef") or {}
-        if ref and (ref.get("namespace"), ref.get("name")) != (claim.namespace, claim.name):
-            res.fail(
-                f"{where}: {pv.ref} is reserved for {ref.get('namespace')}/{ref.get('name')}",
-                claim.owner,
-                pv.ref,
-            )
-        if pv.spec.get("storageClassName") not in (None, ""):
-            res.fail(
-                f'{where}: {pv.ref} has storageClassName {pv.spec["storageClassName"]!r}, the claim ""',
-                pv.ref,
-            )
-        modes = set(pv.spec.get("accessModes") or [])
-        if not set(claim.access_modes) <= modes:
-            res.fail(f"{where} asks {sorted(claim.access_modes)}, {pv.ref} offers {sorted(modes)}", pv.ref)
-        driver = (pv.spec.get("csi") or {}).get("driver")
-        if driver and driver not in ctx.charts.csi_drivers:
-            res.fail(
-                f"{where}: {pv.ref} needs CSI driver {driver}, which nothing in the plan installs", pv.ref
-            )
+        _check_static_claim(ctx, res, claim, where)
         return
     unknown_default = claim.storage_class is None and not any(c["default"] for c in classes.values())
     unknown_named = claim.storage_class is not None and claim.storage_class not in classes
@@ -226,63 +230,70 @@ def node_reachability(ctx: Context, res: CheckResult, pod: Any, pv: Any, ports: 
         )
 
 
+def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vol: dict) -> None:
+    """One claim a training pod mounts: it exists, fits the pod's spread, its node plugin runs on the
+    pool and the namespace's NetworkPolicies let the pod reach the file system."""
+    pvc_ref = vol.get("persistentVolumeClaim")
+    if not pvc_ref:
+        return
+    claim_name = pvc_ref.get("claimName")
+    pvc = ctx.object("PersistentVolumeClaim", pod.namespace, claim_name)
+    if pvc is None:
+        res.fail(
+            f"{pod.ref} mounts claim {pod.namespace}/{claim_name}, which the platform does not create",
+            pod.ref,
+        )
+        return
+    pv = ctx.object("PersistentVolume", None, pvc.spec.get("volumeName") or "")
+    if pv is None:
+        return  # dynamic claims are checked above
+    modes = set(pvc.spec.get("accessModes") or [])
+    if pod.pods > 1 and not modes & {"ReadWriteMany", "ReadOnlyMany"}:
+        res.fail(
+            f"{pod.ref}: {pod.pods} pods on different nodes share {pvc.ref}, which is {sorted(modes)}",
+            pod.ref,
+            pvc.ref,
+        )
+    address, driver = storage_endpoint(ctx, dict(pv.spec))
+    if driver and driver != "nfs":
+        plugins = [d for d in ctx.charts.daemon_sets if d.csi_driver == driver]
+        if not plugins:
+            res.fail(
+                f"{pod.ref} mounts {pv.ref}: no node plugin of CSI driver {driver} is installed",
+                pod.ref,
+                pv.ref,
+            )
+        for d in plugins:
+            for t in taints:
+                if not tolerates(d.tolerations, t):
+                    res.fail(
+                        f"{pod.ref} mounts {pv.ref}, but {d.name} ({d.role}, {d.owner}) does not tolerate "
+                        f"taint {t['key']}={t.get('value', '')}:{t['effect']} of pool {pod.pool}",
+                        pod.ref,
+                        d.name,
+                    )
+    ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
+    if ctx.platform.cloud == "aws":
+        node_reachability(ctx, res, pod, pv, ports)
+    me = Peer(pod.namespace, pod.labels)
+    closed = [p for p in ports if not allowed(ctx.network_policies, me, Peer(None, ip=address), p)]
+    if closed:
+        res.fail(
+            f"{pod.ref} mounts {pv.ref} ({driver} at {address}), but the NetworkPolicies of namespace "
+            f"{pod.namespace} close TCP {', '.join(map(str, closed))}",
+            pod.ref,
+            pv.ref,
+        )
+    res.examined.append(f"{pod.namespace}/{claim_name} on {pod.pool}")
+
+
 def check_pod_volumes(ctx: Context, res: CheckResult) -> None:
     for pod in ctx.pods:
         pool = ctx.pool(pod.pool) or {}
         taints = ctx.pool_taints(pool)
         for vol in pod.pod_spec.get("volumes") or []:
-            pvc_ref = vol.get("persistentVolumeClaim")
-            if not pvc_ref:
-                continue
-            claim_name = pvc_ref.get("claimName")
-            pvc = ctx.object("PersistentVolumeClaim", pod.namespace, claim_name)
-            if pvc is None:
-                res.fail(
-                    f"{pod.ref} mounts claim {pod.namespace}/{claim_name}, which the platform does not create",
-                    pod.ref,
-                )
-                continue
-            pv = ctx.object("PersistentVolume", None, pvc.spec.get("volumeName") or "")
-            if pv is None:
-                continue  # dynamic claims are checked above
-            modes = set(pvc.spec.get("accessModes") or [])
-            if pod.pods > 1 and not modes & {"ReadWriteMany", "ReadOnlyMany"}:
-                res.fail(
-                    f"{pod.ref}: {pod.pods} pods on different nodes share {pvc.ref}, which is {sorted(modes)}",
-                    pod.ref,
-                    pvc.ref,
-                )
-            address, driver = storage_endpoint(ctx, dict(pv.spec))
-            if driver and driver != "nfs":
-                plugins = [d for d in ctx.charts.daemon_sets if d.csi_driver == driver]
-                if not plugins:
-                    res.fail(
-                        f"{pod.ref} mounts {pv.ref}: no node plugin of CSI driver {driver} is installed",
-                        pod.ref,
-                        pv.ref,
-                    )
-                for d in plugins:
-                    for t in taints:
-                        if not tolerates(d.tolerations, t):
-                            res.fail(
-                                f"{pod.ref} mounts {pv.ref}, but {d.name} ({d.role}, {d.owner}) does not tolerate "
-                                f"taint {t['key']}={t.get('value', '')}:{t['effect']} of pool {pod.pool}",
-                                pod.ref,
-                                d.name,
-                            )
-            ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
-            if ctx.platform.cloud == "aws":
-                node_reachability(ctx, res, pod, pv, ports)
-            me = Peer(pod.namespace, pod.labels)
-            closed = [p for p in ports if not allowed(ctx.network_policies, me, Peer(None, ip=address), p)]
-            if closed:
-                res.fail(
-                    f"{pod.ref} mounts {pv.ref} ({driver} at {address}), but the NetworkPolicies of namespace "
-                    f"{pod.namespace} close TCP {', '.join(map(str, closed))}",
-                    pod.ref,
-                    pv.ref,
-                )
-            res.examined.append(f"{pod.namespace}/{claim_name} on {pod.pool}")
+            if vol.get("persistentVolumeClaim"):
+                _check_pod_volume(ctx, res, pod, taints, vol)
 
 
 def run(ctx: Context) -> CheckResult:

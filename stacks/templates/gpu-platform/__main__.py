@@ -16,5 +16,5 @@ except ConfigError as e:
 platform = GpuPlatform(
     spec.cluster.name, GpuPlatformArgs(spec=spec, kubeconfig=config.get_secret("kubeconfig"))
 )
-for key, value in platform.outputs.items():
+for key, value in platform.outputs.exports().items():
     pulumi.export(key, value)

@@ -22,7 +22,18 @@ from components.bundle import (
 from components.spec import PlatformSpec
 
 
-@dataclass(frozen=True)
+def existing_profile(spec: PlatformSpec) -> CloudProfile:
+    """No cloud underneath: the GPU operator installs the driver unless `gpuOperator.driver: false`."""
+    driver = spec.gpu_operator.driver
+    return CloudProfile(
+        name="kubernetes",
+        gpu_operator_values={"driver": {"enabled": driver if driver is not None else True}},
+        # Nodes of an existing cluster are drained by people, who can wait for a checkpoint.
+        preemption_grace_seconds=300,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
 class ExistingClusterArgs:
     spec: PlatformSpec
     # The kubeconfig document (a secret); None uses the ambient kubeconfig and `cluster.context`.
@@ -84,7 +95,7 @@ class ExistingCluster(pulumi.ComponentResource):
             region=spec.region,
             provider=provider,
             kubeconfig=kubeconfig,
-            profile=CloudProfile(name="kubernetes"),
+            profile=existing_profile(spec),
             node_pools=pools,
             storage=storage,
             # The class the stack names, or None: the cluster's default class, checked live by verify.

@@ -1,0 +1,108 @@
+"""What AWS accepts in a platform stack: its own keys, FSx/EFS sizing, VPC and endpoint rules, EFA.
+
+Pure rules over the spec models and the catalog (no pulumi_aws), used by the AWS backend's checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from components.spec.base import Spec
+from components.spec.platform import (
+    ClusterSpec,
+    NetworkSpec,
+    NodePoolSpec,
+    PlatformSpec,
+    StorageSpec,
+)
+from components.spec.rules import check_catalog_pool, compact_zone_problem, region_required
+
+# FSx for Lustre PERSISTENT_2 accepts 1200 GiB or a multiple of 2400 GiB (FSx API reference,
+# CreateFileSystem StorageCapacity), at 125, 250, 500 or 1000 MB/s per TiB.
+FSX_LUSTRE_SMALLEST_GIB = 1200
+FSX_LUSTRE_STEP_GIB = 2400
+FSX_THROUGHPUTS = (125, 250, 500, 1000)
+
+# The keys of the cloud-neutral models that AWS understands among those only some clouds do.
+KEYS: dict[type[Spec], frozenset[str]] = {
+    ClusterSpec: frozenset(
+        {"endpointAccess", "privateAccessCidrs", "adminPrincipals", "logTypes", "authorizedNetworks"}
+    ),
+    NetworkSpec: frozenset({"zones", "vpcId", "subnetIds", "cidr"}),
+    NodePoolSpec: frozenset({"instanceType", "efa", "zones", "placement", "diskSizeGiB", "capacity"}),
+    StorageSpec: frozenset({"importPath", "exportPath"}),
+}
+TWINS = {"machineType": "instanceType"}
+
+
+def check(spec: PlatformSpec, root: str) -> Iterable[str]:
+    yield from region_required(spec, root, "aws")
+    net = spec.network
+    if net.vpc_id and not net.subnet_ids:
+        yield f"{root}.network.subnetIds: required with vpcId (the private subnets nodes run in)"
+    if net.subnet_ids and not net.vpc_id:
+        yield f"{root}.network.vpcId: required with subnetIds"
+    for i, s in enumerate(net.subnet_ids):
+        if not re.match(r"^subnet-[0-9a-f]{8,17}$", s):
+            yield f"{root}.network.subnetIds[{i}]: {s!r} is not a subnet id (subnet-...)"
+    yield from _check_endpoint(spec, root)
+
+
+def _check_endpoint(spec: PlatformSpec, root: str) -> Iterable[str]:
+    """A private endpoint admits only the cluster security group, unless privateAccessCidrs opens it."""
+    access = spec.cluster.endpoint_access or "both"
+    cidrs = spec.cluster.private_access_cidrs
+    if cidrs and access == "public":
+        yield (
+            f"{root}.cluster.privateAccessCidrs: only with endpointAccess private or both (they open the "
+            "private endpoint); use authorizedNetworks for the public one"
+        )
+    if access == "private" and not cidrs:
+        yield (
+            f"{root}.cluster.privateAccessCidrs: required with endpointAccess private: pulumi up and kubectl "
+            "reach the API only from the CIDRs listed here (VPN, CI runners, a peered VPC)"
+        )
+    for dup in sorted({str(c) for c in cidrs if cidrs.count(c) > 1}):
+        yield f"{root}.cluster.privateAccessCidrs: {dup} is listed more than once"
+
+
+def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+    byo_vpc = spec.network.vpc_id is not None
+    if byo_vpc and pool.zones:
+        yield (
+            f"{path}.zones: with network.vpcId pools run in network.subnetIds; "
+            "EFA and compact pools take the first of them"
+        )
+    if spec.region:
+        for j, z in enumerate(pool.zones):
+            if not re.fullmatch(re.escape(spec.region) + r"[a-z]", z):
+                yield f"{path}.zones[{j}]: {z!r} is not an availability zone of region {spec.region}"
+    if pool.placement == "compact" and not byo_vpc:
+        yield from compact_zone_problem(path, pool.zones)
+    problems, shape_known = check_catalog_pool(pool, path, "aws", "instanceType", pool.instance_type)
+    yield from problems
+    if not pool.gpu and pool.efa:
+        yield f"{path}.efa: EFA is for GPU pools"
+    if shape_known and pool.efa:
+        from components.aws.backend import BACKEND
+
+        shape = BACKEND.machine_of(pool)
+        if shape is not None and shape.efa_interfaces == 0:
+            yield f"{path}.efa: {shape.name} has no EFA interfaces; EFA needs e.g. p4d, p5, p5e, p5en"
+
+
+def check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[str]:
+    cap = st.capacity_gib
+    if st.kind == "nfs":
+        if cap is not None:
+            yield f"{path}.capacityGiB: EFS grows with its data and takes no capacity"
+        return
+    if cap is not None and cap != FSX_LUSTRE_SMALLEST_GIB and cap % FSX_LUSTRE_STEP_GIB:
+        yield (
+            f"{path}.capacityGiB: FSx for Lustre PERSISTENT_2 takes {FSX_LUSTRE_SMALLEST_GIB} "
+            f"or a multiple of {FSX_LUSTRE_STEP_GIB} GiB, not {cap}"
+        )
+    tput = st.throughput_per_tib
+    if tput is not None and tput not in FSX_THROUGHPUTS:
+        yield f"{path}.throughputPerTiB: FSx allows {', '.join(map(str, FSX_THROUGHPUTS))} MB/s per TiB, not {tput}"

@@ -1,0 +1,139 @@
+"""The cloud backends of GpuPlatform: one `CloudBackend` protocol and a registry of plug-ins by name.
+
+A backend is everything trainplane knows about one place clusters come from (AWS, GCP, a cluster that
+already exists): the stack keys only it understands and its rules for them, the machines its pools are
+made of, and how it builds the cloud layer whose `ClusterBundle` (with its `CloudProfile`) the in-cluster
+layer runs on. Nothing outside a backend's own package names its cloud.
+
+The built-in backends are registered by module path and imported on first use, so an AWS stack never
+loads the GCP backend's SDK (and a backend module itself imports its SDK only in `build`).
+
+Example: a backend of your own, registered from your program (or a test) before the stack is loaded:
+
+    >>> from components.backends import backend, backend_names, register_backend
+    >>> backend_names()[:3]
+    ('aws', 'gcp', 'kubernetes')
+    >>> backend("aws").name
+    'aws'
+    >>> register_backend("my-cloud", "my_package.backend")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.bundle import ClusterBundle
+    from components.catalog import MachineShape
+    from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildArgs:
+    """What GpuPlatform hands a backend to build the cloud layer from."""
+
+    spec: PlatformSpec
+    # The kubeconfig of a cluster that already exists (a secret); backends that create clusters ignore it.
+    kubeconfig: pulumi.Input[str] | None = None
+
+
+@runtime_checkable
+class CloudBackend(Protocol):
+    """One cloud behind GpuPlatform. Implementations live in their own package (components/aws, ...)."""
+
+    # The `cloud:` value of a platform stack that selects this backend.
+    name: str
+    # The keys of the cloud-neutral spec models that only some clouds understand, which this one accepts
+    # (model -> aliases). A key some backend lists and this one does not is refused on this cloud.
+    keys: Mapping[type[Spec], frozenset[str]]
+    # A key of another cloud -> the key that means the same here (offered as a hint when refused).
+    twins: Mapping[str, str]
+    # Seconds between SIGTERM and SIGKILL for training pods when a job names none: long enough for a
+    # preemption checkpoint within the notice this cloud gives before it takes a node back.
+    preemption_grace_seconds: int
+
+    def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
+        """Problems of the platform-wide keys this cloud owns, one line each naming the key path."""
+        ...
+
+    def check_pool(self, spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+        """Problems of one node pool on this cloud (machine types, GPU counts, zones...)."""
+        ...
+
+    def check_storage(self, spec: PlatformSpec, storage: StorageSpec, path: str) -> Iterable[str]:
+        """Problems of one shared file system on this cloud (kinds, sizes, tiers...)."""
+        ...
+
+    def machine_of(self, pool: NodePoolSpec) -> MachineShape | None:
+        """The catalog machine a pool's nodes are made of; None when unknown (existing clusters)."""
+        ...
+
+    def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
+        """Register the cloud layer (a component named `name`) and return the bundle it hands over."""
+        ...
+
+    def verify_facts(self) -> Mapping[str, Any]:
+        """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
+        ...
+
+
+@dataclass
+class _Registry:
+    # name -> module path (imported lazily; the module's `BACKEND` is the backend) or the backend itself
+    entries: dict[str, str | CloudBackend] = field(default_factory=dict)
+
+
+_REGISTRY = _Registry(
+    {
+        "aws": "components.aws.backend",
+        "gcp": "components.gcp.backend",
+        "kubernetes": "components.existing.backend",
+    }
+)
+
+
+def register_backend(name: str, backend: str | CloudBackend) -> None:
+    """Make `cloud: <name>` available: `backend` is a CloudBackend, or the path of a module whose
+    `BACKEND` attribute is one (imported when a stack first asks for it). Re-registering replaces."""
+    _REGISTRY.entries[name] = backend
+
+
+def unregister_backend(name: str) -> None:
+    """Remove a backend registered with `register_backend` (tests clean up with it)."""
+    _REGISTRY.entries.pop(name, None)
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered cloud name, in registration order (built-ins first)."""
+    return tuple(_REGISTRY.entries)
+
+
+def backend(name: str) -> CloudBackend:
+    """The backend registered as `name`; KeyError when there is none."""
+    entry = _REGISTRY.entries[name]
+    if isinstance(entry, str):
+        loaded = importlib.import_module(entry).BACKEND
+        if loaded.name != name:
+            raise ValueError(f"module {entry} provides backend {loaded.name!r}, registered as {name!r}")
+        _REGISTRY.entries[name] = loaded
+        return loaded
+    return entry
+
+
+def backends() -> tuple[CloudBackend, ...]:
+    """Every registered backend (imports the light backend modules, never a cloud SDK)."""
+    return tuple(backend(n) for n in backend_names())
+
+
+def load_data_file(package: str, filename: str) -> dict[str, Any]:
+    """A YAML data file shipped in a backend's package (its verify facts)."""
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(resources.files(package).joinpath(filename).read_text()) or {}

@@ -1,0 +1,54 @@
+"""The existing-cluster backend (`cloud: kubernetes`): adopts a cluster through its kubeconfig.
+
+Light on purpose: the registry imports it to validate a stack; `build` imports pulumi_kubernetes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from functools import cache
+from typing import TYPE_CHECKING, Any
+
+from components.backends import BuildArgs, load_data_file
+from components.existing import rules
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.bundle import ClusterBundle
+    from components.catalog import MachineShape
+    from components.spec import NodePoolSpec, PlatformSpec, StorageSpec
+
+
+class ExistingClusterBackend:
+    name = "kubernetes"
+    keys = rules.KEYS
+    twins: Mapping[str, str] = {}
+    # Nodes of an existing cluster are drained by people, who can wait for a checkpoint.
+    preemption_grace_seconds = 300
+
+    def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
+        return ()
+
+    def check_pool(self, spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+        return rules.check_pool(spec, pool, path)
+
+    def check_storage(self, spec: PlatformSpec, storage: StorageSpec, path: str) -> Iterable[str]:
+        return rules.check_storage(spec, storage, path)
+
+    def machine_of(self, pool: NodePoolSpec) -> MachineShape | None:
+        return None  # the nodes exist; the catalog does not know them
+
+    def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
+        from components.existing.cluster import ExistingCluster, ExistingClusterArgs
+
+        return ExistingCluster(
+            name, ExistingClusterArgs(spec=args.spec, kubeconfig=args.kubeconfig), opts
+        ).bundle
+
+    @cache  # noqa: B019 - one instance for the life of the process
+    def verify_facts(self) -> Mapping[str, Any]:
+        return load_data_file("components.existing", "verify_facts.yaml")
+
+
+BACKEND = ExistingClusterBackend()

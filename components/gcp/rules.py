@@ -1,0 +1,223 @@
+"""What GCP accepts in a platform stack: its own keys, network ranges, zones, Filestore and Managed
+Lustre sizing, the GKE version Lustre needs.
+
+Pure rules over the spec models and the catalog (no pulumi_gcp); the GCP components import the sizing
+constants from here.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+from components.spec.base import Spec, alias_set
+from components.spec.platform import (
+    ClusterSpec,
+    NetworkSpec,
+    NodePoolSpec,
+    PlatformSpec,
+    StorageSpec,
+)
+from components.spec.rules import check_catalog_pool, compact_zone_problem, region_required
+
+# GCP Managed Lustre performance tiers (Managed Lustre docs, "Performance tiers"), per MB/s per TiB:
+# (smallest GiB, step up to the threshold, threshold GiB, step above it, largest GiB).
+GCP_LUSTRE_TIERS = {
+    1000: (9000, 9000, 1_530_000, 72000, 10_008_000),
+    500: (18000, 18000, 3_060_000, 144000, 20_016_000),
+    250: (36000, 36000, 6_120_000, 288000, 40_032_000),
+    125: (72000, 72000, 12_240_000, 72000, 12_240_000),
+}
+GCP_LUSTRE_THROUGHPUTS = tuple(sorted(GCP_LUSTRE_TIERS))
+GCP_LUSTRE_DEFAULT_THROUGHPUT = 1000  # the GKE Lustre CSI driver's default tier, and the smallest instance
+GCP_LUSTRE_MIN_GIB = GCP_LUSTRE_TIERS[GCP_LUSTRE_DEFAULT_THROUGHPUT][0]
+# Filestore tier limits in GiB: (smallest, largest, step) where a step applies across the whole range,
+# following the Filestore service tiers documentation and the provider's `capacity_gb` reference.
+# ZONAL and REGIONAL take 1 GiB steps up to 10239 GiB and 2560 GiB steps from 10240 GiB (REGIONAL
+# starts at 100 GiB only in some regions, so 1024 is the safe floor).
+FILESTORE_LIMITS_GIB = {
+    "BASIC_HDD": (1024, 65433),
+    "BASIC_SSD": (2560, 65433),
+    "ZONAL": (100, 102400),
+    "REGIONAL": (1024, 102400),
+    "ENTERPRISE": (1024, 10240),
+}
+FILESTORE_STEP_GIB = {"ENTERPRISE": 256}
+FILESTORE_LARGE_FROM_GIB, FILESTORE_LARGE_STEP_GIB = 10240, 2560
+FILESTORE_DEFAULT_TIER = "BASIC_SSD"
+# Secondary and peering ranges of a GCP network trainplane creates, when the stack names none.
+GCP_DEFAULT_PODS_CIDR = ipaddress.IPv4Network("10.64.0.0/14")
+GCP_DEFAULT_SERVICES_CIDR = ipaddress.IPv4Network("10.68.0.0/20")
+GCP_DEFAULT_PRIVATE_SERVICES_CIDR = ipaddress.IPv4Network("10.72.0.0/20")
+# Filestore tiers that live in one zone (the others are regional).
+FILESTORE_ZONAL_TIERS = ("BASIC_HDD", "BASIC_SSD", "ZONAL")
+
+# The keys of the cloud-neutral models that GCP understands among those only some clouds do.
+KEYS: dict[type[Spec], frozenset[str]] = {
+    PlatformSpec: frozenset({"project", "zones"}),
+    ClusterSpec: frozenset({"releaseChannel", "authorizedNetworks", "privateNodes"}),
+    NetworkSpec: frozenset(
+        {
+            "podsCidr",
+            "servicesCidr",
+            "network",
+            "subnetwork",
+            "privateServicesCidr",
+            "podsRangeName",
+            "servicesRangeName",
+            "cidr",
+        }
+    ),
+    NodePoolSpec: frozenset(
+        {"machineType", "localSsdCount", "zones", "placement", "diskSizeGiB", "capacity"}
+    ),
+    StorageSpec: frozenset({"tier"}),
+}
+TWINS = {"instanceType": "machineType"}
+
+
+def check(spec: PlatformSpec, root: str) -> Iterable[str]:
+    yield from region_required(spec, root, "gcp")
+    if not spec.project:
+        yield f"{root}.project: required for cloud gcp (the project id to deploy into)"
+    for i, z in enumerate(spec.zones):
+        if spec.region and not z.startswith(spec.region + "-"):
+            yield f"{root}.zones[{i}]: {z!r} is not a zone of region {spec.region}"
+    yield from _check_network(spec, root)
+    yield from _check_ranges(spec, root)
+    if spec.region:
+        for i, pool in enumerate(spec.node_pools):
+            for j, z in enumerate(pool.zones):
+                if not z.startswith(spec.region + "-"):
+                    yield f"{root}.nodePools[{i}].zones[{j}]: {z!r} is not a zone of region {spec.region}"
+    yield from _check_storage_placement(spec, root)
+
+
+def _check_network(spec: PlatformSpec, root: str) -> Iterable[str]:
+    net = spec.network
+    byo = bool(net.network or net.subnetwork)
+    if bool(net.network) != bool(net.subnetwork):
+        yield f"{root}.network: network and subnetwork go together when bringing your own network"
+    if not byo:
+        for key in ("podsRangeName", "servicesRangeName"):
+            if alias_set(net, key):
+                yield f"{root}.network.{key}: only with a bring-your-own network/subnetwork"
+    elif net.private_services_cidr is not None:
+        yield (
+            f"{root}.network.privateServicesCidr: only for a network trainplane creates; a bring-your-own "
+            "network brings its own private services access"
+        )
+    if bool(net.pods_range_name) != bool(net.services_range_name):
+        yield f"{root}.network: podsRangeName and servicesRangeName go together"
+
+
+def _check_ranges(spec: PlatformSpec, root: str) -> Iterable[str]:
+    net = spec.network
+    byo = bool(net.network or net.subnetwork)
+    # A bring-your-own subnetwork has its own primary range; `cidr` only describes one trainplane creates.
+    ranges: list[tuple[str, ipaddress.IPv4Network]] = [] if byo else [("cidr", net.cidr)]
+    if byo:
+        ranges += [(k, v) for k, v in (("podsCidr", net.pods_cidr), ("servicesCidr", net.services_cidr)) if v]
+    else:  # the ranges trainplane will create, defaults included
+        ranges += [
+            ("podsCidr", net.pods_cidr or GCP_DEFAULT_PODS_CIDR),
+            ("servicesCidr", net.services_cidr or GCP_DEFAULT_SERVICES_CIDR),
+            ("privateServicesCidr", net.private_services_cidr or GCP_DEFAULT_PRIVATE_SERVICES_CIDR),
+        ]
+    for i, (ka, a) in enumerate(ranges):
+        for kb, b in ranges[i + 1 :]:
+            if a.overlaps(b):
+                yield f"{root}.network.{kb}: {b} overlaps {ka} {a}; the ranges must be disjoint"
+
+
+def _check_storage_placement(spec: PlatformSpec, root: str) -> Iterable[str]:
+    zonal = [
+        (i, st)
+        for i, st in enumerate(spec.storage)
+        if st.kind == "lustre" or (st.tier or FILESTORE_DEFAULT_TIER) in FILESTORE_ZONAL_TIERS
+    ]
+    if zonal and gcp_storage_zone(spec) is None:
+        i, st = zonal[0]
+        yield (
+            f"{root}.zones: required for {root}.storage[{i}] ({st.name}): Filestore {FILESTORE_ZONAL_TIERS} "
+            "tiers and Managed Lustre live in one zone; list the zones of the platform"
+        )
+    minor = int(spec.cluster.kubernetes_version.split(".")[1])
+    for i, st in enumerate(spec.storage):
+        if st.kind == "lustre" and minor < 33:
+            yield (
+                f"{root}.storage[{i}].kind: the GKE Managed Lustre CSI driver needs GKE 1.33 or newer; "
+                f"cluster.kubernetesVersion is {spec.cluster.kubernetes_version}"
+            )
+
+
+def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+    if pool.placement == "compact":
+        yield from compact_zone_problem(path, pool.zones or spec.zones)
+    problems, shape_known = check_catalog_pool(pool, path, "gcp", "machineType", pool.machine_type)
+    yield from problems
+    if shape_known and pool.local_ssd_count:
+        from components.gcp.backend import BACKEND
+
+        shape = BACKEND.machine_of(pool)
+        if shape is not None and shape.local_ssd_count and pool.local_ssd_count != shape.local_ssd_count:
+            yield (
+                f"{path}.localSsdCount: {shape.name} comes with {shape.local_ssd_count} local SSDs, "
+                f"not {pool.local_ssd_count}"
+            )
+
+
+def check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[str]:
+    cap, tput = st.capacity_gib, st.throughput_per_tib
+    if st.kind == "nfs":
+        if cap is not None and (
+            problem := filestore_capacity_problem(st.tier or FILESTORE_DEFAULT_TIER, cap)
+        ):
+            yield f"{path}.capacityGiB: {problem}"
+        return
+    if tput is not None and tput not in GCP_LUSTRE_TIERS:
+        yield (
+            f"{path}.throughputPerTiB: Managed Lustre allows "
+            f"{', '.join(map(str, GCP_LUSTRE_THROUGHPUTS))} MB/s per TiB, not {tput}"
+        )
+    elif cap is not None and (problem := gcp_lustre_capacity_problem(cap, tput)):
+        yield f"{path}.capacityGiB: {problem}"
+
+
+def gcp_lustre_capacity_problem(cap: int, throughput: int | None) -> str | None:
+    """Why `cap` GiB is not a Managed Lustre size at `throughput` MB/s per TiB (None when it is)."""
+    tput = throughput or GCP_LUSTRE_DEFAULT_THROUGHPUT
+    lo, step, threshold, big_step, hi = GCP_LUSTRE_TIERS[tput]
+    tier = f"GCP Managed Lustre at {tput} MB/s per TiB"
+    if cap < lo or cap > hi:
+        return f"{tier} takes {lo} to {hi} GiB, not {cap}"
+    if cap <= threshold and cap % step:
+        return f"{tier} grows in steps of {step} GiB up to {threshold} GiB; {cap} is not a multiple of it"
+    if cap > threshold and cap % big_step:
+        return f"{tier} grows in steps of {big_step} GiB above {threshold} GiB; {cap} is not a multiple of it"
+    return None
+
+
+def filestore_capacity_problem(tier: str, cap: int) -> str | None:
+    """Why `cap` GiB is not a valid Filestore `tier` instance size (None when it is)."""
+    lo, hi = FILESTORE_LIMITS_GIB[tier]
+    if not lo <= cap <= hi:
+        return f"Filestore {tier} takes {lo} to {hi} GiB, not {cap}"
+    step = FILESTORE_STEP_GIB.get(tier)
+    if step and cap % step:
+        return f"Filestore {tier} grows in steps of {step} GiB; {cap} is not a multiple of {step}"
+    if tier in ("ZONAL", "REGIONAL") and cap >= FILESTORE_LARGE_FROM_GIB and cap % FILESTORE_LARGE_STEP_GIB:
+        return (
+            f"Filestore {tier} takes multiples of {FILESTORE_LARGE_STEP_GIB} GiB from "
+            f"{FILESTORE_LARGE_FROM_GIB} GiB; {cap} is not one"
+        )
+    return None
+
+
+def gcp_storage_zone(spec: PlatformSpec) -> str | None:
+    """The zone GCP's zonal file systems go in: next to the GPUs (the first GPU pool that names its
+    zones), else the platform's first zone. None when the stack names no zone at all."""
+    for pool in spec.gpu_pools():
+        if pool.zones:
+            return pool.zones[0]
+    return spec.zones[0] if spec.zones else None

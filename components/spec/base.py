@@ -1,0 +1,76 @@
+"""The base of every spec model, the one error type of a bad stack file, and the two-pass loader.
+
+Validation happens in two passes: pydantic checks the shape (types, allowed values, unknown keys), then
+a `check` function the rules that need the catalog or several keys at once. Every problem becomes one
+line naming its key path; pydantic's errors are formatted by the trainer contract's formatter, the one
+the trainer uses for its own config too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic.alias_generators import to_camel
+
+from trainer.contract import format_validation_error
+
+DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+# Kubernetes object names such as StorageClasses: a DNS subdomain (RFC 1123).
+DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+K8S_MINOR = r"^1\.\d{2}$"
+PATTERN_WORDS = {
+    DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
+    DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
+    K8S_MINOR: 'a Kubernetes minor version in quotes, e.g. "1.33"',
+}
+
+SpecT = TypeVar("SpecT", bound="Spec")
+
+
+class ConfigError(Exception):
+    """A stack file that cannot be deployed; `problems` holds one line per problem."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
+class Spec(BaseModel):
+    """Base of every spec model: camelCase keys in YAML, unknown keys rejected, immutable."""
+
+    model_config = ConfigDict(
+        extra="forbid", alias_generator=to_camel, populate_by_name=True, frozen=True, validate_default=True
+    )
+
+
+def load_checked(
+    model: type[SpecT], raw: Any, root: str, check: Callable[[SpecT, str], Iterable[str]]
+) -> SpecT:
+    """Both passes of validation: pydantic's shape, then `check`'s rules; every problem on one line."""
+    if not isinstance(raw, dict):
+        raise ConfigError([f"{root}: must be a mapping, got {type(raw).__name__}"])
+    try:
+        obj = model.model_validate(raw)
+    except ValidationError as e:
+        raise ConfigError(format_validation_error(e, model, root, pattern_words=PATTERN_WORDS)) from None
+    problems = list(check(obj, root))
+    if problems:
+        raise ConfigError(problems)
+    return obj
+
+
+def alias_of(model: type[Spec], field: str) -> str:
+    """The YAML key of a model field."""
+    info = model.model_fields[field]
+    return info.alias or field
+
+
+def alias_set(obj: Spec, alias: str) -> bool:
+    """Whether the stack file set the key `alias` of `obj` (defaults do not count)."""
+    return any(alias_of(type(obj), f) == alias for f in obj.model_fields_set)
+
+
+def duplicates(names: list[str]) -> set[str]:
+    return {n for n in names if names.count(n) > 1}

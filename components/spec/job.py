@@ -1,0 +1,187 @@
+"""The training-job stack's spec models (`trainplane:job`) and the check of a job against its platform.
+
+`JobSpec.load` checks a job on its own; `check_job` then checks it against the outputs of the platform
+stack it names (team, pool, GPUs, storage, object store).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from components.spec.base import DNS_LABEL, Spec, duplicates, load_checked
+
+if TYPE_CHECKING:
+    from components.outputs import NodePoolOutput, PlatformOutputs, TeamOutput
+
+
+class NodeRange(Spec):
+    min: int = Field(ge=1, le=1000)
+    max: int = Field(ge=1, le=1000)
+
+
+class JobVolume(Spec):
+    storage: str = Field(pattern=DNS_LABEL)
+    mount_path: str = Field(pattern=r"^/[^\s]*$")
+    read_only: bool = False
+    sub_path: str | None = None
+
+
+class JobCheckpoint(Spec):
+    # s3://auto / gs://auto: the platform's checkpoint bucket, prefix = job name; or s3://, gs:// URIs;
+    # or a path under one of the job's writable volumes (Lustre/NFS).
+    uri: str
+    interval_steps: int = Field(default=500, ge=1)
+    keep: int = Field(default=3, ge=2)
+    async_save: bool = True
+
+
+class JobResources(Spec):
+    cpu: float | None = Field(default=None, gt=0)
+    memory_gib: float | None = Field(default=None, alias="memoryGiB", gt=0)
+    shm_gib: float | None = Field(default=None, alias="shmGiB", gt=0)
+
+
+class JobSpec(Spec):
+    platform_stack: str = Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
+    # The Job name; pods are <name>-<index>, so keep it short enough for hostnames.
+    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    team: str = Field(pattern=DNS_LABEL)
+    image: str = Field(pattern=r"^[^\s]+$")
+    node_pool: str = Field(pattern=DNS_LABEL)
+    nodes: NodeRange
+    gpus_per_node: int = Field(ge=1, le=16)
+    trainer: dict[str, Any] = Field(default_factory=dict)
+    volumes: list[JobVolume] = Field(default_factory=list)
+    checkpoint: JobCheckpoint | None = None
+    spot: bool = False
+    max_restarts: int = Field(default=10, ge=0, le=1000)
+    resources: JobResources = JobResources()
+    env: dict[str, str] = Field(default_factory=dict)
+    grace_period_seconds: int | None = Field(default=None, ge=10, le=3600)
+    dataloader_workers: int = Field(default=4, ge=0, le=64)
+
+    @classmethod
+    def load(cls, raw: Any, root: str = "job") -> JobSpec:
+        """Validate a raw job object on its own; `check_job` then checks it against the platform."""
+        return load_checked(cls, raw, root, _check_job_alone)
+
+
+def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
+    if job.nodes.min > job.nodes.max:
+        yield f"{root}.nodes.min: {job.nodes.min} is greater than nodes.max {job.nodes.max}"
+    mounts = [v.mount_path for v in job.volumes]
+    for dup in sorted(duplicates(mounts)):
+        yield f"{root}.volumes: mountPath {dup!r} is used more than once"
+    for i, v in enumerate(job.volumes):
+        if v.mount_path in RESERVED_MOUNTS:
+            yield f"{root}.volumes[{i}].mountPath: {v.mount_path} is reserved in the trainer container"
+    for key in job.env:
+        if key.startswith("TRAINPLANE_") or key in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"):
+            yield f"{root}.env.{key}: set by trainplane itself; configure it through the job's keys"
+    if job.checkpoint is not None:
+        yield from _check_checkpoint_uri(job, job.checkpoint.uri, root)
+
+
+RESERVED_MOUNTS = ("/", "/dev", "/dev/shm", "/proc", "/sys", "/etc", "/config")
+
+
+def _check_checkpoint_uri(job: JobSpec, uri: str, root: str) -> Iterable[str]:
+    if "://" in uri and not re.match(r"^(s3|gs)://[a-z0-9][a-z0-9._-]{1,62}(/.*)?$", uri):
+        yield f"{root}.checkpoint.uri: {uri!r} is not an s3:// or gs:// URI (or s3://auto, gs://auto, or a path)"
+    elif "://" not in uri and not uri.startswith("/"):
+        yield f"{root}.checkpoint.uri: {uri!r} must be s3://auto, gs://auto, an s3:// or gs:// URI, or an absolute path"
+    elif uri.startswith("/"):
+        writable = [v.mount_path for v in job.volumes if not v.read_only]
+        if not any(uri == m or uri.startswith(m.rstrip("/") + "/") for m in writable):
+            yield (
+                f"{root}.checkpoint.uri: {uri} is not under a writable volume of this job "
+                f"(writable mountPaths: {', '.join(writable) or 'none'}); checkpoints must outlive the pod"
+            )
+
+
+def check_job(job: JobSpec, platform: PlatformOutputs, root: str = "job") -> list[str]:
+    """Check a job against its platform stack's outputs (team, pool, GPUs, storage, object store)."""
+    problems: list[str] = []
+    ref = job.platform_stack
+    team = platform.team(job.team)
+    if team is None:
+        known = ", ".join(sorted(t.name for t in platform.teams)) or "none"
+        problems.append(f"{root}.team: {job.team!r} is not a team of platform {ref}; known: {known}")
+    pool = platform.pool(job.node_pool)
+    if pool is None:
+        known = ", ".join(sorted(p.name for p in platform.node_pools)) or "none"
+        problems.append(
+            f"{root}.nodePool: {job.node_pool!r} is not a node pool of platform {ref}; known: {known}"
+        )
+    else:
+        problems += _check_pool_fit(job, platform, pool, root)
+        if team is not None and pool.gpu:
+            problems += _check_quota(job, team, root)
+    if team is not None:
+        problems += _check_volumes(job, team, ref, root)
+    problems += _check_object_store(job, platform, ref, root)
+    return problems
+
+
+def _check_pool_fit(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutput, root: str) -> list[str]:
+    problems = []
+    if not pool.gpu:
+        problems.append(f"{root}.nodePool: {job.node_pool} is a CPU pool; a training job needs a GPU pool")
+    elif job.gpus_per_node > pool.gpus_per_node:
+        problems.append(
+            f"{root}.gpusPerNode: {job.gpus_per_node} is more than the {pool.gpus_per_node} GPUs "
+            f"per node of pool {job.node_pool}"
+        )
+    if job.nodes.max > pool.max_nodes:
+        problems.append(
+            f"{root}.nodes.max: {job.nodes.max} nodes is more than pool {job.node_pool} "
+            f"can scale to ({pool.max_nodes})"
+        )
+    if pool.capacity == "spot" and not job.spot:
+        others = [p.name for p in platform.node_pools if p.gpu == pool.gpu and p.capacity != "spot"]
+        hint = f"pick on-demand pool {others[0]}" if others else "set spot: true to accept preemption"
+        problems.append(f"{root}.spot: pool {job.node_pool} is spot capacity; {hint}")
+    if pool.capacity != "spot" and job.spot:
+        problems.append(
+            f"{root}.spot: pool {job.node_pool} is on-demand capacity; set spot: false or pick a spot pool"
+        )
+    return problems
+
+
+def _check_quota(job: JobSpec, team: TeamOutput, root: str) -> list[str]:
+    # Kueue may lend idle quota, but a job that cannot start inside its team's own quota would wait for
+    # other teams to be idle; refuse it up front.
+    if job.gpus_per_node * job.nodes.min > team.gpu_quota:
+        return [
+            f"{root}.nodes.min: {job.nodes.min} nodes x {job.gpus_per_node} GPUs is more than team "
+            f"{job.team}'s GPU quota of {team.gpu_quota}"
+        ]
+    return []
+
+
+def _check_volumes(job: JobSpec, team: TeamOutput, ref: str, root: str) -> list[str]:
+    allowed = set(team.storage)
+    return [
+        f"{root}.volumes[{i}].storage: team {job.team} has no storage {v.storage!r} on platform {ref}; "
+        f"it has: {', '.join(sorted(allowed)) or 'none'}"
+        for i, v in enumerate(job.volumes)
+        if v.storage not in allowed
+    ]
+
+
+def _check_object_store(job: JobSpec, platform: PlatformOutputs, ref: str, root: str) -> list[str]:
+    if job.checkpoint is None or not job.checkpoint.uri.endswith("://auto"):
+        return []
+    scheme = job.checkpoint.uri.split("://", 1)[0]
+    store = platform.object_store
+    if store is None:
+        return [
+            f"{root}.checkpoint.uri: platform {ref} has no object storage; use a path on a writable volume"
+        ]
+    if scheme != store:
+        return [f"{root}.checkpoint.uri: platform {ref} keeps checkpoints in {store}://; use {store}://auto"]
+    return []

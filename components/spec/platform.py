@@ -1,0 +1,262 @@
+"""The platform stack's spec models (`trainplane:platform`), shared by the config schema and the components.
+
+Models only hold the shape of the config; the rules that need the catalog or several keys live in
+`components.spec.rules` (cloud-neutral) and in each cloud backend (its own keys).
+
+Example:
+    >>> spec = PlatformSpec.load({"cloud": "kubernetes", "cluster": {"name": "lab", "context": "lab"},
+    ...                           "nodePools": [{"name": "a100", "selector": {"gpu": "a100"},
+    ...                                          "gpu": "A100-80GB", "gpusPerNode": 8}]})
+    >>> spec.max_gpus()
+    8
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field, field_validator
+
+from components.catalog import catalog
+from components.spec.base import DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load_checked
+
+if TYPE_CHECKING:
+    from components.catalog import MachineShape
+
+Capacity = Literal["on-demand", "spot"]
+
+
+class ClusterSpec(Spec):
+    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    kubernetes_version: str = Field(default="1.33", pattern=K8S_MINOR)
+    # aws
+    endpoint_access: Literal["public", "private", "both"] | None = None
+    # Networks that reach the private API endpoint (TCP 443 on the cluster security group).
+    private_access_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
+    admin_principals: list[str] = Field(default_factory=list)
+    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] | None = None
+    # gcp
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = None
+    authorized_networks: list[ipaddress.IPv4Network] = Field(default_factory=list)
+    private_nodes: bool | None = None
+    # kubernetes (an existing cluster): the kubeconfig itself is the secret `trainplane:kubeconfig`
+    context: str | None = None
+    # kubernetes: the StorageClass the platform's volumes (Prometheus, Loki) name; None: the cluster's
+    # default class (`trainplane verify --kubeconfig` checks that one exists).
+    storage_class: str | None = Field(default=None, pattern=DNS_SUBDOMAIN, max_length=253)
+
+
+class NetworkSpec(Spec):
+    cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
+    # aws
+    zones: int | None = Field(default=None, ge=2, le=6)
+    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    subnet_ids: list[str] = Field(default_factory=list)
+    # gcp
+    pods_cidr: ipaddress.IPv4Network | None = None
+    services_cidr: ipaddress.IPv4Network | None = None
+    # Range for private services access (Managed Lustre peers into the VPC from here).
+    private_services_cidr: ipaddress.IPv4Network | None = None
+    network: str | None = None
+    subnetwork: str | None = None
+    # Names of the subnet's existing secondary ranges, for a bring-your-own subnetwork.
+    pods_range_name: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
+    services_range_name: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
+
+
+class Taint(Spec):
+    key: str
+    value: str = ""
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
+
+
+class NodePoolSpec(Spec):
+    name: str = Field(pattern=DNS_LABEL, max_length=30)
+    gpu: str | None = None
+    gpus_per_node: int | None = Field(default=None, ge=1, le=16)
+    capacity: Capacity = "on-demand"
+    min_nodes: int = Field(default=0, ge=0, le=1000)
+    max_nodes: int | None = Field(default=None, ge=1, le=1000)
+    disk_size_gib: int | None = Field(default=None, alias="diskSizeGiB", ge=20, le=16384)
+    labels: dict[str, str] = Field(default_factory=dict)
+    taints: list[Taint] = Field(default_factory=list)
+    zones: list[str] = Field(default_factory=list)
+    placement: Literal["spread", "compact"] = "spread"
+    # aws
+    instance_type: str | None = None
+    efa: bool | None = None
+    # gcp
+    machine_type: str | None = None
+    local_ssd_count: int | None = Field(default=None, ge=0, le=32)
+    # kubernetes: the labels that select nodes that already exist
+    selector: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("gpu")
+    @classmethod
+    def _known_gpu(cls, v: str | None) -> str | None:
+        if v is not None and catalog().gpu(v) is None:
+            raise ValueError(f"{v!r} is not a known GPU; known: {', '.join(catalog().gpu_names())}")
+        return v
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.gpu is not None
+
+    @property
+    def effective_max_nodes(self) -> int:
+        return self.max_nodes if self.max_nodes is not None else max(self.min_nodes, 1)
+
+
+class StorageSpec(Spec):
+    name: str = Field(pattern=DNS_LABEL, max_length=30)
+    kind: Literal["lustre", "nfs"]
+    capacity_gib: int | None = Field(default=None, alias="capacityGiB", ge=1)
+    throughput_per_tib: int | None = Field(default=None, alias="throughputPerTiB")
+    # aws lustre: an S3 prefix linked through a data repository association
+    import_path: str | None = Field(default=None, pattern=r"^s3://[a-z0-9.-]{3,63}(/.*)?$")
+    export_path: str | None = Field(default=None, pattern=r"^s3://[a-z0-9.-]{3,63}(/.*)?$")
+    # gcp nfs (Filestore)
+    tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] | None = None
+    # kubernetes nfs: an NFS server that already exists
+    server: str | None = None
+    path: str | None = Field(default=None, pattern=r"^/")
+    mount_options: list[str] = Field(default_factory=list)
+
+
+class ObservabilitySpec(Spec):
+    grafana: bool = True
+    loki: bool = False
+    retention_days: int = Field(default=15, ge=1, le=3650)
+    prometheus_storage_gib: int = Field(default=100, alias="prometheusStorageGiB", ge=8)
+    log_retention_days: int = Field(default=14, ge=1, le=3650)
+    alerts: bool = True
+
+
+class TeamSpec(Spec):
+    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    gpu_quota: int = Field(ge=0)
+    cpu_quota: int | None = Field(default=None, ge=1)
+    memory_quota_gib: int | None = Field(default=None, alias="memoryQuotaGiB", ge=1)
+    storage: list[str] | None = None  # names of platform storage the team mounts; None: all of it
+    admins: list[str] = Field(default_factory=list)
+
+
+class MigSpec(Spec):
+    strategy: Literal["none", "single", "mixed"] = "none"
+    profile: str | None = None  # e.g. all-1g.10gb, applied through the MIG manager's config label
+
+
+class TimeSlicingSpec(Spec):
+    replicas: int = Field(ge=2, le=48)
+
+
+class GpuOperatorSpec(Spec):
+    version: str | None = None
+    driver: bool | None = None  # existing clusters: let the operator install the driver (default true)
+    mig: MigSpec = MigSpec()
+    time_slicing: TimeSlicingSpec | None = None
+
+
+# ---- GPU node health (components/kubernetes/gpu_health.py) ------------------------------------
+# XIDs the NVIDIA device plugin (v0.20.0, internal/rm/health.go) treats as application errors that leave
+# the GPU healthy; the health controller and the XID alert ignore them the same way.
+APPLICATION_XIDS = (13, 31, 43, 45, 68, 109)
+
+
+class GpuDiagnosticSpec(Spec):
+    enabled: bool = True
+    # dcgmi diag suite: 1 quick (seconds), 2 medium (about 2 minutes), 3 long (about 15 minutes).
+    level: int = Field(default=1, ge=1, le=3)
+
+
+class GpuHealthSpec(Spec):
+    enabled: bool = True
+    diagnostic: GpuDiagnosticSpec = GpuDiagnosticSpec()
+    # A new GPU node may take this long to advertise its GPUs before the missing ones count as a fault.
+    startup_grace_minutes: int = Field(default=20, ge=5, le=240)
+    ignored_xids: list[int] = Field(default_factory=lambda: list(APPLICATION_XIDS))
+
+
+class QueueingSpec(Spec):
+    enabled: bool = True
+    cohort: str = Field(default="gpu-cohort", pattern=DNS_LABEL)
+    borrowing: bool = True
+
+
+class PriceOverride(Spec):
+    on_demand_hourly: float = Field(gt=0)
+    spot_hourly: float | None = Field(default=None, gt=0)
+
+
+class PricingSpec(Spec):
+    spot_fraction: float | None = Field(default=None, gt=0, le=1)
+    overrides: dict[str, PriceOverride] = Field(default_factory=dict)
+
+
+class PlatformSpec(Spec):
+    # The backend that builds the cluster: a name registered in components.backends (aws, gcp, kubernetes).
+    cloud: str
+    region: str | None = None
+    cluster: ClusterSpec
+    network: NetworkSpec = NetworkSpec()
+    node_pools: list[NodePoolSpec] = Field(min_length=1)
+    storage: list[StorageSpec] = Field(default_factory=list)
+    observability: ObservabilitySpec = ObservabilitySpec()
+    teams: list[TeamSpec] = Field(default_factory=list)
+    gpu_operator: GpuOperatorSpec = GpuOperatorSpec()
+    gpu_health: GpuHealthSpec = GpuHealthSpec()
+    queueing: QueueingSpec = QueueingSpec()
+    pricing: PricingSpec = PricingSpec()
+    tags: dict[str, str] = Field(default_factory=dict)
+    # gcp
+    project: str | None = Field(default=None, pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+    zones: list[str] = Field(default_factory=list)
+
+    @field_validator("cloud")
+    @classmethod
+    def _registered_cloud(cls, v: str) -> str:
+        from components.backends import backend_names
+
+        names = backend_names()
+        if v not in names:
+            allowed = (
+                ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"
+                if len(names) > 1
+                else repr(names[0])
+            )
+            raise ValueError(f"{v!r} is not allowed; allowed: {allowed}")
+        return v
+
+    @classmethod
+    def load(cls, raw: Any, root: str = "platform") -> PlatformSpec:
+        """Validate a raw stack object; raise ConfigError with one line per problem."""
+        from components.spec.rules import check_platform
+
+        return load_checked(cls, raw, root, check_platform)
+
+    def gpu_pools(self) -> list[NodePoolSpec]:
+        return [p for p in self.node_pools if p.is_gpu]
+
+    def gpus_per_node(self, pool: NodePoolSpec) -> int:
+        """GPUs on each node of `pool`, from the spec or else from its machine type."""
+        if pool.gpus_per_node is not None:
+            return pool.gpus_per_node
+        shape = machine_of(self.cloud, pool)
+        return shape.gpus if shape is not None else 0
+
+    def max_gpus(self) -> int:
+        return sum(self.gpus_per_node(p) * p.effective_max_nodes for p in self.gpu_pools())
+
+    def min_gpus(self) -> int:
+        return sum(self.gpus_per_node(p) * p.min_nodes for p in self.gpu_pools())
+
+    def zone_names(self) -> list[str]:
+        return list(self.zones)
+
+
+def machine_of(cloud: str, pool: NodePoolSpec) -> MachineShape | None:
+    """The catalog shape a pool's nodes are made of, as the cloud's backend knows it (None: unknown)."""
+    from components.backends import backend
+
+    return backend(cloud).machine_of(pool)

@@ -1,0 +1,205 @@
+"""The cloud-neutral rules of a platform stack, and the helpers cloud backends build their rules from.
+
+`check_platform` runs the rules every cloud shares (unique names, quotas, GPU sharing) and asks the
+stack's backend (components.backends) for the rest: its platform keys, each pool and each storage.
+Keys that only some clouds understand are refused on the others, with the key meant instead when the
+stack's cloud has a twin of it (`instanceType` on gcp: use machineType).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from components.backends import CloudBackend, backend, backends
+from components.catalog import catalog
+from components.spec.base import Spec, alias_of, duplicates
+from components.spec.platform import NodePoolSpec, PlatformSpec
+
+# GPUs per node of a real server, where no catalog machine says (existing clusters, toy backends).
+SERVER_GPU_COUNTS = (1, 2, 4, 8, 16)
+
+
+def cloud_key_problems(obj: Spec, path: str, cloud: CloudBackend) -> Iterable[str]:
+    """Keys of `obj` set in the stack file that other clouds own and `cloud` does not accept."""
+    model = type(obj)
+    mine = cloud.keys.get(model, frozenset())
+    for field in sorted(obj.model_fields_set):
+        alias = alias_of(model, field)
+        if alias in mine:
+            continue
+        owners = [b.name for b in backends() if alias in b.keys.get(model, frozenset())]
+        if owners:
+            hint = cloud.twins.get(alias)
+            instead = f"; use {hint}" if hint else ""
+            yield f"{path}.{alias}: only for cloud {' or '.join(owners)}, this stack is cloud {cloud.name}{instead}"
+
+
+def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
+    """The rules pydantic cannot express per field: catalog lookups and cross-key constraints."""
+    cloud = backend(spec.cloud)
+    for obj, path in (
+        (spec, root),
+        (spec.cluster, f"{root}.cluster"),
+        (spec.network, f"{root}.network"),
+        (spec.gpu_operator, f"{root}.gpuOperator"),
+    ):
+        yield from cloud_key_problems(obj, path, cloud)
+    yield from cloud.check(spec, root)
+    for label, names in (
+        ("nodePools", [p.name for p in spec.node_pools]),
+        ("storage", [s.name for s in spec.storage]),
+        ("teams", [t.name for t in spec.teams]),
+    ):
+        for dup in sorted(duplicates(names)):
+            yield f"{root}.{label}: name {dup!r} is used more than once"
+
+    pool_problems = [
+        line
+        for i, pool in enumerate(spec.node_pools)
+        for line in _check_pool(spec, cloud, pool, f"{root}.nodePools[{i}]")
+    ]
+    yield from pool_problems
+    for i, st in enumerate(spec.storage):
+        path = f"{root}.storage[{i}]"
+        yield from cloud_key_problems(st, path, cloud)
+        yield from _check_storage_kind(st.kind, st, path)
+        yield from cloud.check_storage(spec, st, path)
+    # Quotas are measured against the pools; with a broken pool the ceiling would only add noise.
+    yield from check_teams(spec, root, check_quota=not pool_problems)
+    yield from check_gpu_operator(spec, root)
+
+
+def _check_pool(spec: PlatformSpec, cloud: CloudBackend, pool: NodePoolSpec, path: str) -> Iterable[str]:
+    yield from cloud_key_problems(pool, path, cloud)
+    if pool.max_nodes is not None and pool.min_nodes > pool.max_nodes:
+        yield f"{path}.minNodes: {pool.min_nodes} is greater than maxNodes {pool.max_nodes}"
+    yield from cloud.check_pool(spec, pool, path)
+
+
+def _check_storage_kind(kind: str, st: Spec, path: str) -> Iterable[str]:
+    """Keys that belong to the other kind of file system."""
+    if kind == "lustre":
+        if getattr(st, "tier", None) is not None:
+            yield f"{path}.tier: only for kind nfs (Filestore)"
+        return
+    if getattr(st, "throughput_per_tib", None) is not None:
+        yield f"{path}.throughputPerTiB: only for kind lustre"
+    if getattr(st, "import_path", None) or getattr(st, "export_path", None):
+        yield f"{path}.importPath: S3 data repositories are for kind lustre (FSx)"
+
+
+def check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iterable[str]:
+    storage_names = {s.name for s in spec.storage}
+    ceiling = spec.max_gpus()
+    for i, team in enumerate(spec.teams):
+        path = f"{root}.teams[{i}]"
+        if check_quota and team.gpu_quota > ceiling:
+            yield (
+                f"{path}.gpuQuota: {team.gpu_quota} GPUs is more than the platform's maximum of {ceiling} "
+                "(sum of gpusPerNode x maxNodes over GPU pools)"
+            )
+        for j, name in enumerate(team.storage or []):
+            if name not in storage_names:
+                known = ", ".join(sorted(storage_names)) or "none defined"
+                yield f"{path}.storage[{j}]: {name!r} is not a storage of this platform; known: {known}"
+
+
+def check_gpu_operator(spec: PlatformSpec, root: str) -> Iterable[str]:
+    op = spec.gpu_operator
+    if op.time_slicing is not None and op.mig.strategy != "none":
+        yield (
+            f"{root}.gpuOperator.timeSlicing: time-slicing cannot be combined with MIG "
+            f"(mig.strategy is {op.mig.strategy}); choose one way of sharing GPUs"
+        )
+    if op.mig.profile and op.mig.strategy == "none":
+        yield f"{root}.gpuOperator.mig.profile: needs mig.strategy single or mixed"
+
+
+# ---- helpers for the backends' own rules ---------------------------------------------------------
+
+
+def region_required(spec: PlatformSpec, root: str, cloud: str) -> Iterable[str]:
+    if not spec.region:
+        yield f"{root}.region: required for cloud {cloud}"
+
+
+def compact_zone_problem(path: str, zones: Sequence[str]) -> Iterable[str]:
+    """A compact (cluster placement) pool lives in exactly one zone."""
+    if len(zones) != 1:
+        yield (
+            f"{path}.placement: compact placement needs exactly one zone; "
+            f"set {path.split('.', 1)[1]}.zones to a single zone"
+        )
+
+
+def check_declared_pool(pool: NodePoolSpec, path: str, cloud: str) -> Iterable[str]:
+    """A pool of existing machines the catalog does not know: the stack states its GPUs."""
+    if pool.gpu and not pool.gpus_per_node:
+        yield f"{path}.gpusPerNode: required on cloud {cloud} for a GPU pool"
+    if not pool.gpu and pool.gpus_per_node:
+        yield f"{path}.gpu: required when gpusPerNode is set"
+    if pool.gpu and pool.gpus_per_node and pool.gpus_per_node not in SERVER_GPU_COUNTS:
+        allowed = ", ".join(map(str, SERVER_GPU_COUNTS))
+        yield f"{path}.gpusPerNode: {pool.gpus_per_node} GPUs per node is not a server shape; allowed: {allowed}"
+
+
+def check_catalog_pool(
+    pool: NodePoolSpec, path: str, cloud: str, type_key: str, type_name: str | None
+) -> tuple[list[str], bool]:
+    """A pool of catalog machines of `cloud`: its type (key `type_key`) or GPU kind and count must exist.
+
+    Returns the problems, and whether the pool's machine is known well enough for the cloud's own
+    machine checks (EFA, local SSDs) to mean anything.
+    """
+    if not pool.gpu:
+        return list(_check_cpu_pool(pool, path, cloud, type_key, type_name)), False
+    kind = catalog().gpu(pool.gpu)
+    assert kind is not None  # the field validator already rejected unknown kinds
+    if not kind.counts(cloud):  # type: ignore[arg-type]
+        others = [c for c in ("aws", "gcp") if kind.counts(c)]
+        return [
+            f"{path}.gpu: {pool.gpu} is not offered on {cloud}; it is on {', '.join(others) or 'no cloud'}"
+        ], False
+    if type_name:
+        return _check_gpu_machine(pool, path, cloud, type_key, type_name)
+    return list(_check_gpu_count(pool, path, cloud, type_key)), True
+
+
+def _check_gpu_machine(
+    pool: NodePoolSpec, path: str, cloud: str, type_key: str, type_name: str
+) -> tuple[list[str], bool]:
+    """A GPU pool that names its machine type: the type must carry the pool's GPUs, in its count."""
+    kind = catalog().gpu(pool.gpu or "")
+    assert kind is not None
+    shape = catalog().machine(cloud, type_name)  # type: ignore[arg-type]
+    if shape is None or shape.gpu != pool.gpu:
+        known = ", ".join(m.name for m in kind.shapes(cloud))  # type: ignore[arg-type]
+        return [
+            f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: {known}"
+        ], False
+    if pool.gpus_per_node and pool.gpus_per_node != shape.gpus:
+        return [f"{path}.gpusPerNode: {type_name} has {shape.gpus} GPUs, not {pool.gpus_per_node}"], True
+    return [], True
+
+
+def _check_gpu_count(pool: NodePoolSpec, path: str, cloud: str, type_key: str) -> Iterable[str]:
+    """A GPU pool by kind and count: the cloud must offer machines with that many."""
+    kind = catalog().gpu(pool.gpu or "")
+    assert kind is not None
+    counts = kind.counts(cloud)  # type: ignore[arg-type]
+    if not pool.gpus_per_node:
+        yield f"{path}.gpusPerNode: required with gpu (or name the {type_key}); {pool.gpu} on {cloud} comes in {counts}"
+    elif pool.gpus_per_node not in counts:
+        allowed = ", ".join(map(str, counts))
+        yield f"{path}.gpusPerNode: {pool.gpu} does not come in {pool.gpus_per_node} per node on {cloud}; allowed: {allowed}"
+
+
+def _check_cpu_pool(
+    pool: NodePoolSpec, path: str, cloud: str, type_key: str, type_name: str | None
+) -> Iterable[str]:
+    if pool.gpus_per_node:
+        yield f"{path}.gpu: required when gpusPerNode is set"
+    if not type_name:
+        yield f"{path}.{type_key}: required for a CPU pool (or set gpu for a GPU pool)"
+    elif (shape := catalog().machine(cloud, type_name)) is not None and shape.gpus:  # type: ignore[arg-type]
+        yield f"{path}.gpu: {type_name} carries {shape.gpus}x {shape.gpu}; set gpu: {shape.gpu}"
