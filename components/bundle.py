@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import pulumi
 
-from components.spec import NodePoolSpec, TeamSpec
+from components.spec import Capacity, NodePoolSpec, TeamSpec
 
 # Every GPU node carries this taint, on every cloud, so only pods that ask for GPUs land there.
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -50,6 +50,24 @@ class TaintInfo:
         return {"key": self.key, "value": self.value, "effect": self.effect}
 
 
+@dataclass(frozen=True, kw_only=True)
+class PodFabric:
+    """How a training pod on a pool uses the pool's GPU-to-GPU fabric, set by the backend that built it.
+
+    The in-cluster job builder applies it as given, without knowing the fabric: annotations on the pod
+    (e.g. GKE multi-network interfaces), volumes and the trainer container's mounts (NCCL plugin
+    libraries), and native sidecars (init containers with `restartPolicy: Always`, e.g. TCPXO's RxDM).
+    The fabric's environment is `NodePoolInfo.pod_env` and its devices `NodePoolInfo.extended_resources`.
+    """
+
+    # "efa", "tcpx", "tcpxo", "rdma", ...: what the NCCL preflight's bandwidth floors are keyed by.
+    kind: str
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    volumes: tuple[Mapping[str, Any], ...] = ()
+    volume_mounts: tuple[Mapping[str, Any], ...] = ()
+    sidecars: tuple[Mapping[str, Any], ...] = ()
+
+
 @dataclass(frozen=True)
 class NodePoolInfo:
     """What a workload needs to know to land on a pool: its labels, taints and GPU shape."""
@@ -57,7 +75,7 @@ class NodePoolInfo:
     name: str
     gpu: str | None
     gpus_per_node: int
-    capacity: Literal["on-demand", "spot"]
+    capacity: Capacity
     min_nodes: int
     max_nodes: int
     labels: Mapping[str, str]
@@ -74,6 +92,20 @@ class NodePoolInfo:
     # node. None where the machines are unknown (existing clusters).
     node_vcpus: int | None = None
     node_memory_gib: float | None = None
+    # The reservation the pool draws from (capacity reservation / capacity-block: AWS ODCR or Capacity
+    # Block id; GCP reservation name), as the stack names it.
+    reservation: str | None = None
+    # The pool's GPU fabric wiring for training pods; None when pods need nothing beyond GPUs (and TCP).
+    fabric: PodFabric | None = None
+    # Node labels of the pool's network topology, broadest first, ending with kubernetes.io/hostname
+    # (GKE cloud.google.com/gce-topology-block|subblock|host, EKS topology.k8s.aws/network-node-layer-1..3);
+    # the in-cluster layer makes a Kueue Topology of them. Empty: no topology-aware placement.
+    topology_levels: tuple[str, ...] = ()
+    # The Kueue ProvisioningRequest class the pool's nodes are requested through before a job is admitted
+    # (GKE queued provisioning: "queued-provisioning.gke.io"); None: nodes come from the autoscaler.
+    provisioning_class: str | None = None
+    # Annotations every workload on this pool must carry (e.g. the max run duration of DWS capacity).
+    workload_annotations: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

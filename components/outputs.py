@@ -21,12 +21,13 @@ Example, parsing what a platform stack exported:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
 from components.catalog import catalog
+from components.spec import Capacity
 
 # What a job stack falls back to when neither the platform nor its backend says how long pods may take.
 DEFAULT_GRACE_SECONDS = 120
@@ -61,11 +62,19 @@ class TaintOutput(_Output):
     effect: str = "NoSchedule"
 
 
+class FabricOutput(_Output):
+    kind: str
+    annotations: dict[str, str] = Field(default_factory=dict)
+    volumes: list[dict[str, Any]] = Field(default_factory=list)
+    volume_mounts: list[dict[str, Any]] = Field(default_factory=list)
+    sidecars: list[dict[str, Any]] = Field(default_factory=list)
+
+
 class NodePoolOutput(_Output):
     name: str
     gpu: str | None = None
     gpus_per_node: int = 0
-    capacity: Literal["on-demand", "spot"] = "on-demand"
+    capacity: Capacity = "on-demand"
     min_nodes: int = 0
     max_nodes: int = 0
     labels: dict[str, str] = Field(default_factory=dict)
@@ -76,6 +85,11 @@ class NodePoolOutput(_Output):
     # The pool's smallest machine (a pod sized for it fits every node); None where machines are unknown.
     node_vcpus: int | None = None
     node_memory_gib: float | None = Field(default=None, alias="nodeMemoryGiB")
+    reservation: str | None = None
+    fabric: FabricOutput | None = None
+    topology_levels: list[str] = Field(default_factory=list)
+    provisioning_class: str | None = None
+    workload_annotations: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _machine_facts(self) -> NodePoolOutput:

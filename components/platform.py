@@ -13,6 +13,7 @@ Example, in a user's own Pulumi program:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
@@ -21,12 +22,20 @@ from components.bundle import (
     TEAM_SERVICE_ACCOUNT,
     ClusterBundle,
     NodePoolInfo,
+    PodFabric,
     StorageHandle,
     team_local_queue,
     team_namespace,
 )
 from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
-from components.outputs import NodePoolOutput, PlatformOutputs, StorageOutput, TaintOutput, TeamOutput
+from components.outputs import (
+    FabricOutput,
+    NodePoolOutput,
+    PlatformOutputs,
+    StorageOutput,
+    TaintOutput,
+    TeamOutput,
+)
 from components.spec import PlatformSpec
 
 
@@ -111,7 +120,22 @@ def _pool_output(p: NodePoolInfo) -> NodePoolOutput:
         pod_env=dict(p.pod_env),
         node_vcpus=p.node_vcpus,
         node_memory_gib=p.node_memory_gib,
+        reservation=p.reservation,
+        fabric=FabricOutput.model_construct(**_fabric_fields(p.fabric)) if p.fabric else None,
+        topology_levels=list(p.topology_levels),
+        provisioning_class=p.provisioning_class,
+        workload_annotations=dict(p.workload_annotations),
     )
+
+
+def _fabric_fields(f: PodFabric) -> dict[str, Any]:
+    return {
+        "kind": f.kind,
+        "annotations": dict(f.annotations),
+        "volumes": [dict(v) for v in f.volumes],
+        "volume_mounts": [dict(m) for m in f.volume_mounts],
+        "sidecars": [dict(c) for c in f.sidecars],
+    }
 
 
 def _storage_output(s: StorageHandle) -> StorageOutput:

@@ -24,7 +24,10 @@ from components.spec.base import DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load
 if TYPE_CHECKING:
     from components.catalog import MachineShape
 
-Capacity = Literal["on-demand", "spot"]
+# How a pool gets its machines (docs/configuration.md "Capacity"): bought by the hour, spot, an existing
+# reservation (AWS ODCR, GCP reservation), an AWS Capacity Block for ML, or GKE's Dynamic Workload Scheduler
+# (flex-start, queued provisioning).
+Capacity = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start", "queued"]
 
 
 class ClusterSpec(Spec):
