@@ -155,6 +155,8 @@ def _sweep(collective: str, sizes: Sequence[int], warmup: int, iters: int) -> tu
         torch.cuda.set_device(ctx.device)
     dist.init_process_group(backend)
     n = dist.get_world_size()
+    # torch 2.13 renamed all_gather_into_tensor (deprecated there); older images have only the old name.
+    gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     elem = 4  # float32, as nccl-tests' default -d float
     rows = []
     try:
@@ -165,7 +167,7 @@ def _sweep(collective: str, sizes: Sequence[int], warmup: int, iters: int) -> tu
 
             def op(out=out, inp=inp) -> None:
                 if collective == "all_gather":
-                    dist.all_gather_single(out, inp)
+                    gather(out, inp)
                 else:
                     dist.all_reduce(out)
 

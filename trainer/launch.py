@@ -151,7 +151,9 @@ def _torchrun_args(run_opts: list[str], trainer_opts: list[str]) -> Any:
 
     if not _has(run_opts, "--signals-to-handle", "--signals_to_handle"):
         run_opts = [f"--signals-to-handle={FORWARDED}", *run_opts]
-    if not _has(run_opts, "--shutdown-timeout", "--shutdown_timeout"):
+    # torchrun gained --shutdown-timeout after torch 2.11; an image with an older torch keeps its 30 s.
+    known = torchrun.get_args_parser()._option_string_actions
+    if "--shutdown-timeout" in known and not _has(run_opts, "--shutdown-timeout", "--shutdown_timeout"):
         grace = int(float(os.environ.get(ENV_GRACE_S, DEFAULT_GRACE_S)))
         run_opts = [f"--shutdown-timeout={grace}", *run_opts]
     return torchrun.parse_args([*run_opts, "-m", "trainer", *trainer_opts])

@@ -236,3 +236,24 @@ def test_cpu_stager_copies_are_independent_and_buffers_reused():
         assert again["model"]["a"].untyped_storage().data_ptr() == ptr  # warm buffer reused
     finally:
         stager.close()
+
+
+def test_a_stager_closed_by_dcp_after_a_save_is_replaced_for_the_next(tmp_path):
+    # torch 2.11's DefaultStager closes its inner stager at the end of every stage: reused, the second
+    # GPU save failed (KeyError: <class 'type'>, seen on an H100) and the run ended with 74.
+    import torch
+
+    from trainer.checkpoint import CheckpointStore
+
+    store = CheckpointStore.__new__(CheckpointStore)
+    store._stagers = None
+    _, first = store._stager_pair()
+    state = {"w": torch.arange(4.0), "kind": torch.Tensor, "step": 3}
+    first.stage(state)
+    assert store._stager_pair()[1] is first  # still usable: reused (warm buffers)
+    first._state_dict_stager.close()  # what torch 2.11 does at the end of each stage
+    _, second = store._stager_pair()
+    assert second is not first
+    staged = second.stage(state)
+    assert torch.equal(staged["w"], state["w"]) and staged["kind"] is torch.Tensor
+    second.close()

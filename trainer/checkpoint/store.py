@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -17,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import CheckpointException
-from torch.distributed.checkpoint.staging import DefaultStager
 from torch.distributed.checkpoint.stateful import Stateful
 
 from trainer.checkpoint.manifest import (
@@ -30,7 +30,7 @@ from trainer.checkpoint.manifest import (
     write_manifest,
 )
 from trainer.checkpoint.root import CheckpointRoot, Group
-from trainer.checkpoint.stager import _CpuStager, default_stager
+from trainer.checkpoint.stager import ReusableStager, _CpuStager, default_stager
 from trainer.checkpoint.writers import make_writer
 from trainer.contract import ENV_FAULT_COMMIT_DELAY
 
@@ -90,7 +90,7 @@ class CheckpointStore(CheckpointRoot):
         self._fields = ManifestFields(self.world_size, config_hash, config or {})
         self._pool: ThreadPoolExecutor | None = None
         self._pending: tuple[int, Future[SaveResult]] | None = None
-        self._stagers: tuple[_CpuStager, DefaultStager] | None = None
+        self._stagers: tuple[_CpuStager, ReusableStager] | None = None
         self.last_result: SaveResult | None = None
         # Outcome of the newest finished save that the trainer has not collected yet: True failed,
         # False committed, None nothing new. Failures of async saves surface here, at a step boundary.
@@ -219,7 +219,12 @@ class CheckpointStore(CheckpointRoot):
         self.last_error = error if isinstance(error, str) else f"{type(error).__name__}: {one_line(error)}"
         self._outcome = True
         self.failures += 1
-        self._log("checkpoint_failed", ckpt_step=step, error=self.last_error)
+        where = {}
+        if isinstance(error, BaseException) and error.__traceback__ is not None:
+            # the innermost frame: which library call failed is what an operator needs to report it
+            last = traceback.extract_tb(error.__traceback__)[-1]
+            where = {"where": f"{last.filename}:{last.lineno} in {last.name}"}
+        self._log("checkpoint_failed", ckpt_step=step, error=self.last_error, **where)
 
     def _done(self, res: SaveResult) -> None:
         self.last_result = res
@@ -253,12 +258,14 @@ class CheckpointStore(CheckpointRoot):
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="ckpt-commit")
         return self._pool
 
-    def _stager_pair(self) -> tuple[_CpuStager, DefaultStager]:
+    def _stager_pair(self) -> tuple[_CpuStager, ReusableStager]:
         # One stager for the whole run: it caches its CPU staging buffers by source storage, so after the
         # first save an async save is a copy into warm memory instead of allocating (and page-faulting)
         # the whole state again.
         if self._stagers is None:
             self._stagers = (_CpuStager(), default_stager())
+        elif not self._stagers[1].usable():
+            self._stagers = (self._stagers[0], default_stager())
         return self._stagers
 
     def close(self) -> None:
