@@ -6,6 +6,7 @@
     trainplane verify aws-dev          whole-platform checks on the offline plan (exit 1 on any failure)
     trainplane verify --dump plan.json a plan recorded by ../shared/checks/mockplan.py
     trainplane verify aws-dev --kubeconfig ~/.kube/config   the same against a running cluster, read-only
+    trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
 
 Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error
 (and, for verify, a failed check).
@@ -243,6 +244,55 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if report.ok else EXIT_INTERNAL
 
 
+def _job_and_platform(stack: str, ref_pairs: list[str]):
+    """A job stack's JobSpec and its platform's outputs (recorded with --ref, else planned offline)."""
+    from components.spec import JobSpec
+    from infra.nccl_test import platform_outputs
+
+    sf = _load_stack(stack)
+    if sf.object("trainplane:job") is None:
+        raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
+    job = _validated(sf, "trainplane:job", JobSpec)
+    refs = _read_refs(ref_pairs)
+    short = job.platform_stack.split("/")[-1]
+    outputs = refs.get(job.platform_stack, refs.get(short))
+    if outputs is None:
+        outputs = _run(_load_stack(short)).outputs
+    return job, platform_outputs(outputs)
+
+
+def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
+    import yaml
+
+    from infra.nccl_test import PreflightError, build, run_live
+    from trainer.collectives import table
+
+    job, platform = _job_and_platform(args.stack, args.ref)
+    try:
+        pf = build(job, platform, nodes=args.nodes, collective=args.collective)
+    except PreflightError as e:
+        raise UsageError([str(e)]) from None
+    floor = "no published floor for this pool" if pf.floor_gbps is None else f"{pf.floor_gbps} GB/s"
+    console.print(
+        f"NCCL preflight {pf.namespace}/{pf.name}: {pf.collective} on {pf.nodes} x {pf.gpus_per_node} GPUs "
+        f"of pool {pf.pool}, fabric {pf.fabric or 'none'}, floor {floor}",
+        markup=False,
+        highlight=False,
+    )
+    if pf.floor_source:
+        console.print(f"  floor source: {pf.floor_source}", markup=False, highlight=False)
+    if not args.kubeconfig and not args.context:
+        console.print("  (nothing sent: add --kubeconfig to run it)", markup=False, highlight=False)
+        print(yaml.safe_dump(pf.manifest, sort_keys=False))
+        return EXIT_OK
+    try:
+        result = run_live(pf, kubeconfig=args.kubeconfig, context=args.context, timeout_s=args.timeout)
+    except PreflightError as e:
+        raise UsageError([str(e)]) from None
+    print(table(result))
+    return EXIT_OK if result.passed else EXIT_INTERNAL
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainplane", description=__doc__.split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -286,6 +336,19 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--check", action="append", choices=CHECKS, help="run only these checks (repeatable)")
     verify.add_argument("--json", action="store_true", help="emit the report as JSON")
     verify.set_defaults(func=cmd_verify)
+    nccl = sub.add_parser(
+        "nccl-test",
+        help="NCCL preflight on a job's own pool, fabric and placement (bus bandwidth against a floor)",
+        description="Exit codes: 0 at or above the floor (or printed only), 1 below it, 2 invalid input.",
+    )
+    nccl.add_argument("stack", help="job stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
+    nccl.add_argument("--nodes", type=int, help="nodes to span (default: the job's nodes.max)")
+    nccl.add_argument("--collective", default="all_gather", choices=("all_gather", "all_reduce"))
+    nccl.add_argument("--ref", action="append", default=[], metavar="NAME=FILE", help="as for plan")
+    nccl.add_argument("--kubeconfig", metavar="FILE", help="run it on this cluster (else: print it)")
+    nccl.add_argument("--context", metavar="NAME", help="kubeconfig context")
+    nccl.add_argument("--timeout", type=float, default=1800.0, help="seconds to wait for the result")
+    nccl.set_defaults(func=cmd_nccl_test)
     return parser
 
 

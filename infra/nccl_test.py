@@ -1,0 +1,162 @@
+"""`trainplane nccl-test JOBSTACK`: a NCCL preflight on the job's own pool, fabric and placement.
+
+The preflight is the job's JobSet with the trainer replaced by ``trainer.collectives`` (same image, pool,
+nodes, fabric annotations, sidecars, NCCL environment, topology and queue): it sweeps all_gather (or
+all_reduce) message sizes across the nodes, prints the bus bandwidth per size, and fails when the peak is
+below the floor of the pool's fabric kind (components/fabrics.py, each floor with its published source).
+
+    trainplane nccl-test gpt-small-aws-dev                  what would run: pool, fabric, floor, manifest
+    trainplane nccl-test JOB --kubeconfig ~/.kube/config    run it, print the sweep, exit 1 below the floor
+
+Without ``--kubeconfig`` nothing is sent anywhere. With it, the JobSet is created in the team's namespace,
+Kueue admits it like the job (it asks for the same GPUs), the rank-0 pod's log is read, and the JobSet is
+deleted again whatever happened.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from components.outputs import READ_KEYS, PlatformOutputs
+from components.spec import JobSpec
+from trainer.collectives import COLLECTIVES, Result, find_result
+
+JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
+# Labels JobSet v0.12.0 and the Job controller put on every pod (api/jobset/v1alpha2/jobset_types.go
+# JobSetNameKey; batch/v1 JobCompletionIndexAnnotation is also a label since Kubernetes 1.28).
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
+SUFFIX = "-nccl"
+
+
+class PreflightError(Exception):
+    """The preflight cannot be built or run; one line for the user."""
+
+
+@dataclass(frozen=True)
+class Preflight:
+    name: str
+    namespace: str
+    pool: str
+    nodes: int
+    gpus_per_node: int
+    collective: str
+    fabric: str | None
+    floor_gbps: float | None
+    floor_source: str | None
+    manifest: dict[str, Any]
+
+
+def platform_outputs(outputs: dict[str, Any]) -> PlatformOutputs:
+    return PlatformOutputs.model_validate({k: v for k, v in outputs.items() if k in READ_KEYS})
+
+
+def _floor(pool_out: dict[str, Any], collective: str, machine: str | None) -> tuple[str | None, Any]:
+    from components import fabrics
+
+    kind = fabrics.pool_fabric_kind(pool_out)
+    if kind is None:
+        return None, None
+    try:
+        return kind, fabrics.floor_gbps(kind, collective, machine)
+    except KeyError:
+        return kind, None
+
+
+def build(
+    job: JobSpec, platform: PlatformOutputs, *, nodes: int | None = None, collective: str = "all_gather"
+) -> Preflight:
+    """The preflight JobSet for ``job`` (pure: no cluster)."""
+    from components.kubernetes.job_pod import job_pools
+    from components.kubernetes.job_runtime import launcher_args, training_jobset
+
+    if collective not in COLLECTIVES:
+        raise PreflightError(f"--collective {collective!r}: one of {', '.join(COLLECTIVES)}")
+    n = job.nodes.max if nodes is None else nodes
+    if not 2 <= n <= job.nodes.max:
+        raise PreflightError(
+            f"--nodes {n}: the preflight needs 2..{job.nodes.max} nodes (job.nodes.max) to cross the fabric"
+        )
+    name = f"{job.name}{SUFFIX}"
+    pre = job.model_copy(
+        update={"name": name, "nodes": job.nodes.model_copy(update={"min": n, "max": n}), "max_restarts": 0}
+    )
+    pool = job_pools(pre, platform)[0]
+    pool_out = pool.model_dump(by_alias=True)
+    kind, floor = _floor(pool_out, collective, pool.machine_type)
+    minimum = floor.minimum() if floor is not None else None
+    opts = [
+        a for a in launcher_args(pre)[: launcher_args(pre).index("--")] if not a.startswith("--max-restarts")
+    ]
+    command = [
+        "python", "-m", "torch.distributed.run", *opts, "--max-restarts=0",
+        "-m", "trainer.collectives", "--collective", collective,
+    ]  # fmt: skip
+    if minimum is not None:
+        command += ["--floor-gbps", str(minimum)]
+    manifest = training_jobset(pre, platform, command=command)
+    # A preflight is run once: any failure is the answer, never a restart.
+    manifest["spec"]["failurePolicy"] = {"maxRestarts": 0}
+    return Preflight(
+        name=name,
+        namespace=manifest["metadata"]["namespace"],
+        pool=pool.name,
+        nodes=n,
+        gpus_per_node=job.gpus_per_node,
+        collective=collective,
+        fabric=kind,
+        floor_gbps=minimum,
+        floor_source=floor.source if floor is not None else None,
+        manifest=manifest,
+    )
+
+
+def _conditions(obj: dict[str, Any]) -> dict[str, str]:
+    return {c.get("type", ""): c.get("status", "") for c in (obj.get("status") or {}).get("conditions") or []}
+
+
+def run_live(
+    pf: Preflight,
+    *,
+    kubeconfig: str | None,
+    context: str | None,
+    timeout_s: float = 1800.0,
+    poll_s: float = 5.0,
+) -> Result:
+    """Create the preflight, wait for it, read rank 0's result, delete it. PreflightError if no result."""
+    from kubernetes import client, config
+
+    from components.kubernetes.job_pod import CONTAINER
+
+    config.load_kube_config(config_file=kubeconfig, context=context)
+    api = client.ApiClient()
+    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
+    group = (JOBSET_GROUP, JOBSET_VERSION, pf.namespace, JOBSET_PLURAL)
+    custom.create_namespaced_custom_object(*group, pf.manifest)
+    try:
+        deadline = time.monotonic() + timeout_s
+        state = "pending"
+        while time.monotonic() < deadline:
+            conds = _conditions(custom.get_namespaced_custom_object(*group, pf.name))
+            if conds.get("Completed") == "True" or conds.get("Failed") == "True":
+                state = "Completed" if conds.get("Completed") == "True" else "Failed"
+                break
+            time.sleep(poll_s)
+        selector = f"{JOBSET_NAME_LABEL}={pf.name},{COMPLETION_INDEX_LABEL}=0"
+        pods = core.list_namespaced_pod(pf.namespace, label_selector=selector).items
+        log = ""
+        if pods:
+            log = core.read_namespaced_pod_log(pods[0].metadata.name, pf.namespace, container=CONTAINER)
+        result = find_result(log)
+        if result is None:
+            why = "not admitted or not finished (is the team's queue full?)" if state == "pending" else state
+            raise PreflightError(
+                f"{pf.namespace}/{pf.name}: no result from rank 0 after {timeout_s:.0f} s: {why}"
+            )
+        return result
+    finally:
+        custom.delete_namespaced_custom_object(
+            *group, pf.name, body=client.V1DeleteOptions(propagation_policy="Foreground")
+        )
