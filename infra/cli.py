@@ -376,4 +376,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m infra.cli`: run the imported module's main, so that the errors other modules raise
+    # (infra.cli.UsageError) are the classes main catches, not copies defined in __main__.
+    from infra.cli import main as _main
+
+    sys.exit(_main())

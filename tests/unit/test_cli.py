@@ -92,3 +92,19 @@ def test_every_stack_file_plans(stack):
     data = json.loads(proc.stdout)
     assert data["resources"] >= 1
     assert data["criticalPath"]["steps"], "a plan always has a critical path"
+
+
+def test_python_dash_m_reports_a_bad_job_stack_as_bad_input_not_an_internal_error(tmp_path):
+    # verify raises infra.cli.UsageError; run as `python -m infra.cli` the module is __main__, whose own
+    # copy of the class used to miss it: "internal error: UsageError", exit 1.
+    bad = tmp_path / "Pulumi.bad-job.yaml"
+    bad.write_text("config:\n  trainplane:job:\n    platformStack: organization/trainplane/aws-dev\n")
+    p = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "verify", str(bad)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 2, p.stderr
+    assert "internal error" not in p.stderr and "job.name: required" in p.stderr

@@ -1,0 +1,163 @@
+"""`trainplane nccl-test`: the preflight is the job's own JobSet (pool, fabric, placement, queue) running
+trainer.collectives, judged against the fabric's floor; live, it is created, read and deleted through a
+fake API server on loopback with the real kubernetes client."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from components import fabrics
+from infra import cli
+from infra.nccl_test import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, PreflightError, build, run_live
+from trainer.collectives import RESULT_PREFIX, Result, Row
+
+JOB_STACK = "gpt-small-aws-dev"
+
+
+@pytest.fixture(scope="module")
+def job_and_platform():
+    return cli._job_and_platform(JOB_STACK, [])
+
+
+def _container(manifest):
+    pod = manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    return pod, next(c for c in pod["containers"] if c["name"] == "trainer")
+
+
+def test_the_preflight_is_the_jobs_jobset_with_the_sweep_in_place_of_the_trainer(job_and_platform):
+    job, platform = job_and_platform
+    from components.kubernetes.job_runtime import training_jobset
+
+    pf = build(job.model_copy(update={"nodes": job.nodes.model_copy(update={"min": 2, "max": 2})}), platform)
+    real = training_jobset(
+        job.model_copy(update={"nodes": job.nodes.model_copy(update={"min": 2, "max": 2})}), platform
+    )
+    pod, c = _container(pf.manifest)
+    real_pod, real_c = _container(real)
+    # same placement, fabric, queue and environment as the job itself
+    for key in ("nodeSelector", "affinity", "tolerations"):
+        assert pod.get(key) == real_pod.get(key), key
+    assert c["resources"] == real_c["resources"] and c["env"] == real_c["env"]
+    assert (
+        pf.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+        == real["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    )
+    assert pf.name == f"{job.name}-nccl" and pf.manifest["metadata"]["name"] == pf.name
+    # the sweep under torchrun, static ranks over the JobSet's pod-0 address, never restarted
+    cmd = c["command"]
+    assert cmd[:3] == ["python", "-m", "torch.distributed.run"]
+    assert "--nnodes=2" in cmd and "--node-rank=$(NODE_RANK)" in cmd and "--max-restarts=0" in cmd
+    assert any(a.startswith(f"--master-addr={pf.name}-") for a in cmd)
+    assert cmd[cmd.index("-m", 3) + 1] == "trainer.collectives"
+    assert pf.manifest["spec"]["failurePolicy"] == {"maxRestarts": 0}
+    assert pf.manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["completions"] == 2
+
+
+def test_an_efa_pool_gets_the_published_floor_and_a_too_small_preflight_is_refused(job_and_platform):
+    job, platform = job_and_platform
+    pool = platform.pool(job.node_pool)
+    pf = build(job, platform, nodes=2)
+    kind = fabrics.pool_fabric_kind(pool.model_dump(by_alias=True))
+    assert pf.fabric == kind
+    if kind is None:
+        assert pf.floor_gbps is None and "--floor-gbps" not in _container(pf.manifest)[1]["command"]
+    else:
+        floor = fabrics.floor_gbps(kind, "all_gather", pool.machine_type)
+        cmd = _container(pf.manifest)[1]["command"]
+        assert cmd[cmd.index("--floor-gbps") + 1] == str(floor.minimum())
+    with pytest.raises(PreflightError, match="--nodes 1: the preflight needs 2"):
+        build(job, platform, nodes=1)
+
+
+def test_cli_prints_the_preflight_without_a_cluster_and_bad_input_is_one_line(capsys):
+    assert cli.main(["nccl-test", JOB_STACK, "--nodes", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "NCCL preflight" in out and "kind: JobSet" in out and "nothing sent" in out
+    assert cli.main(["nccl-test", JOB_STACK, "--nodes", "99"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--nodes 99" in err[0]
+    assert cli.main(["nccl-test", "aws-dev"]) == 2
+    assert "not a job stack" in capsys.readouterr().err
+
+
+class FakeCluster(BaseHTTPRequestHandler):
+    jobsets: dict = {}
+    deleted: list = []
+    log = ""
+
+    def _send(self, code: int, body: dict | str) -> None:
+        data = (body if isinstance(body, str) else json.dumps(body)).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_POST(self):
+        obj = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        obj["status"] = {"conditions": [{"type": "Completed", "status": "True"}]}
+        self.jobsets[obj["metadata"]["name"]] = obj
+        self._send(201, obj)
+
+    def do_GET(self):
+        url = urlparse(self.path)
+        parts = url.path.strip("/").split("/")
+        if url.path.endswith("/log"):
+            return self._send(200, self.log)
+        if parts[-1] == "pods":
+            sel = parse_qs(url.query)["labelSelector"][0]
+            name = sel.split(",")[0].split("=")[1]
+            ok = f"{JOBSET_NAME_LABEL}={name}" in sel and f"{COMPLETION_INDEX_LABEL}=0" in sel
+            items = [{"metadata": {"name": f"{name}-workers-0-0", "namespace": parts[3]}}] if ok else []
+            return self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items})
+        return self._send(200, self.jobsets[parts[-1]])
+
+    def do_DELETE(self):
+        self.deleted.append(urlparse(self.path).path.rsplit("/", 1)[-1])
+        self._send(200, {"kind": "Status", "status": "Success"})
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeCluster)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    kubeconfig = tmp_path / "config"
+    kubeconfig.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "f", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "f", "context": {"cluster": "f", "user": "u"}}],
+                "current-context": "f",
+            }
+        )
+    )
+    FakeCluster.jobsets, FakeCluster.deleted = {}, []
+    yield str(kubeconfig)
+    server.shutdown()
+
+
+def test_live_run_reads_rank_zeros_result_and_always_deletes_the_jobset(job_and_platform, cluster, capsys):
+    job, platform = job_and_platform
+    pf = build(job, platform, nodes=2)
+    low = Result("all_gather", 16, "nccl", [Row(8 << 30, 1e5, 85.9, 80.5)], 1000.0)
+    FakeCluster.log = f"warming up\n{RESULT_PREFIX} {low.to_json()}\n"
+    assert run_live(pf, kubeconfig=cluster, context=None, poll_s=0) == low
+    assert pf.name in FakeCluster.jobsets and FakeCluster.deleted == [pf.name]
+    # the CLI's verdict: below the floor is exit 1, with the sweep printed
+    assert cli.main(["nccl-test", JOB_STACK, "--nodes", "2", "--kubeconfig", cluster]) == 1
+    assert "BELOW FLOOR" in capsys.readouterr().out
+    FakeCluster.log = "the pod never got to the sweep\n"
+    with pytest.raises(PreflightError, match="no result from rank 0"):
+        run_live(pf, kubeconfig=cluster, context=None, poll_s=0)
+    assert FakeCluster.deleted.count(pf.name) == 3
