@@ -53,16 +53,21 @@ def platform_outputs(outputs: dict[str, Any]) -> PlatformOutputs:
     return PlatformOutputs.model_validate({k: v for k, v in outputs.items() if k in READ_KEYS})
 
 
-def _floor(pool_out: dict[str, Any], collective: str, machine: str | None) -> tuple[str | None, Any]:
+def _floor(pool_out: dict[str, Any], collective: str, machines: list[str]) -> tuple[str | None, Any]:
+    """The pool's fabric kind and its floor; with several machine types, the lowest of their floors
+    (a preflight pod can land on any of them)."""
     from components import fabrics
 
     kind = fabrics.pool_fabric_kind(pool_out)
     if kind is None:
         return None, None
-    try:
-        return kind, fabrics.floor_gbps(kind, collective, machine)
-    except KeyError:
-        return kind, None
+    floors = []
+    for machine in machines or [None]:
+        try:
+            floors.append(fabrics.floor_gbps(kind, collective, machine))
+        except KeyError:
+            continue
+    return kind, min(floors, key=lambda f: f.busbw_gbps, default=None)
 
 
 def build(
@@ -85,7 +90,7 @@ def build(
     )
     pool = job_pools(pre, platform)[0]
     pool_out = pool.model_dump(by_alias=True)
-    kind, floor = _floor(pool_out, collective, pool.machine_type)
+    kind, floor = _floor(pool_out, collective, list(pool.machine_types))
     minimum = floor.minimum() if floor is not None else None
     opts = [
         a for a in launcher_args(pre)[: launcher_args(pre).index("--")] if not a.startswith("--max-restarts")
