@@ -131,9 +131,8 @@ def run_live(
     poll_s: float = 5.0,
 ) -> Result:
     """Create the preflight, wait for it, read rank 0's result, delete it. PreflightError if no result."""
-    from kubernetes import client, config
-
     from components.kubernetes.job_pod import CONTAINER
+    from kubernetes import client, config
 
     config.load_kube_config(config_file=kubeconfig, context=context)
     api = client.ApiClient()
@@ -153,13 +152,18 @@ def run_live(
         pods = core.list_namespaced_pod(pf.namespace, label_selector=selector).items
         log = ""
         if pods:
-            log = core.read_namespaced_pod_log(pods[0].metadata.name, pf.namespace, container=CONTAINER)
+            # The raw body: with preloading, client 36 returns the text/plain log as the repr of bytes.
+            resp = core.read_namespaced_pod_log(
+                pods[0].metadata.name, pf.namespace, container=CONTAINER, _preload_content=False
+            )
+            log = resp.data.decode("utf-8", "replace")
         result = find_result(log)
         if result is None:
-            why = "not admitted or not finished (is the team's queue full?)" if state == "pending" else state
-            raise PreflightError(
-                f"{pf.namespace}/{pf.name}: no result from rank 0 after {timeout_s:.0f} s: {why}"
-            )
+            if state == "pending":
+                why = f"not finished after {timeout_s:.0f} s (not admitted? is the team's queue full?)"
+            else:
+                why = f"the JobSet {state.lower()} without one (see the pods' logs)"
+            raise PreflightError(f"{pf.namespace}/{pf.name}: no result from rank 0: {why}")
         return result
     finally:
         custom.delete_namespaced_custom_object(

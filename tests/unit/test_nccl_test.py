@@ -40,8 +40,11 @@ def test_the_preflight_is_the_jobs_jobset_with_the_sweep_in_place_of_the_trainer
     pod, c = _container(pf.manifest)
     real_pod, real_c = _container(real)
     # same placement, fabric, queue and environment as the job itself
-    for key in ("nodeSelector", "affinity", "tolerations"):
+    for key in ("nodeSelector", "tolerations", "annotations"):
         assert pod.get(key) == real_pod.get(key), key
+    assert (pod.get("affinity") or {}).get("nodeAffinity") == (real_pod.get("affinity") or {}).get(
+        "nodeAffinity"
+    )
     assert c["resources"] == real_c["resources"] and c["env"] == real_c["env"]
     assert (
         pf.manifest["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
