@@ -246,7 +246,7 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
 
 def _job_and_platform(stack: str, ref_pairs: list[str]):
     """A job stack's JobSpec and its platform's outputs (recorded with --ref, else planned offline)."""
-    from components.spec import JobSpec
+    from components.spec import JobSpec, check_job
     from infra.nccl_test import platform_outputs
 
     sf = _load_stack(stack)
@@ -258,18 +258,24 @@ def _job_and_platform(stack: str, ref_pairs: list[str]):
     outputs = refs.get(job.platform_stack, refs.get(short))
     if outputs is None:
         outputs = _run(_load_stack(short)).outputs
-    return job, platform_outputs(outputs)
+    platform = platform_outputs(outputs)
+    problems = check_job(job, platform)  # what the job stack itself would refuse
+    if problems:
+        raise UsageError([f"{sf.path}: {p}" for p in problems])
+    return job, platform
 
 
 def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
     import yaml
 
-    from infra.nccl_test import PreflightError, build, run_live
+    from infra.nccl_test import PreflightError, build, default_collective, run_live
     from trainer.collectives import table
 
     job, platform = _job_and_platform(args.stack, args.ref)
     try:
-        pf = build(job, platform, nodes=args.nodes, collective=args.collective)
+        pf = build(
+            job, platform, nodes=args.nodes, collective=args.collective or default_collective(job, platform)
+        )
     except PreflightError as e:
         raise UsageError([str(e)]) from None
     floor = "no published floor for this pool" if pf.floor_gbps is None else f"{pf.floor_gbps} GB/s"
@@ -343,7 +349,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     nccl.add_argument("stack", help="job stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
     nccl.add_argument("--nodes", type=int, help="nodes to span (default: the job's nodes.max)")
-    nccl.add_argument("--collective", default="all_gather", choices=("all_gather", "all_reduce"))
+    nccl.add_argument(
+        "--collective",
+        choices=("all_gather", "all_reduce"),
+        help="default: all_gather, or the collective the pool's fabric has a published floor for",
+    )
     nccl.add_argument("--ref", action="append", default=[], metavar="NAME=FILE", help="as for plan")
     nccl.add_argument("--kubeconfig", metavar="FILE", help="run it on this cluster (else: print it)")
     nccl.add_argument("--context", metavar="NAME", help="kubeconfig context")

@@ -70,6 +70,19 @@ def _floor(pool_out: dict[str, Any], collective: str, machines: list[str]) -> tu
     return kind, min(floors, key=lambda f: f.busbw_gbps, default=None)
 
 
+def default_collective(job: JobSpec, platform: PlatformOutputs) -> str:
+    """all_gather, unless only all_reduce has a published floor on the job's fabric (AWS publishes EFA
+    figures for all_reduce)."""
+    from components.kubernetes.job_pod import job_pools
+
+    pool = job_pools(job, platform)[0]
+    pool_out, machines = pool.model_dump(by_alias=True), list(pool.machine_types)
+    for collective in COLLECTIVES:
+        if _floor(pool_out, collective, machines)[1] is not None:
+            return collective
+    return COLLECTIVES[0]
+
+
 def build(
     job: JobSpec, platform: PlatformOutputs, *, nodes: int | None = None, collective: str = "all_gather"
 ) -> Preflight:
