@@ -172,3 +172,28 @@ def test_live_run_reads_rank_zeros_result_and_always_deletes_the_jobset(job_and_
     with pytest.raises(PreflightError, match="no result from rank 0"):
         run_live(pf, kubeconfig=cluster, context=None, poll_s=0)
     assert FakeCluster.deleted.count(pf.name) == 3
+
+
+def test_a_tcpxo_preflight_carries_the_fabric_and_is_judged_against_a3_megas_published_floor(tmp_path):
+    stack = tmp_path / "Pulumi.mega-job.yaml"
+    stack.write_text(
+        "config:\n  trainplane:job:\n    platformStack: organization/trainplane/gcp-h100-mega\n"
+        "    name: mega-job\n    team: pretrain\n    image: ghcr.io/example/trainplane-trainer:0.1.0\n"
+        "    nodePool: h100mega\n    nodes: {min: 2, max: 2}\n    gpusPerNode: 8\n"
+        "    trainer: {model: gpt-small, globalBatchSize: 64, microBatchSize: 4}\n"
+    )
+    job, platform = cli._job_and_platform(str(stack), [])
+    pf = build(job, platform)
+    tcpxo = fabrics.floor_gbps("tcpxo", "all_gather")
+    assert (pf.fabric, pf.floor_gbps, pf.nodes) == ("tcpxo", tcpxo.minimum(), 2)
+    assert "a3-megagpu-8g" in (pf.floor_source or "") or "megagpu" in (pf.floor_source or "")
+    pod, c = _container(pf.manifest)
+    fabric = platform.pool("h100mega").fabric
+    template = pf.manifest["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    # the pool's GPUDirect wiring reaches the preflight pods: interfaces, RxDM sidecar, NCCL plugin env
+    for key, value in fabric.annotations.items():
+        assert template["metadata"]["annotations"][key] == value
+    sidecars = {s["name"] for s in fabric.sidecars}
+    assert sidecars and sidecars <= {i["name"] for i in pod.get("initContainers", [])}
+    names = {e["name"] for e in c["env"]}
+    assert set(platform.pool("h100mega").pod_env) <= names
