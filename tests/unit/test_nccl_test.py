@@ -179,7 +179,7 @@ def test_a_tcpxo_preflight_carries_the_fabric_and_is_judged_against_a3_megas_pub
     stack.write_text(
         "config:\n  trainplane:job:\n    platformStack: organization/trainplane/gcp-h100-mega\n"
         "    name: mega-job\n    team: pretrain\n    image: ghcr.io/example/trainplane-trainer:0.1.0\n"
-        "    nodePool: h100mega\n    nodes: {min: 2, max: 2}\n    gpusPerNode: 8\n"
+        "    nodePool: h100mega\n    spot: true\n    nodes: {min: 2, max: 2}\n    gpusPerNode: 8\n"
         "    trainer: {model: gpt-small, globalBatchSize: 64, microBatchSize: 4}\n"
     )
     job, platform = cli._job_and_platform(str(stack), [])
