@@ -177,8 +177,10 @@ def _price(
 ) -> tuple[float | None, float | None, str]:
     basis = catalog().pricing.get(spec.cloud)
     override = spec.pricing.overrides.get(shape_name or "")
-    if override is not None:
-        od = override.on_demand_hourly
+    if override is not None and (override.on_demand_hourly is not None or on_demand is not None):
+        # An override may give only the spot or reserved price; the rest comes from the catalog.
+        od = override.on_demand_hourly if override.on_demand_hourly is not None else on_demand
+        assert od is not None
         fraction = spec.pricing.spot_fraction or (basis.spot_fraction if basis else 1.0)
         spot = override.spot_hourly if override.spot_hourly is not None else od * fraction
         return od, spot, "stack config override"
