@@ -9,10 +9,9 @@ verify --cloud` and the rules share it with the node groups).
   overflow is the on-demand pool's job, which keeps cost and Kueue flavors honest.
 - capacity-block: an existing Capacity Block for ML: node group capacity type CAPACITY_BLOCK, launch
   template market type `capacity-block` and the block's id as the reservation target (EKS user guide,
-  "Create a managed node group with Capacity Blocks for ML"; the preference is left out as there). EKS
-  itself schedules the group's scale-down to 0 forty minutes before the block ends (EC2 terminates what
-  still runs 30 minutes before the end); the pool has minNodes 0 and the cluster autoscaler scales it up
-  while the block is active (docs/aws.md "Capacity").
+  "Create a managed node group with Capacity Blocks for ML"; the preference is left out as there). The
+  pool has minNodes 0 and the cluster autoscaler scales it up while the block is active; EC2 starts
+  terminating what still runs 30 minutes before the block ends (docs/aws.md "Capacity").
 
 Reserved pools run in the one zone of their reservation and get no placement group of trainplane's:
 Capacity Blocks are already placed close together ("there is no need to use a cluster placement group
