@@ -150,7 +150,16 @@ def _print_plan(summary, console: Console) -> None:
 
     cost = summary.cost
     pools = Table(title="Node pools and cost", show_edge=False)
-    for col in ("pool", "machine", "GPUs/node", "capacity", "nodes", "on-demand/node", "spot/node"):
+    for col in (
+        "pool",
+        "machine",
+        "GPUs/node",
+        "capacity",
+        "nodes",
+        "on-demand/node",
+        "spot/node",
+        "reserved/node",
+    ):
         pools.add_column(col, justify="right" if col not in ("pool", "machine", "capacity") else "left")
     for p in cost.pools:
         pools.add_row(
@@ -161,17 +170,27 @@ def _print_plan(summary, console: Console) -> None:
             f"{p.min_nodes}..{p.max_nodes}",
             _money(p.on_demand_hourly),
             _money(p.spot_hourly),
+            _money(p.reserved_hourly) if p.committed else "-",
         )
     console.print(pools)
 
     scale = Table(title="At scale", show_edge=False)
-    for col in ("", "GPUs", "as configured", "all on-demand"):
+    committed = _money(cost.committed_hourly) if any(p.committed for p in cost.pools) else "-"
+    for col in ("", "GPUs", "as configured", "of which committed", "all on-demand"):
         scale.add_column(col, justify="right" if col else "left")
     scale.add_row(
-        "minimum", str(summary.gpus_min), _money(cost.min_hourly), _money(cost.min_hourly_on_demand)
+        "minimum",
+        str(summary.gpus_min),
+        _money(cost.min_hourly),
+        committed,
+        _money(cost.min_hourly_on_demand),
     )
     scale.add_row(
-        "maximum", str(summary.gpus_max), _money(cost.max_hourly), _money(cost.max_hourly_on_demand)
+        "maximum",
+        str(summary.gpus_max),
+        _money(cost.max_hourly),
+        committed,
+        _money(cost.max_hourly_on_demand),
     )
     console.print(scale)
     for a in cost.assumptions:
