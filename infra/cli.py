@@ -6,6 +6,7 @@
     trainplane verify aws-dev          whole-platform checks on the offline plan (exit 1 on any failure)
     trainplane verify --dump plan.json a plan recorded by ../shared/checks/mockplan.py
     trainplane verify aws-dev --kubeconfig ~/.kube/config   the same against a running cluster, read-only
+    trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
 
 Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error
 (and, for verify, a failed check).
@@ -220,6 +221,10 @@ def cmd_render(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
+    return _verify_cloud(args, console) if args.cloud else _verify_plan(args, console)
+
+
+def _verify_plan(args: argparse.Namespace, console: Console) -> int:
     from infra.verify import PlanError, plan_from_stack, verify
     from infra.verify.model import load_dump
     from infra.verify.output import print_report
@@ -259,6 +264,40 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(report.as_json(), indent=2, default=str))
     else:
         print_report(report, console)
+    return EXIT_OK if report.ok else EXIT_INTERNAL
+
+
+def _verify_cloud(args: argparse.Namespace, console: Console) -> int:
+    """`verify STACK --cloud`: read-only cloud API checks of a platform stack (infra/verify/cloud.py)."""
+    from components.spec import PlatformSpec
+    from infra.verify.cloud import CloudError, verify_cloud
+
+    if args.dump or args.kubeconfig or args.context or not args.stack:
+        raise UsageError(["verify --cloud takes a platform STACK, no --dump and no live cluster"])
+    sf = _load_stack(args.stack)
+    if sf.object("trainplane:platform") is None:
+        raise UsageError([f"{sf.path}: verify --cloud checks platform stacks (trainplane:platform)"])
+    spec = _validated(sf, "trainplane:platform", PlatformSpec)
+    try:
+        report = verify_cloud(spec)
+    except CloudError as e:
+        raise UsageError([str(e)]) from None
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+        return EXIT_OK if report.ok else EXIT_INTERNAL
+    if report.findings:
+        table = Table(title=f"Cloud checks ({report.cloud}; {report.source})", show_edge=False)
+        for col in ("check", "subject", "result", "detail"):
+            table.add_column(col)
+        for f in report.findings:
+            table.add_row(f.check, f.subject, "pass" if f.ok else "[red]FAIL[/]", f.message)
+        console.print(table)
+    for line in report.not_checked:
+        console.print(f"  [yellow]not checked:[/] {line}", soft_wrap=True, highlight=False)
+    if not report.findings:
+        console.print(f"no cloud check ran on {report.cloud}: nothing above is verified", highlight=False)
+    else:
+        console.print("cloud checks passed" if report.ok else "cloud checks failed")
     return EXIT_OK if report.ok else EXIT_INTERNAL
 
 
@@ -302,6 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--kubeconfig", metavar="FILE", help="check a running cluster (read-only)")
     verify.add_argument("--context", metavar="NAME", help="kubeconfig context of the running cluster")
+    verify.add_argument(
+        "--cloud",
+        action="store_true",
+        help="read-only cloud API checks with your credentials: reservations, instance type offerings (AWS)",
+    )
     verify.add_argument("--check", action="append", choices=CHECKS, help="run only these checks (repeatable)")
     verify.add_argument("--json", action="store_true", help="emit the report as JSON")
     verify.set_defaults(func=cmd_verify)
