@@ -108,6 +108,10 @@ def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str, shape_kno
     yield from check_capacity(pool, path, "aws", AWS_KINDS)
     if pool.capacity not in RESERVED:
         return
+    if pool.placement == "compact":
+        # The reservation decides where its instances go (a Capacity Block is placed in an UltraCluster;
+        # an ODCR matches only launches into its own placement group, if it has one).
+        yield f"{path}.placement: a {pool.capacity} pool is placed by its reservation; drop placement: compact"
     if pool.reservation and not RESERVATION_ID.match(pool.reservation):
         yield (
             f"{path}.reservation: {pool.reservation!r} is not a capacity reservation id "

@@ -110,6 +110,11 @@ CASES = [
         {**GCP_RES, "zones": ["us-central1-a", "us-central1-b"]},
         f"{P}.zones: a reservation pool runs in the one zone of its reservation, the pool has 2 zones; set nodePools[1].zones to that zone",
     ),
+    (
+        "aws-dev",
+        {**AWS_BLOCK, "placement": "compact"},
+        f"{P}.placement: a capacity-block pool is placed by its reservation; drop placement: compact",
+    ),
     # kinds a cloud does not have
     (
         "gcp-dev",
