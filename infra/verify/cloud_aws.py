@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from components.aws.capacity import single_zone
 from components.aws.node_group import machine_shapes
 from components.spec import NodePoolSpec, PlatformSpec
 from components.spec.capacity import RESERVED
@@ -32,8 +33,11 @@ def verify_aws(spec: PlatformSpec, ec2: Any) -> CloudReport:
     for pool in spec.node_pools:
         types = _instance_types(spec, pool)
         zones = list(pool.zones) or default_zones
+        if spec.network.vpc_id and single_zone(pool):
+            # With brought subnets a one-zone pool takes the first subnet (components/aws/network.py).
+            zones = zones[:1]
         if pool.capacity in RESERVED and pool.reservation:
-            _check_reservation(ec2, pool, types, report)
+            _check_reservation(ec2, pool, types, zones, report)
         if types and zones:
             _check_offerings(ec2, pool, types, zones, report)
     return report
@@ -49,7 +53,9 @@ def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[st
     try:
         if spec.network.vpc_id:
             subnets = ec2.describe_subnets(SubnetIds=list(spec.network.subnet_ids))["Subnets"]
-            return sorted({s["AvailabilityZone"] for s in subnets})
+            zone_of = {s["SubnetId"]: s["AvailabilityZone"] for s in subnets}
+            # In the order of network.subnetIds, first subnet's zone first.
+            return list(dict.fromkeys(zone_of[i] for i in spec.network.subnet_ids if i in zone_of))
         zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])
     except Exception as e:  # botocore ClientError, credentials, endpoint: reported, not raised
         report.add("zones", "network", False, f"could not list the zones: {_error(e)}")
@@ -63,7 +69,9 @@ def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[st
     return sorted(names)[: spec.network.zones]
 
 
-def _check_reservation(ec2: Any, pool: NodePoolSpec, types: list[str], report: CloudReport) -> None:
+def _check_reservation(
+    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], report: CloudReport
+) -> None:
     subject = f"{pool.name} ({pool.reservation})"
     try:
         found = ec2.describe_capacity_reservations(CapacityReservationIds=[pool.reservation])
@@ -74,7 +82,7 @@ def _check_reservation(ec2: Any, pool: NodePoolSpec, types: list[str], report: C
     if not reservations:
         report.add("reservation", subject, False, "not found")
         return
-    problems = list(_reservation_problems(pool, types, reservations[0]))
+    problems = list(_reservation_problems(pool, types, zones, reservations[0]))
     r = reservations[0]
     summary = (
         f"{r.get('ReservationType', 'default')} {r.get('State')}: {r.get('TotalInstanceCount')} x "
@@ -84,7 +92,9 @@ def _check_reservation(ec2: Any, pool: NodePoolSpec, types: list[str], report: C
     report.add("reservation", subject, not problems, "; ".join(problems) or summary)
 
 
-def _reservation_problems(pool: NodePoolSpec, types: list[str], r: dict[str, Any]) -> Iterable[str]:
+def _reservation_problems(
+    pool: NodePoolSpec, types: list[str], zones: list[str], r: dict[str, Any]
+) -> Iterable[str]:
     cap = pool.capacity
     kind = r.get("ReservationType", "default")
     if kind != RESERVATION_TYPES[cap]:
@@ -93,8 +103,8 @@ def _reservation_problems(pool: NodePoolSpec, types: list[str], r: dict[str, Any
         yield f"state {r.get('State')}, instances launch only into {' or '.join(sorted(USABLE_STATES[cap]))}"
     if types and r.get("InstanceType") not in types:
         yield f"holds {r.get('InstanceType')}, the pool launches {', '.join(types)}"
-    if pool.zones and r.get("AvailabilityZone") not in pool.zones:
-        yield f"is in {r.get('AvailabilityZone')}, the pool in {', '.join(pool.zones)}"
+    if zones and r.get("AvailabilityZone") not in zones:
+        yield f"is in {r.get('AvailabilityZone')}, the pool in {', '.join(zones)}"
     total = int(r.get("TotalInstanceCount") or 0)
     if pool.effective_max_nodes > total:
         yield f"holds {total} instances, the pool's maxNodes is {pool.effective_max_nodes}"

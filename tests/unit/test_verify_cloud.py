@@ -194,3 +194,30 @@ def test_cli_without_boto3_says_so_in_one_line(monkeypatch, capsys):
     assert capsys.readouterr().err.strip() == (
         "verify --cloud needs boto3 for AWS: pip install boto3 (or trainplane[trainer])"
     )
+
+
+def test_brought_subnets_put_a_reserved_pool_in_the_first_subnets_zone(moto_url):
+    """With vpcId a one-zone pool takes the first of network.subnetIds: that subnet's zone must be the
+    reservation's, which only the cloud can tell."""
+    ec2 = _client(moto_url)
+    vpc = ec2.create_vpc(CidrBlock="10.90.0.0/16")["Vpc"]["VpcId"]
+    subnet = {
+        z: ec2.create_subnet(VpcId=vpc, CidrBlock=c, AvailabilityZone=z)["Subnet"]["SubnetId"]
+        for z, c in (
+            ("us-east-1c", "10.90.0.0/20"),
+            ("us-east-1a", "10.90.16.0/20"),
+            ("us-east-1b", "10.90.32.0/20"),
+        )
+    }
+    obj = platform_object("aws-h100-reserved")
+    obj["network"] = {"vpcId": vpc, "subnetIds": list(subnet.values())}
+    obj["nodePools"] = [p for p in obj["nodePools"] if p["name"] in ("system", "h100-odcr")]
+    obj["nodePools"][1].pop("zones")
+    obj["storage"] = []
+    obj["teams"] = [{"name": "research", "gpuQuota": 16}]
+    report = verify_aws(PlatformSpec.load(obj), ec2)
+    assert [(f.check, f.message) for f in report.findings if not f.ok] == [
+        ("reservation", "is in us-east-1a, the pool in us-east-1c")
+    ]
+    obj["network"]["subnetIds"] = [subnet["us-east-1a"], subnet["us-east-1c"]]
+    assert verify_aws(PlatformSpec.load(obj), ec2).ok
