@@ -49,7 +49,9 @@ CAPACITY_TYPES = {
 }
 # pulumi_aws 7.51 LaunchTemplateInstanceMarketOptions.market_type: spot | capacity-block | ...
 CAPACITY_BLOCK_MARKET = "capacity-block"
-# LaunchTemplateCapacityReservationSpecification.capacity_reservation_preference with a target.
+# pulumi_aws 7.51 LaunchTemplateCapacityReservationSpecificationArgs.capacity_reservation_preference:
+# "If capacity_reservation_id ... is specified in capacity_reservation_target, either omit
+# capacity_reservation_preference or set it to capacity-reservations-only".
 RESERVATIONS_ONLY = "capacity-reservations-only"
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
