@@ -275,10 +275,17 @@ def _reserved_price(spec: PlatformSpec, machine: str | None, on_demand: float | 
 
 
 def _reserved_assumptions(spec: PlatformSpec, pools: list[PoolCost]) -> list[str]:
+    lines = []
+    dws = [c.pool for c in pools if c.capacity in ("flex-start", "queued")]
+    if dws:
+        lines.append(
+            f"{', '.join(dws)}: GKE flex-start/queued nodes priced at on-demand (Google bills them at a "
+            "discounted flex-start rate the catalog does not hold): an upper bound"
+        )
     reserved = [c for c in pools if c.committed]
     if not reserved:
-        return []
-    lines = [
+        return lines
+    lines += [
         "reserved (reservation, capacity-block): committed: each pool's maxNodes are paid for at both "
         "scales, used or not (maxNodes taken as the reservation's size)"
     ]
