@@ -7,6 +7,7 @@
     trainplane verify --dump plan.json a plan recorded by ../shared/checks/mockplan.py
     trainplane verify aws-dev --kubeconfig ~/.kube/config   the same against a running cluster, read-only
     trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
+    trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
 
 Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error
 (and, for verify, a failed check).
@@ -151,7 +152,16 @@ def _print_plan(summary, console: Console) -> None:
 
     cost = summary.cost
     pools = Table(title="Node pools and cost", show_edge=False)
-    for col in ("pool", "machine", "GPUs/node", "capacity", "nodes", "on-demand/node", "spot/node"):
+    for col in (
+        "pool",
+        "machine",
+        "GPUs/node",
+        "capacity",
+        "nodes",
+        "on-demand/node",
+        "spot/node",
+        "reserved/node",
+    ):
         pools.add_column(col, justify="right" if col not in ("pool", "machine", "capacity") else "left")
     for p in cost.pools:
         pools.add_row(
@@ -162,17 +172,27 @@ def _print_plan(summary, console: Console) -> None:
             f"{p.min_nodes}..{p.max_nodes}",
             _money(p.on_demand_hourly),
             _money(p.spot_hourly),
+            _money(p.reserved_hourly) if p.committed else "-",
         )
     console.print(pools)
 
     scale = Table(title="At scale", show_edge=False)
-    for col in ("", "GPUs", "as configured", "all on-demand"):
+    committed = _money(cost.committed_hourly) if any(p.committed for p in cost.pools) else "-"
+    for col in ("", "GPUs", "as configured", "of which committed", "all on-demand"):
         scale.add_column(col, justify="right" if col else "left")
     scale.add_row(
-        "minimum", str(summary.gpus_min), _money(cost.min_hourly), _money(cost.min_hourly_on_demand)
+        "minimum",
+        str(summary.gpus_min),
+        _money(cost.min_hourly),
+        committed,
+        _money(cost.min_hourly_on_demand),
     )
     scale.add_row(
-        "maximum", str(summary.gpus_max), _money(cost.max_hourly), _money(cost.max_hourly_on_demand)
+        "maximum",
+        str(summary.gpus_max),
+        _money(cost.max_hourly),
+        committed,
+        _money(cost.max_hourly_on_demand),
     )
     console.print(scale)
     for a in cost.assumptions:
@@ -202,6 +222,10 @@ def cmd_render(args: argparse.Namespace, console: Console) -> int:
 
 
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
+    return _verify_cloud(args, console) if args.cloud else _verify_plan(args, console)
+
+
+def _verify_plan(args: argparse.Namespace, console: Console) -> int:
     from infra.verify import PlanError, plan_from_stack, verify
     from infra.verify.model import load_dump
     from infra.verify.output import print_report
@@ -299,6 +323,40 @@ def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
     return EXIT_OK if result.passed else EXIT_INTERNAL
 
 
+def _verify_cloud(args: argparse.Namespace, console: Console) -> int:
+    """`verify STACK --cloud`: read-only cloud API checks of a platform stack (infra/verify/cloud.py)."""
+    from components.spec import PlatformSpec
+    from infra.verify.cloud import CloudError, verify_cloud
+
+    if args.dump or args.kubeconfig or args.context or not args.stack:
+        raise UsageError(["verify --cloud takes a platform STACK, no --dump and no live cluster"])
+    sf = _load_stack(args.stack)
+    if sf.object("trainplane:platform") is None:
+        raise UsageError([f"{sf.path}: verify --cloud checks platform stacks (trainplane:platform)"])
+    spec = _validated(sf, "trainplane:platform", PlatformSpec)
+    try:
+        report = verify_cloud(spec)
+    except CloudError as e:
+        raise UsageError([str(e)]) from None
+    if args.json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+        return EXIT_OK if report.ok else EXIT_INTERNAL
+    if report.findings:
+        table = Table(title=f"Cloud checks ({report.cloud}; {report.source})", show_edge=False)
+        for col in ("check", "subject", "result", "detail"):
+            table.add_column(col)
+        for f in report.findings:
+            table.add_row(f.check, f.subject, "pass" if f.ok else "[red]FAIL[/]", f.message)
+        console.print(table)
+    for line in report.not_checked:
+        console.print(f"  [yellow]not checked:[/] {line}", soft_wrap=True, highlight=False)
+    if not report.findings:
+        console.print(f"no cloud check ran on {report.cloud}: nothing above is verified", highlight=False)
+    else:
+        console.print("cloud checks passed" if report.ok else "cloud checks failed")
+    return EXIT_OK if report.ok else EXIT_INTERNAL
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="trainplane", description=__doc__.split("\n")[0])
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
@@ -339,6 +397,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--kubeconfig", metavar="FILE", help="check a running cluster (read-only)")
     verify.add_argument("--context", metavar="NAME", help="kubeconfig context of the running cluster")
+    verify.add_argument(
+        "--cloud",
+        action="store_true",
+        help="read-only cloud API checks with your credentials: reservations, instance type offerings (AWS)",
+    )
     verify.add_argument("--check", action="append", choices=CHECKS, help="run only these checks (repeatable)")
     verify.add_argument("--json", action="store_true", help="emit the report as JSON")
     verify.set_defaults(func=cmd_verify)

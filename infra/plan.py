@@ -12,6 +12,7 @@ from typing import Any
 
 from components.catalog import catalog
 from components.spec import JobSpec, PlatformSpec, machine_of
+from components.spec.capacity import RESERVED
 from infra.mockcloud import Resource, RunResult
 
 # Rough creation times in seconds per resource type, from provider docs and deploy logs (FSx and the
@@ -154,11 +155,24 @@ class PoolCost:
     on_demand_hourly: float | None  # per node
     spot_hourly: float | None  # per node
     price_source: str
+    # Per node of a reservation or Capacity Block (None for other pools): paid whether used or not.
+    reserved_hourly: float | None = None
+
+    @property
+    def committed(self) -> bool:
+        """Reserved capacity: every node of the reservation (taken as maxNodes) is paid for, always."""
+        return self.capacity in RESERVED
 
     @property
     def hourly(self) -> float | None:
         """Per node, at the capacity type the pool runs as."""
+        if self.committed:
+            return self.reserved_hourly
         return self.spot_hourly if self.capacity == "spot" else self.on_demand_hourly
+
+    def billed_nodes(self, nodes: int) -> int:
+        """Nodes paid for when the pool runs `nodes`: a reservation's whole size (maxNodes) regardless."""
+        return self.max_nodes if self.committed else nodes
 
 
 @dataclass
@@ -170,6 +184,9 @@ class Cost:
     control_plane_hourly: float
     pools: list[PoolCost] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    # Reserved capacity (reservation, capacity-block pools) paid per hour whatever the scale; part of
+    # min_hourly and max_hourly.
+    committed_hourly: float | None = 0.0
 
 
 def _price(
@@ -177,8 +194,10 @@ def _price(
 ) -> tuple[float | None, float | None, str]:
     basis = catalog().pricing.get(spec.cloud)
     override = spec.pricing.overrides.get(shape_name or "")
-    if override is not None:
-        od = override.on_demand_hourly
+    if override is not None and (override.on_demand_hourly is not None or on_demand is not None):
+        # An override may give only the spot or reserved price; the rest comes from the catalog.
+        od = override.on_demand_hourly if override.on_demand_hourly is not None else on_demand
+        assert od is not None
         fraction = spec.pricing.spot_fraction or (basis.spot_fraction if basis else 1.0)
         spot = override.spot_hourly if override.spot_hourly is not None else od * fraction
         return od, spot, "stack config override"
@@ -194,6 +213,7 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
         shape = machine_of(spec.cloud, p)
         name = shape.name if shape else (p.instance_type or p.machine_type)
         od, spot, source = _price(spec, name, shape.on_demand_hourly if shape else None)
+        reserved = _reserved_price(spec, name, od) if p.capacity in RESERVED else None
         pools.append(
             PoolCost(
                 pool=p.name,
@@ -206,15 +226,16 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
                 on_demand_hourly=od,
                 spot_hourly=spot,
                 price_source=source,
+                reserved_hourly=reserved,
             )
         )
     control = CONTROL_PLANE_HOURLY.get(spec.cloud, 0.0)
 
-    def total(nodes_of, price_of) -> float | None:
+    def total(nodes_of, price_of, base: float = control) -> float | None:
         prices = [(nodes_of(c), price_of(c)) for c in pools]
         if any(n and p is None for n, p in prices):
             return None
-        return round(control + sum(n * (p or 0.0) for n, p in prices), 2)
+        return round(base + sum(n * (p or 0.0) for n, p in prices), 2)
 
     assumptions: list[str] = []
     basis = catalog().pricing.get(spec.cloud)
@@ -231,15 +252,51 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
     if any(c.on_demand_hourly is None for c in pools):
         missing = ", ".join(c.machine or c.pool for c in pools if c.on_demand_hourly is None)
         assumptions.append(f"no price for {missing}: totals left out (set platform.pricing.overrides)")
+    assumptions += _reserved_assumptions(spec, pools)
     return Cost(
-        min_hourly=total(lambda c: c.min_nodes, lambda c: c.hourly),
-        max_hourly=total(lambda c: c.max_nodes, lambda c: c.hourly),
+        min_hourly=total(lambda c: c.billed_nodes(c.min_nodes), lambda c: c.hourly),
+        max_hourly=total(lambda c: c.billed_nodes(c.max_nodes), lambda c: c.hourly),
         min_hourly_on_demand=total(lambda c: c.min_nodes, lambda c: c.on_demand_hourly),
         max_hourly_on_demand=total(lambda c: c.max_nodes, lambda c: c.on_demand_hourly),
         control_plane_hourly=control,
         pools=pools,
         assumptions=assumptions,
+        committed_hourly=total(lambda c: c.max_nodes if c.committed else 0, lambda c: c.hourly, 0.0),
     )
+
+
+def _reserved_price(spec: PlatformSpec, machine: str | None, on_demand: float | None) -> float | None:
+    """A reservation's price per node-hour: `pricing.overrides.<type>.reservedHourly`, else on-demand
+    (ODCRs and GCP reservations bill at the on-demand rate; a Capacity Block's price is set at purchase)."""
+    override = spec.pricing.overrides.get(machine or "")
+    if override is not None and override.reserved_hourly is not None:
+        return override.reserved_hourly
+    return on_demand
+
+
+def _reserved_assumptions(spec: PlatformSpec, pools: list[PoolCost]) -> list[str]:
+    lines = []
+    dws = [c.pool for c in pools if c.capacity in ("flex-start", "queued")]
+    if dws:
+        lines.append(
+            f"{', '.join(dws)}: GKE flex-start/queued nodes priced at on-demand (Google bills them at a "
+            "discounted flex-start rate the catalog does not hold): an upper bound"
+        )
+    reserved = [c for c in pools if c.committed]
+    if not reserved:
+        return lines
+    lines += [
+        "reserved (reservation, capacity-block): committed: each pool's maxNodes are paid for at both "
+        "scales, used or not (maxNodes taken as the reservation's size)"
+    ]
+    for c in reserved:
+        override = spec.pricing.overrides.get(c.machine or "")
+        if override is None or override.reserved_hourly is None:
+            lines.append(
+                f"{c.pool}: reserved at the on-demand price, an assumption (set "
+                f"pricing.overrides.{c.machine}.reservedHourly to the price paid)"
+            )
+    return lines
 
 
 def resource_tree(result: RunResult) -> list[dict[str, Any]]:

@@ -5,9 +5,12 @@ scales a GPU pool up from zero when a GPU pod is pending. IAM: the Describe* cal
 (AWS evaluates them on `*`), but the two calls that change capacity are limited to the auto scaling
 groups of this cluster's node groups, by ARN and by the cluster's ownership tag.
 
-The priority expander tries spot pools before on-demand pools: of the groups that fit a pending pod,
-the one with the highest priority wins, so an H100 job lands on the spot H100 pool when it can and on
-the on-demand one only when spot capacity is not there.
+The priority expander tries reserved pools (an ODCR or a Capacity Block, paid for whether used or not)
+first, then spot pools, then on-demand pools: of the groups that fit a pending pod, the one with the
+highest priority wins, so an H100 job lands on the reservation while it has room, on the spot H100 pool
+next and on the on-demand one only when neither is there. Outside a Capacity Block's dates its group
+cannot launch; the autoscaler backs off from a group whose scale-up fails and the expander picks the
+next one (cluster-autoscaler FAQ, "What happens when a scale-up fails?" / node group backoff).
 """
 
 from __future__ import annotations
@@ -30,8 +33,10 @@ NAMESPACE = "kube-system"
 SERVICE_ACCOUNT = "cluster-autoscaler"
 # The ConfigMap name the priority expander reads (cluster-autoscaler expander/priority readme).
 PRIORITY_CONFIGMAP = "cluster-autoscaler-priority-expander"
+RESERVED_PRIORITY = 90
 SPOT_PRIORITY = 50
 ON_DEMAND_PRIORITY = 10
+PRIORITY = {"reservation": RESERVED_PRIORITY, "capacity-block": RESERVED_PRIORITY, "spot": SPOT_PRIORITY}
 # The autoscaler's minor version must match the cluster's (kubernetes/autoscaler README).
 IMAGE_TAGS = {
     "1.30": "v1.30.6",
@@ -97,10 +102,10 @@ def asg_name_regex(node_group_name: str) -> str:
 
 
 def priorities(pools: Sequence[tuple[str, str]]) -> dict[int, list[str]]:
-    """Priority expander table from (node group name, capacity): spot first, on-demand next."""
+    """Priority expander table from (node group name, capacity): reserved first, spot next, on-demand last."""
     table: dict[int, list[str]] = {}
     for ng, capacity in pools:
-        level = SPOT_PRIORITY if capacity == "spot" else ON_DEMAND_PRIORITY
+        level = PRIORITY.get(capacity, ON_DEMAND_PRIORITY)
         table.setdefault(level, []).append(asg_name_regex(ng))
     return dict(sorted(table.items()))
 

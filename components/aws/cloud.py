@@ -23,6 +23,7 @@ import pulumi_aws as aws
 from components.aws.addons import ClusterAddons, ClusterAddonsArgs
 from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.aws.buckets import PlatformBuckets, PlatformBucketsArgs
+from components.aws.capacity import single_zone
 from components.aws.cluster import EksCluster, EksClusterArgs
 from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
@@ -61,6 +62,7 @@ class AwsCloud(pulumi.ComponentResource):
                 cluster_name=cluster_name,
                 cidr=spec.network.cidr,
                 zones=spec.network.zones or DEFAULT_ZONES,
+                pool_zones=tuple(sorted({z for p in spec.node_pools for z in p.zones})),
                 vpc_id=spec.network.vpc_id,
                 subnet_ids=list(spec.network.subnet_ids),
                 tags=tags,
@@ -133,9 +135,7 @@ class AwsCloud(pulumi.ComponentResource):
                         cluster_name=cluster_name,
                         cluster=eks.name,
                         node_role_arn=node_role.arn,
-                        subnet_ids=network.subnets_for(
-                            list(pool.zones), single=bool(pool.efa) or pool.placement == "compact"
-                        ),
+                        subnet_ids=network.subnets_for(list(pool.zones), single=single_zone(pool)),
                         vpc_id=network.vpc_id,
                         security_group_ids=[eks.security_group_id, network.node_security_group_id],
                         depends_on=[*node_role.attachments, *eks.early_addons],

@@ -16,6 +16,11 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.capacity import vpc_zones
+
+# subnet_plan cuts 7 private subnets at most (block 7 holds the public ones).
+MAX_ZONES = 7
+
 
 @dataclass(frozen=True, kw_only=True)
 class NetworkArgs:
@@ -23,6 +28,8 @@ class NetworkArgs:
     cidr: ipaddress.IPv4Network = field(default_factory=lambda: ipaddress.IPv4Network("10.0.0.0/16"))
     # Number of availability zones to spread over (ignored when bringing a VPC).
     zones: int = 3
+    # Zones node pools name (a reservation's zone): the VPC spans them too (components.aws.capacity).
+    pool_zones: tuple[str, ...] = ()
     # Bring your own: the VPC id and the private subnets nodes run in.
     vpc_id: str | None = None
     subnet_ids: list[str] = field(default_factory=list)
@@ -78,10 +85,15 @@ class Network(pulumi.ComponentResource):
                 aws.GetAvailabilityZonesFilterArgs(name="opt-in-status", values=["opt-in-not-required"])
             ],
         )
-        zones = list(available.names[: args.zones])
-        if len(zones) < args.zones:
+        names = list(available.names)
+        if len(names) < args.zones:
             raise ValueError(
-                f"region has {len(zones)} availability zones, network.zones asks for {args.zones}"
+                f"region has {len(names)} availability zones, network.zones asks for {args.zones}"
+            )
+        zones = vpc_zones(names, args.zones, args.pool_zones)
+        if len(zones) > MAX_ZONES:
+            raise ValueError(
+                f"the VPC would span {len(zones)} zones (network.zones plus the pools' zones); at most {MAX_ZONES}"
             )
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",
@@ -161,7 +173,7 @@ class Network(pulumi.ComponentResource):
             private_ids.append(private.id)
         self.vpc_id = vpc.id
         self.private_subnet_ids = private_ids
-        self.zone_names = zones
+        self.zone_names: list[str | None] = list(zones)
         self.cidr = str(args.cidr)
 
     def subnets_for(self, zones: list[str], single: bool = False) -> list[pulumi.Output[str]]:

@@ -13,6 +13,9 @@ instance types all have the EFA count of the preferred one (see `machine_shapes`
 template, the `vpc.amazonaws.com/efa` count the pool reports to the in-cluster layer and the ASG's
 scale-from-zero template hold on every node of the pool.
 
+Reserved pools (`capacity: reservation` or `capacity-block`) launch into the ODCR or Capacity Block the
+stack names, from one subnet and without a placement group of trainplane's (components/aws/capacity.py).
+
 GPU pools carry the label `k8s.amazonaws.com/accelerator` (node label and ASG template tag): the
 cluster autoscaler's AWS provider treats a node with it as a GPU node whose GPUs are still coming
 (cloudprovider/aws `GPULabel`; README "Special note on GPU instances"), instead of scaling out again
@@ -31,6 +34,13 @@ from dataclasses import dataclass, field
 import pulumi
 import pulumi_aws as aws
 
+from components.aws.capacity import (
+    CAPACITY_TYPES,
+    launch_template_capacity,
+    placement_group,
+    single_zone,
+    topology_levels,
+)
 from components.aws.efa import EFA_RESOURCE, efa_pod_env
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape, catalog
@@ -40,7 +50,6 @@ GPU_AMI = "AL2023_x86_64_NVIDIA"
 CPU_AMI = "AL2023_x86_64_STANDARD"
 GPU_ROOT_GIB = 200
 CPU_ROOT_GIB = 50
-CAPACITY_TYPES = {"on-demand": "ON_DEMAND", "spot": "SPOT"}
 EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
 # kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/aws_cloud_provider.go (1.33): `GPULabel`.
 # Its presence marks a GPU node (utils/gpu NodeHasGpu); the value names the GPU in the autoscaler's
@@ -197,8 +206,8 @@ class NodePool(pulumi.ComponentResource):
         efa_counts = {s.efa_interfaces for s in shapes} if pool.efa else {0}
         assert len(efa_counts) == 1, f"pool {pool.name} mixes EFA layouts {sorted(efa_counts)}"
         (efa_count,) = efa_counts
-        single_subnet = bool(pool.efa) or pool.placement == "compact"
-        subnet_ids = list(args.subnet_ids)[:1] if single_subnet else list(args.subnet_ids)
+        # EFA, compact and reserved pools run in one zone (components.aws.capacity).
+        subnet_ids = list(args.subnet_ids)[:1] if single_zone(pool) else list(args.subnet_ids)
         tags = {**args.tags, "trainplane.dev/pool": pool.name}
         self.node_group_name = f"{args.cluster_name}-{pool.name}"
 
@@ -226,7 +235,7 @@ class NodePool(pulumi.ComponentResource):
                     opts=child,
                 )
             security_groups.append(efa_sg.id)
-        if single_subnet:
+        if placement_group(pool):
             group = aws.ec2.PlacementGroup(
                 f"{name}-placement",
                 strategy="cluster",
@@ -258,6 +267,8 @@ class NodePool(pulumi.ComponentResource):
             network_interfaces=efa_interfaces(efa_count, security_groups) if efa_count else None,
             vpc_security_group_ids=None if efa_count else security_groups,
             placement=placement,
+            # A reservation or Capacity Block the pool launches into (components.aws.capacity).
+            **launch_template_capacity(pool),
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
                 for kind in ("instance", "volume")
@@ -344,6 +355,8 @@ class NodePool(pulumi.ComponentResource):
             # The smallest instance type of the pool: a pod sized for it fits on every node.
             node_vcpus=min(s.vcpus for s in shapes) or None,
             node_memory_gib=min(s.memory_gib for s in shapes) or None,
+            reservation=pool.reservation,
+            topology_levels=topology_levels(s.name for s in shapes),
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from components.catalog import catalog
 from components.spec.base import Spec
+from components.spec.capacity import AWS_KINDS, RESERVED, check_capacity, zone_count_problem
 from components.spec.platform import (
     ClusterSpec,
     NetworkSpec,
@@ -23,6 +25,10 @@ from components.spec.rules import check_catalog_pool, compact_zone_problem, regi
 FSX_LUSTRE_SMALLEST_GIB = 1200
 FSX_LUSTRE_STEP_GIB = 2400
 FSX_THROUGHPUTS = (125, 250, 500, 1000)
+# An EC2 Capacity Reservation id (On-Demand Capacity Reservations and Capacity Blocks alike): "cr-" and
+# 17 hex digits (EC2 API reference, CapacityReservation.CapacityReservationId; EKS user guide, "Create a
+# managed node group with Capacity Blocks for ML": cr-02168da1478b509e0).
+RESERVATION_ID = re.compile(r"^cr-[0-9a-f]{17}$")
 
 # The keys of the cloud-neutral models that AWS understands among those only some clouds do.
 KEYS: dict[type[Spec], frozenset[str]] = {
@@ -30,7 +36,9 @@ KEYS: dict[type[Spec], frozenset[str]] = {
         {"endpointAccess", "privateAccessCidrs", "adminPrincipals", "logTypes", "authorizedNetworks"}
     ),
     NetworkSpec: frozenset({"zones", "vpcId", "subnetIds", "cidr"}),
-    NodePoolSpec: frozenset({"instanceType", "efa", "zones", "placement", "diskSizeGiB", "capacity"}),
+    NodePoolSpec: frozenset(
+        {"instanceType", "efa", "zones", "placement", "diskSizeGiB", "capacity", "reservation"}
+    ),
     StorageSpec: frozenset({"importPath", "exportPath"}),
 }
 TWINS = {"machineType": "instanceType"}
@@ -82,6 +90,7 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
         yield from compact_zone_problem(path, pool.zones)
     problems, shape_known = check_catalog_pool(pool, path, "aws", "instanceType", pool.instance_type)
     yield from problems
+    yield from _check_capacity(spec, pool, path, shape_known)
     if not pool.gpu and pool.efa:
         yield f"{path}.efa: EFA is for GPU pools"
     if shape_known and pool.efa:
@@ -90,6 +99,34 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
         shape = BACKEND.machine_of(pool)
         if shape is not None and shape.efa_interfaces == 0:
             yield f"{path}.efa: {shape.name} has no EFA interfaces; EFA needs e.g. p4d, p5, p5e, p5en"
+
+
+def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str, shape_known: bool) -> Iterable[str]:
+    """Reservations and Capacity Blocks are zonal and of one instance type (EC2 user guide, "Work with
+    Capacity Blocks": "delivered as targeted Capacity Reservations in a single Availability Zone";
+    "Launch instances into an existing Capacity Reservation": matching instance type, platform, zone)."""
+    yield from check_capacity(pool, path, "aws", AWS_KINDS)
+    if pool.capacity not in RESERVED:
+        return
+    if pool.placement == "compact":
+        # The reservation decides where its instances go (a Capacity Block is placed in an UltraCluster;
+        # an ODCR matches only launches into its own placement group, if it has one).
+        yield f"{path}.placement: a {pool.capacity} pool is placed by its reservation; drop placement: compact"
+    if pool.reservation and not RESERVATION_ID.match(pool.reservation):
+        yield (
+            f"{path}.reservation: {pool.reservation!r} is not a capacity reservation id "
+            "(cr- and 17 hex digits, e.g. cr-0123456789abcdef0)"
+        )
+    # With a brought VPC the pool takes the first of network.subnetIds (zones are refused above).
+    if spec.network.vpc_id is None:
+        yield from zone_count_problem(path, pool.capacity, pool.zones, "the pool")
+    if shape_known and pool.gpu and not pool.instance_type and pool.gpus_per_node:
+        shapes = [s.name for s in catalog().shapes("aws", pool.gpu, pool.gpus_per_node)]
+        if len(shapes) > 1:
+            yield (
+                f"{path}.instanceType: required for capacity {pool.capacity}: {pool.gpu} x{pool.gpus_per_node} "
+                f"comes as {', '.join(shapes)}; name the instance type of the reservation"
+            )
 
 
 def check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[str]:

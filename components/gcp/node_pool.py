@@ -25,6 +25,14 @@ import pulumi_gcp as gcp
 
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape
+from components.gcp.capacity import (
+    auto_repair,
+    capacity_info,
+    capacity_node_config,
+    capacity_node_labels,
+    capacity_pool_args,
+    location_policy,
+)
 from components.gcp.naming import GcpPlacement
 from components.spec import NodePoolSpec
 
@@ -32,7 +40,6 @@ from components.spec import NodePoolSpec
 NO_DEFAULT_DEVICE_PLUGIN_LABEL = "gke-no-default-nvidia-gpu-device-plugin"
 # Labels GKE itself puts on nodes.
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-GKE_SPOT_LABEL = "cloud.google.com/gke-spot"
 GPU_DRIVER_VERSION = "INSTALLATION_DISABLED"
 # Kubernetes taint effects in GKE's API spelling.
 GKE_TAINT_EFFECTS = {
@@ -127,6 +134,7 @@ class NodePool(pulumi.ComponentResource):
         node_labels = dict(labels)
         if is_gpu:
             node_labels[NO_DEFAULT_DEVICE_PLUGIN_LABEL] = "true"
+        node_labels.update(capacity_node_labels(pool))
 
         node_config: dict = {
             "machine_type": machine_type,
@@ -150,7 +158,8 @@ class NodePool(pulumi.ComponentResource):
                 "enable_secure_boot": secure_boot(args.lustre, pool, is_gpu),
                 "enable_integrity_monitoring": True,
             },
-            "spot": pool.capacity == "spot",
+            # spot, a reservation, flex-start (components/gcp/capacity.py)
+            **capacity_node_config(pool, place.project),
         }
         if is_gpu:
             assert shape is not None
@@ -180,10 +189,10 @@ class NodePool(pulumi.ComponentResource):
             autoscaling={
                 "total_min_node_count": pool.min_nodes,
                 "total_max_node_count": pool.effective_max_nodes,
-                # Spot: take capacity in whichever zone has it; on-demand: keep zones even.
-                "location_policy": "ANY" if pool.capacity == "spot" else "BALANCED",
+                # Spot, reservations, DWS: take capacity in whichever zone has it; on-demand: keep zones even.
+                "location_policy": location_policy(pool),
             },
-            management={"auto_repair": True, "auto_upgrade": True},
+            management={"auto_repair": auto_repair(pool), "auto_upgrade": True},
             # GPU capacity is scarce: upgrade one node at a time without asking for a surge node.
             upgrade_settings=(
                 {"strategy": "SURGE", "max_surge": 0, "max_unavailable": 1}
@@ -192,6 +201,7 @@ class NodePool(pulumi.ComponentResource):
             ),
             placement_policy={"type": "COMPACT"} if pool.placement == "compact" else None,
             node_config=node_config,
+            **capacity_pool_args(pool),
             opts=pulumi.ResourceOptions(
                 parent=self,
                 depends_on=list(args.depends_on),
@@ -204,8 +214,8 @@ class NodePool(pulumi.ComponentResource):
         if is_gpu:
             assert shape is not None
             info_labels[GKE_ACCELERATOR_LABEL] = shape.accelerator_type or ""
-        if pool.capacity == "spot":
-            info_labels[GKE_SPOT_LABEL] = "true"
+        capacity = capacity_info(pool)
+        info_labels.update(capacity["labels"])
         self.info = NodePoolInfo(
             name=pool.name,
             gpu=pool.gpu if is_gpu else None,
@@ -214,10 +224,14 @@ class NodePool(pulumi.ComponentResource):
             min_nodes=pool.min_nodes,
             max_nodes=pool.effective_max_nodes,
             labels=info_labels,
-            taints=taints,
+            # GKE's own taints for the capacity (queued provisioning) come after the declared ones.
+            taints=taints + capacity["taints"],
             machine_types=(machine_type,),
             node_vcpus=shape.vcpus if shape is not None else None,
             node_memory_gib=shape.memory_gib if shape is not None else None,
+            reservation=capacity["reservation"],
+            provisioning_class=capacity["provisioning_class"],
+            workload_annotations=capacity["workload_annotations"],
         )
         self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})

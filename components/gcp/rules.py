@@ -8,9 +8,11 @@ constants from here.
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 
 from components.spec.base import Spec, alias_set
+from components.spec.capacity import DWS, GCP_KINDS, check_capacity, zone_count_problem
 from components.spec.platform import (
     ClusterSpec,
     NetworkSpec,
@@ -69,11 +71,34 @@ KEYS: dict[type[Spec], frozenset[str]] = {
         }
     ),
     NodePoolSpec: frozenset(
-        {"machineType", "localSsdCount", "zones", "placement", "diskSizeGiB", "capacity"}
+        {
+            "machineType",
+            "localSsdCount",
+            "zones",
+            "placement",
+            "diskSizeGiB",
+            "capacity",
+            "reservation",
+            "maxRunHours",
+        }
     ),
     StorageSpec: frozenset({"tier"}),
 }
 TWINS = {"instanceType": "machineType"}
+# A Compute Engine reservation: an RFC 1035 name (Compute Engine API, reservations: name), optionally one
+# block of it (`name/reservationBlocks/<block>`, GKE "Consume reserved zonal resources": reservation
+# blocks of A3 Ultra / A4 reservations), optionally in another project (a shared reservation,
+# `projects/<project>/reservations/<name>`, the form cluster-toolkit's gke-node-pool sends to GKE).
+_RFC1035 = r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?"
+RESERVATION = re.compile(
+    rf"^(projects/[a-z][-a-z0-9]{{4,28}}[a-z0-9]/reservations/)?{_RFC1035}(/reservationBlocks/{_RFC1035})?$"
+)
+# Flex-start (also under queued provisioning) runs GPUs from GKE 1.32.2-gke.1652000 (GKE docs, "About
+# GPU obtainability with flex-start", Requirements); the spec pins minors only.
+DWS_MIN_MINOR = 32
+# Compact placement with flex-start: A3 Ultra, A4 and H4D only; queued provisioning: never on GPUs
+# (cluster-toolkit modules/compute/gke-node-pool/main.tf preconditions).
+FLEX_START_COMPACT_PREFIXES = ("a3-ultragpu-", "a4-", "h4d-")
 
 
 def check(spec: PlatformSpec, root: str) -> Iterable[str]:
@@ -154,8 +179,15 @@ def _check_storage_placement(spec: PlatformSpec, root: str) -> Iterable[str]:
 def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
     if pool.placement == "compact":
         yield from compact_zone_problem(path, pool.zones or spec.zones)
+    if spec.zones:
+        # Zones outside the region are reported by `check`.
+        in_region = [z for z in pool.zones if not spec.region or z.startswith(spec.region + "-")]
+        for j, z in enumerate(pool.zones):
+            if z in in_region and z not in spec.zones:
+                yield f"{path}.zones[{j}]: {z!r} is not one of the platform's zones ({', '.join(spec.zones)})"
     problems, shape_known = check_catalog_pool(pool, path, "gcp", "machineType", pool.machine_type)
     yield from problems
+    yield from _check_capacity(spec, pool, path)
     if shape_known and pool.local_ssd_count:
         from components.gcp.backend import BACKEND
 
@@ -165,6 +197,46 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
                 f"{path}.localSsdCount: {shape.name} comes with {shape.local_ssd_count} local SSDs, "
                 f"not {pool.local_ssd_count}"
             )
+
+
+def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+    yield from check_capacity(pool, path, "gcp", GCP_KINDS)
+    if pool.max_run_hours is not None and pool.capacity not in DWS:
+        yield f"{path}.maxRunHours: only for capacity flex-start or queued (how long their nodes may run)"
+    if pool.capacity == "reservation":
+        if pool.reservation and not RESERVATION.match(pool.reservation):
+            yield (
+                f"{path}.reservation: {pool.reservation!r} is not a reservation: a name (a-z, 0-9, '-'), "
+                "<name>/reservationBlocks/<block>, or projects/<project>/reservations/<name>"
+            )
+        # A reservation lives in one zone; GKE consumes it only from a node pool in that zone.
+        yield from zone_count_problem(
+            path, pool.capacity, pool.zones or spec.zones, "the pool" if pool.zones else "the platform"
+        )
+    if pool.capacity in DWS:
+        yield from _check_dws(spec, pool, path)
+
+
+def _check_dws(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+    minor = int(spec.cluster.kubernetes_version.split(".")[1])
+    if minor < DWS_MIN_MINOR:
+        yield (
+            f"{path}.capacity: {pool.capacity} needs GKE 1.{DWS_MIN_MINOR}.2-gke.1652000 or newer for GPUs; "
+            f"cluster.kubernetesVersion is {spec.cluster.kubernetes_version}"
+        )
+    if pool.placement != "compact":
+        return
+    if pool.capacity == "queued":
+        yield f"{path}.placement: queued provisioning does not take compact placement on GPUs; use spread"
+        return
+    from components.gcp.backend import BACKEND
+
+    shape = BACKEND.machine_of(pool)
+    if shape is not None and not shape.name.startswith(FLEX_START_COMPACT_PREFIXES):
+        yield (
+            f"{path}.placement: compact placement with flex-start is for A3 Ultra, A4 and H4D machines, "
+            f"not {shape.name}; use spread"
+        )
 
 
 def check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[str]:

@@ -79,6 +79,10 @@ class NodePoolSpec(Spec):
     gpu: str | None = None
     gpus_per_node: int | None = Field(default=None, ge=1, le=16)
     capacity: Capacity = "on-demand"
+    # capacity reservation / capacity-block: the reservation the pool draws from, which must already exist
+    # (AWS: an On-Demand Capacity Reservation or Capacity Block id, cr-...; GCP: a reservation name,
+    # name/reservationBlocks/<block>, or projects/<project>/reservations/<name> for a shared one).
+    reservation: str | None = Field(default=None, min_length=1, max_length=300)
     min_nodes: int = Field(default=0, ge=0, le=1000)
     max_nodes: int | None = Field(default=None, ge=1, le=1000)
     disk_size_gib: int | None = Field(default=None, alias="diskSizeGiB", ge=20, le=16384)
@@ -92,6 +96,8 @@ class NodePoolSpec(Spec):
     # gcp
     machine_type: str | None = None
     local_ssd_count: int | None = Field(default=None, ge=0, le=32)
+    # flex-start / queued: how long a DWS node may run, at most the 7 days GKE allows (default 168).
+    max_run_hours: int | None = Field(default=None, ge=1, le=168)
     # kubernetes: the labels that select nodes that already exist
     selector: dict[str, str] = Field(default_factory=dict)
 
@@ -188,8 +194,14 @@ class QueueingSpec(Spec):
 
 
 class PriceOverride(Spec):
-    on_demand_hourly: float = Field(gt=0)
+    """Prices per node-hour of one machine type; what is left out comes from the catalog."""
+
+    on_demand_hourly: float | None = Field(default=None, gt=0)
     spot_hourly: float | None = Field(default=None, gt=0)
+    # What a reservation or Capacity Block of this machine costs per node-hour, paid whether used or not
+    # (a Capacity Block's price is fixed at purchase); default: the on-demand price (ODCRs and GCP
+    # reservations bill at on-demand rates).
+    reserved_hourly: float | None = Field(default=None, gt=0)
 
 
 class PricingSpec(Spec):

@@ -81,3 +81,34 @@ def test_unknown_machine_price_is_reported_not_invented():
     cost = estimate_cost(PlatformSpec.load(raw))
     assert cost.min_hourly is None
     assert any("no price for c7i.large" in a for a in cost.assumptions)
+
+
+def test_reserved_capacity_is_a_committed_cost_at_both_scales():
+    """A reservation or Capacity Block is paid whether used or not: its maxNodes count at minimum scale
+    too, at `reservedHourly` when given, else at the on-demand price with that assumption printed."""
+    raw = platform_object("aws-h100-reserved")
+    cost = estimate_cost(PlatformSpec.load(raw))
+    p5 = catalog().machine("aws", "p5.48xlarge").on_demand_hourly
+    system = catalog().machine("aws", "m6i.xlarge").on_demand_hourly
+    spot = p5 * catalog().pricing["aws"].spot_fraction
+    committed = (4 + 2) * 31.46  # h100-block 4 nodes + h100-odcr 2 nodes at the configured price
+    assert cost.committed_hourly == pytest.approx(committed, abs=0.01)
+    assert cost.min_hourly == pytest.approx(0.10 + 2 * system + committed, abs=0.01)
+    assert cost.max_hourly == pytest.approx(0.10 + 4 * system + committed + 2 * p5 + 4 * spot, abs=0.01)
+    # All on-demand: no commitment, nothing at minimum scale.
+    assert cost.min_hourly_on_demand == pytest.approx(0.10 + 2 * system, abs=0.01)
+    assert not any("reserved at the on-demand price" in a for a in cost.assumptions)
+
+    del raw["pricing"]
+    cost = estimate_cost(PlatformSpec.load(raw))
+    assert cost.committed_hourly == pytest.approx(6 * p5, abs=0.01)
+    assert (
+        "h100-block: reserved at the on-demand price, an assumption "
+        "(set pricing.overrides.p5.48xlarge.reservedHourly to the price paid)"
+    ) in cost.assumptions
+
+
+def test_no_reserved_pool_no_commitment():
+    cost = estimate_cost(PlatformSpec.load(platform_object("aws-dev")))
+    assert cost.committed_hourly == 0.0
+    assert not any(a.startswith("reserved") for a in cost.assumptions)

@@ -113,6 +113,19 @@ def _aws_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
     return None
 
 
+def _gke_capacity_marks(inputs: Mapping[str, Any], labels: dict[str, str], taints: list[dict]) -> None:
+    """What GKE itself puts on Dynamic Workload Scheduler nodes: flex-start nodes (also under queued
+    provisioning) are labelled `cloud.google.com/gke-flex-start=true` (kubernetes/autoscaler
+    cloudprovider/gce FlexStartLabel); queued-provisioning nodes are tainted
+    `cloud.google.com/gke-queued=true:NoSchedule` (GKE docs, "flex-start with queued provisioning")."""
+    if (inputs.get("nodeConfig") or {}).get("flexStart"):
+        labels["cloud.google.com/gke-flex-start"] = "true"
+    if (inputs.get("queuedProvisioning") or {}).get("enabled"):
+        queued = {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"}
+        if queued not in taints:
+            taints.append(queued)
+
+
 def _gcp_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
     for np in ctx.platform.of_type("gcp:container/nodePool:NodePool"):
         if np.inputs.get("name") != pool["name"]:
@@ -133,6 +146,7 @@ def _gcp_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
             }
             for t in cfg.get("taints") or []
         ]
+        _gke_capacity_marks(np.inputs, labels, taints)
         for t in ctx.pool_taints(dict(pool)):
             if t not in taints and accels:
                 taints.append(t)

@@ -1,0 +1,148 @@
+"""`trainplane verify --cloud` for AWS: the pools' reservations and instance type offerings.
+
+moto 5.2.5 (the tests' moto_server) answers DescribeInstanceTypeOfferings, DescribeAvailabilityZones
+and DescribeSubnets, but has no Capacity Reservations or Capacity Blocks at all; those are tested with
+responses shaped per the EC2 API reference, fed through botocore's before-call hook
+(tests/unit/test_verify_cloud.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from components.aws.capacity import single_zone
+from components.aws.node_group import machine_shapes
+from components.spec import NodePoolSpec, PlatformSpec
+from components.spec.capacity import RESERVED
+from infra.verify.cloud import CloudReport
+
+# DescribeCapacityReservations: State of a reservation instances can launch into now or at its start
+# (EC2 API reference, CapacityReservation.State; Capacity Blocks are `scheduled` before their start).
+USABLE_STATES = {"reservation": {"active"}, "capacity-block": {"active", "scheduled"}}
+# CapacityReservation.ReservationType: `default` for an ODCR, `capacity-block` for a Capacity Block.
+RESERVATION_TYPES = {"reservation": "default", "capacity-block": "capacity-block"}
+# EKS nodes run the Linux AMIs (AL2023): the reservation's platform must match to be used.
+PLATFORM = "Linux/UNIX"
+
+
+def verify_aws(spec: PlatformSpec, ec2: Any) -> CloudReport:
+    endpoint = getattr(getattr(ec2, "meta", None), "endpoint_url", "")
+    report = CloudReport("aws", source=f"{spec.region} via {endpoint}")
+    default_zones = _default_zones(spec, ec2, report)
+    for pool in spec.node_pools:
+        types = _instance_types(spec, pool)
+        zones = list(pool.zones) or default_zones
+        if spec.network.vpc_id and single_zone(pool):
+            # With brought subnets a one-zone pool takes the first subnet (components/aws/network.py).
+            zones = zones[:1]
+        if pool.capacity in RESERVED and pool.reservation:
+            _check_reservation(ec2, pool, types, zones, report)
+        if types and zones:
+            _check_offerings(ec2, pool, types, zones, report)
+    return report
+
+
+def _instance_types(spec: PlatformSpec, pool: NodePoolSpec) -> list[str]:
+    return [s.name for s in machine_shapes(pool, spec.gpus_per_node(pool) or 0)]
+
+
+def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[str]:
+    """The zones of pools that name none: the brought subnets' zones, or the first `network.zones`
+    regular zones of the region, as components/aws/network.py picks them."""
+    try:
+        if spec.network.vpc_id:
+            subnets = ec2.describe_subnets(SubnetIds=list(spec.network.subnet_ids))["Subnets"]
+            zone_of = {s["SubnetId"]: s["AvailabilityZone"] for s in subnets}
+            # In the order of network.subnetIds, first subnet's zone first.
+            return list(dict.fromkeys(zone_of[i] for i in spec.network.subnet_ids if i in zone_of))
+        zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])
+    except Exception as e:  # botocore ClientError, credentials, endpoint: reported, not raised
+        report.add("zones", "network", False, f"could not list the zones: {_error(e)}")
+        return []
+    names = [
+        z["ZoneName"]
+        for z in zones["AvailabilityZones"]
+        if z.get("OptInStatus", "opt-in-not-required") == "opt-in-not-required"
+        and z.get("ZoneType", "availability-zone") == "availability-zone"
+    ]
+    return sorted(names)[: spec.network.zones]
+
+
+def _check_reservation(
+    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], report: CloudReport
+) -> None:
+    subject = f"{pool.name} ({pool.reservation})"
+    try:
+        found = ec2.describe_capacity_reservations(CapacityReservationIds=[pool.reservation])
+    except Exception as e:
+        report.add("reservation", subject, False, f"not found or not readable: {_error(e)}")
+        return
+    reservations = found.get("CapacityReservations") or []
+    if not reservations:
+        report.add("reservation", subject, False, "not found")
+        return
+    problems = list(_reservation_problems(pool, types, zones, reservations[0]))
+    r = reservations[0]
+    summary = (
+        f"{r.get('ReservationType', 'default')} {r.get('State')}: {r.get('TotalInstanceCount')} x "
+        f"{r.get('InstanceType')} in {r.get('AvailabilityZone')}"
+        + (f" until {_when(r['EndDate'])}" if r.get("EndDate") else "")
+    )
+    report.add("reservation", subject, not problems, "; ".join(problems) or summary)
+
+
+def _reservation_problems(
+    pool: NodePoolSpec, types: list[str], zones: list[str], r: dict[str, Any]
+) -> Iterable[str]:
+    cap = pool.capacity
+    kind = r.get("ReservationType", "default")
+    if kind != RESERVATION_TYPES[cap]:
+        yield f"is a {kind} reservation, the pool says capacity {cap}"
+    if r.get("State") not in USABLE_STATES[cap]:
+        yield f"state {r.get('State')}, instances launch only into {' or '.join(sorted(USABLE_STATES[cap]))}"
+    if types and r.get("InstanceType") not in types:
+        yield f"holds {r.get('InstanceType')}, the pool launches {', '.join(types)}"
+    if zones and r.get("AvailabilityZone") not in zones:
+        yield f"is in {r.get('AvailabilityZone')}, the pool in {', '.join(zones)}"
+    total = int(r.get("TotalInstanceCount") or 0)
+    if pool.effective_max_nodes > total:
+        yield f"holds {total} instances, the pool's maxNodes is {pool.effective_max_nodes}"
+    if r.get("InstancePlatform", PLATFORM) != PLATFORM:
+        yield f"is for {r.get('InstancePlatform')}, EKS nodes are {PLATFORM}"
+
+
+def _check_offerings(
+    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], report: CloudReport
+) -> None:
+    """Every zone of the pool offers one of its types at least, and every type is offered somewhere
+    (a spot pool draws on whichever of its types a zone has)."""
+    try:
+        pages = ec2.get_paginator("describe_instance_type_offerings").paginate(
+            LocationType="availability-zone",
+            Filters=[{"Name": "instance-type", "Values": types}, {"Name": "location", "Values": zones}],
+        )
+        offered = {
+            (o["InstanceType"], o["Location"]) for page in pages for o in page["InstanceTypeOfferings"]
+        }
+    except Exception as e:
+        report.add("offering", pool.name, False, f"could not list offerings: {_error(e)}")
+        return
+    bare_zones = [z for z in zones if not any((t, z) in offered for t in types)]
+    unoffered = [t for t in types if not any((t, z) in offered for z in zones)]
+    problems = [f"{z} offers none of {', '.join(types)}" for z in bare_zones]
+    problems += [f"{t} is offered in none of {', '.join(zones)}" for t in unoffered]
+    ok_text = f"{', '.join(types)} offered in {', '.join(zones)}"
+    report.add("offering", pool.name, not problems, "; ".join(problems) or ok_text)
+
+
+def _when(value: Any) -> str:
+    """botocore parses timestamps into datetimes; ISO 8601 either way."""
+    return value.isoformat() if hasattr(value, "isoformat") else str(value)
+
+
+def _error(e: Exception) -> str:
+    err = getattr(e, "response", {}).get("Error", {}) if hasattr(e, "response") else {}
+    if err:
+        return f"{err.get('Code')}: {err.get('Message')}"
+    return f"{type(e).__name__}: {e}"
