@@ -25,6 +25,7 @@ import pulumi_gcp as gcp
 
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape
+from components.gcp.fabric import GkeFabric, fabric_of, pod_fabric
 from components.gcp.naming import GcpPlacement
 from components.spec import NodePoolSpec
 
@@ -63,6 +64,8 @@ class NodePoolArgs:
     node_tag: str
     # What must exist before nodes boot (the node service account's role binding).
     depends_on: tuple[pulumi.Resource, ...] = ()
+    # (network, subnetwork) of the platform's GPUDirect fabric networks, for pools whose machine has GPU NICs.
+    fabric_networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = ()
 
 
 def pool_shape(pool: NodePoolSpec) -> MachineShape | None:
@@ -95,6 +98,25 @@ def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
     return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
 
 
+def pool_fabric(machine_type: str, is_gpu: bool) -> GkeFabric | None:
+    """The GPUDirect fabric of a GPU pool's machine type (None for CPU pools and smaller GPU shapes)."""
+    return fabric_of(machine_type) if is_gpu else None
+
+
+def fabric_network_config(
+    fabric: GkeFabric | None, networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...]
+) -> dict | None:
+    """The pool's extra NICs, one per fabric network (gke-node-pool/main.tf@v1.95.0 network_config)."""
+    if fabric is None:
+        return None
+    assert len(networks) >= fabric.networks, "GcpCloud creates the fabric networks of every pool"
+    return {
+        "additional_node_network_configs": [
+            {"network": n, "subnetwork": s} for n, s in networks[: fabric.networks]
+        ]
+    }
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodePoolResources:
     node_pool: gcp.container.NodePool
@@ -120,6 +142,7 @@ class NodePool(pulumi.ComponentResource):
         assert machine_type, f"nodePools {pool.name}: no machine type (spec checks should have caught this)"
         zones = pool_zones(pool, args.zones)
         is_gpu = pool.is_gpu and shape is not None and shape.accelerator_type is not None
+        fabric = pool_fabric(machine_type, is_gpu)
 
         taints: tuple[TaintInfo, ...] = (gpu_taint(),) if is_gpu else ()
         taints += tuple(TaintInfo(t.key, t.value, t.effect) for t in pool.taints if t.key != gpu_taint().key)
@@ -191,6 +214,7 @@ class NodePool(pulumi.ComponentResource):
                 else {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
             ),
             placement_policy={"type": "COMPACT"} if pool.placement == "compact" else None,
+            network_config=fabric_network_config(fabric, args.fabric_networks),
             node_config=node_config,
             opts=pulumi.ResourceOptions(
                 parent=self,
@@ -218,6 +242,8 @@ class NodePool(pulumi.ComponentResource):
             machine_types=(machine_type,),
             node_vcpus=shape.vcpus if shape is not None else None,
             node_memory_gib=shape.memory_gib if shape is not None else None,
+            fabric=pod_fabric(fabric) if fabric is not None else None,
+            pod_env=dict(fabric.env) if fabric is not None else {},
         )
         self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})

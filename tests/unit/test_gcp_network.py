@@ -53,7 +53,11 @@ def test_public_nodes_need_no_nat():
 def test_firewall_rules_admit_only_platform_ranges_to_platform_nodes():
     for stack, allowed in (
         ("gcp-dev", {"10.50.0.0/20", "10.64.0.0/14"}),
-        ("gcp-h100-mega", {"10.60.0.0/20", "10.80.0.0/14", "10.88.0.0/20"}),
+        # A3 Mega: each GPUDirect network admits its own subnet (192.168.0.0/16 in /20s) and nothing else.
+        (
+            "gcp-h100-mega",
+            {"10.60.0.0/20", "10.80.0.0/14", "10.88.0.0/20"} | {f"192.168.{16 * i}.0/20" for i in range(8)},
+        ),
     ):
         result = plan(stack)
         rules = result.of_type(FIREWALL)
@@ -96,7 +100,7 @@ def test_lustre_gets_private_services_access_and_one_port():
 
 def test_lustre_network_uses_jumbo_frames():
     """Managed Lustre's VPC set-up uses --mtu=8896 (up to ~10% more throughput than 1460)."""
-    assert one(plan("gcp-h100-mega"), NETWORK).inputs["mtu"] == 8896
+    assert one(plan("gcp-h100-mega"), NETWORK, "mega-net-vpc").inputs["mtu"] == 8896
     # Other platforms keep GCP's default MTU.
     assert "mtu" not in one(plan("gcp-dev"), NETWORK).inputs
 
