@@ -88,8 +88,9 @@ def _gpu_devices(extra: tuple[str, ...] = ()) -> tuple[str, ...]:
 def _installer(image: str, lib: str, pre: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """nccl-tcpx(o)-installer pod spec (nccl-tcpxo-installer.yaml.tftpl@v1.95.0, nccl-tcpx-installer.yaml
     @204a57c): copy the plugin and NCCL into the driver's host dir, then sleep in a pause container."""
+    chmod = "chmod 755 /scripts/container_entry.sh\n" if lib == "tcpxo" else ""  # TCPXO's manifest only
     script = (
-        "set -ex\nchmod 755 /scripts/container_entry.sh\n/scripts/container_entry.sh install --install-nccl\n"
+        f"set -ex\n{chmod}/scripts/container_entry.sh install --install-nccl\n"
         f'mkdir -p {NVIDIA_LIB_DIR}\ncp -r /var/lib/{lib}/lib64/. {NVIDIA_LIB_DIR}\necho "installation finishes"\n'
     )
     return {
@@ -251,7 +252,91 @@ TCPXO = GkeFabric(
     },
 )
 
-FABRICS: tuple[GkeFabric, ...] = (TCPXO,)
+# TCPX (a3-highgpu-8g): 4 GPU NICs. gke-a3-highgpu.yaml@v1.95.0 (gpunets: 4 networks, MTU 8244;
+# nccl_tcpx_version v3.1.9) and gpu_direct.tf@v1.95.0 (rxdm v2.0.12 "matching nccl-tcpx-installer v3.1.9").
+TCPX = GkeFabric(
+    kind="tcpx",
+    machine_types=("a3-highgpu-8g",),
+    networks=4,
+    mtu=8244,
+    device_mode="NetDevice",
+    min_versions={
+        "1.27": "1.27.16-gke.2874000",
+        "1.28": "1.28.15-gke.3163000",
+        "1.29": "1.29.15-gke.2467000",
+    },
+    # gke-a3-highgpu/nccl-test.yaml@v1.95.0 tcpx-daemon (as a native sidecar here).
+    sidecar={
+        "name": "tcpx-daemon",
+        "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",
+        "restartPolicy": "Always",
+        "command": [
+            "/tcpgpudmarxd/build/app/tcpgpudmarxd",
+            "--gpu_nic_preset",
+            "a3vm",
+            "--gpu_shmem_type",
+            "fd",
+            "--uds_path",
+            "/run/tcpx",
+            "--setup_param",
+            "--verbose 128 2 0 ",
+        ],
+        "securityContext": {"capabilities": {"add": ["NET_ADMIN"]}},
+        "volumeMounts": [
+            {"name": "libraries", "mountPath": NVIDIA_LIB_DIR},
+            {"name": "tcpx-socket", "mountPath": "/run/tcpx"},
+            {"name": "sys", "mountPath": "/hostsysfs"},
+            {"name": "proc-sys", "mountPath": "/hostprocsysfs"},
+        ],
+        "env": [{"name": "LD_LIBRARY_PATH", "value": NVIDIA_LIB_DIR}],
+    },
+    sidecar_devices=_gpu_devices(),
+    # enable-tcpx-in-workload.py@v1.95.0 add_volumes / update_gpu_containers (the socket dir is pod-private).
+    volumes=(
+        {"name": "libraries", "hostPath": {"path": f"{NVIDIA_HOST_DIR}/lib64"}},
+        {"name": "tcpx-socket", "emptyDir": {}},
+        *_hostpaths(sys="/sys", proc_sys="/proc/sys"),
+    ),
+    volume_mounts=(
+        {"name": "tcpx-socket", "mountPath": "/tmp"},
+        {"name": "libraries", "mountPath": NVIDIA_LIB_DIR},
+    ),
+    # gpudirect-tcpx/nccl-config.yaml@204a57c run-nccl.sh (the -x settings of its mpirun, NCCL_DEBUG* left out).
+    env={
+        "LD_LIBRARY_PATH": NVIDIA_LIB_DIR,
+        "NCCL_GPUDIRECTTCPX_FORCE_ACK": "0",
+        "NCCL_GPUDIRECTTCPX_TX_COMPLETION_NANOSLEEP": "1000",
+        "NCCL_SOCKET_IFNAME": "eth0",
+        "NCCL_DYNAMIC_CHUNK_SIZE": "524288",
+        "NCCL_P2P_NET_CHUNKSIZE": "524288",
+        "NCCL_P2P_PCI_CHUNKSIZE": "524288",
+        "NCCL_P2P_NVL_CHUNKSIZE": "1048576",
+        "NCCL_GPUDIRECTTCPX_TX_BINDINGS": "eth1:8-21,112-125;eth2:8-21,112-125;eth3:60-73,164-177;eth4:60-73,164-177",
+        "NCCL_GPUDIRECTTCPX_RX_BINDINGS": "eth1:22-35,126-139;eth2:22-35,126-139;eth3:74-87,178-191;eth4:74-87,178-191",
+        "NCCL_NSOCKS_PERTHREAD": "4",
+        "NCCL_SOCKET_NTHREADS": "1",
+        "NCCL_MAX_NCHANNELS": "8",
+        "NCCL_MIN_NCHANNELS": "8",
+        "NCCL_BUFFSIZE": "4194304",
+        "NCCL_GPUDIRECTTCPX_SOCKET_IFNAME": "eth1,eth2,eth3,eth4",
+        "NCCL_GPUDIRECTTCPX_CTRL_DEV": "eth0",
+        "NCCL_GPUDIRECTTCPX_PROGRAM_FLOW_STEERING_WAIT_MICROS": "500000",
+        "NCCL_CROSS_NIC": "0",
+        "NCCL_ALGO": "Ring",
+        "NCCL_PROTO": "Simple",
+        "NCCL_NET_GDR_LEVEL": "PIX",
+        "NCCL_P2P_PXN_LEVEL": "0",
+    },
+    installers={
+        # gpudirect-tcpx/nccl-tcpx-installer.yaml@204a57c (the commit gpu_direct.tf@v1.95.0 pins).
+        "nccl-tcpx-installer": _installer(
+            "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/nccl-plugin-gpudirecttcpx-dev:v3.1.9", "tcpx"
+        ),
+        "device-injector": NRI_INJECTOR,
+    },
+)
+
+FABRICS: tuple[GkeFabric, ...] = (TCPX, TCPXO)
 _BY_MACHINE = {m: f for f in FABRICS for m in f.machine_types}
 
 

@@ -34,7 +34,7 @@ def mega_pool_output() -> dict:
 # ---- table: each GPU machine type with a fabric ------------------------------------------------------
 @pytest.mark.parametrize(
     ("machine", "kind", "networks", "mtu", "sidecar"),
-    [("a3-megagpu-8g", "tcpxo", 8, 8244, "tcpxo-daemon")],
+    [("a3-megagpu-8g", "tcpxo", 8, 8244, "tcpxo-daemon"), ("a3-highgpu-8g", "tcpx", 4, 8244, "tcpx-daemon")],
 )
 def test_fabric_table(machine, kind, networks, mtu, sidecar):
     fabric = F.fabric_of(machine)
@@ -67,6 +67,15 @@ def test_fabric_table(machine, kind, networks, mtu, sidecar):
 )
 def test_shapes_without_gpu_nics_get_no_fabric(machine):
     assert F.fabric_of(machine) is None
+
+
+def test_tcpx_and_tcpxo_pools_share_the_fabric_networks_and_the_nri_injector():
+    objs = F.cluster_objects((F.TCPX, F.TCPXO), "mix")
+    assert [o.kind for o in objs].count("Network") == 8  # TCPX uses the first 4 of TCPXO's 8
+    ds = {o.metadata["name"]: o.spec["template"]["spec"] for o in objs if o.kind == "DaemonSet"}
+    assert set(ds) == {"nccl-tcpx-installer", "nccl-tcpxo-installer", "device-injector"}
+    on = ds["device-injector"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+    assert on["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == ["a3-highgpu-8g", "a3-megagpu-8g"]
 
 
 def test_cluster_objects_share_networks_and_daemonsets():
@@ -127,6 +136,17 @@ def test_mega_cluster_pool_and_objects():
     assert {(DS, "nccl-tcpxo-installer"), (DS, "device-injector")} <= names
 
 
+def test_gcp_dev_h100_pool_gets_tcpx():
+    """gcp-dev's H100 x8 pool is a3-highgpu-8g (the catalog's cheapest 8-GPU H100): TCPX, 4 networks."""
+    result = planned("gcp-dev")
+    assert one(result, CLUSTER).inputs["enableMultiNetworking"] is True
+    vpcs = [r.inputs for r in result.of_type(NETWORK) if "gpunet" in r.inputs["name"]]
+    assert len(vpcs) == 4 and {v["mtu"] for v in vpcs} == {8244}
+    (gpu,) = [p for p in result.outputs["nodePools"] if p.get("gpu")]
+    assert gpu["fabric"]["kind"] == "tcpx" and gpu["podEnv"] == dict(F.TCPX.env)
+    assert run(plan("gcp-dev"), "fabric").ok
+
+
 def test_mega_pool_outputs_carry_the_pod_fabric():
     pool = mega_pool_output()
     fabric = pool["fabric"]
@@ -138,7 +158,7 @@ def test_mega_pool_outputs_carry_the_pod_fabric():
 
 
 def test_platforms_without_fabric_machines_are_unchanged():
-    result = planned("gcp-dev")
+    result = planned("gcp-byo-network")  # L4 (g2-standard-48): no GPU NICs
     assert "enableMultiNetworking" not in one(result, CLUSTER).inputs
     assert not [r for r in result.resources if "Fabric" in r.type or "networking.gke.io" in r.type]
     assert all(not p.get("fabric") and not p.get("podEnv") for p in result.outputs["nodePools"])
