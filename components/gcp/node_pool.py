@@ -117,6 +117,27 @@ def fabric_network_config(
     }
 
 
+# Node labels GKE puts on GPU nodes from the VMs' physical topology, broadest first: the Topology every
+# cluster-toolkit GPU blueprint gives Kueue (examples/gke-a3-megagpu, gke-a3-highgpu, gke-a3-ultragpu, gke-a4
+# kueue-configuration.yaml.tftpl@v1.95.0).
+GKE_TOPOLOGY_LEVELS = (
+    "cloud.google.com/gce-topology-block",
+    "cloud.google.com/gce-topology-subblock",
+    "cloud.google.com/gce-topology-host",
+    "kubernetes.io/hostname",
+)
+TOPOLOGY_MACHINES = ("a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g")
+
+
+def topology_levels(machine_type: str, pool: NodePoolSpec, is_gpu: bool) -> tuple[str, ...]:
+    """The pool's topology labels for Kueue TAS: only on the machine types Google's blueprints use them
+    for, and only with compact placement, where the VMs are placed with a known physical topology; a node
+    without the labels would never be picked by a topology-aware flavor, so other pools get none."""
+    if is_gpu and machine_type in TOPOLOGY_MACHINES and pool.placement == "compact":
+        return GKE_TOPOLOGY_LEVELS
+    return ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodePoolResources:
     node_pool: gcp.container.NodePool
@@ -244,6 +265,7 @@ class NodePool(pulumi.ComponentResource):
             node_memory_gib=shape.memory_gib if shape is not None else None,
             fabric=pod_fabric(fabric) if fabric is not None else None,
             pod_env=dict(fabric.env) if fabric is not None else {},
+            topology_levels=topology_levels(machine_type, pool, is_gpu),
         )
         self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})

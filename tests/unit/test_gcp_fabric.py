@@ -260,3 +260,15 @@ def test_verify_fabric_pods_must_carry_the_fabric_once_the_builder_applies_it(mo
         "fabric: team research pod on pool h100mega",
     }
     assert "native sidecar tcpxo-daemon" in lines(report)[0]
+
+
+def test_topology_levels_on_compact_a3_pools_only():
+    mega = mega_pool_output()
+    assert mega["topologyLevels"] == [
+        "cloud.google.com/gce-topology-block",
+        "cloud.google.com/gce-topology-subblock",
+        "cloud.google.com/gce-topology-host",
+        "kubernetes.io/hostname",
+    ]
+    # gcp-dev's a3-highgpu-8g pool has no compact placement: GKE gives no topology labels to rely on.
+    assert all(not p.get("topologyLevels") for p in planned("gcp-dev").outputs["nodePools"])
