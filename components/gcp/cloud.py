@@ -26,9 +26,9 @@ from components.bundle import (
 )
 from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
-from components.gcp.fabric import DEFAULT_FABRIC_CIDR, cluster_objects, gvnic_network_count
+from components.gcp.fabric import DEFAULT_FABRIC_CIDR, cluster_objects, gvnic_network_count, rdma_subnet_count
 from components.gcp.fabric_network import FabricNetworks, FabricNetworksArgs
-from components.gcp.fabric_rules import platform_fabrics
+from components.gcp.fabric_rules import platform_fabrics, rdma_zone
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentities, WorkloadIdentitiesArgs
 from components.gcp.naming import GcpPlacement
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
@@ -83,6 +83,9 @@ class GcpCloud(pulumi.ComponentResource):
                     mtu=fabrics[0].mtu,
                     cidr=spec.network.fabric_cidr or DEFAULT_FABRIC_CIDR,
                     node_tag=network.node_tag,
+                    rdma_subnets=rdma_subnet_count(fabrics),
+                    rdma_mtu=max((f.rdma_mtu or 0 for f in fabrics), default=0) or None,
+                    rdma_zone=rdma_zone(spec),
                 ),
                 child,
             )
@@ -118,6 +121,7 @@ class GcpCloud(pulumi.ComponentResource):
                     node_tag=network.node_tag,
                     depends_on=tuple(nodes.bindings),
                     fabric_networks=fabric_net.attachments if fabric_net is not None else (),
+                    rdma_networks=fabric_net.rdma_attachments if fabric_net is not None else (),
                 ),
                 child,
             )

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_gcp as gcp
 
-from components.gcp.fabric import fabric_network_names, fabric_subnets
+from components.gcp.fabric import fabric_network_names, fabric_subnets, rdma_network_names, rdma_subnet_ranges
 from components.gcp.naming import GcpPlacement
 
 
@@ -27,6 +27,10 @@ class FabricNetworksArgs:
     cidr: ipaddress.IPv4Network
     # Firewall rules target the tag every node pool of the platform carries.
     node_tag: str
+    # RDMA (a3-ultragpu, a4): subnets of one VPC with the zone's RoCE network profile, and its MTU.
+    rdma_subnets: int = 0
+    rdma_mtu: int | None = None
+    rdma_zone: str | None = None
 
 
 class FabricNetworks(pulumi.ComponentResource):
@@ -35,6 +39,7 @@ class FabricNetworks(pulumi.ComponentResource):
     networks: tuple[gcp.compute.Network, ...]
     subnets: tuple[gcp.compute.Subnetwork, ...]
     attachments: tuple[tuple[pulumi.Output[str], pulumi.Output[str]], ...]
+    rdma_attachments: tuple[tuple[pulumi.Output[str], pulumi.Output[str]], ...] = ()
 
     def __init__(self, name: str, args: FabricNetworksArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:gcp:FabricNetworks", name, None, opts)
@@ -80,4 +85,40 @@ class FabricNetworks(pulumi.ComponentResource):
             subnets.append(subnet)
         self.networks, self.subnets = tuple(networks), tuple(subnets)
         self.attachments = tuple((n.name, s.name) for n, s in zip(networks, subnets, strict=True))
+        if args.rdma_subnets:
+            self.rdma_attachments = self._rdma(name, args, child)
         self.register_outputs({"networks": [n.name for n in networks]})
+
+    def _rdma(
+        self, name: str, args: FabricNetworksArgs, child: pulumi.ResourceOptions
+    ) -> tuple[tuple[pulumi.Output[str], pulumi.Output[str]], ...]:
+        """One VPC with the zone's RoCE profile and a subnet per RDMA NIC (gke-a3-ultragpu.yaml@v1.95.0
+        `gke-a3-ultra-rdma-net`). No firewall rule: RoCE networks take none."""
+        place = args.placement
+        vpc_name, subnet_names = rdma_network_names(place.cluster_name, args.rdma_subnets)
+        vpc = gcp.compute.Network(
+            f"{name}-rdma",
+            name=vpc_name,
+            project=place.project,
+            auto_create_subnetworks=False,
+            routing_mode="REGIONAL",
+            mtu=args.rdma_mtu,
+            network_profile=f"projects/{place.project}/global/networkProfiles/{args.rdma_zone}-vpc-roce",
+            description=f"trainplane GPUDirect RDMA network of {place.cluster_name}",
+            opts=child,
+        )
+        out = []
+        for i, (subnet_name, cidr) in enumerate(
+            zip(subnet_names, rdma_subnet_ranges(args.cidr, args.rdma_subnets), strict=True)
+        ):
+            subnet = gcp.compute.Subnetwork(
+                f"{name}-rdma-{i}",
+                name=subnet_name,
+                project=place.project,
+                region=place.region,
+                network=vpc.id,
+                ip_cidr_range=str(cidr),
+                opts=child,
+            )
+            out.append((vpc.name, subnet.name))
+        return tuple(out)

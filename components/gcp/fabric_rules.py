@@ -37,6 +37,45 @@ def platform_fabrics(spec: PlatformSpec) -> tuple[GkeFabric, ...]:
     return tuple(found)
 
 
+def _fabric_pools(spec: PlatformSpec) -> list[tuple[int, GkeFabric]]:
+    from components.gcp.backend import BACKEND
+
+    out = []
+    for i, pool in enumerate(spec.node_pools):
+        shape = BACKEND.machine_of(pool) if pool.is_gpu else None
+        fabric = fabric_of(shape.name) if shape is not None and shape.accelerator_type else None
+        if fabric is not None:
+            out.append((i, fabric))
+    return out
+
+
+def rdma_zone(spec: PlatformSpec) -> str | None:
+    """The zone of the platform's RDMA pools: RoCE network profiles are per zone (`<zone>-vpc-roce`)."""
+    for i, fabric in _fabric_pools(spec):
+        zones = spec.node_pools[i].zones or spec.zones
+        if fabric.rdma_subnets and len(zones) == 1:
+            return zones[0]
+    return None
+
+
+def _check_rdma(spec: PlatformSpec, root: str) -> Iterable[str]:
+    pools = _fabric_pools(spec)
+    rdma = [(i, f) for i, f in pools if f.rdma_subnets]
+    zones = {z for i, _ in rdma for z in (spec.node_pools[i].zones or spec.zones)}
+    for i, _ in rdma:
+        if len(spec.node_pools[i].zones or spec.zones) != 1 or len(zones) > 1:
+            yield (
+                f"{root}.nodePools[{i}].zones: GPUDirect RDMA needs its pools in one zone (the RoCE network "
+                "profile is per zone); name exactly one, the same for every RDMA pool"
+            )
+    if rdma and len(rdma) < len(pools):
+        i = next(i for i, f in pools if not f.rdma_subnets)
+        yield (
+            f"{root}.nodePools[{i}].machineType: GPUDirect TCPX/TCPXO (MTU 8244) and RDMA (MTU 8896) pools cannot "
+            "share one platform's fabric networks; put them on separate platforms"
+        )
+
+
 def _minor(version: str) -> tuple[int, int]:
     major, minor = version.split(".")[:2]
     return int(major), int(minor)
@@ -52,8 +91,9 @@ def check_fabric(spec: PlatformSpec, root: str) -> Iterable[str]:
             f"{root}.network.network: GPUDirect {names} needs its own GPU NIC networks, which trainplane "
             "creates only with the platform's network; drop network/subnetwork or use another machine type"
         )
+    yield from _check_rdma(spec, root)
     for f in fabrics:
-        if _minor(spec.cluster.kubernetes_version) < _minor(f.minimum_minor):
+        if f.minimum_minor and _minor(spec.cluster.kubernetes_version) < _minor(f.minimum_minor):
             yield (
                 f"{root}.cluster.kubernetesVersion: GPUDirect-{f.kind.upper()} needs GKE {f.minimum_minor} or "
                 f"newer, not {spec.cluster.kubernetes_version}"

@@ -66,6 +66,8 @@ class NodePoolArgs:
     depends_on: tuple[pulumi.Resource, ...] = ()
     # (network, subnetwork) of the platform's GPUDirect fabric networks, for pools whose machine has GPU NICs.
     fabric_networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = ()
+    # (network, subnetwork) of the RDMA NICs, for RDMA machines (a3-ultragpu, a4).
+    rdma_networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = ()
 
 
 def pool_shape(pool: NodePoolSpec) -> MachineShape | None:
@@ -104,17 +106,18 @@ def pool_fabric(machine_type: str, is_gpu: bool) -> GkeFabric | None:
 
 
 def fabric_network_config(
-    fabric: GkeFabric | None, networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...]
+    fabric: GkeFabric | None,
+    networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...],
+    rdma: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = (),
 ) -> dict | None:
-    """The pool's extra NICs, one per fabric network (gke-node-pool/main.tf@v1.95.0 network_config)."""
+    """The pool's extra NICs: one per gVNIC fabric network, then one per RDMA subnet
+    (gke-node-pool/main.tf@v1.95.0 network_config, in gke-a3-ultragpu.yaml's order)."""
     if fabric is None:
         return None
     assert len(networks) >= fabric.networks, "GcpCloud creates the fabric networks of every pool"
-    return {
-        "additional_node_network_configs": [
-            {"network": n, "subnetwork": s} for n, s in networks[: fabric.networks]
-        ]
-    }
+    assert len(rdma) >= fabric.rdma_subnets, "GcpCloud creates the RDMA subnets of every RDMA pool"
+    nics = [*networks[: fabric.networks], *rdma[: fabric.rdma_subnets]]
+    return {"additional_node_network_configs": [{"network": n, "subnetwork": s} for n, s in nics]}
 
 
 # Node labels GKE puts on GPU nodes from the VMs' physical topology, broadest first: the Topology every
@@ -235,7 +238,7 @@ class NodePool(pulumi.ComponentResource):
                 else {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
             ),
             placement_policy={"type": "COMPACT"} if pool.placement == "compact" else None,
-            network_config=fabric_network_config(fabric, args.fabric_networks),
+            network_config=fabric_network_config(fabric, args.fabric_networks, args.rdma_networks),
             node_config=node_config,
             opts=pulumi.ResourceOptions(
                 parent=self,

@@ -272,3 +272,56 @@ def test_topology_levels_on_compact_a3_pools_only():
     ]
     # gcp-dev's a3-highgpu-8g pool has no compact placement: GKE gives no topology labels to rely on.
     assert all(not p.get("topologyLevels") for p in planned("gcp-dev").outputs["nodePools"])
+
+
+# ---- RDMA (a3-ultragpu-8g, a4-highgpu-8g) -------------------------------------------------------------
+def ultra_platform() -> dict:
+    obj = mutated("gcp-h100-mega")
+    obj["nodePools"][1].update(gpu="H200", machineType="a3-ultragpu-8g")
+    return obj
+
+
+@pytest.mark.parametrize("machine", ["a3-ultragpu-8g", "a4-highgpu-8g"])
+def test_rdma_table(machine):
+    fabric = F.fabric_of(machine)
+    assert fabric is F.RDMA and (fabric.networks, fabric.rdma_subnets, fabric.rdma_mtu) == (1, 8, 8896)
+    nics = json.loads(F.pod_fabric(fabric).annotations[F.INTERFACES_ANNOTATION])
+    # The pod gets the 8 RDMA NICs (eth2..eth9, after the node's extra gVNIC on eth1), no sidecar.
+    assert nics[1:] == [{"interfaceName": f"eth{i + 2}", "network": f"rdma-{i}"} for i in range(8)]
+    assert F.pod_fabric(fabric).sidecars == () and fabric.env["NCCL_NET"] == "gIB"
+    params = [o for o in F.cluster_objects((fabric,), "u") if o.kind == "GKENetworkParamSet"]
+    assert [p.spec["deviceMode"] for p in params] == ["NetDevice"] + ["RDMA"] * 8
+
+
+def test_rdma_pool_plans_a_roce_network_without_firewall_and_verifies():
+    from tests.unit.test_gcp_support import plan_platform
+    from tests.unit.verify_plans import plan_of
+
+    obj = ultra_platform()
+    result = plan_platform(obj)
+    roce = [r.inputs for r in result.of_type(NETWORK) if r.inputs["name"] == "mega-rdma-net"]
+    assert (
+        roce[0]["networkProfile"] == "projects/example-ml-prod/global/networkProfiles/us-central1-c-vpc-roce"
+    )
+    assert roce[0]["mtu"] == 8896
+    assert len([s for s in result.of_type(SUBNET) if s.inputs["name"].startswith("mega-rdma-sub-")]) == 8
+    assert not [f for f in result.of_type(FIREWALL) if "rdma" in f.name]  # RoCE networks take no rules
+    pools = {p.inputs["name"]: p.inputs for p in result.of_type(POOL)}
+    nics = pools["h100mega"]["networkConfig"]["additionalNodeNetworkConfigs"]
+    assert [n["network"] for n in nics] == ["mega-gpunet-0"] + ["mega-rdma-net"] * 8
+    assert run(plan_of(obj), "fabric").ok
+
+
+def test_rdma_pools_need_one_zone_and_no_tcpx_neighbours():
+    obj = ultra_platform()
+    obj["nodePools"][1]["zones"] = []
+    del obj["nodePools"][1]["placement"]
+    assert [p for p in problems(obj) if "RDMA" in p] == [
+        "platform.nodePools[1].zones: GPUDirect RDMA needs its pools in one zone (the RoCE network profile is "
+        "per zone); name exactly one, the same for every RDMA pool"
+    ]
+    mixed = ultra_platform()
+    mixed["nodePools"].append({**mutated("gcp-h100-mega")["nodePools"][1], "name": "mega2"})
+    assert any(
+        p.startswith("platform.nodePools[2].machineType: GPUDirect TCPX/TCPXO") for p in problems(mixed)
+    )

@@ -14,6 +14,7 @@ For every GPU pool whose outputs carry a `fabric` (set by the cloud backend):
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
@@ -67,7 +68,7 @@ def _check_networks(
         if vpc not in vpcs or subnet not in subnets:
             res.fail(f"pool {name}: {net} names VPC {vpc}/{subnet}, which the plan does not create", net)
             continue
-        if vpcs[vpc].get("mtu") != facts.get("mtu"):
+        if vpcs[vpc].get("mtu") not in (facts.get("mtu"), facts.get("rdmaMtu")):
             res.fail(
                 f"pool {name}: VPC {vpc} has MTU {vpcs[vpc].get('mtu')}, {fabric['kind']} needs {facts['mtu']}",
                 vpc,
@@ -80,9 +81,10 @@ def _check_networks(
         for p in pools
         for c in ((p.inputs.get("networkConfig") or {}).get("additionalNodeNetworkConfigs") or [])
     ]
-    if sorted(nics) != sorted(attached):
+    missing = Counter(attached) - Counter(nics)
+    if missing:
         res.fail(
-            f"pool {name}: nodes get NICs on {sorted(nics)}, the fabric needs {sorted(attached)}",
+            f"pool {name}: nodes get NICs on {sorted(nics)}, the fabric's pod networks need {sorted(attached)}",
             f"pool {name}",
         )
     cluster = next(iter(plan.of_type(GKE_CLUSTER)), None)
