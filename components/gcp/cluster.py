@@ -138,7 +138,9 @@ class GkeCluster(pulumi.ComponentResource):
             }
 
         # Only set on platforms with a GPUDirect pool, so other clusters' inputs stay as they were
-        # (gke-cluster/main.tf@v1.95.0: enable_multi_networking when additional networks are given).
+        # (gke-cluster/main.tf@v1.95.0: enable_multi_networking when additional networks are given). The
+        # provider updates it in place (magic-modules PR 14000, "container: allow updating
+        # enable_multi_networking", 2025), so turning it on does not replace a deployed cluster.
         extra: dict = {"enable_multi_networking": True} if args.multi_networking else {}
         self.cluster = gcp.container.Cluster(
             f"{name}-gke",
