@@ -184,6 +184,10 @@ class CloudProfile:
     gpu_operator_values: Mapping[str, Any] = field(default_factory=dict)
     # Objects the GPU stack needs on this cloud (driver installers, quotas for system priority classes).
     system_objects: tuple[SystemObject, ...] = ()
+    # Objects the pools' GPU fabrics need in the cluster (network objects, NCCL plugin installer DaemonSets),
+    # registered as given: a namespaced kind names its namespace, a cluster-scoped one none. Kinds outside
+    # the built-in ones are custom resources whose CRDs the cloud installs (e.g. GKE multi-networking).
+    fabric_objects: tuple[SystemObject, ...] = ()
     # CSI drivers installed in the cluster when a storage handle uses them (add-ons are the cloud layer's).
     csi_charts: tuple[CsiChart, ...] = ()
     # Seconds between SIGTERM and SIGKILL for training pods when a job names none (preemption notice).

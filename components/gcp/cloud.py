@@ -26,6 +26,9 @@ from components.bundle import (
 )
 from components.gcp.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.gcp.cluster import GkeCluster, GkeClusterArgs, uses_legacy_lustre_port
+from components.gcp.fabric import DEFAULT_FABRIC_CIDR, cluster_objects, gvnic_network_count, rdma_subnet_count
+from components.gcp.fabric_network import FabricNetworks, FabricNetworksArgs
+from components.gcp.fabric_rules import platform_fabrics, rdma_zone
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentities, WorkloadIdentitiesArgs
 from components.gcp.naming import GcpPlacement
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
@@ -69,6 +72,26 @@ class GcpCloud(pulumi.ComponentResource):
             ),
             child,
         )
+        # GPUDirect: the extra VPCs the pools' GPU NICs sit in, shared by every fabric pool of the platform.
+        fabrics = platform_fabrics(spec)
+        fabric_net = (
+            FabricNetworks(
+                f"{name}-fabric-net",
+                FabricNetworksArgs(
+                    placement=place,
+                    count=gvnic_network_count(fabrics),
+                    mtu=fabrics[0].mtu,
+                    cidr=spec.network.fabric_cidr or DEFAULT_FABRIC_CIDR,
+                    node_tag=network.node_tag,
+                    rdma_subnets=rdma_subnet_count(fabrics),
+                    rdma_mtu=max((f.rdma_mtu or 0 for f in fabrics), default=0) or None,
+                    rdma_zone=rdma_zone(spec),
+                ),
+                child,
+            )
+            if fabrics
+            else None
+        )
         gke = GkeCluster(
             f"{name}-cluster",
             GkeClusterArgs(
@@ -78,6 +101,7 @@ class GcpCloud(pulumi.ComponentResource):
                 zones=tuple(spec.zones),
                 filestore=any(s.kind == "nfs" for s in spec.storage),
                 lustre=lustre,
+                multi_networking=bool(fabrics),
             ),
             child,
         )
@@ -96,6 +120,8 @@ class GcpCloud(pulumi.ComponentResource):
                     node_service_account=nodes.email,
                     node_tag=network.node_tag,
                     depends_on=tuple(nodes.bindings),
+                    fabric_networks=fabric_net.attachments if fabric_net is not None else (),
+                    rdma_networks=fabric_net.rdma_attachments if fabric_net is not None else (),
                 ),
                 child,
             )
@@ -158,7 +184,7 @@ class GcpCloud(pulumi.ComponentResource):
             region=spec.region,
             provider=gke.provider,
             kubeconfig=gke.kubeconfig,
-            profile=gke_profile(spec.cluster.kubernetes_version),
+            profile=gke_profile(spec.cluster.kubernetes_version, cluster_objects(fabrics, spec.cluster.name)),
             node_pools=tuple(p.info for p in pools),
             storage=tuple(handles),
             buckets=bucket_names,

@@ -84,6 +84,9 @@ class GkeClusterArgs:
     # Which storage CSI add-ons the platform's file systems need.
     filestore: bool = False
     lustre: bool = False
+    # Multi-networking (pods with interfaces on the GPUDirect fabric networks); needs Dataplane V2, which
+    # every trainplane cluster has.
+    multi_networking: bool = False
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -134,6 +137,11 @@ class GkeCluster(pulumi.ComponentResource):
                 "gcp_public_cidrs_access_enabled": False,
             }
 
+        # Only set on platforms with a GPUDirect pool, so other clusters' inputs stay as they were
+        # (gke-cluster/main.tf@v1.95.0: enable_multi_networking when additional networks are given). The
+        # provider updates it in place (magic-modules PR 14000, "container: allow updating
+        # enable_multi_networking", 2025), so turning it on does not replace a deployed cluster.
+        extra: dict = {"enable_multi_networking": True} if args.multi_networking else {}
         self.cluster = gcp.container.Cluster(
             f"{name}-gke",
             name=cfg.name,
@@ -160,6 +168,7 @@ class GkeCluster(pulumi.ComponentResource):
             # Platforms are torn down with `pulumi destroy`; protect production stacks with Pulumi's
             # `protect` instead of an API flag that blocks every destroy.
             deletion_protection=False,
+            **extra,
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.cluster_id = self.cluster.id

@@ -33,6 +33,7 @@ from components.gcp.capacity import (
     capacity_pool_args,
     location_policy,
 )
+from components.gcp.fabric import GkeFabric, fabric_of, pod_fabric
 from components.gcp.naming import GcpPlacement
 from components.spec import NodePoolSpec
 
@@ -70,6 +71,10 @@ class NodePoolArgs:
     node_tag: str
     # What must exist before nodes boot (the node service account's role binding).
     depends_on: tuple[pulumi.Resource, ...] = ()
+    # (network, subnetwork) of the platform's GPUDirect fabric networks, for pools whose machine has GPU NICs.
+    fabric_networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = ()
+    # (network, subnetwork) of the RDMA NICs, for RDMA machines (a3-ultragpu, a4).
+    rdma_networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = ()
 
 
 def pool_shape(pool: NodePoolSpec) -> MachineShape | None:
@@ -102,6 +107,47 @@ def gke_taints(taints: tuple[TaintInfo, ...]) -> list[dict[str, str]]:
     return [{"key": t.key, "value": t.value, "effect": GKE_TAINT_EFFECTS[t.effect]} for t in taints]
 
 
+def pool_fabric(machine_type: str, is_gpu: bool) -> GkeFabric | None:
+    """The GPUDirect fabric of a GPU pool's machine type (None for CPU pools and smaller GPU shapes)."""
+    return fabric_of(machine_type) if is_gpu else None
+
+
+def fabric_network_config(
+    fabric: GkeFabric | None,
+    networks: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...],
+    rdma: tuple[tuple[pulumi.Input[str], pulumi.Input[str]], ...] = (),
+) -> dict | None:
+    """The pool's extra NICs: one per gVNIC fabric network, then one per RDMA subnet
+    (gke-node-pool/main.tf@v1.95.0 network_config, in gke-a3-ultragpu.yaml's order)."""
+    if fabric is None:
+        return None
+    assert len(networks) >= fabric.networks, "GcpCloud creates the fabric networks of every pool"
+    assert len(rdma) >= fabric.rdma_subnets, "GcpCloud creates the RDMA subnets of every RDMA pool"
+    nics = [*networks[: fabric.networks], *rdma[: fabric.rdma_subnets]]
+    return {"additional_node_network_configs": [{"network": n, "subnetwork": s} for n, s in nics]}
+
+
+# Node labels GKE puts on GPU nodes from the VMs' physical topology, broadest first: the Topology every
+# cluster-toolkit GPU blueprint gives Kueue (examples/gke-a3-megagpu, gke-a3-highgpu, gke-a3-ultragpu, gke-a4
+# kueue-configuration.yaml.tftpl@v1.95.0).
+GKE_TOPOLOGY_LEVELS = (
+    "cloud.google.com/gce-topology-block",
+    "cloud.google.com/gce-topology-subblock",
+    "cloud.google.com/gce-topology-host",
+    "kubernetes.io/hostname",
+)
+TOPOLOGY_MACHINES = ("a3-highgpu-8g", "a3-megagpu-8g", "a3-ultragpu-8g", "a4-highgpu-8g")
+
+
+def topology_levels(machine_type: str, pool: NodePoolSpec, is_gpu: bool) -> tuple[str, ...]:
+    """The pool's topology labels for Kueue TAS: only on the machine types Google's blueprints use them
+    for, and only with compact placement, where the VMs are placed with a known physical topology; a node
+    without the labels would never be picked by a topology-aware flavor, so other pools get none."""
+    if is_gpu and machine_type in TOPOLOGY_MACHINES and pool.placement == "compact":
+        return GKE_TOPOLOGY_LEVELS
+    return ()
+
+
 @dataclass(frozen=True, kw_only=True)
 class NodePoolResources:
     node_pool: gcp.container.NodePool
@@ -127,6 +173,7 @@ class NodePool(pulumi.ComponentResource):
         assert machine_type, f"nodePools {pool.name}: no machine type (spec checks should have caught this)"
         zones = pool_zones(pool, args.zones)
         is_gpu = pool.is_gpu and shape is not None and shape.accelerator_type is not None
+        fabric = pool_fabric(machine_type, is_gpu)
 
         taints: tuple[TaintInfo, ...] = (gpu_taint(),) if is_gpu else ()
         taints += tuple(TaintInfo(t.key, t.value, t.effect) for t in pool.taints if t.key != gpu_taint().key)
@@ -200,6 +247,7 @@ class NodePool(pulumi.ComponentResource):
                 else {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
             ),
             placement_policy={"type": "COMPACT"} if pool.placement == "compact" else None,
+            network_config=fabric_network_config(fabric, args.fabric_networks, args.rdma_networks),
             node_config=node_config,
             **capacity_pool_args(pool),
             opts=pulumi.ResourceOptions(
@@ -232,6 +280,9 @@ class NodePool(pulumi.ComponentResource):
             reservation=capacity["reservation"],
             provisioning_class=capacity["provisioning_class"],
             workload_annotations=capacity["workload_annotations"],
+            fabric=pod_fabric(fabric) if fabric is not None else None,
+            pod_env=dict(fabric.env) if fabric is not None else {},
+            topology_levels=topology_levels(machine_type, pool, is_gpu),
         )
         self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})

@@ -162,7 +162,8 @@ SYSTEM_OBJECTS = (
 )
 
 
-def gke_profile(kubernetes_version: str) -> CloudProfile:
+def gke_profile(kubernetes_version: str, fabric_objects: tuple[SystemObject, ...] = ()) -> CloudProfile:
+    """GKE's profile; `fabric_objects` are the GPUDirect objects of the platform's pools (fabric.py)."""
     return CloudProfile(
         name="gke",
         object_store="gs",
@@ -170,6 +171,7 @@ def gke_profile(kubernetes_version: str) -> CloudProfile:
         identity_endpoints=(GKE_METADATA_SERVER,),
         gpu_operator_values=gpu_operator_values(kubernetes_version),
         system_objects=SYSTEM_OBJECTS,
+        fabric_objects=fabric_objects,
         # GKE gives non-system pods of a spot VM about 15-30 s by default (GKE docs, "Spot VMs").
         preemption_grace_seconds=30,
     )

@@ -68,6 +68,7 @@ KEYS: dict[type[Spec], frozenset[str]] = {
             "podsRangeName",
             "servicesRangeName",
             "cidr",
+            "fabricCidr",
         }
     ),
     NodePoolSpec: frozenset(
@@ -116,6 +117,9 @@ def check(spec: PlatformSpec, root: str) -> Iterable[str]:
                 if not z.startswith(spec.region + "-"):
                     yield f"{root}.nodePools[{i}].zones[{j}]: {z!r} is not a zone of region {spec.region}"
     yield from _check_storage_placement(spec, root)
+    from components.gcp.fabric_rules import check_fabric  # GPUDirect pools (fabric_rules.py)
+
+    yield from check_fabric(spec, root)
 
 
 def _check_network(spec: PlatformSpec, root: str) -> Iterable[str]:

@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import MONITORING_NAMESPACE, ClusterBundle
+from components.kubernetes.fabric import FabricObjects, FabricObjectsArgs
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.kubernetes.logs import Logs, LogsArgs
 from components.kubernetes.observability import Observability, ObservabilityArgs
@@ -39,6 +40,8 @@ class InClusterResources:
     gpu_operator: GpuOperator
     logs: Logs | None
     queueing: Queueing | None
+    # The pools' GPU fabric objects; None when the cloud profile has none.
+    fabric: FabricObjects | None = None
 
 
 class InClusterPlatform(pulumi.ComponentResource):
@@ -119,6 +122,11 @@ class InClusterPlatform(pulumi.ComponentResource):
             if spec.queueing.enabled
             else None
         )
+        self.fabric = (
+            FabricObjects(f"{name}-fabric", FabricObjectsArgs(bundle=bundle), child)
+            if bundle.profile.fabric_objects
+            else None
+        )
         self.resources = InClusterResources(
             teams=self.teams,
             volumes=self.volumes,
@@ -127,5 +135,6 @@ class InClusterPlatform(pulumi.ComponentResource):
             gpu_operator=self.gpu_operator,
             logs=self.logs,
             queueing=self.queueing,
+            fabric=self.fabric,
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

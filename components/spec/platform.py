@@ -66,6 +66,9 @@ class NetworkSpec(Spec):
     # Names of the subnet's existing secondary ranges, for a bring-your-own subnetwork.
     pods_range_name: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
     services_range_name: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
+    # Address block of the GPUDirect fabric networks (one /20 subnet each), for GPU machine types with
+    # GPU NICs; default 192.168.0.0/16.
+    fabric_cidr: ipaddress.IPv4Network | None = None
 
 
 class Taint(Spec):

@@ -37,7 +37,7 @@ __all__ = [
 
 
 def _runners() -> dict[str, Callable[[Context], CheckResult]]:
-    from infra.verify.checks import identity, network, observability, scheduling, storage
+    from infra.verify.checks import fabric, identity, network, observability, scheduling, storage
 
     return {
         "storage": storage.run,
@@ -45,6 +45,7 @@ def _runners() -> dict[str, Callable[[Context], CheckResult]]:
         "scheduling": scheduling.run,
         "identity": identity.run,
         "observability": observability.run,
+        "fabric": fabric.run,
     }
 
 

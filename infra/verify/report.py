@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-CHECKS = ("storage", "network", "scheduling", "identity", "observability")
+CHECKS = ("storage", "network", "scheduling", "identity", "observability", "fabric")
 Status = Literal["pass", "fail", "skip"]
 
 

@@ -118,6 +118,8 @@ def test_node_pools_have_one_shape_on_both_clouds():
                 location="us-central1",
                 node_service_account="ml-nodes@example-ml-dev.iam.gserviceaccount.com",
                 node_tag="ml-node",
+                # a3-highgpu-8g has GPUDirect-TCPX: GcpCloud hands its pools the 4 fabric networks.
+                fabric_networks=tuple((f"ml-gpunet-{i}", f"ml-gpunet-{i}-subnet") for i in range(4)),
             ),
         )
 

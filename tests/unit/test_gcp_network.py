@@ -16,8 +16,8 @@ ADDRESS = "gcp:compute/globalAddress:GlobalAddress"
 
 def test_custom_mode_vpc_with_pod_and_service_secondary_ranges():
     result = plan("gcp-dev")
-    assert one(result, NETWORK).inputs["autoCreateSubnetworks"] is False
-    subnet = one(result, SUBNET).inputs
+    assert one(result, NETWORK, "ml-dev-net-vpc").inputs["autoCreateSubnetworks"] is False
+    subnet = one(result, SUBNET, "ml-dev-net-subnet").inputs
     assert subnet["ipCidrRange"] == "10.50.0.0/20"
     assert subnet["region"] == "us-central1"
     assert subnet["privateIpGoogleAccess"] is True
@@ -52,8 +52,13 @@ def test_public_nodes_need_no_nat():
 
 def test_firewall_rules_admit_only_platform_ranges_to_platform_nodes():
     for stack, allowed in (
-        ("gcp-dev", {"10.50.0.0/20", "10.64.0.0/14"}),
-        ("gcp-h100-mega", {"10.60.0.0/20", "10.80.0.0/14", "10.88.0.0/20"}),
+        # gcp-dev's a3-highgpu-8g pool has GPUDirect-TCPX: 4 fabric networks, each admitting its own subnet.
+        ("gcp-dev", {"10.50.0.0/20", "10.64.0.0/14"} | {f"192.168.{16 * i}.0/20" for i in range(4)}),
+        # A3 Mega: each GPUDirect network admits its own subnet (192.168.0.0/16 in /20s) and nothing else.
+        (
+            "gcp-h100-mega",
+            {"10.60.0.0/20", "10.80.0.0/14", "10.88.0.0/20"} | {f"192.168.{16 * i}.0/20" for i in range(8)},
+        ),
     ):
         result = plan(stack)
         rules = result.of_type(FIREWALL)
@@ -91,14 +96,14 @@ def test_lustre_gets_private_services_access_and_one_port():
     # Without Lustre there is no peering and no Lustre rule.
     dev = plan("gcp-dev")
     assert dev.of_type(PSA) == [] and dev.of_type(ADDRESS) == []
-    assert [r.name for r in dev.of_type(FIREWALL)] == ["ml-dev-net-intra"]
+    assert [r.name for r in dev.of_type(FIREWALL) if "fabric" not in r.name] == ["ml-dev-net-intra"]
 
 
 def test_lustre_network_uses_jumbo_frames():
     """Managed Lustre's VPC set-up uses --mtu=8896 (up to ~10% more throughput than 1460)."""
-    assert one(plan("gcp-h100-mega"), NETWORK).inputs["mtu"] == 8896
+    assert one(plan("gcp-h100-mega"), NETWORK, "mega-net-vpc").inputs["mtu"] == 8896
     # Other platforms keep GCP's default MTU.
-    assert "mtu" not in one(plan("gcp-dev"), NETWORK).inputs
+    assert "mtu" not in one(plan("gcp-dev"), NETWORK, "ml-dev-net-vpc").inputs
 
 
 def test_brought_network_is_referenced_not_created():

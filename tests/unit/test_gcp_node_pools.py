@@ -141,7 +141,15 @@ def test_pool_outputs_describe_nodes_as_kubernetes_sees_them():
 
 def test_hyperdisk_only_machines_get_a_hyperdisk_boot_disk():
     obj = mutated("gcp-dev")
-    obj["nodePools"][1] = {"name": "h200", "gpu": "H200", "gpusPerNode": 8, "capacity": "spot", "maxNodes": 2}
+    # An RDMA machine (GPUDirect RDMA) needs one zone: its RoCE network profile is per zone.
+    obj["nodePools"][1] = {
+        "name": "h200",
+        "gpu": "H200",
+        "gpusPerNode": 8,
+        "capacity": "spot",
+        "maxNodes": 2,
+        "zones": ["us-central1-a"],
+    }
     obj["teams"][0]["gpuQuota"] = 16
     cfg = pool(plan_platform(obj), "h200").inputs["nodeConfig"]
     assert cfg["machineType"] == "a3-ultragpu-8g"

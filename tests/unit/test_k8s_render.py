@@ -21,6 +21,10 @@ CRD_KINDS = {
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "Kueue CRD",
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): "Kueue CRD",
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): "Kueue CRD",
+    # GKE multi-networking (GPUDirect pools): validated against gke-networking-api v0.2.0 by
+    # ../shared/checks/crd_validate.py; shape asserted in test_gcp_fabric.py.
+    ("networking.gke.io/v1", "Network"): "GKE multi-networking CRD",
+    ("networking.gke.io/v1", "GKENetworkParamSet"): "GKE multi-networking CRD",
 }
 REFERENCE_CHARTS = ROOT.parent / "shared" / "reference" / "charts"
 # Keys the chart's templates read although its defaults only document them in a comment

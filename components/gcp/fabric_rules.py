@@ -1,0 +1,122 @@
+"""What a stack must give for its GPUDirect pools: the checks behind `rules.check` (no pulumi_gcp).
+
+A GPU machine type whose fabric cannot be set up is a config error, not a silent fallback to one NIC:
+- a bring-your-own network: trainplane creates the fabric VPCs next to the platform's own network
+  only when it creates that network too; a brought network's owner would have to create and name them
+  (not supported yet), so such a stack is refused naming `network.network`;
+- a cluster version older than the fabric's minimum (gpu_direct.tf@v1.95.0 version map);
+- a fabric block that overlaps the platform's other ranges or holds too few /20 subnets.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Iterable
+
+from components.gcp.fabric import (
+    DEFAULT_FABRIC_CIDR,
+    FABRIC_SUBNET_PREFIX,
+    GkeFabric,
+    fabric_capacity,
+    fabric_of,
+    gvnic_network_count,
+)
+from components.spec.platform import PlatformSpec
+
+
+def platform_fabrics(spec: PlatformSpec) -> tuple[GkeFabric, ...]:
+    """The GPUDirect fabrics of the stack's GPU pools, each once, in pool order."""
+    from components.gcp.backend import BACKEND
+
+    found: list[GkeFabric] = []
+    for pool in spec.gpu_pools():
+        shape = BACKEND.machine_of(pool)
+        fabric = fabric_of(shape.name) if shape is not None and shape.accelerator_type else None
+        if fabric is not None and fabric not in found:
+            found.append(fabric)
+    return tuple(found)
+
+
+def _fabric_pools(spec: PlatformSpec) -> list[tuple[int, GkeFabric]]:
+    from components.gcp.backend import BACKEND
+
+    out = []
+    for i, pool in enumerate(spec.node_pools):
+        shape = BACKEND.machine_of(pool) if pool.is_gpu else None
+        fabric = fabric_of(shape.name) if shape is not None and shape.accelerator_type else None
+        if fabric is not None:
+            out.append((i, fabric))
+    return out
+
+
+def rdma_zone(spec: PlatformSpec) -> str | None:
+    """The zone of the platform's RDMA pools: RoCE network profiles are per zone (`<zone>-vpc-roce`)."""
+    for i, fabric in _fabric_pools(spec):
+        zones = spec.node_pools[i].zones or spec.zones
+        if fabric.rdma_subnets and len(zones) == 1:
+            return zones[0]
+    return None
+
+
+def _check_rdma(spec: PlatformSpec, root: str) -> Iterable[str]:
+    pools = _fabric_pools(spec)
+    rdma = [(i, f) for i, f in pools if f.rdma_subnets]
+    zones = {z for i, _ in rdma for z in (spec.node_pools[i].zones or spec.zones)}
+    for i, _ in rdma:
+        if len(spec.node_pools[i].zones or spec.zones) != 1 or len(zones) > 1:
+            yield (
+                f"{root}.nodePools[{i}].zones: GPUDirect RDMA needs its pools in one zone (the RoCE network "
+                "profile is per zone); name exactly one, the same for every RDMA pool"
+            )
+    if rdma and len(rdma) < len(pools):
+        i = next(i for i, f in pools if not f.rdma_subnets)
+        yield (
+            f"{root}.nodePools[{i}].machineType: GPUDirect TCPX/TCPXO (MTU 8244) and RDMA (MTU 8896) pools cannot "
+            "share one platform's fabric networks; put them on separate platforms"
+        )
+
+
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
+def check_fabric(spec: PlatformSpec, root: str) -> Iterable[str]:
+    fabrics = platform_fabrics(spec)
+    if not fabrics:
+        return
+    names = ", ".join(f"{f.kind} ({'/'.join(f.machine_types)})" for f in fabrics)
+    if spec.network.network or spec.network.subnetwork:
+        yield (
+            f"{root}.network.network: GPUDirect {names} needs its own GPU NIC networks, which trainplane "
+            "creates only with the platform's network; drop network/subnetwork or use another machine type"
+        )
+    yield from _check_rdma(spec, root)
+    for f in fabrics:
+        if f.minimum_minor and _minor(spec.cluster.kubernetes_version) < _minor(f.minimum_minor):
+            yield (
+                f"{root}.cluster.kubernetesVersion: GPUDirect-{f.kind.upper()} needs GKE {f.minimum_minor} or "
+                f"newer, not {spec.cluster.kubernetes_version}"
+            )
+    yield from _check_fabric_cidr(spec, root, gvnic_network_count(fabrics))
+
+
+def _check_fabric_cidr(spec: PlatformSpec, root: str, count: int) -> Iterable[str]:
+    from components.gcp.rules import GCP_DEFAULT_PODS_CIDR, GCP_DEFAULT_SERVICES_CIDR
+
+    net = spec.network
+    cidr = net.fabric_cidr or DEFAULT_FABRIC_CIDR
+    if fabric_capacity(cidr) < count:
+        yield (
+            f"{root}.network.fabricCidr: {cidr} holds {fabric_capacity(cidr)} /{FABRIC_SUBNET_PREFIX} subnets; "
+            f"the GPUDirect pools need {count}"
+        )
+    others: list[tuple[str, ipaddress.IPv4Network | None]] = [
+        ("cidr", net.cidr),
+        ("podsCidr", net.pods_cidr or GCP_DEFAULT_PODS_CIDR),
+        ("servicesCidr", net.services_cidr or GCP_DEFAULT_SERVICES_CIDR),
+        ("privateServicesCidr", net.private_services_cidr),
+    ]
+    for key, other in others:
+        if other is not None and cidr.overlaps(other):
+            yield f"{root}.network.fabricCidr: {cidr} overlaps {key} {other}; the ranges must be disjoint"
