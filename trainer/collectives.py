@@ -28,7 +28,10 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
-RESULT_PREFIX = "TRAINPLANE_COLLECTIVES"
+from trainer.config import ConfigError
+from trainer.envscript import apply_env_script
+
+RESULT_PREFIX = "trainplane-collectives-result:"
 COLLECTIVES = ("all_gather", "all_reduce")
 
 
@@ -205,7 +208,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         sizes = message_sizes(a.min_bytes, a.max_bytes, a.factor)
-    except ValueError as e:
+        apply_env_script()  # the fabric's NCCL settings, as the launcher applies them for training
+    except (ValueError, ConfigError) as e:
         print(f"trainer.collectives: {e}", file=sys.stderr)
         return 2
     rows, backend = _sweep(a.collective, sizes, a.warmup, a.iters)

@@ -82,6 +82,9 @@ ENV_ALLOW_CONFIG_CHANGE: Final = "TRAINPLANE_ALLOW_CONFIG_CHANGE"  # allowConfig
 # --shutdown-timeout); keep it below the pod's terminationGracePeriodSeconds.
 ENV_GRACE_S: Final = "TRAINPLANE_GRACE_S"
 DEFAULT_GRACE_S: Final = 60
+# A shell script the launcher sources before starting workers (a fabric's NCCL settings, e.g. GKE gIB's
+# set_nccl_env.sh); the variables it sets reach every worker.
+ENV_SCRIPT: Final = "TRAINPLANE_ENV_SCRIPT"
 PLATFORM_ENV: Final[tuple[str, ...]] = (
     ENV_CONFIG,
     ENV_JOB_NAME,
@@ -89,6 +92,7 @@ PLATFORM_ENV: Final[tuple[str, ...]] = (
     ENV_CHECKPOINT_URI,
     ENV_ALLOW_CONFIG_CHANGE,
     ENV_GRACE_S,
+    ENV_SCRIPT,
 )
 # Set by the launcher for its workers; the platform never sets these.
 ENV_LAUNCH_DIR: Final = "TRAINPLANE_LAUNCH_DIR"  # workers leave status markers there

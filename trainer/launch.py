@@ -40,11 +40,13 @@ from trainer.contract import (
     ENV_GRACE_S,
     ENV_LAUNCH_DIR,
     ENV_LAUNCHER_PID,
+    ENV_SCRIPT,
     EXIT_CONFIG,
     EXIT_CRASH,
     EXIT_OK,
     EXIT_PREEMPTED,
 )
+from trainer.envscript import apply_env_script
 
 FORWARDED = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 
@@ -190,6 +192,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     run_opts, trainer_opts = _split(argv)
     try:
+        # before anything reads the environment: the fabric's script may set what the config reads too
+        changed = apply_env_script()
+        if changed:
+            print(f"trainplane.launch: {ENV_SCRIPT} set {', '.join(sorted(changed))}", file=sys.stderr)
         path, sets = parse_args(trainer_opts)
         cfg = load_config(path, sets)
         tr_args = _torchrun_args(run_opts, trainer_opts)

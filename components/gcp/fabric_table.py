@@ -9,6 +9,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from trainer.contract import ENV_SCRIPT
+
 # The host directory GKE's (and Google's COS installer's) NVIDIA driver lives in; the NCCL plugin
 # installers copy the plugin and NCCL next to it (nccl-tcpxo-installer.yaml.tftpl@v1.95.0:
 # `cp -r /var/lib/tcpxo/lib64/. /usr/local/nvidia/lib64` with /home/kubernetes/bin mounted at /usr/local).
@@ -330,7 +332,12 @@ RDMA = GkeFabric(
         {"name": "gib", "mountPath": "/usr/local/gib"},
         {"name": "nvidia", "mountPath": "/usr/local/nvidia"},
     ),
-    env={"LD_LIBRARY_PATH": NVIDIA_LIB_DIR, "NCCL_NET": "gIB"},
+    # The rest of gIB's NCCL settings: the launcher sources the installer's script (trainer/envscript.py).
+    env={
+        "LD_LIBRARY_PATH": NVIDIA_LIB_DIR,
+        "NCCL_NET": "gIB",
+        ENV_SCRIPT: "/usr/local/gib/scripts/set_nccl_env.sh",
+    },
     installers={
         # gke-a3-ultragpu/nccl-installer.yaml.tftpl@v1.95.0 with version v1.1.0 and 8 GPUs (alpine pinned).
         "nccl-rdma-installer": {

@@ -291,6 +291,10 @@ def test_rdma_table(machine):
     assert F.pod_fabric(fabric).sidecars == () and fabric.env["NCCL_NET"] == "gIB"
     params = [o for o in F.cluster_objects((fabric,), "u") if o.kind == "GKENetworkParamSet"]
     assert [p.spec["deviceMode"] for p in params] == ["NetDevice"] + ["RDMA"] * 8
+    # gIB's other NCCL settings: the launcher sources the installer's script from the pod's gib mount
+    script = fabric.env["TRAINPLANE_ENV_SCRIPT"]
+    mounts = {m["mountPath"] for m in F.pod_fabric(fabric).volume_mounts}
+    assert script == "/usr/local/gib/scripts/set_nccl_env.sh" and "/usr/local/gib" in mounts
 
 
 def test_rdma_pool_plans_a_roce_network_without_firewall_and_verifies():
