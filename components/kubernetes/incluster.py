@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import MONITORING_NAMESPACE, ClusterBundle
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kubernetes.jobset import JobSetController, JobSetControllerArgs
 from components.kubernetes.logs import Logs, LogsArgs
 from components.kubernetes.observability import Observability, ObservabilityArgs
 from components.kubernetes.queueing import Queueing, QueueingArgs
@@ -39,10 +40,11 @@ class InClusterResources:
     gpu_operator: GpuOperator
     logs: Logs | None
     queueing: Queueing | None
+    jobset: JobSetController
 
 
 class InClusterPlatform(pulumi.ComponentResource):
-    """GPU operator, shared volumes, observability, tenancy and queueing on the bundle's cluster."""
+    """GPU operator, shared volumes, observability, tenancy, queueing and the JobSet controller."""
 
     resources: InClusterResources
 
@@ -119,6 +121,8 @@ class InClusterPlatform(pulumi.ComponentResource):
             if spec.queueing.enabled
             else None
         )
+        # The runtime of training jobs, with or without Kueue.
+        self.jobset = JobSetController(f"{name}-jobset", JobSetControllerArgs(bundle=bundle), child)
         self.resources = InClusterResources(
             teams=self.teams,
             volumes=self.volumes,
@@ -127,5 +131,6 @@ class InClusterPlatform(pulumi.ComponentResource):
             gpu_operator=self.gpu_operator,
             logs=self.logs,
             queueing=self.queueing,
+            jobset=self.jobset,
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

@@ -61,7 +61,8 @@ class JobSpec(Spec):
     max_restarts: int = Field(default=10, ge=0, le=1000)
     resources: JobResources = JobResources()
     env: dict[str, str] = Field(default_factory=dict)
-    grace_period_seconds: int | None = Field(default=None, ge=10, le=3600)
+    # At least 60 s on every cloud (job_pod.MIN_GRACE_SECONDS): time for the preemption checkpoint.
+    grace_period_seconds: int | None = Field(default=None, ge=60, le=3600)
     dataloader_workers: int = Field(default=4, ge=0, le=64)
 
     @classmethod
