@@ -273,7 +273,8 @@ def test_jobset_validates_against_its_crd(tmp_path):
 
     import yaml
 
-    for i, result in enumerate((reference_plan(), plan_job(efa_job(), {EFA_REF: efa_platform()}))):
+    plans = (reference_plan(), plan_job(efa_job(), {EFA_REF: efa_platform()}), fabric_plan())
+    for i, result in enumerate(plans):
         (js,) = [o for o in kubernetes_objects(result) if o["kind"] == "JobSet"]
         (tmp_path / f"jobset-{i}.yaml").write_text(yaml.safe_dump(js))
     check = ROOT.parent / "shared" / "checks" / "crd_validate.py"
@@ -565,3 +566,53 @@ def test_the_platform_admits_the_largest_efa_job_of_a_team():
         )
         if asked is not None:
             assert parse_quantity(asked) * pods <= parse_quantity(hard), key
+
+
+# ---- a pool with a pod fabric (what a backend sets in NodePoolInfo.fabric, e.g. GKE TCPXO) ---------
+
+# Synthetic: the job builder applies any fabric as given, without knowing its kind.
+FABRIC = {
+    "kind": "synthetic",
+    "annotations": {"example.com/interfaces": '[{"interfaceName":"eth1","network":"vpc1"}]'},
+    "volumes": [{"name": "fabric-libs", "hostPath": {"path": "/opt/fabric/lib64"}}],
+    "volumeMounts": [{"name": "fabric-libs", "mountPath": "/usr/local/fabric/lib64", "readOnly": True}],
+    "sidecars": [
+        {
+            "name": "fabric-daemon",
+            "image": "registry.example.com/fabric-daemon:1.0",
+            "command": ["/fabric-daemon", "--listen"],
+            "volumeMounts": [{"name": "fabric-libs", "mountPath": "/lib/fabric"}],
+        }
+    ],
+}
+
+
+@functools.cache
+def fabric_plan() -> RunResult:
+    outputs = copy.deepcopy(platform_outputs("aws-dev"))
+    pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")
+    pool.update(fabric=copy.deepcopy(FABRIC), podEnv={"FABRIC_PLUGIN": "/usr/local/fabric/lib64"})
+    return plan_job(job_object(), {REF: outputs})
+
+
+def test_the_pools_fabric_reaches_the_pod_as_given():
+    result = fabric_plan()
+    template = child_job_spec(result)["template"]
+    assert template["metadata"]["annotations"] == FABRIC["annotations"]
+    pod = template["spec"]
+    assert FABRIC["volumes"][0] in pod["volumes"]
+    assert FABRIC["volumeMounts"][0] in container(result)["volumeMounts"]
+    # Native sidecar: an init container that keeps running beside the trainer (Kubernetes 1.29+).
+    assert pod["initContainers"] == [{**FABRIC["sidecars"][0], "restartPolicy": "Always"}]
+    assert env_of(result)["FABRIC_PLUGIN"] == "/usr/local/fabric/lib64"
+    # Without a fabric nothing of it appears.
+    plain = child_job_spec(reference_plan())["template"]
+    assert "annotations" not in plain["metadata"] and "initContainers" not in plain["spec"]
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.35"])
+def test_a_fabric_pod_validates_strictly(version):
+    (js,) = [o for o in kubernetes_objects(fabric_plan()) if o["kind"] == "JobSet"]
+    (rj,) = js["spec"]["replicatedJobs"]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x-workers-0"}, **rj["template"]}
+    kubernetes_validate.validate(job, version, strict=True)
