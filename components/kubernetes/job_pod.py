@@ -13,7 +13,15 @@ import math
 from typing import Any
 
 from components.kubernetes.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
-from components.outputs import NodePoolOutput, PlatformOutputs, TeamOutput
+from components.kubernetes.placement import (
+    PREFERRED_TOPOLOGY,
+    REQUIRED_TOPOLOGY,
+    common_labels,
+    default_level,
+    levels_of_pool_flavor,
+    named_levels,
+)
+from components.outputs import NodePoolOutput, PlatformOutputs
 from components.spec import ConfigError, JobSpec
 from trainer import contract
 
@@ -224,6 +232,87 @@ def trainer_container(
     return c
 
 
+def job_pools(job: JobSpec, platform: PlatformOutputs) -> list[NodePoolOutput]:
+    """The job's pools, in its order of preference (check_job refuses unknown ones)."""
+    pools = [platform.pool(name) for name in job.pools]
+    assert pools and all(p is not None for p in pools), "check_job refuses unknown pools"
+    return [p for p in pools if p is not None]
+
+
+def _sizing_pool(pools: list[NodePoolOutput]) -> NodePoolOutput:
+    """The pool with the smallest machine: a pod sized for it fits every pool of the job."""
+    return min(pools, key=lambda p: (p.node_vcpus or 0, p.node_memory_gib or 0))
+
+
+def node_placement(job_name: str, pools: list[NodePoolOutput]) -> dict[str, Any]:
+    """nodeSelector, affinity and tolerations that keep the pod on the job's pools.
+
+    One pool: its labels. Several: the labels all of them share in the nodeSelector, and one required
+    node-affinity term per pool with its own labels (terms are ORed). Kueue matches a pod against a
+    ResourceFlavor on the flavor's label keys only (v0.19.2 flavorassigner), so a pool-specific term fits
+    its own flavor and no other, and Kueue adds the admitted flavor's labels to the nodeSelector.
+    """
+    anti = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {JOB_LABEL: job_name}},
+                    "topologyKey": "kubernetes.io/hostname",
+                }
+            ]
+        }
+    }
+    taints: dict[tuple[str, str, str], dict[str, Any]] = {}
+    for p in pools:
+        for t in p.taints:
+            taints.setdefault((t.key, t.value, t.effect), {**t.exports(), "operator": "Equal"})
+    out: dict[str, Any] = {"tolerations": list(taints.values()), "affinity": anti}
+    if len(pools) == 1:
+        out["nodeSelector"] = dict(pools[0].labels)
+        return out
+    common = common_labels(pools)
+    out["nodeSelector"] = common
+    terms = [
+        {
+            "matchExpressions": [
+                {"key": k, "operator": "In", "values": [v]} for k, v in p.labels.items() if k not in common
+            ]
+        }
+        for p in pools
+    ]
+    if all(t["matchExpressions"] for t in terms):
+        out["affinity"] = {
+            **anti,
+            "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": terms}},
+        }
+    return out
+
+
+def topology_annotations(
+    job: JobSpec, platform: PlatformOutputs, pools: list[NodePoolOutput]
+) -> dict[str, str]:
+    """Kueue TAS podset annotation: the job's `topology`, else preferred at the tightest level above the
+    node. Only when every pool's flavor has the same Topology: Kueue refuses a topology request on a
+    flavor without one, which would stop the fallback to such a pool."""
+    levels = {levels_of_pool_flavor(p, platform.node_pools) for p in pools}
+    if len(levels) != 1 or not (lv := levels.pop()):
+        return {}
+    topo = job.topology
+    label = named_levels(lv)[topo.level] if topo is not None and topo.level else default_level(lv)
+    mode = topo.mode if topo is not None else "preferred"
+    return {REQUIRED_TOPOLOGY if mode == "required" else PREFERRED_TOPOLOGY: label}
+
+
+def workload_annotations(pools: list[NodePoolOutput]) -> dict[str, str]:
+    """What the pools ask of the job's workload object (e.g. GKE queued provisioning's
+    `provreq.kueue.x-k8s.io/maxRunDurationSeconds`, which Kueue copies to the ProvisioningRequest)."""
+    out: dict[str, str] = {}
+    for p in pools:
+        for k, v in p.workload_annotations.items():
+            out.setdefault(k, v)
+    return out
+
+
 def pod_template(
     job: JobSpec,
     platform: PlatformOutputs,
@@ -231,34 +320,27 @@ def pod_template(
     args: list[str],
     command: list[str] | None = None,
     subdomain: str | None = None,
-    annotations: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The job's pod template (metadata and spec) on its pool."""
-    team, pool = _team_and_pool(job, platform)
+    """The job's pod template (metadata and spec) on its pools."""
+    team = platform.team(job.team)
+    assert team is not None, "check_job refuses unknown teams"
+    pools = job_pools(job, platform)
+    pool = _sizing_pool(pools)
     grace = grace_seconds(job, platform)
     _, _, shm = pod_resources(job, pool)
     volumes, mounts = _volumes(job, pool, shm)
-    pod_annotations = dict(pool.fabric.annotations) if pool.fabric is not None else {}
-    pod_annotations.update(annotations or {})
+    annotations = dict(pool.fabric.annotations) if pool.fabric is not None else {}
+    annotations.update(topology_annotations(job, platform, pools))
+    placement = node_placement(job.name, pools)
     spec: dict[str, Any] = {
         "restartPolicy": "Never",
         "serviceAccountName": team.service_account,
         "terminationGracePeriodSeconds": grace,
-        # The labels that select the pool's nodes (trainplane's own on clouds, the stack's selector on
-        # existing clusters).
-        "nodeSelector": dict(pool.labels),
-        "tolerations": [{**t.exports(), "operator": "Equal"} for t in pool.taints],
-        # One pod per node: the job's GPUs per node come from one machine.
-        "affinity": {
-            "podAntiAffinity": {
-                "requiredDuringSchedulingIgnoredDuringExecution": [
-                    {
-                        "labelSelector": {"matchLabels": {JOB_LABEL: job.name}},
-                        "topologyKey": "kubernetes.io/hostname",
-                    }
-                ]
-            }
-        },
+        # The labels that select the pools' nodes (trainplane's own on clouds, the stack's selector on
+        # existing clusters); one pod per node: the job's GPUs per node come from one machine.
+        "nodeSelector": placement["nodeSelector"],
+        "tolerations": placement["tolerations"],
+        "affinity": placement["affinity"],
         "containers": [
             trainer_container(job, platform, pool, args=args, command=command, grace=grace, mounts=mounts)
         ],
@@ -271,12 +353,6 @@ def pod_template(
     if subdomain is not None:
         spec["subdomain"] = subdomain
     metadata: dict[str, Any] = {"labels": {**job_labels(job), QUEUE_LABEL: team.local_queue}}
-    if pod_annotations:
-        metadata["annotations"] = pod_annotations
+    if annotations:
+        metadata["annotations"] = annotations
     return {"metadata": metadata, "spec": spec}
-
-
-def _team_and_pool(job: JobSpec, platform: PlatformOutputs) -> tuple[TeamOutput, NodePoolOutput]:
-    team, pool = platform.team(job.team), platform.pool(job.node_pool)
-    assert team is not None and pool is not None, "check_job refuses unknown teams and pools"
-    return team, pool

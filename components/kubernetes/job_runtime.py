@@ -36,7 +36,9 @@ from components.kubernetes.job_pod import (
     QUEUE_LABEL,
     RDZV_PORT,
     job_labels,
+    job_pools,
     pod_template,
+    workload_annotations,
 )
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
@@ -175,8 +177,11 @@ def _metadata(job: JobSpec, platform: PlatformOutputs) -> dict[str, Any]:
         "name": job.name,
         "namespace": team.namespace,
         "labels": {**job_labels(job), QUEUE_LABEL: team.local_queue},
-        # The provider would otherwise wait for the job to finish: a training run, not a deploy.
-        "annotations": {"pulumi.com/skipAwait": "true"},
+        "annotations": {
+            **workload_annotations(job_pools(job, platform)),
+            # The provider would otherwise wait for the job to finish: a training run, not a deploy.
+            "pulumi.com/skipAwait": "true",
+        },
     }
 
 

@@ -160,7 +160,7 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
     if plan.kind == "job":
         cfg = plan.config or {}
         team = str(cfg.get("team") or "")
-        pool = str(cfg.get("nodePool") or "")
+        pool = str(cfg.get("nodePool") or (cfg.get("nodePools") or [""])[0])
         if not pool:
             # From a dump: the pool is the one whose labels the pod selects.
             for _, job in runtime_jobs(plan):
