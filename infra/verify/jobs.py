@@ -35,6 +35,12 @@ class TrainingPod:
     synthesized: bool
     # The runtime object the job stack registers: "JobSet" (fixed size) or "Job" (elastic).
     runtime: str = "Job"
+    # All pools the job may use (`nodePools`), `pool` first; () for a one-pool job.
+    pools: tuple[str, ...] = ()
+
+    @property
+    def all_pools(self) -> tuple[str, ...]:
+        return self.pools or (self.pool,)
 
     @property
     def template(self) -> Mapping[str, Any]:
@@ -146,12 +152,14 @@ def runtime_jobs(plan: Plan) -> list[tuple[str, K8sObject]]:
     return out
 
 
-def _pod_of(plan: Plan, team: str, pool: str, synthesized: bool) -> TrainingPod | None:
+def _pod_of(
+    plan: Plan, team: str, pool: str, synthesized: bool, pools: tuple[str, ...] = ()
+) -> TrainingPod | None:
     jobs = runtime_jobs(plan)
     if not jobs:
         return None
     kind, job = jobs[0]
-    return TrainingPod(team, pool, job, plan, synthesized, kind)
+    return TrainingPod(team, pool, job, plan, synthesized, kind, pools)
 
 
 def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
@@ -174,7 +182,7 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
                     "",
                 )
                 team = job.namespace or ""
-        pod = _pod_of(plan, team, pool, False)
+        pod = _pod_of(plan, team, pool, False, tuple(str(p) for p in cfg.get("nodePools") or ()))
         return ([pod] if pod else []), problems
     pods: list[TrainingPod] = []
     for team_out in plan.teams:
