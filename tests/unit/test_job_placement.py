@@ -220,3 +220,20 @@ def test_a_queued_pool_s_workload_annotations_go_on_the_jobset():
     assert js["metadata"]["annotations"] == {**annotations, "pulumi.com/skipAwait": "true"}
     # The pool's taints are tolerated as for any pool (the backend puts GKE's queued taint there).
     assert pod_of(js)["spec"]["tolerations"][0]["key"] == "nvidia.com/gpu"
+
+
+def test_a_command_replaces_the_launcher_and_keeps_pool_fabric_and_placement():
+    """What `trainplane nccl-test` builds on: the job's own JobSet with another command."""
+    outputs = platform(*THREE)
+    raw = job(nodePools=["h100-res", "h100-od"])
+    js = build(raw, outputs)
+    spec = JobSpec.load(raw)
+    nccl = training_jobset(spec, outputs, command=["all_gather_perf", "-b", "8", "-e", "8G"])
+    (ours,) = pod_of(js)["spec"]["containers"]
+    (theirs,) = pod_of(nccl)["spec"]["containers"]
+    assert theirs["command"] == ["all_gather_perf", "-b", "8", "-e", "8G"] and "args" not in theirs
+    assert {k: v for k, v in theirs.items() if k != "command"} == {
+        k: v for k, v in ours.items() if k != "args"
+    }
+    strip = lambda p: {k: v for k, v in p["spec"].items() if k != "containers"}  # noqa: E731
+    assert strip(pod_of(nccl)) == strip(pod_of(js))
