@@ -106,6 +106,8 @@ class InClusterPlatform(pulumi.ComponentResource):
             else None
         )
         namespaces = {team: t.namespace for team, t in self.teams.items()}
+        # The runtime of training jobs, with or without Kueue.
+        self.jobset = JobSetController(f"{name}-jobset", JobSetControllerArgs(bundle=bundle), child)
         self.queueing = (
             Queueing(
                 f"{name}-queueing",
@@ -115,14 +117,13 @@ class InClusterPlatform(pulumi.ComponentResource):
                     bundle=bundle,
                     namespaces=namespaces,
                     prometheus=self.observability.release,
+                    jobset=self.jobset.resources.release,
                 ),
                 child,
             )
             if spec.queueing.enabled
             else None
         )
-        # The runtime of training jobs, with or without Kueue.
-        self.jobset = JobSetController(f"{name}-jobset", JobSetControllerArgs(bundle=bundle), child)
         self.resources = InClusterResources(
             teams=self.teams,
             volumes=self.volumes,

@@ -3,8 +3,8 @@
 A JobSet restarts all of a job's pods together when one fails (its failure policy encodes the trainer's
 exit contract, components/kubernetes/job_runtime.py) and gives every pod a stable DNS name through a
 headless Service it creates itself. Kueue's `jobset.x-k8s.io/jobset` integration (kueue_objects.py
-KUEUE_FRAMEWORKS) queues JobSets; Kueue waits for the JobSet CRD on its own (kueue v0.19.2
-pkg/controller/jobframework/setup.go WaitForAPI), so neither release waits for the other.
+KUEUE_FRAMEWORKS) queues JobSets; the Kueue release waits for this one (queueing.py), so the JobSet CRD
+exists when Kueue sets up its integrations.
 
 Chart jobset 0.12.0 (oci://registry.k8s.io/jobset/charts/jobset; defaults in
 ../shared/reference/charts/jobset-0.12.0.values.yaml; templates read at kubernetes-sigs/jobset tag v0.12.0):

@@ -59,6 +59,9 @@ class QueueingArgs:
     namespaces: Mapping[str, k8s.core.v1.Namespace]
     # The Prometheus release, whose ServiceMonitor CRD Kueue's metrics ServiceMonitor needs.
     prometheus: k8s.helm.v3.Release | None = None
+    # The JobSet release: Kueue starts after the JobSet CRD exists, so its jobset.x-k8s.io/jobset
+    # integration is set up at start-up rather than whenever Kueue next notices the API.
+    jobset: k8s.helm.v3.Release | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,6 +101,8 @@ class Queueing(pulumi.ComponentResource):
         if args.prometheus is not None:
             values["enablePrometheus"] = True
             waits.append(args.prometheus)
+        if args.jobset is not None:
+            waits.append(args.jobset)
         self.release = k8s.helm.v3.Release(
             f"{name}-kueue",
             name=KUEUE_RELEASE,

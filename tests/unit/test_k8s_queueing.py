@@ -383,6 +383,11 @@ def test_the_jobset_controller_is_pinned_and_kueue_runs_jobsets():
     assert release.inputs["values"]["image"]["repository"] == "registry.k8s.io/jobset/jobset"
     assert release.inputs["values"]["image"]["tag"] == "v0.12.0"
     assert "jobset.x-k8s.io/jobset" in _manager_config(result)["integrations"]["frameworks"]
+    # Kueue starts once the JobSet CRD is there.
+    (kueue_release,) = [
+        r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"].endswith("/kueue")
+    ]
+    assert release.urn in kueue_release.deps
 
 
 def test_bad_topology_levels_are_one_line_errors():
