@@ -21,6 +21,7 @@ CRD_KINDS = {
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "Kueue CRD",
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): "Kueue CRD",
     ("kueue.x-k8s.io/v1beta2", "LocalQueue"): "Kueue CRD",
+    ("kueue.x-k8s.io/v1beta2", "Topology"): "Kueue CRD",
     # Validated against their CRDs with ../shared/checks/crd_validate.py (test_training_job.py,
     # test_k8s_queueing.py).
     ("jobset.x-k8s.io/v1alpha2", "JobSet"): "JobSet CRD",
