@@ -46,6 +46,8 @@ CHARTS: dict[str, Chart] = {
     # Upstream defaults: ../shared/reference/charts/alloy-1.10.0.values.yaml (key-checked like the others).
     "alloy": Chart("https://grafana.github.io/helm-charts", "alloy", "1.10.0"),
     "kueue": Chart("oci://registry.k8s.io/kueue/charts", "kueue", "0.19.2"),
+    # kubernetes-sigs/jobset tag v0.12.0 (charts/jobset); the runtime of fixed-size training jobs.
+    "jobset": Chart("oci://registry.k8s.io/jobset/charts", "jobset", "0.12.0"),
     "aws-fsx-csi-driver": Chart(
         "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver", "1.17.0"
     ),

@@ -349,7 +349,7 @@ def job_cost(job: JobSpec, platform: PlatformSpec | None) -> Cost:
     """What the job's nodes cost per hour at its minimum and maximum size, from its platform's prices."""
     if platform is None:
         return Cost(None, None, None, None, 0.0, [], ["platform stack given as recorded outputs: no prices"])
-    pool_cost = next((p for p in estimate_cost(platform).pools if p.pool == job.node_pool), None)
+    pool_cost = next((p for p in estimate_cost(platform).pools if p.pool == job.pools[0]), None)
     base = estimate_cost(platform)
     if pool_cost is None:
         return Cost(None, None, None, None, 0.0, [], base.assumptions)

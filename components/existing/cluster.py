@@ -73,6 +73,8 @@ class ExistingCluster(pulumi.ComponentResource):
                 max_nodes=p.effective_max_nodes,
                 labels=dict(p.selector),
                 taints=tuple(TaintInfo(t.key, t.value, t.effect) for t in p.taints),
+                # The stack's own topology labels (the clouds' backends know theirs).
+                topology_levels=tuple(p.topology_levels),
             )
             for p in spec.node_pools
         )

@@ -3,6 +3,7 @@ that exist, storage is NFS servers that already export their paths; nothing is p
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from components.spec.base import Spec
@@ -11,7 +12,7 @@ from components.spec.rules import check_declared_pool
 
 KEYS: dict[type[Spec], frozenset[str]] = {
     ClusterSpec: frozenset({"context", "storageClass"}),
-    NodePoolSpec: frozenset({"selector"}),
+    NodePoolSpec: frozenset({"selector", "topologyLevels"}),
     StorageSpec: frozenset({"server", "path"}),
     GpuOperatorSpec: frozenset({"driver"}),
 }
@@ -21,6 +22,27 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
     if not pool.selector:
         yield f"{path}.selector: required on cloud kubernetes (labels of the existing nodes)"
     yield from check_declared_pool(pool, path, "kubernetes")
+    yield from _check_topology_levels(pool, path)
+
+
+# A label key: an optional DNS-subdomain prefix and a name (Kubernetes apimachinery IsQualifiedName).
+_LABEL_KEY = re.compile(r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+
+
+def _check_topology_levels(pool: NodePoolSpec, path: str) -> Iterable[str]:
+    levels = pool.topology_levels
+    if not levels:
+        return
+    for i, level in enumerate(levels):
+        if not _LABEL_KEY.match(level):
+            yield f"{path}.topologyLevels[{i}]: {level!r} is not a node label key"
+    if len(set(levels)) != len(levels):
+        yield f"{path}.topologyLevels: a label is listed more than once"
+    if levels[-1] != "kubernetes.io/hostname":
+        yield (
+            f"{path}.topologyLevels: must end with kubernetes.io/hostname (the node); "
+            "list the broadest level first"
+        )
 
 
 def check_storage(spec: PlatformSpec, st: StorageSpec, path: str) -> Iterable[str]:

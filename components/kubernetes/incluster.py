@@ -15,6 +15,7 @@ import pulumi_kubernetes as k8s
 from components.bundle import MONITORING_NAMESPACE, ClusterBundle
 from components.kubernetes.fabric import FabricObjects, FabricObjectsArgs
 from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.kubernetes.jobset import JobSetController, JobSetControllerArgs
 from components.kubernetes.logs import Logs, LogsArgs
 from components.kubernetes.observability import Observability, ObservabilityArgs
 from components.kubernetes.queueing import Queueing, QueueingArgs
@@ -40,12 +41,13 @@ class InClusterResources:
     gpu_operator: GpuOperator
     logs: Logs | None
     queueing: Queueing | None
+    jobset: JobSetController
     # The pools' GPU fabric objects; None when the cloud profile has none.
     fabric: FabricObjects | None = None
 
 
 class InClusterPlatform(pulumi.ComponentResource):
-    """GPU operator, shared volumes, observability, tenancy and queueing on the bundle's cluster."""
+    """GPU operator, shared volumes, observability, tenancy, queueing and the JobSet controller."""
 
     resources: InClusterResources
 
@@ -107,6 +109,8 @@ class InClusterPlatform(pulumi.ComponentResource):
             else None
         )
         namespaces = {team: t.namespace for team, t in self.teams.items()}
+        # The runtime of training jobs, with or without Kueue.
+        self.jobset = JobSetController(f"{name}-jobset", JobSetControllerArgs(bundle=bundle), child)
         self.queueing = (
             Queueing(
                 f"{name}-queueing",
@@ -116,6 +120,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                     bundle=bundle,
                     namespaces=namespaces,
                     prometheus=self.observability.release,
+                    jobset=self.jobset.resources.release,
                 ),
                 child,
             )
@@ -135,6 +140,7 @@ class InClusterPlatform(pulumi.ComponentResource):
             gpu_operator=self.gpu_operator,
             logs=self.logs,
             queueing=self.queueing,
+            jobset=self.jobset,
             fabric=self.fabric,
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

@@ -6,6 +6,7 @@ from components.bundle import MONITORING_NAMESPACE
 
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 KUEUE_NAMESPACE = "kueue-system"
+JOBSET_NAMESPACE = "jobset-system"
 
 # Helm release names are fixed (not auto-suffixed) so in-cluster service names are predictable.
 GPU_OPERATOR_RELEASE = "gpu-operator"
@@ -13,6 +14,7 @@ PROMETHEUS_RELEASE = "kube-prometheus-stack"
 LOKI_RELEASE = "loki"
 ALLOY_RELEASE = "alloy"
 KUEUE_RELEASE = "kueue"
+JOBSET_RELEASE = "jobset"
 
 # Trainer pods expose Prometheus metrics on this named port; the PodMonitor scrapes it and the team
 # NetworkPolicy admits the monitoring namespace to it.
@@ -20,9 +22,12 @@ TRAINER_METRICS_PORT = 9090
 TRAINER_METRICS_PORT_NAME = "metrics"
 # trainplane's training jobs label their objects and pods with the job name (components/kubernetes/training_job.py).
 JOB_LABEL = "trainplane.dev/job"
-# Kubernetes labels every pod of a batch/v1 Job (Indexed completion mode) carries; the PodMonitor and
-# Alloy turn them into the `job` and `rank` labels of metrics and logs.
-JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+# The labels the PodMonitor and Alloy turn into the `job` and `node_rank` labels of metrics and logs.
+# `job`: trainplane's own job label, on the pods of both runtimes (a JobSet's pods carry the child Job's
+# name `<job>-workers-0` in batch.kubernetes.io/job-name, not the job's). `node_rank`: the completion index
+# Kubernetes puts on every pod of an Indexed Job (also a JobSet's child Job; one child Job per training
+# job, so the index is the node rank); label since Kubernetes 1.28 (PodIndexLabel).
+JOB_NAME_LABEL = JOB_LABEL
 RANK_LABEL = "batch.kubernetes.io/job-completion-index"
 
 # Loki's in-cluster push and query endpoint (the chart's gateway service, single-binary mode).

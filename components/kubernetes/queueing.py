@@ -1,171 +1,53 @@
-"""Queueing with Kueue: a ResourceFlavor per GPU kind and capacity, a ClusterQueue per team with its
-nominal GPU quota in one cohort (idle quota can be borrowed), a LocalQueue in every team namespace, and
-all-or-nothing admission (waitForPodsReady) so a multi-node job never holds half its GPUs. Extended
-resources of the pools (fabric devices) are covered next to the GPUs, in proportion to them.
+"""Queueing with Kueue: a ResourceFlavor per GPU kind and capacity kind, a ClusterQueue per team with its
+nominal GPU quota in one cohort (idle quota can be borrowed) and its flavors in the platform's capacity
+order (reserved, on-demand, DWS, spot), a LocalQueue in every team namespace, and all-or-nothing admission
+(waitForPodsReady) so a multi-node job never holds half its GPUs. Extended resources of the pools (fabric
+devices) are covered next to the GPUs, in proportion to them. Pools with topology levels Kueue can use get
+a Topology (topology-aware scheduling); pools provisioned through a ProvisioningRequest class (GKE queued
+provisioning) get the ProvisioningRequest admission check. The object specs live in kueue_objects.py.
 
 Kueue objects use the v1beta2 API (storage version since Kueue 0.16): ClusterQueue `cohortName`.
 """
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
-import yaml
 
-from components.bundle import ClusterBundle, NodePoolInfo, team_local_queue
+from components.bundle import ClusterBundle, team_local_queue
 from components.charts import CHARTS
+from components.kubernetes.kueue_objects import (
+    GPU,
+    KUEUE_API,
+    KUEUE_FRAMEWORKS,
+    Flavor,
+    admission_check_spec,
+    cluster_queue_spec,
+    flavors,
+    manager_config,
+    provisioning_check_name,
+    provisioning_config_spec,
+    topologies,
+)
 from components.kubernetes.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
-from components.kubernetes.tenancy import TEAM_LABEL, team_quota
 from components.spec import QueueingSpec, TeamSpec
 
-KUEUE_API = "kueue.x-k8s.io/v1beta2"
-GPU = "nvidia.com/gpu"
-KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
-
-
-def manager_config() -> str:
-    """Kueue's Configuration (chart value managerConfig.controllerManagerConfigYaml) with waitForPodsReady."""
-    config = {
-        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-        "kind": "Configuration",
-        "health": {"healthProbeBindAddress": ":8081"},
-        "metrics": {"bindAddress": ":8443"},
-        "webhook": {"port": 9443},
-        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-        # A job is admitted whole or not at all: if its pods are not all running within the timeout, Kueue
-        # evicts and requeues it, and admits nothing else meanwhile (blockAdmission), so two half-started
-        # multi-node jobs cannot deadlock on each other's GPUs.
-        "waitForPodsReady": {
-            "timeout": "10m",
-            "recoveryTimeout": "3m",
-            "blockAdmission": True,
-            "requeuingStrategy": {
-                "timestamp": "Eviction",
-                "backoffBaseSeconds": 60,
-                "backoffMaxSeconds": 3600,
-            },
-        },
-        # Only the job kinds the platform runs: batch/v1 Job today, JobSet next (framework names from
-        # kueue v0.19.2 pkg/controller/jobs/*/..._controller.go FrameworkName). Without `pod` the chart
-        # renders its pod webhook with failurePolicy Ignore (templates/webhook/manifests.yaml), so a
-        # Kueue outage cannot block pod creation of the GPU operator, monitoring or anything else.
-        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
-        # Kueue's job webhooks (failurePolicy Fail) see only the team namespaces, not the operators'
-        # (chart: namespaceSelector of every job webhook = managedJobsNamespaceSelector when set).
-        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
-    }
-    return yaml.safe_dump(config, sort_keys=False)
-
-
-def flavor_name(gpu: str, capacity: str) -> str:
-    return re.sub(r"[^a-z0-9-]", "-", f"{gpu.lower()}-{capacity}")
-
-
-@dataclass(frozen=True)
-class Flavor:
-    name: str
-    gpus: int  # GPUs in the flavor at maximum scale
-    node_labels: dict[str, str]
-    tolerations: list[dict[str, str]]
-    # Extended resources of the flavor's nodes (bundle NodePoolInfo.extended_resources), by name:
-    # the count at maximum scale, and the most any pool of the flavor has per GPU.
-    extended: dict[str, int] = field(default_factory=dict)
-    extended_per_gpu: dict[str, float] = field(default_factory=dict)
-
-    def extended_quota(self, resource: str, gpu_quota: int) -> int:
-        """A team's share of `resource`: enough for `gpu_quota` GPUs on the flavor's densest pool, up to
-        what the flavor has. A job pod requests all of its node's devices, so the share follows GPUs."""
-        if resource not in self.extended:
-            return 0
-        return min(self.extended[resource], math.ceil(gpu_quota * self.extended_per_gpu[resource]))
-
-
-def flavors(pools: tuple[NodePoolInfo, ...]) -> list[Flavor]:
-    groups: dict[tuple[str, str], list[NodePoolInfo]] = {}
-    for p in pools:
-        if p.gpu:
-            groups.setdefault((p.gpu, p.capacity), []).append(p)
-    out = []
-    for (gpu, capacity), members in sorted(groups.items()):
-        # Labels every node of the group carries (pool-specific labels drop out when pools share a flavor).
-        common = dict(members[0].labels)
-        for m in members[1:]:
-            common = {k: v for k, v in common.items() if m.labels.get(k) == v}
-        taints = {(t.key, t.value, t.effect) for m in members for t in m.taints}
-        extended: dict[str, int] = {}
-        per_gpu: dict[str, float] = {}
-        for m in members:
-            for res, count in m.extended_resources.items():
-                extended[res] = extended.get(res, 0) + count * m.max_nodes
-                if m.gpus_per_node:
-                    per_gpu[res] = max(per_gpu.get(res, 0.0), count / m.gpus_per_node)
-        out.append(
-            Flavor(
-                name=flavor_name(gpu, capacity),
-                gpus=sum(m.gpus_per_node * m.max_nodes for m in members),
-                node_labels=common,
-                tolerations=[
-                    {"key": k, "operator": "Equal", "value": v, "effect": e} for k, v, e in sorted(taints)
-                ],
-                extended=extended,
-                extended_per_gpu=per_gpu,
-            )
-        )
-    return out
-
-
-def cluster_queue_spec(
-    queueing: QueueingSpec, pools: Sequence[NodePoolInfo], team: TeamSpec, fl: list[Flavor]
-) -> dict[str, Any]:
-    quota = team_quota(pools, team)
-    cpu, memory = quota["requests.cpu"], quota["requests.memory"]
-
-    def resource(name: str, nominal: str) -> dict[str, Any]:
-        r: dict[str, Any] = {"name": name, "nominalQuota": nominal}
-        if not queueing.borrowing:
-            r["borrowingLimit"] = "0"
-        return r
-
-    # Kueue admits a workload only if its ClusterQueue covers every resource its pods request (kueue
-    # flavorassigner), so every extended resource of any flavor is covered; a flavor without it gets 0.
-    extended = sorted({r for f in fl for r in f.extended})
-
-    return {
-        "cohortName": queueing.cohort,
-        # Only the team's own namespace feeds its queue.
-        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.name}},
-        "queueingStrategy": "BestEffortFIFO",
-        # Borrowed GPUs are returned when their owner needs them.
-        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
-        "resourceGroups": [
-            {
-                "coveredResources": ["cpu", "memory", GPU, *extended],
-                "flavors": [
-                    {
-                        "name": f.name,
-                        # Each flavor can hold the whole team quota, up to what the flavor has; the
-                        # namespace ResourceQuota caps the team's total across flavors.
-                        "resources": [
-                            resource("cpu", cpu),
-                            resource("memory", memory),
-                            resource(GPU, str(min(team.gpu_quota, f.gpus))),
-                            *(
-                                resource(r, str(f.extended_quota(r, min(team.gpu_quota, f.gpus))))
-                                for r in extended
-                            ),
-                        ],
-                    }
-                    for f in fl
-                ],
-            }
-        ],
-    }
+__all__ = [
+    "GPU",
+    "KUEUE_API",
+    "KUEUE_FRAMEWORKS",
+    "Flavor",
+    "Queueing",
+    "QueueingArgs",
+    "QueueingResources",
+    "cluster_queue_spec",
+    "flavors",
+    "manager_config",
+]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -177,6 +59,9 @@ class QueueingArgs:
     namespaces: Mapping[str, k8s.core.v1.Namespace]
     # The Prometheus release, whose ServiceMonitor CRD Kueue's metrics ServiceMonitor needs.
     prometheus: k8s.helm.v3.Release | None = None
+    # The JobSet release: Kueue starts after the JobSet CRD exists, so its jobset.x-k8s.io/jobset
+    # integration is set up at start-up rather than whenever Kueue next notices the API.
+    jobset: k8s.helm.v3.Release | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,6 +71,17 @@ class QueueingResources:
     flavors: Mapping[str, k8s.apiextensions.CustomResource]
     cluster_queues: Mapping[str, k8s.apiextensions.CustomResource]
     local_queues: Mapping[str, k8s.apiextensions.CustomResource]
+    # Topology name -> its object; ProvisioningRequest class -> (its config, its admission check).
+    topologies: Mapping[str, k8s.apiextensions.CustomResource] = field(default_factory=dict)
+    provisioning: Mapping[str, tuple[k8s.apiextensions.CustomResource, ...]] = field(default_factory=dict)
+
+
+def _kueue_object(
+    resource_name: str, kind: str, name: str, spec: Mapping[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    return k8s.apiextensions.CustomResource(
+        resource_name, api_version=KUEUE_API, kind=kind, metadata={"name": name}, spec=dict(spec), opts=opts
+    )
 
 
 class Queueing(pulumi.ComponentResource):
@@ -205,6 +101,8 @@ class Queueing(pulumi.ComponentResource):
         if args.prometheus is not None:
             values["enablePrometheus"] = True
             waits.append(args.prometheus)
+        if args.jobset is not None:
+            waits.append(args.jobset)
         self.release = k8s.helm.v3.Release(
             f"{name}-kueue",
             name=KUEUE_RELEASE,
@@ -217,27 +115,31 @@ class Queueing(pulumi.ComponentResource):
         # Kueue objects need the chart's CRDs (and its webhook) first.
         after = pulumi.ResourceOptions(parent=self, depends_on=[self.release])
         fl = flavors(bundle.node_pools)
-        flavor_res, cqs, lqs = {}, {}, {}
+        topo = {
+            t: _kueue_object(f"{name}-topology-{t}", "Topology", t, spec, after)
+            for t, spec in topologies(fl).items()
+        }
+        provisioning = self._provisioning(name, fl, after)
+        flavor_res = {}
         for f in fl:
-            flavor_spec: dict[str, Any] = {"nodeLabels": f.node_labels}
-            if f.tolerations:
-                flavor_spec["tolerations"] = f.tolerations
-            flavor_res[f.name] = k8s.apiextensions.CustomResource(
+            # A flavor that names a Topology must come after it (Kueue resolves the name at admission).
+            deps = [self.release, *([topo[f.spec()["topologyName"]]] if f.levels else [])]
+            flavor_res[f.name] = _kueue_object(
                 f"{name}-flavor-{f.name}",
-                api_version=KUEUE_API,
-                kind="ResourceFlavor",
-                metadata={"name": f.name},
-                spec=flavor_spec,
-                opts=after,
+                "ResourceFlavor",
+                f.name,
+                f.spec(),
+                pulumi.ResourceOptions(parent=self, depends_on=deps),
             )
+        cq_deps = [self.release, *(r for objs in provisioning.values() for r in objs)]
+        cqs, lqs = {}, {}
         for team in args.teams:
-            cq = cqs[team.name] = k8s.apiextensions.CustomResource(
+            cq = cqs[team.name] = _kueue_object(
                 f"{name}-cq-{team.name}",
-                api_version=KUEUE_API,
-                kind="ClusterQueue",
-                metadata={"name": team.name},
-                spec=cluster_queue_spec(args.queueing, bundle.node_pools, team, fl),
-                opts=after,
+                "ClusterQueue",
+                team.name,
+                cluster_queue_spec(args.queueing, bundle.node_pools, team, fl),
+                pulumi.ResourceOptions(parent=self, depends_on=cq_deps),
             )
             lqs[team.name] = k8s.apiextensions.CustomResource(
                 f"{name}-lq-{team.name}",
@@ -251,6 +153,36 @@ class Queueing(pulumi.ComponentResource):
                 opts=after,
             )
         self.resources = QueueingResources(
-            namespace=ns, release=self.release, flavors=flavor_res, cluster_queues=cqs, local_queues=lqs
+            namespace=ns,
+            release=self.release,
+            flavors=flavor_res,
+            cluster_queues=cqs,
+            local_queues=lqs,
+            topologies=topo,
+            provisioning=provisioning,
         )
         self.register_outputs({"release": self.release.name})
+
+    def _provisioning(
+        self, name: str, fl: Sequence[Flavor], after: pulumi.ResourceOptions
+    ) -> dict[str, tuple[k8s.apiextensions.CustomResource, ...]]:
+        """Per ProvisioningRequest class of the pools: its ProvisioningRequestConfig and AdmissionCheck."""
+        out = {}
+        for cls in sorted({c for f in fl for c in f.provisioning_classes}):
+            check = provisioning_check_name(cls)
+            config = _kueue_object(
+                f"{name}-provreq-{check}",
+                "ProvisioningRequestConfig",
+                check,
+                provisioning_config_spec(cls),
+                after,
+            )
+            ac = _kueue_object(
+                f"{name}-check-{check}",
+                "AdmissionCheck",
+                check,
+                admission_check_spec(cls),
+                pulumi.ResourceOptions(parent=self, depends_on=[self.release, config]),
+            )
+            out[cls] = (config, ac)
+        return out

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from components.spec.base import DNS_LABEL, Spec, duplicates, load_checked
+from components.spec.base import DNS_LABEL, Spec, alias_set, duplicates, load_checked
 
 if TYPE_CHECKING:
     from components.outputs import NodePoolOutput, PlatformOutputs, TeamOutput
@@ -45,13 +45,26 @@ class JobResources(Spec):
     shm_gib: float | None = Field(default=None, alias="shmGiB", gt=0)
 
 
+class JobTopology(Spec):
+    """Topology-aware placement (Kueue TAS) of the job's pods on its pools' topology levels."""
+
+    # block | subblock | host: the pool's levels above the node, broadest first; default the tightest.
+    level: Literal["block", "subblock", "host"] | None = None
+    # preferred: pack as tightly as possible, else spread; required: never outside one such domain.
+    mode: Literal["preferred", "required"] = "preferred"
+
+
 class JobSpec(Spec):
     platform_stack: str = Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
     # The Job name; pods are <name>-<index>, so keep it short enough for hostnames.
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     team: str = Field(pattern=DNS_LABEL)
     image: str = Field(pattern=r"^[^\s]+$")
-    node_pool: str = Field(pattern=DNS_LABEL)
+    # One pool (`nodePool`), or the pools the job may use in order of preference (`nodePools`, the
+    # platform's capacity order: reserved, on-demand, DWS, spot); exactly one of the two.
+    node_pool: str | None = Field(default=None, pattern=DNS_LABEL)
+    node_pools: list[Annotated[str, Field(pattern=DNS_LABEL)]] = Field(default_factory=list, max_length=8)
+    topology: JobTopology | None = None
     nodes: NodeRange
     gpus_per_node: int = Field(ge=1, le=16)
     trainer: dict[str, Any] = Field(default_factory=dict)
@@ -61,8 +74,19 @@ class JobSpec(Spec):
     max_restarts: int = Field(default=10, ge=0, le=1000)
     resources: JobResources = JobResources()
     env: dict[str, str] = Field(default_factory=dict)
-    grace_period_seconds: int | None = Field(default=None, ge=10, le=3600)
+    # At least 60 s on every cloud (job_pod.MIN_GRACE_SECONDS): time for the preemption checkpoint.
+    grace_period_seconds: int | None = Field(default=None, ge=60, le=3600)
     dataloader_workers: int = Field(default=4, ge=0, le=64)
+
+    @property
+    def pools(self) -> list[str]:
+        """The pools the job may run on, in its order of preference."""
+        return list(self.node_pools) or ([self.node_pool] if self.node_pool else [])
+
+    @property
+    def pool_key(self) -> str:
+        """The key the job named its pools with, for error lines."""
+        return "nodePools" if self.node_pools else "nodePool"
 
     @classmethod
     def load(cls, raw: Any, root: str = "job") -> JobSpec:
@@ -71,6 +95,12 @@ class JobSpec(Spec):
 
 
 def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
+    if (job.node_pool is None) == (not job.node_pools):
+        yield f"{root}.nodePool: give either nodePool (one pool) or nodePools (pools in order of preference)"
+    for dup in sorted(duplicates(job.node_pools)):
+        yield f"{root}.nodePools: {dup!r} is listed more than once"
+    if job.node_pools and alias_set(job, "spot"):
+        yield f"{root}.spot: derived from nodePools (a spot pool among them accepts preemption); remove it"
     if job.nodes.min > job.nodes.max:
         yield f"{root}.nodes.min: {job.nodes.min} is greater than nodes.max {job.nodes.max}"
     mounts = [v.mount_path for v in job.volumes]
@@ -104,22 +134,29 @@ def _check_checkpoint_uri(job: JobSpec, uri: str, root: str) -> Iterable[str]:
 
 
 def check_job(job: JobSpec, platform: PlatformOutputs, root: str = "job") -> list[str]:
-    """Check a job against its platform stack's outputs (team, pool, GPUs, storage, object store)."""
+    """Check a job against its platform stack's outputs (team, pools, GPUs, storage, object store)."""
     problems: list[str] = []
     ref = job.platform_stack
     team = platform.team(job.team)
     if team is None:
         known = ", ".join(sorted(t.name for t in platform.teams)) or "none"
         problems.append(f"{root}.team: {job.team!r} is not a team of platform {ref}; known: {known}")
-    pool = platform.pool(job.node_pool)
-    if pool is None:
-        known = ", ".join(sorted(p.name for p in platform.node_pools)) or "none"
-        problems.append(
-            f"{root}.nodePool: {job.node_pool!r} is not a node pool of platform {ref}; known: {known}"
-        )
-    else:
-        problems += _check_pool_fit(job, platform, pool, root)
-        if team is not None and pool.gpu:
+    pools = []
+    for name in job.pools:
+        pool = platform.pool(name)
+        if pool is None:
+            known = ", ".join(sorted(p.name for p in platform.node_pools)) or "none"
+            problems.append(
+                f"{root}.{job.pool_key}: {name!r} is not a node pool of platform {ref}; known: {known}"
+            )
+        else:
+            problems += _check_pool_fit(job, platform, pool, root)
+            pools.append(pool)
+    if pools and len(pools) == len(job.pools):
+        from components.spec.job_pools import check_pools
+
+        problems += check_pools(job, platform, pools, root)
+        if team is not None and all(p.gpu for p in pools):
             problems += _check_quota(job, team, root)
     if team is not None:
         problems += _check_volumes(job, team, ref, root)
@@ -129,25 +166,28 @@ def check_job(job: JobSpec, platform: PlatformOutputs, root: str = "job") -> lis
 
 def _check_pool_fit(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutput, root: str) -> list[str]:
     problems = []
+    key = job.pool_key
     if not pool.gpu:
-        problems.append(f"{root}.nodePool: {job.node_pool} is a CPU pool; a training job needs a GPU pool")
+        problems.append(f"{root}.{key}: {pool.name} is a CPU pool; a training job needs a GPU pool")
     elif job.gpus_per_node > pool.gpus_per_node:
         problems.append(
             f"{root}.gpusPerNode: {job.gpus_per_node} is more than the {pool.gpus_per_node} GPUs "
-            f"per node of pool {job.node_pool}"
+            f"per node of pool {pool.name}"
         )
     if job.nodes.max > pool.max_nodes:
         problems.append(
-            f"{root}.nodes.max: {job.nodes.max} nodes is more than pool {job.node_pool} "
+            f"{root}.nodes.max: {job.nodes.max} nodes is more than pool {pool.name} "
             f"can scale to ({pool.max_nodes})"
         )
+    if job.node_pools:
+        return problems  # spot is derived from the pools
     if pool.capacity == "spot" and not job.spot:
         others = [p.name for p in platform.node_pools if p.gpu == pool.gpu and p.capacity != "spot"]
         hint = f"pick on-demand pool {others[0]}" if others else "set spot: true to accept preemption"
-        problems.append(f"{root}.spot: pool {job.node_pool} is spot capacity; {hint}")
+        problems.append(f"{root}.spot: pool {pool.name} is spot capacity; {hint}")
     if pool.capacity != "spot" and job.spot:
         problems.append(
-            f"{root}.spot: pool {job.node_pool} is on-demand capacity; set spot: false or pick a spot pool"
+            f"{root}.spot: pool {pool.name} is {pool.capacity} capacity; set spot: false or pick a spot pool"
         )
     return problems
 

@@ -103,6 +103,9 @@ class NodePoolSpec(Spec):
     max_run_hours: int | None = Field(default=None, ge=1, le=168)
     # kubernetes: the labels that select nodes that already exist
     selector: dict[str, str] = Field(default_factory=dict)
+    # kubernetes: the node labels of the cluster's network topology, broadest first, ending with
+    # kubernetes.io/hostname (Kueue topology-aware placement); the clouds know their own
+    topology_levels: list[str] = Field(default_factory=list, max_length=8)
 
     @field_validator("gpu")
     @classmethod

@@ -28,9 +28,19 @@ class TrainingPod:
 
     team: str
     pool: str
-    job: K8sObject  # the batch/v1 Job
-    plan: Plan  # the job stack's plan (Job, Service, ConfigMap, PodMonitor)
+    # The batch/v1 Job the pods belong to: an elastic job's own, or the child Job a JobSet creates from
+    # its replicated job (metadata: the JobSet's, which carries the queue label and annotations).
+    job: K8sObject
+    plan: Plan  # the job stack's plan (JobSet or Job and Service, ConfigMap, PodMonitor)
     synthesized: bool
+    # The runtime object the job stack registers: "JobSet" (fixed size) or "Job" (elastic).
+    runtime: str = "Job"
+    # All pools the job may use (`nodePools`), `pool` first; () for a one-pool job.
+    pools: tuple[str, ...] = ()
+
+    @property
+    def all_pools(self) -> tuple[str, ...]:
+        return self.pools or (self.pool,)
 
     @property
     def template(self) -> Mapping[str, Any]:
@@ -60,7 +70,7 @@ class TrainingPod:
 
     @property
     def ref(self) -> str:
-        return f"Job {self.namespace}/{self.job.name} (pool {self.pool})"
+        return f"{self.runtime} {self.namespace}/{self.job.name} (pool {self.pool})"
 
 
 def largest_job(team: Mapping[str, Any], pool: Mapping[str, Any]) -> tuple[int, int] | None:
@@ -126,9 +136,30 @@ def _job_run(platform_outputs: str, job: str) -> tuple[tuple[PlanResource, ...],
     return plan.resources, dict(plan.outputs)
 
 
-def _pod_of(plan: Plan, team: str, pool: str, synthesized: bool) -> TrainingPod | None:
-    jobs = plan.objects("Job")
-    return TrainingPod(team, pool, jobs[0], plan, synthesized) if jobs else None
+def runtime_jobs(plan: Plan) -> list[tuple[str, K8sObject]]:
+    """(runtime kind, the Job its pods belong to) for every training job of a job stack's plan."""
+    out = [("Job", j) for j in plan.objects("Job")]
+    for js in plan.objects("JobSet"):
+        for rj in js.spec.get("replicatedJobs") or []:
+            template = rj.get("template") or {}
+            body = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {**(js.body.get("metadata") or {})},
+                "spec": template.get("spec") or {},
+            }
+            out.append(("JobSet", K8sObject(js.resource, body)))
+    return out
+
+
+def _pod_of(
+    plan: Plan, team: str, pool: str, synthesized: bool, pools: tuple[str, ...] = ()
+) -> TrainingPod | None:
+    jobs = runtime_jobs(plan)
+    if not jobs:
+        return None
+    kind, job = jobs[0]
+    return TrainingPod(team, pool, job, plan, synthesized, kind, pools)
 
 
 def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
@@ -137,10 +168,10 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
     if plan.kind == "job":
         cfg = plan.config or {}
         team = str(cfg.get("team") or "")
-        pool = str(cfg.get("nodePool") or "")
+        pool = str(cfg.get("nodePool") or (cfg.get("nodePools") or [""])[0])
         if not pool:
             # From a dump: the pool is the one whose labels the pod selects.
-            for job in plan.objects("Job"):
+            for _, job in runtime_jobs(plan):
                 sel = (((job.spec.get("template") or {}).get("spec") or {}).get("nodeSelector")) or {}
                 pool = next(
                     (
@@ -151,7 +182,7 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
                     "",
                 )
                 team = job.namespace or ""
-        pod = _pod_of(plan, team, pool, False)
+        pod = _pod_of(plan, team, pool, False, tuple(str(p) for p in cfg.get("nodePools") or ()))
         return ([pod] if pod else []), problems
     pods: list[TrainingPod] = []
     for team_out in plan.teams:

@@ -197,25 +197,48 @@ def live_scheduling(ctx: Context, state: ClusterState) -> CheckResult:
             continue
         for node in nodes:
             node_name = _meta(node)["name"]
-            taints = (node.get("spec") or {}).get("taints") or []
-            for t in ctx.pool_taints(pool):
-                if not _tolerated(t, taints):
-                    res.fail(
-                        f"node {node_name} of GPU pool {pool['name']} lacks taint {t['key']}:{t['effect']}",
-                        f"node {node_name}",
-                    )
-            for d in must_run:
-                ns, _, name = d.name.partition("/")
-                if (ns, name) not in existing:
-                    continue
-                if node_name not in pods_by_owner.get((ns, name), set()):
-                    res.fail(
-                        f"DaemonSet {d.name} ({d.role}) has no pod on GPU node {node_name} (pool {pool['name']})",
-                        d.name,
-                        f"node {node_name}",
-                    )
+            _check_gpu_node(ctx, res, pool, node, must_run, existing, pods_by_owner)
             res.examined.append(node_name)
     return res
+
+
+def _check_gpu_node(
+    ctx: Context,
+    res: CheckResult,
+    pool: dict[str, Any],
+    node: dict[str, Any],
+    must_run: list[Any],
+    existing: set[tuple[Any, Any]],
+    pods_by_owner: dict[tuple[str, str], set[str]],
+) -> None:
+    """One node of a GPU pool: the pool's taints and topology labels, a pod of every DaemonSet it needs."""
+    node_name = _meta(node)["name"]
+    taints = (node.get("spec") or {}).get("taints") or []
+    for t in ctx.pool_taints(pool):
+        if not _tolerated(t, taints):
+            res.fail(
+                f"node {node_name} of GPU pool {pool['name']} lacks taint {t['key']}:{t['effect']}",
+                f"node {node_name}",
+            )
+    node_labels = _meta(node).get("labels") or {}
+    for level in pool.get("topologyLevels") or []:
+        # Kueue TAS counts a node only with every level label of its flavor's Topology.
+        if level not in node_labels:
+            res.fail(
+                f"node {node_name} of GPU pool {pool['name']} lacks topology label {level}: Kueue "
+                "topology-aware scheduling never places jobs on it",
+                f"node {node_name}",
+            )
+    for d in must_run:
+        ns, _, name = d.name.partition("/")
+        if (ns, name) not in existing:
+            continue
+        if node_name not in pods_by_owner.get((ns, name), set()):
+            res.fail(
+                f"DaemonSet {d.name} ({d.role}) has no pod on GPU node {node_name} (pool {pool['name']})",
+                d.name,
+                f"node {node_name}",
+            )
 
 
 def live_identity(ctx: Context, state: ClusterState) -> CheckResult:

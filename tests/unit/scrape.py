@@ -60,10 +60,12 @@ def dcgm_target(node: str = NODE, address: str = "10.0.1.17:9400") -> dict[str, 
 def trainer_target(job: str, index: int, address: str = "10.0.2.30:9090") -> dict[str, str]:
     return {
         "__address__": address,
-        "__meta_kubernetes_pod_label_batch_kubernetes_io_job_name": job,
+        # A JobSet pod: its child Job's name in job-name, trainplane's job label, the completion index.
+        "__meta_kubernetes_pod_label_batch_kubernetes_io_job_name": f"{job}-workers-0",
+        "__meta_kubernetes_pod_label_trainplane_dev_job": job,
         "__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index": str(index),
         "namespace": "research",
-        "pod": f"{job}-{index}-abcde",
+        "pod": f"{job}-workers-0-{index}-abcde",
         "container": "trainer",
         "job": f"research/{job}",
         "endpoint": "metrics",

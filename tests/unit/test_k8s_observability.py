@@ -207,7 +207,9 @@ def test_training_pod_monitor_leaves_rank_to_the_trainer():
     # The trainer labels per-GPU series with the global rank; a `rank` target label would rename it
     # exported_rank. The pod's completion index becomes node_rank.
     assert targets == {
-        "job": ["__meta_kubernetes_pod_label_batch_kubernetes_io_job_name"],
+        # trainplane's job label: on the pods of both runtimes (a JobSet's pods carry their child Job's
+        # name in batch.kubernetes.io/job-name).
+        "job": ["__meta_kubernetes_pod_label_trainplane_dev_job"],
         "node_rank": ["__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index"],
     }
 
@@ -321,7 +323,7 @@ def test_alloy_ships_pod_logs_with_job_and_rank_labels():
         "namespace": "__meta_kubernetes_namespace",
         "pod": "__meta_kubernetes_pod_name",
         "container": "__meta_kubernetes_pod_container_name",
-        "job": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_name",
+        "job": "__meta_kubernetes_pod_label_trainplane_dev_job",
         "node_rank": "__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index",
     }
     assert 'url = "http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push"' in config

@@ -185,3 +185,230 @@ def test_extended_quota_follows_the_densest_pool_and_stops_at_what_the_flavor_ha
     assert f.extended_quota(EFA, 64) == 192  # all the flavor has
     (plain,) = flavors((pool("noefa", 0, 2),))
     assert plain.extended_quota(EFA, 16) == 0
+
+
+# ---- flavors per capacity kind, fallback order, Topology, ProvisioningRequest ------------------------
+
+GKE_LEVELS = (
+    "cloud.google.com/gce-topology-block",
+    "cloud.google.com/gce-topology-subblock",
+    "cloud.google.com/gce-topology-host",
+    "kubernetes.io/hostname",
+)
+
+
+def _pool(name: str, capacity: str, min_nodes: int, max_nodes: int, **extra):
+    from components.bundle import NodePoolInfo, TaintInfo
+
+    labels = {"trainplane.dev/pool": name, "trainplane.dev/gpu": "H100", "trainplane.dev/capacity": capacity}
+    taints = (TaintInfo("nvidia.com/gpu", "present", "NoSchedule"),)
+    return NodePoolInfo(name, "H100", 8, capacity, min_nodes, max_nodes, labels, taints, **extra)
+
+
+def capacity_pools():
+    """One H100 pool per capacity kind (a spot pool first, to show the order is not the stack's)."""
+    return (
+        _pool("h100-spot", "spot", 0, 8, topology_levels=GKE_LEVELS),
+        _pool("h100-res", "reservation", 4, 4, topology_levels=GKE_LEVELS),
+        _pool("h100-od", "on-demand", 0, 2),
+        _pool(
+            "h100-q",
+            "queued",
+            0,
+            4,
+            topology_levels=GKE_LEVELS,
+            provisioning_class="queued-provisioning.gke.io",
+        ),
+        _pool("h100-flex", "flex-start", 0, 2),
+        _pool("h100-block", "capacity-block", 2, 2),
+    )
+
+
+def _kueue_objects(pools, team_quota: int = 16) -> list[dict]:
+    from components.kubernetes.kueue_objects import (
+        KUEUE_API,
+        admission_check_spec,
+        cluster_queue_spec,
+        flavors,
+        provisioning_check_name,
+        provisioning_config_spec,
+        topologies,
+    )
+    from components.spec import QueueingSpec, TeamSpec
+
+    fl = flavors(pools)
+    team = TeamSpec(name="research", gpuQuota=team_quota)
+
+    def obj(kind: str, name: str, spec: dict) -> dict:
+        return {"apiVersion": KUEUE_API, "kind": kind, "metadata": {"name": name}, "spec": spec}
+
+    out = [obj("ResourceFlavor", f.name, f.spec()) for f in fl]
+    out += [obj("Topology", n, s) for n, s in topologies(fl).items()]
+    for cls in sorted({c for f in fl for c in f.provisioning_classes}):
+        name = provisioning_check_name(cls)
+        out += [
+            obj("ProvisioningRequestConfig", name, provisioning_config_spec(cls)),
+            obj("AdmissionCheck", name, admission_check_spec(cls)),
+        ]
+    out.append(obj("ClusterQueue", team.name, cluster_queue_spec(QueueingSpec(), pools, team, fl)))
+    return out
+
+
+def _of(objects: list[dict], kind: str) -> list[dict]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+def test_flavors_follow_the_capacity_fallback_order_with_a_quota_each():
+    """Kueue tries a ClusterQueue's flavors in order: reserved, on-demand, DWS, then spot. Each flavor's
+    GPU quota is min(team quota, the flavor's GPUs at max scale); the namespace quota caps the total."""
+    objects = _kueue_objects(capacity_pools())
+    (cq,) = _of(objects, "ClusterQueue")
+    (group,) = cq["spec"]["resourceGroups"]
+    names = [f["name"] for f in group["flavors"]]
+    assert names == [
+        "h100-reservation",
+        "h100-capacity-block",
+        "h100-on-demand",
+        "h100-flex-start",
+        "h100-queued",
+        "h100-spot",
+    ]
+    gpus = {
+        f["name"]: next(r["nominalQuota"] for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+        for f in group["flavors"]
+    }
+    assert gpus == {
+        "h100-reservation": "16",  # 4 nodes x 8 = 32 GPUs, the team's 16
+        "h100-capacity-block": "16",
+        "h100-on-demand": "16",
+        "h100-flex-start": "16",
+        "h100-queued": "16",
+        "h100-spot": "16",
+    }
+    big = _of(_kueue_objects(capacity_pools(), team_quota=64), "ClusterQueue")[0]
+    quota = {
+        f["name"]: next(r["nominalQuota"] for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+        for f in big["spec"]["resourceGroups"][0]["flavors"]
+    }
+    assert quota["h100-on-demand"] == "16" and quota["h100-spot"] == "64"  # what the flavor has
+
+
+def test_topology_only_on_flavors_kueue_can_place_by_topology():
+    """TAS counts existing nodes only: an autoscaling pool without a ProvisioningRequest class (spot,
+    0..8) gets no topologyName; a fixed reserved pool and a queued-provisioning pool do."""
+    objects = _kueue_objects(capacity_pools())
+    flavor = {o["metadata"]["name"]: o["spec"] for o in _of(objects, "ResourceFlavor")}
+    (topology,) = _of(objects, "Topology")
+    assert [lv["nodeLabel"] for lv in topology["spec"]["levels"]] == list(GKE_LEVELS)
+    name = topology["metadata"]["name"]
+    assert flavor["h100-reservation"]["topologyName"] == name
+    assert flavor["h100-queued"]["topologyName"] == name
+    assert "topologyName" not in flavor["h100-spot"] and "topologyName" not in flavor["h100-on-demand"]
+
+
+def test_queued_pools_get_the_provisioning_request_check_on_their_flavor_only():
+    objects = _kueue_objects(capacity_pools())
+    (config,) = _of(objects, "ProvisioningRequestConfig")
+    assert config["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
+    assert config["spec"]["managedResources"] == ["nvidia.com/gpu"]
+    (check,) = _of(objects, "AdmissionCheck")
+    assert check["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
+    assert check["spec"]["parameters"]["name"] == config["metadata"]["name"]
+    (cq,) = _of(objects, "ClusterQueue")
+    assert cq["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": check["metadata"]["name"], "onFlavors": ["h100-queued"]}]
+    }
+    # Without a queued pool: no check, no strategy.
+    plain = _kueue_objects(capacity_pools()[:3])
+    assert (
+        not _of(plain, "AdmissionCheck")
+        and "admissionChecksStrategy" not in _of(plain, "ClusterQueue")[0]["spec"]
+    )
+
+
+def _topology_cel(levels: list[dict]) -> list[str]:
+    """The two CEL rules of topologies.kueue.x-k8s.io that crd_validate.py cannot evaluate, in Python."""
+    labels = [lv["nodeLabel"] for lv in levels]
+    out = []
+    if len(set(labels)) != len(labels):
+        out.append("levels must be unique")
+    if "kubernetes.io/hostname" in labels and labels[-1] != "kubernetes.io/hostname":
+        out.append("kubernetes.io/hostname must be the last level")
+    return out
+
+
+def test_every_kueue_object_validates_against_its_crd(tmp_path):
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    objects = _kueue_objects(capacity_pools())
+    assert {o["kind"] for o in objects} == {
+        "ResourceFlavor",
+        "Topology",
+        "ProvisioningRequestConfig",
+        "AdmissionCheck",
+        "ClusterQueue",
+    }
+    for i, o in enumerate(objects):
+        (tmp_path / f"{i}-{o['kind']}.yaml").write_text(yaml.safe_dump(o))
+    for t in _of(objects, "Topology"):
+        assert _topology_cel(t["spec"]["levels"]) == []
+    check = ROOT.parent / "shared" / "checks" / "crd_validate.py"
+    proc = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 problem(s)" in proc.stdout
+
+
+def test_existing_cluster_topology_levels_make_a_topology():
+    result = plan("onprem-dev")
+    (topology,) = kueue(result, "Topology")
+    levels = topology.inputs["spec"]["levels"]
+    assert [lv["nodeLabel"] for lv in levels] == ["lab.example.com/rack", "kubernetes.io/hostname"]
+    assert _topology_cel(levels) == []
+    (flavor,) = kueue(result, "ResourceFlavor")
+    assert flavor.inputs["spec"]["topologyName"] == topology.inputs["metadata"]["name"]
+    assert topology.urn in flavor.deps  # the flavor names it: created after it
+
+
+def test_the_jobset_controller_is_pinned_and_kueue_runs_jobsets():
+    result = plan("aws-dev")
+    (release,) = [
+        r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"].endswith("/jobset")
+    ]
+    assert release.inputs["chart"] == "oci://registry.k8s.io/jobset/charts/jobset"
+    assert release.inputs["version"] == "0.12.0" and release.inputs["namespace"] == "jobset-system"
+    # The chart's values.yaml names a staging image at tag `main`: pinned to the release's image.
+    assert release.inputs["values"]["image"]["repository"] == "registry.k8s.io/jobset/jobset"
+    assert release.inputs["values"]["image"]["tag"] == "v0.12.0"
+    assert "jobset.x-k8s.io/jobset" in _manager_config(result)["integrations"]["frameworks"]
+    # Kueue starts once the JobSet CRD is there.
+    (kueue_release,) = [
+        r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"].endswith("/kueue")
+    ]
+    assert release.urn in kueue_release.deps
+
+
+def test_bad_topology_levels_are_one_line_errors():
+    import pytest
+
+    from components.spec import ConfigError, PlatformSpec
+
+    def problems(levels, stack="onprem-dev"):
+        obj = platform_object(stack)
+        obj["nodePools"][-1]["topologyLevels"] = levels
+        with pytest.raises(ConfigError) as e:
+            PlatformSpec.load(obj)
+        return e.value.problems
+
+    assert problems(["kubernetes.io/hostname", "lab.example.com/rack"]) == [
+        "platform.nodePools[0].topologyLevels: must end with kubernetes.io/hostname (the node); "
+        "list the broadest level first"
+    ]
+    assert problems(["bad key!", "kubernetes.io/hostname"]) == [
+        "platform.nodePools[0].topologyLevels[0]: 'bad key!' is not a node label key"
+    ]
+    # The clouds know their nodes' topology labels: the key is the existing cluster's.
+    (line,) = [p for p in problems(["kubernetes.io/hostname"], "aws-dev") if "topologyLevels" in p]
+    assert line.startswith("platform.nodePools[1].topologyLevels:")

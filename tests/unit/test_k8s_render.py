@@ -25,6 +25,10 @@ CRD_KINDS = {
     # ../shared/checks/crd_validate.py; shape asserted in test_gcp_fabric.py.
     ("networking.gke.io/v1", "Network"): "GKE multi-networking CRD",
     ("networking.gke.io/v1", "GKENetworkParamSet"): "GKE multi-networking CRD",
+    ("kueue.x-k8s.io/v1beta2", "Topology"): "Kueue CRD",
+    # Validated against their CRDs with ../shared/checks/crd_validate.py (test_training_job.py,
+    # test_k8s_queueing.py).
+    ("jobset.x-k8s.io/v1alpha2", "JobSet"): "JobSet CRD",
 }
 REFERENCE_CHARTS = ROOT.parent / "shared" / "reference" / "charts"
 # Keys the chart's templates read although its defaults only document them in a comment

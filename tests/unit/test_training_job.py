@@ -17,7 +17,8 @@ from tests.conftest import ROOT, planned
 
 REF = "organization/trainplane/aws-dev"
 GCP_REF = "organization/trainplane/gcp-dev"
-JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor")}
+JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor"), ("jobset.x-k8s.io/v1alpha2", "JobSet")}
+JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
 
 
 def platform_outputs(stack: str) -> dict[str, Any]:
@@ -54,8 +55,29 @@ def the(result: RunResult, type_: str) -> dict[str, Any]:
     return r.inputs
 
 
+def runtime(result: RunResult) -> dict[str, Any]:
+    """The job's JobSet (fixed size) or batch/v1 Job (elastic)."""
+    (r,) = [r for r in result.resources if r.type in (JOBSET, "kubernetes:batch/v1:Job")]
+    return r.inputs
+
+
+def child_job_spec(result: RunResult) -> dict[str, Any]:
+    """The spec of the Job the pods belong to: the JobSet's replicated job template, or the Job's own."""
+    obj = runtime(result)
+    if "replicatedJobs" in obj["spec"]:
+        (rj,) = obj["spec"]["replicatedJobs"]
+        return rj["template"]["spec"]
+    return obj["spec"]
+
+
 def pod_spec(result: RunResult) -> dict[str, Any]:
-    return the(result, "kubernetes:batch/v1:Job")["spec"]["template"]["spec"]
+    return child_job_spec(result)["template"]["spec"]
+
+
+def elastic_plan() -> RunResult:
+    job = job_object()
+    job["nodes"] = {"min": 1, "max": 2}
+    return plan_job(job)
 
 
 def container(result: RunResult) -> dict[str, Any]:
@@ -78,31 +100,64 @@ def test_the_job_reads_its_platform_through_a_stack_reference():
     assert "kubectl -n research logs" in result.outputs["logs"]
 
 
-def test_indexed_job_with_headless_service_and_elastic_rendezvous():
+def test_fixed_size_job_is_a_jobset_with_stable_pod_dns_and_static_ranks():
     result = reference_plan()
-    job = the(result, "kubernetes:batch/v1:Job")
-    svc = the(result, "kubernetes:core/v1:Service")
-    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
-    spec = job["spec"]
+    assert not result.of_type("kubernetes:batch/v1:Job") and not result.of_type("kubernetes:core/v1:Service")
+    js = the(result, JOBSET)
+    assert js["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research-gpus"
+    assert js["metadata"]["annotations"] == {"pulumi.com/skipAwait": "true"}
+    assert js["spec"]["suspend"] is True
+    # JobSet makes the headless Service `gpt-small` itself; pod i is gpt-small-workers-0-<i>.gpt-small.
+    assert js["spec"]["network"] == {
+        "enableDNSHostnames": True,
+        "subdomain": "gpt-small",
+        "publishNotReadyAddresses": True,
+    }
+    (rj,) = js["spec"]["replicatedJobs"]
+    assert (rj["name"], rj["replicas"]) == ("workers", 1)
+    spec = child_job_spec(result)
     assert spec["completionMode"] == "Indexed"
-    assert spec["parallelism"] == spec["completions"] == 4
-    assert spec["suspend"] is True
-    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research-gpus"
-    assert job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] == "2"
-    assert job["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
-    pod = pod_spec(result)
-    assert pod["subdomain"] == svc["metadata"]["name"] == "gpt-small-workers"
+    assert spec["parallelism"] == spec["completions"] == 2
+    assert "subdomain" not in pod_spec(result)  # JobSet sets it on the child Job
     args = container(result)["args"]
     assert args[:5] == [
         "--nproc-per-node=8",
-        "--nnodes=2:4",
-        "--rdzv-backend=c10d",
-        "--rdzv-endpoint=gpt-small-0.gpt-small-workers:29400",
-        "--rdzv-id=gpt-small",
+        "--nnodes=2",
+        "--node-rank=$(NODE_RANK)",
+        "--master-addr=gpt-small-workers-0-0.gpt-small",
+        "--master-port=29500",
     ]
     assert args[-3:] == ["--", "--config", "/etc/trainplane/trainer.yaml"]
     # No command: the image's entry point (tini, then the launcher) must stay in charge of signals.
     assert "command" not in container(result)
+
+
+def test_elastic_job_keeps_the_indexed_job_with_a_c10d_rendezvous():
+    """JobSet cannot resize and Kueue admits a JobSet whole: an elastic job stays a batch/v1 Job that
+    Kueue may admit with nodes.min pods (components/kubernetes/job_runtime.py)."""
+    result = elastic_plan()
+    assert not result.of_type(JOBSET)
+    job = the(result, "kubernetes:batch/v1:Job")
+    svc = the(result, "kubernetes:core/v1:Service")
+    assert svc["spec"]["clusterIP"] == "None" and svc["spec"]["publishNotReadyAddresses"] is True
+    spec = job["spec"]
+    assert spec["completionMode"] == "Indexed" and spec["suspend"] is True
+    assert spec["parallelism"] == spec["completions"] == 2
+    assert spec["backoffLimit"] == 20
+    assert job["metadata"]["annotations"]["kueue.x-k8s.io/job-min-parallelism"] == "1"
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research-gpus"
+    assert pod_spec(result)["subdomain"] == svc["metadata"]["name"] == "gpt-small-workers"
+    assert container(result)["args"][1:5] == [
+        "--nnodes=1:2",
+        "--rdzv-backend=c10d",
+        "--rdzv-endpoint=gpt-small-0.gpt-small-workers:29400",
+        "--rdzv-id=gpt-small",
+    ]
+    assert spec["podFailurePolicy"]["rules"] == [
+        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "Ignore", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [143]}},
+        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2]}},
+    ]
 
 
 def test_pod_spec_carries_resources_selectors_tolerations_volumes_identity_and_failure_policy():
@@ -140,13 +195,9 @@ def test_pod_spec_carries_resources_selectors_tolerations_volumes_identity_and_f
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "32Gi"}
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     assert mounts["/data"]["readOnly"] is True and mounts["/dev/shm"]["name"] == "dshm"
-    job = the(result, "kubernetes:batch/v1:Job")
-    assert job["spec"]["backoffLimit"] == 20
-    assert job["spec"]["podFailurePolicy"]["rules"] == [
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
-        {"action": "Ignore", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [143]}},
-        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2]}},
-    ]
+    # The failure policy (tests/unit/test_failure_semantics.py shows what it does).
+    assert child_job_spec(result)["backoffLimit"] == 0
+    assert the(result, JOBSET)["spec"]["failurePolicy"]["maxRestarts"] == 20
     env = env_of(result)
     assert env["TRAINPLANE_METRICS_PORT"] == "9090"
     assert env["TRAINPLANE_JOB_NAME"] == "gpt-small"
@@ -162,45 +213,83 @@ def test_trainer_config_map_holds_the_trainer_block_and_the_job_decisions():
     data = yaml.safe_load(the(reference_plan(), "kubernetes:core/v1:ConfigMap")["data"]["trainer.yaml"])
     trainer = data["trainer"]
     assert trainer["model"] == "gpt-small" and trainer["globalBatchSize"] == 512
-    assert trainer["worldSizes"] == [16, 24, 32]
+    assert trainer["worldSizes"] == [16]
     assert trainer["checkpoint"] == {"intervalSteps": 500, "keep": 3, "asyncSave": True}
     from trainer.config import TrainConfig, normalise_keys
 
     config = TrainConfig.model_validate(normalise_keys(trainer))
-    assert [config.accumulation(w) for w in (16, 32)] == [4, 2]
+    assert config.accumulation(16) == 4
 
 
 def test_pod_monitor_scrapes_the_trainer_with_job_and_node_rank_labels():
     (pm,) = [r for r in reference_plan().resources if r.type.endswith(":PodMonitor")]
     spec = pm.inputs["spec"]
-    assert spec["selector"] == {"matchLabels": {"batch.kubernetes.io/job-name": "gpt-small"}}
+    # trainplane's job label: a JobSet's pods carry their child Job's name (gpt-small-workers-0) in
+    # batch.kubernetes.io/job-name, not the job's.
+    assert spec["selector"] == {"matchLabels": {"trainplane.dev/job": "gpt-small"}}
+    assert spec["selector"]["matchLabels"].items() <= pod_spec_labels(reference_plan()).items()
     (endpoint,) = spec["podMetricsEndpoints"]
     assert endpoint["port"] == "metrics"
     assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "node_rank"}
     assert "metrics" in {p["name"] for p in container(reference_plan())["ports"]}
 
 
+def pod_spec_labels(result: RunResult) -> dict[str, str]:
+    return child_job_spec(result)["template"]["metadata"]["labels"]
+
+
 @pytest.mark.parametrize("version", ["1.33", "1.34", "1.35"])
-@pytest.mark.parametrize("platform", ["aws", "gcp", "aws-efa"])
+@pytest.mark.parametrize("platform", ["aws", "gcp", "aws-efa", "elastic"])
 def test_job_objects_validate_strictly(platform, version):
     result = {
         "aws": reference_plan,
         "gcp": lambda: plan_job(gcp_job_object()),
         "aws-efa": lambda: plan_job(efa_job(), {EFA_REF: efa_platform()}),
+        "elastic": elastic_plan,
     }[platform]()
     objects = kubernetes_objects(result)
-    assert {o["kind"] for o in objects} == {"ConfigMap", "Service", "Job", "PodMonitor"}
+    expected = {"ConfigMap", "Service", "Job", "PodMonitor"} if platform == "elastic" else None
+    assert {o["kind"] for o in objects} == (expected or {"ConfigMap", "JobSet", "PodMonitor"})
     for obj in objects:
+        if obj["kind"] == "JobSet":
+            # The child Job JobSet creates from the template, strictly as Kubernetes sees it; the JobSet
+            # itself against its CRD in test_jobset_validates_against_its_crd.
+            (rj,) = obj["spec"]["replicatedJobs"]
+            obj = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": "x-workers-0"},
+                **rj["template"],
+            }
         if (obj["apiVersion"], obj["kind"]) in JOB_KINDS_FROM_CRDS:
             continue  # kube-prometheus-stack's CRD; its fields are asserted above
         kubernetes_validate.validate(obj, version, strict=True)
 
 
-def test_gcp_platform_job_uses_gcs_and_gke_grace():
+def test_jobset_validates_against_its_crd(tmp_path):
+    """JobSet v0.12.0's CRD schema and webhook defaults (../shared/checks/crd_validate.py)."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    plans = (reference_plan(), plan_job(efa_job(), {EFA_REF: efa_platform()}), fabric_plan())
+    for i, result in enumerate(plans):
+        (js,) = [o for o in kubernetes_objects(result) if o["kind"] == "JobSet"]
+        (tmp_path / f"jobset-{i}.yaml").write_text(yaml.safe_dump(js))
+    check = ROOT.parent / "shared" / "checks" / "crd_validate.py"
+    proc = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_gcp_platform_job_uses_gcs_and_at_least_60s_of_grace():
     result = plan_job(gcp_job_object())
     bucket = platform_outputs("gcp-dev")["buckets"]["checkpoints"]
     assert env_of(result)["TRAINPLANE_CHECKPOINT_URI"] == f"gs://{bucket}/research/gpt-small"
-    assert pod_spec(result)["terminationGracePeriodSeconds"] == 30
+    # GKE's preemption notice is 30 s; a Kueue preemption or a drain still gets 60 s to checkpoint.
+    assert platform_outputs("gcp-dev")["preemptionGraceSeconds"] < 60
+    assert pod_spec(result)["terminationGracePeriodSeconds"] == 60
+    assert env_of(result)["TRAINPLANE_GRACE_S"] == "50"
     assert pod_spec(result)["serviceAccountName"] == "trainer"
 
 
@@ -250,19 +339,28 @@ def _set(obj: dict, **changes: Any) -> dict:
     return obj
 
 
-JOB = "Job.spec"
-POD = "Job.spec.template.spec"
+JOB = "JobSet.spec.replicatedJobs.workers.template.spec"
+POD = f"{JOB}.template.spec"
 CHANGES = [
     (
-        "nodes fixed at 2",
-        {"nodes": {"min": 2, "max": 2}},
+        "one node",
+        {"nodes": {"min": 1, "max": 1}},
         {
             f"{JOB}.parallelism",
             f"{JOB}.completions",
-            "Job.metadata.annotations.kueue.x-k8s.io/job-min-parallelism",
             f"{POD}.containers.trainer.args",
             "ConfigMap.data.trainer.yaml",
         },
+    ),
+    (
+        "a grace period of its own",
+        {"gracePeriodSeconds": 300},
+        {f"{POD}.terminationGracePeriodSeconds", f"{POD}.containers.trainer.env.TRAINPLANE_GRACE_S.value"},
+    ),
+    (
+        "more restarts",
+        {"maxRestarts": 50},
+        {"JobSet.spec.failurePolicy.maxRestarts"},
     ),
     (
         "4 of 8 GPUs per node",
@@ -331,6 +429,7 @@ BAD = [
         {"nodes": {"min": 3, "max": 4}},
         "job.nodes.min: 3 nodes x 8 GPUs is more than team research's GPU quota of 16",
     ),
+    ({"gracePeriodSeconds": 30}, "job.gracePeriodSeconds: Input should be greater than or equal to 60"),
 ]
 
 
@@ -362,21 +461,20 @@ def test_cli_plans_and_renders_the_job_stack(tmp_path, capsys):
     from infra.cli import main
 
     assert main(["render", "gpt-small-aws-dev", "--out", str(tmp_path)]) == 0
-    job = yaml.safe_load((tmp_path / "research" / "Job-gpt-small.yaml").read_text())
-    assert job["spec"]["completionMode"] == "Indexed" and job["spec"]["parallelism"] == 4
+    js = yaml.safe_load((tmp_path / "research" / "JobSet-gpt-small.yaml").read_text())
+    assert js["spec"]["replicatedJobs"][0]["template"]["spec"]["parallelism"] == 2
     assert sorted(p.name for p in (tmp_path / "research").iterdir()) == [
         "ConfigMap-gpt-small-config.yaml",
-        "Job-gpt-small.yaml",
+        "JobSet-gpt-small.yaml",
         "PodMonitor-gpt-small.yaml",
-        "Service-gpt-small-workers.yaml",
     ]
     capsys.readouterr()
     assert main(["plan", "gpt-small-aws-dev", "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
-    assert summary["gpus"] == {"min": 16, "max": 32}
+    assert summary["gpus"] == {"min": 16, "max": 16}
     (pool,) = summary["cost"]["pools"]
-    assert (pool["pool"], pool["min_nodes"], pool["max_nodes"]) == ("h100", 2, 4)
-    assert summary["cost"]["max_hourly"] == pytest.approx(4 * pool["spot_hourly"], abs=0.01)
+    assert (pool["pool"], pool["min_nodes"], pool["max_nodes"]) == ("h100", 2, 2)
+    assert summary["cost"]["max_hourly"] == pytest.approx(2 * pool["spot_hourly"], abs=0.01)
 
 
 # ---- a pool with fabric devices (EFA on p5/p5e/p5en) -------------------------------------------
@@ -442,7 +540,7 @@ def test_the_platform_admits_the_largest_efa_job_of_a_team():
     quota_gpus = next(t["gpuQuota"] for t in efa_platform()["teams"] if t["name"] == "llm")
     job = plan_job(efa_job(nodes={"min": quota_gpus // 8, "max": quota_gpus // 8}), {EFA_REF: efa_platform()})
     requests = container(job)["resources"]["requests"]
-    pods = the(job, "kubernetes:batch/v1:Job")["spec"]["parallelism"]
+    pods = child_job_spec(job)["parallelism"]
     (cq,) = [
         r.inputs["spec"]
         for r in platform.resources
@@ -468,3 +566,53 @@ def test_the_platform_admits_the_largest_efa_job_of_a_team():
         )
         if asked is not None:
             assert parse_quantity(asked) * pods <= parse_quantity(hard), key
+
+
+# ---- a pool with a pod fabric (what a backend sets in NodePoolInfo.fabric, e.g. GKE TCPXO) ---------
+
+# Synthetic: the job builder applies any fabric as given, without knowing its kind.
+FABRIC = {
+    "kind": "synthetic",
+    "annotations": {"example.com/interfaces": '[{"interfaceName":"eth1","network":"vpc1"}]'},
+    "volumes": [{"name": "fabric-libs", "hostPath": {"path": "/opt/fabric/lib64"}}],
+    "volumeMounts": [{"name": "fabric-libs", "mountPath": "/usr/local/fabric/lib64", "readOnly": True}],
+    "sidecars": [
+        {
+            "name": "fabric-daemon",
+            "image": "registry.example.com/fabric-daemon:1.0",
+            "command": ["/fabric-daemon", "--listen"],
+            "volumeMounts": [{"name": "fabric-libs", "mountPath": "/lib/fabric"}],
+        }
+    ],
+}
+
+
+@functools.cache
+def fabric_plan() -> RunResult:
+    outputs = copy.deepcopy(platform_outputs("aws-dev"))
+    pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")
+    pool.update(fabric=copy.deepcopy(FABRIC), podEnv={"FABRIC_PLUGIN": "/usr/local/fabric/lib64"})
+    return plan_job(job_object(), {REF: outputs})
+
+
+def test_the_pools_fabric_reaches_the_pod_as_given():
+    result = fabric_plan()
+    template = child_job_spec(result)["template"]
+    assert template["metadata"]["annotations"] == FABRIC["annotations"]
+    pod = template["spec"]
+    assert FABRIC["volumes"][0] in pod["volumes"]
+    assert FABRIC["volumeMounts"][0] in container(result)["volumeMounts"]
+    # Native sidecar: an init container that keeps running beside the trainer (Kubernetes 1.29+).
+    assert pod["initContainers"] == [{**FABRIC["sidecars"][0], "restartPolicy": "Always"}]
+    assert env_of(result)["FABRIC_PLUGIN"] == "/usr/local/fabric/lib64"
+    # Without a fabric nothing of it appears.
+    plain = child_job_spec(reference_plan())["template"]
+    assert "annotations" not in plain["metadata"] and "initContainers" not in plain["spec"]
+
+
+@pytest.mark.parametrize("version", ["1.33", "1.35"])
+def test_a_fabric_pod_validates_strictly(version):
+    (js,) = [o for o in kubernetes_objects(fabric_plan()) if o["kind"] == "JobSet"]
+    (rj,) = js["spec"]["replicatedJobs"]
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x-workers-0"}, **rj["template"]}
+    kubernetes_validate.validate(job, version, strict=True)

@@ -201,3 +201,21 @@ def test_cli_live_mode_exit_codes(api, tmp_path, capsys):
     assert main(["verify", "aws-dev", "--kubeconfig", api, "--check", "network", "--check", "identity"]) == 0
     assert main(["verify", "aws-dev", "--kubeconfig", str(tmp_path / "missing")]) == 2
     assert "no such file" in capsys.readouterr().err
+
+
+def test_live_gpu_nodes_need_their_pools_topology_labels(api):
+    import copy
+
+    from infra.verify.model import build
+
+    levels = ["topology.k8s.aws/network-node-layer-1", "kubernetes.io/hostname"]
+    p = plan("aws-dev")
+    outputs = copy.deepcopy(dict(p.outputs))
+    next(x for x in outputs["nodePools"] if x["name"] == "h100")["topologyLevels"] = levels
+    with_levels = build(p.stack, p.resources, outputs, p.config, p.platform, p.source)
+    state = healthy_cluster(p)
+    FakeApi.state = state
+    lines = [f.line() for f in verify_live(with_levels, kubeconfig=api).findings]
+    assert any("lacks topology label topology.k8s.aws/network-node-layer-1" in line for line in lines), lines
+    state["nodes"][0].metadata.labels["topology.k8s.aws/network-node-layer-1"] = "nn-1"
+    assert verify_live(with_levels, kubeconfig=api).ok

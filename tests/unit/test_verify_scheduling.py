@@ -129,3 +129,117 @@ def test_the_node_monitoring_agents_dcgm_host_engine_must_tolerate_gpu_taints():
     assert dcgm_lines(None) and "nvidia.com/gpu" in dcgm_lines(None)[0]
     assert dcgm_lines({"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}) == []
     assert dcgm_lines({"dcgmAgent": {"enabled": False}}) == []
+
+
+# ---- Kueue: flavors in fallback order, ProvisioningRequest checks, topology, JobSet pods ----------
+
+
+def _with_outputs(plan_, change):
+    import copy
+
+    from infra.verify.model import build
+
+    outputs = copy.deepcopy(dict(plan_.outputs))
+    change(outputs)
+    return build(plan_.stack, plan_.resources, outputs, plan_.config, plan_.platform, plan_.source)
+
+
+def _two_capacities():
+    from tests.conftest import platform_object
+    from tests.unit.verify_plans import plan_of
+
+    obj = platform_object("aws-dev")
+    obj["nodePools"].append({"name": "h100od", "gpu": "H100", "gpusPerNode": 8, "maxNodes": 2})
+    return plan_of(obj, "aws-two")
+
+
+def test_a_queue_must_list_its_flavors_in_the_fallback_order_and_cover_every_pool():
+    two = _two_capacities()
+    assert not [line for line in lines(run(two, "scheduling")) if "ClusterQueue" in line], lines(
+        run(two, "scheduling")
+    )
+
+    def reverse(inputs: dict) -> None:
+        for g in inputs["spec"]["resourceGroups"]:
+            g["flavors"].reverse()
+
+    report = run(edit(two, kind("ClusterQueue", "research"), reverse), "scheduling")
+    assert any("out of the fallback order" in line and "h100-spot" in line for line in lines(report)), lines(
+        report
+    )
+
+    def only_spot(inputs: dict) -> None:
+        for g in inputs["spec"]["resourceGroups"]:
+            g["flavors"] = [f for f in g["flavors"] if f["name"] == "h100-spot"]
+
+    report = run(edit(two, kind("ClusterQueue", "research"), only_spot), "scheduling")
+    assert any("GPU pool h100od has no flavor" in line for line in lines(report)), lines(report)
+
+
+def test_a_queued_pool_needs_its_provisioning_request_check():
+    def queued(outputs: dict) -> None:
+        pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")
+        pool["provisioningClass"] = "queued-provisioning.gke.io"
+
+    report = run(_with_outputs(plan("aws-dev"), queued), "scheduling")
+    assert any(
+        "ProvisioningRequest class queued-provisioning.gke.io" in line and "never requested" in line
+        for line in lines(report)
+    ), lines(report)
+
+
+def test_a_provisioning_check_on_a_pool_without_a_class_is_refused():
+    from tests.unit.verify_plans import plus
+
+    api = "kueue.x-k8s.io/v1beta2"
+    config = {
+        "apiVersion": api,
+        "kind": "ProvisioningRequestConfig",
+        "metadata": {"name": "provreq"},
+        "spec": {
+            "provisioningClassName": "queued-provisioning.gke.io",
+            "managedResources": ["nvidia.com/gpu"],
+        },
+    }
+    check = {
+        "apiVersion": api,
+        "kind": "AdmissionCheck",
+        "metadata": {"name": "provreq"},
+        "spec": {
+            "controllerName": "kueue.x-k8s.io/provisioning-request",
+            "parameters": {
+                "apiGroup": "kueue.x-k8s.io",
+                "kind": "ProvisioningRequestConfig",
+                "name": "provreq",
+            },
+        },
+    }
+
+    def strategy(inputs: dict) -> None:
+        inputs["spec"]["admissionChecksStrategy"] = {
+            "admissionChecks": [{"name": "provreq", "onFlavors": ["h100-spot"]}]
+        }
+
+    broken = edit(plus(plan("aws-dev"), config, check), kind("ClusterQueue", "research"), strategy)
+    report = run(broken, "scheduling")
+    assert any("which has no ProvisioningRequest class" in line for line in lines(report)), lines(report)
+
+
+def test_a_pods_topology_level_must_exist_on_its_pools_nodes_and_flavor():
+    # onprem-dev's a100 pool has topologyLevels (rack, hostname): its jobs ask for the rack level.
+    assert not [line for line in lines(run(plan("onprem-dev"), "scheduling")) if "topology" in line]
+
+    def no_rack(inputs: dict) -> None:
+        inputs["spec"]["levels"] = [{"nodeLabel": "kubernetes.io/hostname"}]
+
+    report = run(edit(plan("onprem-dev"), kind("Topology"), no_rack), "scheduling")
+    assert any(
+        "lab.example.com/rack" in line and "Kueue never admits it there" in line for line in lines(report)
+    ), lines(report)
+
+    def other_labels(outputs: dict) -> None:
+        outputs["nodePools"][0]["topologyLevels"] = ["example.com/zone", "kubernetes.io/hostname"]
+
+    # The job is made from the platform's outputs, so its level follows them; the Topology does not.
+    report = run(_with_outputs(plan("onprem-dev"), other_labels), "scheduling")
+    assert any("example.com/zone" in line for line in lines(report)), lines(report)

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
 from infra.verify import facts as F
 from infra.verify.charts import tolerates
+from infra.verify.checks.kueue_admission import (
+    check_kueue_pod_integration,
+    check_pod_topology,
+    check_queues,
+    pod_lands_on,
+)
 from infra.verify.checks.pool_nodes import GIB, PoolNodes, _taint_str, pool_nodes, quantity, shown
 from infra.verify.context import EFA_RESOURCE, GPU_RESOURCE, Context
 from infra.verify.jobs import TrainingPod
@@ -114,23 +118,6 @@ def _drivers_mounted(ctx: Context) -> set[str]:
     return drivers
 
 
-def check_kueue_pod_integration(ctx: Context, res: CheckResult) -> None:
-    for rel in ctx.platform.releases("kueue"):
-        text = F.dig(rel.values, "managerConfig.controllerManagerConfigYaml")
-        try:
-            config = yaml.safe_load(text) if isinstance(text, str) else {}
-        except yaml.YAMLError:
-            config = {}
-        frameworks = F.dig(config or {}, "integrations.frameworks") or []
-        if "pod" in frameworks:
-            res.fail(
-                f"{rel.ref} enables Kueue's `pod` integration: its webhook (failurePolicy Fail) gates every pod "
-                "outside kube-system and kueue-system, so a Kueue outage stops GPU-operator DaemonSets and "
-                "monitoring (kueue 0.19.2 charts/kueue/templates/webhook/manifests.yaml)",
-                rel.ref,
-            )
-
-
 # ---- training pods ----------------------------------------------------------------------------------
 
 
@@ -183,10 +170,10 @@ def _check_placement(ctx: Context, res: CheckResult, pod: TrainingPod, nodes: Po
             pod.ref,
         )
     for other in ctx.platform.node_pools:
-        if other.get("name") == pod.pool:
+        if other.get("name") in pod.all_pools:
             continue
         o = pool_nodes(ctx, other)
-        if selector and all(o.labels.get(k) == v for k, v in selector.items()):
+        if selector and pod_lands_on(spec, o.labels):
             res.fail(f"{pod.ref}: its nodeSelector {selector} also matches pool {other['name']}", pod.ref)
     tolerations = spec.get("tolerations") or []
     for t in nodes.taints:
@@ -303,6 +290,7 @@ def check_admission(
         res.fail(f"{pod.ref} names queue {queue}, which has no LocalQueue/ClusterQueue in the plan", pod.ref)
     if cq is not None:
         _check_cluster_queue(ctx, res, pod, nodes, cq, req, total)
+    check_pod_topology(ctx, res, pod, cq)
     _check_resource_quota(ctx, res, pod, total, lim)
     _check_limit_range(ctx, res, pod)
 
@@ -409,6 +397,8 @@ def _check_limit_range(ctx: Context, res: CheckResult, pod: TrainingPod) -> None
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("scheduling")
     check_daemonsets(ctx, res)
+    if not ctx.job_only:
+        check_queues(ctx, res)
     for line in ctx.pod_problems:
         res.fail(line)
     for pod in ctx.pods:

@@ -1,0 +1,71 @@
+"""The JobSet controller (kubernetes-sigs/jobset), the runtime of trainplane's fixed-size training jobs.
+
+A JobSet restarts all of a job's pods together when one fails (its failure policy encodes the trainer's
+exit contract, components/kubernetes/job_runtime.py) and gives every pod a stable DNS name through a
+headless Service it creates itself. Kueue's `jobset.x-k8s.io/jobset` integration (kueue_objects.py
+KUEUE_FRAMEWORKS) queues JobSets; the Kueue release waits for this one (queueing.py), so the JobSet CRD
+exists when Kueue sets up its integrations.
+
+Chart jobset 0.12.0 (oci://registry.k8s.io/jobset/charts/jobset; defaults in
+../shared/reference/charts/jobset-0.12.0.values.yaml; templates read at kubernetes-sigs/jobset tag v0.12.0):
+the CRD comes from the chart's crds/ directory; the controller issues its own webhook certificate
+(`internalCertManagement`, certManager.enable false); its webhooks see JobSets and, by objectSelector
+`jobset.sigs.k8s.io/jobset-name`, only JobSet pods, so no other workload depends on it. The controller
+runs on the system nodes: it neither needs nor gets a toleration for the GPU taint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components.bundle import ClusterBundle
+from components.charts import CHARTS
+from components.kubernetes.names import JOBSET_NAMESPACE, JOBSET_RELEASE, RELEASE_TIMEOUT_S
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSetControllerArgs:
+    bundle: ClusterBundle
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobSetControllerResources:
+    namespace: k8s.core.v1.Namespace
+    release: k8s.helm.v3.Release
+
+
+class JobSetController(pulumi.ComponentResource):
+    """The pinned JobSet release in its own namespace."""
+
+    resources: JobSetControllerResources
+
+    def __init__(self, name: str, args: JobSetControllerArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("trainplane:kubernetes:JobSetController", name, None, opts)
+        ns = k8s.core.v1.Namespace(
+            f"{name}-ns", metadata={"name": JOBSET_NAMESPACE}, opts=pulumi.ResourceOptions(parent=self)
+        )
+        release = k8s.helm.v3.Release(
+            f"{name}-jobset",
+            name=JOBSET_RELEASE,
+            namespace=ns.metadata["name"],
+            **CHARTS["jobset"].release_args(),
+            # The chart's defaults (one controller replica with leader election, its own certificates),
+            # but the image pinned to the release: the chart's values.yaml at v0.12.0 names the staging
+            # repository and tag `main` (../shared/reference/charts/jobset-0.12.0.values.yaml); the
+            # release's own manifests use registry.k8s.io/jobset/jobset:v0.12.0.
+            values={
+                "image": {
+                    "repository": "registry.k8s.io/jobset/jobset",
+                    "tag": "v0.12.0",
+                    "pullPolicy": "IfNotPresent",
+                }
+            },
+            timeout=RELEASE_TIMEOUT_S,
+            # Its controller pod needs nodes to run on before Helm's wait can succeed.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.bundle.ready)),
+        )
+        self.resources = JobSetControllerResources(namespace=ns, release=release)
+        self.register_outputs({"release": release.name})

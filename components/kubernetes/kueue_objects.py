@@ -1,0 +1,252 @@
+"""The specs of trainplane's Kueue objects (kueue.x-k8s.io/v1beta2, Kueue 0.19.2), built from the pools.
+
+- ResourceFlavor per (GPU kind, capacity kind): the labels every pool of the group carries, tolerations
+  for their taints, and `topologyName` when the group can use topology-aware scheduling (placement.py).
+- Topology per distinct set of levels of those flavors.
+- ProvisioningRequestConfig and AdmissionCheck per ProvisioningRequest class of the pools (GKE queued
+  provisioning), checked on the flavors of those pools only (ClusterQueue `admissionChecksStrategy`).
+- ClusterQueue per team: the flavors in the platform's capacity order (placement.CAPACITY_ORDER), so Kueue
+  falls back from reserved capacity to on-demand to DWS to spot.
+
+Quota split across a team's flavors: each flavor's nominal GPU quota is min(team quota, what the flavor
+has at maximum scale). A job then fits any one flavor it could run on alone, and Kueue moves to the next
+flavor when the current one's quota is used up. The flavors together may hold more than the team's quota
+on paper: the team's total is still capped by its namespace ResourceQuota (requests.nvidia.com/gpu = the
+team quota, components/kubernetes/tenancy.py) and what it borrows by the cohort's unused quota.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from components.bundle import NodePoolInfo
+from components.kubernetes.placement import common_labels, flavor_groups, flavor_levels, topology_name
+from components.kubernetes.tenancy import TEAM_LABEL, team_quota
+from components.spec import QueueingSpec, TeamSpec
+
+KUEUE_API = "kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
+# Kueue's built-in ProvisioningRequest admission check controller (kueue v0.19.2
+# pkg/controller/admissionchecks/provisioning/constants.go ControllerName); GA and on by default since 0.14
+# (site/content/en/docs/concepts/admission_check/provisioning_request.md), so no feature gate is set.
+PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
+
+
+def manager_config() -> str:
+    """Kueue's Configuration (chart value managerConfig.controllerManagerConfigYaml) with waitForPodsReady.
+
+    Topology-aware scheduling (beta, on by default since 0.14) and the ProvisioningRequest admission check
+    (GA) need no feature gate in 0.19.2 (pkg/features/kube_features.go).
+    """
+    config = {
+        "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+        "kind": "Configuration",
+        "health": {"healthProbeBindAddress": ":8081"},
+        "metrics": {"bindAddress": ":8443"},
+        "webhook": {"port": 9443},
+        "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+        # A job is admitted whole or not at all: if its pods are not all running within the timeout, Kueue
+        # evicts and requeues it, and admits nothing else meanwhile (blockAdmission), so two half-started
+        # multi-node jobs cannot deadlock on each other's GPUs.
+        "waitForPodsReady": {
+            "timeout": "10m",
+            "recoveryTimeout": "3m",
+            "blockAdmission": True,
+            "requeuingStrategy": {
+                "timestamp": "Eviction",
+                "backoffBaseSeconds": 60,
+                "backoffMaxSeconds": 3600,
+            },
+        },
+        # Only the job kinds the platform runs: JobSet for fixed-size jobs, batch/v1 Job for elastic ones
+        # (framework names from kueue v0.19.2 pkg/controller/jobs/*/..._controller.go FrameworkName).
+        # Without `pod` the chart renders its pod webhook with failurePolicy Ignore
+        # (templates/webhook/manifests.yaml), so a Kueue outage cannot block pod creation of the GPU
+        # operator, monitoring or anything else.
+        "integrations": {"frameworks": list(KUEUE_FRAMEWORKS)},
+        # Kueue's job webhooks (failurePolicy Fail) see only the team namespaces, not the operators'
+        # (chart: namespaceSelector of every job webhook = managedJobsNamespaceSelector when set).
+        "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
+    }
+    return yaml.safe_dump(config, sort_keys=False)
+
+
+@dataclass(frozen=True)
+class Flavor:
+    name: str
+    gpus: int  # GPUs in the flavor at maximum scale
+    node_labels: dict[str, str]
+    tolerations: list[dict[str, str]]
+    # Extended resources of the flavor's nodes (bundle NodePoolInfo.extended_resources), by name:
+    # the count at maximum scale, and the most any pool of the flavor has per GPU.
+    extended: dict[str, int] = field(default_factory=dict)
+    extended_per_gpu: dict[str, float] = field(default_factory=dict)
+    # Topology levels Kueue places its jobs by (placement.flavor_levels); () without TAS.
+    levels: tuple[str, ...] = ()
+    # ProvisioningRequest classes of its pools (Kueue asks the autoscaler for nodes before admission).
+    provisioning_classes: tuple[str, ...] = ()
+
+    def extended_quota(self, resource: str, gpu_quota: int) -> int:
+        """A team's share of `resource`: enough for `gpu_quota` GPUs on the flavor's densest pool, up to
+        what the flavor has. A job pod requests all of its node's devices, so the share follows GPUs."""
+        if resource not in self.extended:
+            return 0
+        return min(self.extended[resource], math.ceil(gpu_quota * self.extended_per_gpu[resource]))
+
+    def spec(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"nodeLabels": self.node_labels}
+        if self.tolerations:
+            out["tolerations"] = self.tolerations
+        if self.levels:
+            out["topologyName"] = topology_name(self.levels)
+        return out
+
+
+def flavors(pools: Sequence[NodePoolInfo]) -> list[Flavor]:
+    """The platform's GPU flavors, in the order every ClusterQueue lists them."""
+    out = []
+    for name, members in flavor_groups(pools):
+        taints = {(t.key, t.value, t.effect) for m in members for t in m.taints}
+        extended: dict[str, int] = {}
+        per_gpu: dict[str, float] = {}
+        for m in members:
+            assert isinstance(m, NodePoolInfo)
+            for res, count in m.extended_resources.items():
+                extended[res] = extended.get(res, 0) + count * m.max_nodes
+                if m.gpus_per_node:
+                    per_gpu[res] = max(per_gpu.get(res, 0.0), count / m.gpus_per_node)
+        out.append(
+            Flavor(
+                name=name,
+                gpus=sum(getattr(m, "gpus_per_node", 0) * m.max_nodes for m in members),
+                # Labels every node of the group carries (pool-specific labels drop out when pools share a
+                # flavor); Kueue adds them to the pod's nodeSelector when it admits a job with the flavor.
+                node_labels=common_labels(members),
+                tolerations=[
+                    {"key": k, "operator": "Equal", "value": v, "effect": e} for k, v, e in sorted(taints)
+                ],
+                extended=extended,
+                extended_per_gpu=per_gpu,
+                levels=flavor_levels(members),
+                provisioning_classes=tuple(
+                    sorted({m.provisioning_class for m in members if m.provisioning_class})
+                ),
+            )
+        )
+    return out
+
+
+def topologies(fl: Sequence[Flavor]) -> dict[str, dict[str, Any]]:
+    """Topology name -> spec, one per distinct set of levels of the flavors."""
+    return {
+        topology_name(f.levels): {"levels": [{"nodeLabel": label} for label in f.levels]}
+        for f in fl
+        if f.levels
+    }
+
+
+def provisioning_check_name(provisioning_class: str) -> str:
+    """The AdmissionCheck (and its ProvisioningRequestConfig) of one ProvisioningRequest class."""
+    return "provreq-" + re.sub(r"[^a-z0-9-]", "-", provisioning_class.lower())[:50].strip("-")
+
+
+def provisioning_config_spec(provisioning_class: str) -> dict[str, Any]:
+    """ProvisioningRequestConfig: ask the autoscaler for the job's GPU nodes, all at once, before admission."""
+    return {
+        "provisioningClassName": provisioning_class,
+        # Only GPU requests go into the ProvisioningRequest: the nodes are sized by their GPUs.
+        "managedResources": [GPU],
+        # Kueue's defaults, stated (CRD provisioningrequestconfigs retryStrategy): a failed request is
+        # retried 3 times, min(60^n s, 30 min) apart; each failure releases the workload's quota and sends
+        # it through admission again.
+        "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
+    }
+
+
+def admission_check_spec(provisioning_class: str) -> dict[str, Any]:
+    return {
+        "controllerName": PROVISIONING_CONTROLLER,
+        "parameters": {
+            "apiGroup": "kueue.x-k8s.io",
+            "kind": "ProvisioningRequestConfig",
+            "name": provisioning_check_name(provisioning_class),
+        },
+    }
+
+
+def admission_checks_strategy(fl: Sequence[Flavor]) -> dict[str, Any] | None:
+    """One ProvisioningRequest check per class, on the flavors of its pools only."""
+    by_class: dict[str, list[str]] = {}
+    for f in fl:
+        for cls in f.provisioning_classes:
+            by_class.setdefault(cls, []).append(f.name)
+    if not by_class:
+        return None
+    return {
+        "admissionChecks": [
+            {"name": provisioning_check_name(cls), "onFlavors": names}
+            for cls, names in sorted(by_class.items())
+        ]
+    }
+
+
+def cluster_queue_spec(
+    queueing: QueueingSpec, pools: Sequence[NodePoolInfo], team: TeamSpec, fl: list[Flavor]
+) -> dict[str, Any]:
+    quota = team_quota(pools, team)
+    cpu, memory = quota["requests.cpu"], quota["requests.memory"]
+
+    def resource(name: str, nominal: str) -> dict[str, Any]:
+        r: dict[str, Any] = {"name": name, "nominalQuota": nominal}
+        if not queueing.borrowing:
+            r["borrowingLimit"] = "0"
+        return r
+
+    # Kueue admits a workload only if its ClusterQueue covers every resource its pods request (kueue
+    # flavorassigner), so every extended resource of any flavor is covered; a flavor without it gets 0.
+    extended = sorted({r for f in fl for r in f.extended})
+
+    spec: dict[str, Any] = {
+        "cohortName": queueing.cohort,
+        # Only the team's own namespace feeds its queue.
+        "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": team.name}},
+        "queueingStrategy": "BestEffortFIFO",
+        # Borrowed GPUs are returned when their owner needs them.
+        "preemption": {"reclaimWithinCohort": "Any", "withinClusterQueue": "LowerPriority"},
+        "resourceGroups": [
+            {
+                "coveredResources": ["cpu", "memory", GPU, *extended],
+                # In the platform's capacity order (placement.CAPACITY_ORDER): Kueue tries the flavors of
+                # a resource group in this order and takes the first that fits (flavorFungibility
+                # defaults: whenCanBorrow MayStopSearch, whenCanPreempt TryNextFlavor).
+                "flavors": [
+                    {
+                        "name": f.name,
+                        # Each flavor can hold the whole team quota, up to what the flavor has; the
+                        # namespace ResourceQuota caps the team's total across flavors (module docstring).
+                        "resources": [
+                            resource("cpu", cpu),
+                            resource("memory", memory),
+                            resource(GPU, str(min(team.gpu_quota, f.gpus))),
+                            *(
+                                resource(r, str(f.extended_quota(r, min(team.gpu_quota, f.gpus))))
+                                for r in extended
+                            ),
+                        ],
+                    }
+                    for f in fl
+                ],
+            }
+        ],
+    }
+    checks = admission_checks_strategy(fl)
+    if checks is not None:
+        spec["admissionChecksStrategy"] = checks
+    return spec
