@@ -27,7 +27,7 @@ from infra.mockcloud import Resource, RunResult, run_program, run_stack
 ROOT = Path(__file__).resolve().parent.parent
 STACKS = ROOT / "stacks"
 # Job stacks and the platform stack whose planned outputs they read.
-JOB_STACKS = {"gpt-small-aws-dev": "aws-dev"}
+JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
 
 
 def stack_files() -> list[Path]:

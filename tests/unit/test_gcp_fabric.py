@@ -6,6 +6,7 @@ pure fabric module (components/gcp/fabric.py) for every machine type with a fabr
 
 from __future__ import annotations
 
+import copy
 import ipaddress
 import json
 
@@ -14,7 +15,6 @@ import pytest
 from components.gcp import fabric as F
 from components.gcp.backend import BACKEND
 from components.spec import ConfigError, PlatformSpec
-from infra.verify.checks import fabric as fabric_check
 from tests.conftest import one, planned
 from tests.unit.test_gcp_support import mutated
 from tests.unit.verify_plans import edit, lines, plan, run
@@ -251,10 +251,22 @@ def test_verify_fabric_fails_without_a_network_object_or_the_pool_nics():
     assert any("nodes get NICs on" in line for line in lines(run(fewer, "fabric")))
 
 
-def test_verify_fabric_pods_must_carry_the_fabric_once_the_builder_applies_it(monkeypatch):
-    monkeypatch.setattr(fabric_check, "POD_WIRING_REQUIRED", True)
+def test_verify_fabric_pods_must_carry_the_fabric(monkeypatch):
+    # The job builder applies the pool's PodFabric: the reference platform's training pods are clean.
+    assert lines(run(plan("gcp-h100-mega"), "fabric")) == []
+    # Pods without the RxDM sidecar (a builder that forgets it) fail by team and pool.
+    from infra.verify import context
+
+    def without_sidecars(p):
+        pods, notes = real(p)
+        pods = copy.deepcopy(pods)  # the job runs behind them are cached for other tests
+        for pod in pods:
+            pod.template["spec"].pop("initContainers", None)
+        return pods, notes
+
+    real = context.training_pods
+    monkeypatch.setattr(context, "training_pods", without_sidecars)
     report = run(plan("gcp-h100-mega"), "fabric")
-    # On this branch the job builder does not apply PodFabric yet: every team's pod is missing it.
     assert {line.split(" lacks")[0] for line in lines(report)} == {
         "fabric: team pretrain pod on pool h100mega",
         "fabric: team research pod on pool h100mega",

@@ -30,9 +30,6 @@ GCP_SUBNET = "gcp:compute/subnetwork:Subnetwork"
 GKE_POOL = "gcp:container/nodePool:NodePool"
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
-# The job builder applies NodePoolInfo.fabric to training pods on branch i12-jobs; until that merges the
-# pods of a fabric pool carry none of it. True at merge (the lead flips it with the builder in).
-POD_WIRING_REQUIRED = False
 
 
 def _pod_networks(fabric: Mapping[str, Any]) -> list[str]:
@@ -171,14 +168,10 @@ def run(ctx: Context) -> CheckResult:
             res.note(f"pool {pool['name']}: no cluster-side facts for fabric {kind} on {ctx.platform.cloud}")
         for pod in (p for p in ctx.pods if p.pool == pool["name"]):
             missing = _pod_problems(pod, pool)
-            if missing and POD_WIRING_REQUIRED:
+            if missing:
                 res.fail(
                     f"team {pod.team} pod on pool {pool['name']} lacks its {kind} fabric: {', '.join(missing)}",
                     f"pool {pool['name']}",
-                )
-            elif missing:
-                res.note(
-                    f"team {pod.team} pod on pool {pool['name']}: the job builder does not apply the fabric yet ({len(missing)} items)"
                 )
             res.examined.append(f"pod {pod.team}/{pool['name']}")
     return res
