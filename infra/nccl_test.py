@@ -62,7 +62,8 @@ def _floor(pool_out: dict[str, Any], collective: str, machines: list[str]) -> tu
     if kind is None:
         return None, None
     floors = []
-    for machine in machines or [None]:
+    candidates: list[str | None] = list(machines) or [None]
+    for machine in candidates:
         try:
             floors.append(fabrics.floor_gbps(kind, collective, machine))
         except KeyError:
