@@ -145,8 +145,9 @@ def run_live(
     poll_s: float = 5.0,
 ) -> Result:
     """Create the preflight, wait for it, read rank 0's result, delete it. PreflightError if no result."""
-    from components.kubernetes.job_pod import CONTAINER
     from kubernetes import client, config
+
+    from components.kubernetes.job_pod import CONTAINER
 
     config.load_kube_config(config_file=kubeconfig, context=context)
     api = client.ApiClient()
