@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from components.spec import NodePoolSpec
+from components.spec import ConfigError, NodePoolSpec
 from components.spec.capacity import RESERVED
 
 # The node group's capacityType per capacity kind (EKS API reference, CreateNodegroup capacityType:
@@ -142,8 +142,12 @@ def vpc_zones(available: Sequence[str], count: int, wanted: Iterable[str]) -> li
     wanted = set(wanted)
     unknown = sorted(wanted - set(available))
     if unknown:
-        raise ValueError(
-            f"zones {', '.join(unknown)} are not available zones of the region ({', '.join(available)})"
+        # Only the region's zone list (read at deploy time) can tell: a config error all the same.
+        raise ConfigError(
+            [
+                f"platform.nodePools[].zones: {', '.join(unknown)} not available in the region "
+                f"(available: {', '.join(available)})"
+            ]
         )
     first = set(available[:count])
     return [z for z in available if z in first or z in wanted]

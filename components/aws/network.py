@@ -17,6 +17,7 @@ import pulumi
 import pulumi_aws as aws
 
 from components.aws.capacity import vpc_zones
+from components.spec import ConfigError
 
 # subnet_plan cuts 7 private subnets at most (block 7 holds the public ones).
 MAX_ZONES = 7
@@ -87,13 +88,16 @@ class Network(pulumi.ComponentResource):
         )
         names = list(available.names)
         if len(names) < args.zones:
-            raise ValueError(
-                f"region has {len(names)} availability zones, network.zones asks for {args.zones}"
+            raise ConfigError(
+                [f"platform.network.zones: {args.zones}, but the region has {len(names)} availability zones"]
             )
         zones = vpc_zones(names, args.zones, args.pool_zones)
         if len(zones) > MAX_ZONES:
-            raise ValueError(
-                f"the VPC would span {len(zones)} zones (network.zones plus the pools' zones); at most {MAX_ZONES}"
+            raise ConfigError(
+                [
+                    f"platform.nodePools[].zones: the VPC would span {len(zones)} zones (network.zones plus "
+                    f"the pools' zones); at most {MAX_ZONES}"
+                ]
             )
         vpc = aws.ec2.Vpc(
             f"{name}-vpc",

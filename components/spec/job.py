@@ -182,8 +182,12 @@ def _check_pool_fit(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutpu
     if job.node_pools:
         return problems  # spot is derived from the pools
     if pool.capacity == "spot" and not job.spot:
-        others = [p.name for p in platform.node_pools if p.gpu == pool.gpu and p.capacity != "spot"]
-        hint = f"pick on-demand pool {others[0]}" if others else "set spot: true to accept preemption"
+        others = [p for p in platform.node_pools if p.gpu == pool.gpu and p.capacity != "spot"]
+        hint = (
+            f"pick {others[0].capacity} pool {others[0].name}"
+            if others
+            else "set spot: true to accept preemption"
+        )
         problems.append(f"{root}.spot: pool {pool.name} is spot capacity; {hint}")
     if pool.capacity != "spot" and job.spot:
         problems.append(

@@ -202,6 +202,16 @@ def live_scheduling(ctx: Context, state: ClusterState) -> CheckResult:
     return res
 
 
+def _flavor_topology(ctx: Context, pool: dict[str, Any]) -> tuple[str, ...]:
+    """The levels of the Topology the pool's Kueue flavor names: () where the flavor has none (an
+    autoscaling pool without a ProvisioningRequest class; TAS cannot place there, labels do not matter)."""
+    from components.kubernetes.placement import levels_of_pool_flavor
+    from components.outputs import NodePoolOutput
+
+    pools = [NodePoolOutput.model_validate(p) for p in ctx.platform.node_pools]
+    return levels_of_pool_flavor(NodePoolOutput.model_validate(pool), pools)
+
+
 def _check_gpu_node(
     ctx: Context,
     res: CheckResult,
@@ -221,7 +231,7 @@ def _check_gpu_node(
                 f"node {node_name}",
             )
     node_labels = _meta(node).get("labels") or {}
-    for level in pool.get("topologyLevels") or []:
+    for level in _flavor_topology(ctx, pool):
         # Kueue TAS counts a node only with every level label of its flavor's Topology.
         if level not in node_labels:
             res.fail(

@@ -60,7 +60,8 @@ TABLE = [
         "us-east-1a",
     ),
     ("h100-od", "ON_DEMAND", None, None, "us-east-1b"),
-    ("h100-spot", "SPOT", None, None, None),
+    # the spot pool shares the block's zone and EFA layout, so one job can fall back across the three
+    ("h100-spot", "SPOT", None, None, "us-east-1b"),
 ]
 
 
@@ -75,6 +76,10 @@ def test_each_capacity_kind_reaches_ec2_as_documented(result, pool, capacity_typ
         assert len(ng["subnetIds"]) == 3
 
 
+def test_a_pool_without_zones_spreads_over_the_vpcs_zones(result):
+    assert len(one(result, NG, "h100-reserved-system-ng").inputs["subnetIds"]) == 3
+
+
 def test_capacity_block_pool_scales_from_zero_in_its_zone_without_a_placement_group(result):
     ng, lt = _pool(result, "h100-block")
     assert ng["scalingConfig"]["minSize"] == 0 and ng["scalingConfig"]["maxSize"] == 4
@@ -83,7 +88,7 @@ def test_capacity_block_pool_scales_from_zero_in_its_zone_without_a_placement_gr
     assert len(lt["networkInterfaces"]) == 32
     assert not lt.get("placement")
     groups = [r.name for r in result.of_type("aws:ec2/placementGroup:PlacementGroup")]
-    assert groups == ["h100-reserved-h100-od-placement"]
+    assert groups == ["h100-reserved-h100-od-placement", "h100-reserved-h100-spot-placement"]
 
 
 def test_pools_hand_reservation_and_topology_levels_to_the_in_cluster_layer(result):
@@ -135,3 +140,16 @@ def test_vpc_spans_a_pool_zone_beyond_network_zones():
     ]
     with pytest.raises(ValueError, match="us-east-1z"):
         vpc_zones(["us-east-1a"], 1, ["us-east-1z"])
+
+
+def test_a_pool_zone_the_region_lacks_is_bad_input_not_an_internal_error(tmp_path, capsys):
+    # The spec can only check the zone's form; the region's zone list is read while the VPC is planned.
+    from infra.cli import main
+
+    stack = tmp_path / "Pulumi.zone-test.yaml"
+    text = (ROOT / "stacks" / "Pulumi.aws-h100-reserved.yaml").read_text()
+    stack.write_text(text.replace("zones: [us-east-1b]", "zones: [us-east-1z]"))
+    assert main(["plan", str(stack)]) == 2
+    err = capsys.readouterr().err
+    assert "platform.nodePools[].zones: us-east-1z not available in the region" in err
+    assert "internal error" not in err

@@ -183,8 +183,9 @@ def test_no_topology_annotation_where_kueue_cannot_place_by_topology():
 BAD_TOPOLOGY = [
     (
         {"nodePool": "h100", "spot": True, "topology": {"mode": "required"}},
-        "job.topology: pool h100 has no topology Kueue can place by (its nodes carry no topology labels); "
-        "remove the key",
+        # aws-dev's p5 pool has EC2 topology labels but autoscales from 0 without a ProvisioningRequest
+        "job.topology: pool h100 has no topology Kueue can place by (it scales from 0 to 4 nodes without a "
+        "ProvisioningRequest class, and Kueue TAS places jobs only on nodes that exist); remove the key",
     ),
     (
         {"nodePool": "h100-res", "topology": {"level": "rack"}},

@@ -94,7 +94,7 @@ def test_reserved_capacity_is_a_committed_cost_at_both_scales():
     committed = (4 + 2) * 31.46  # h100-block 4 nodes + h100-odcr 2 nodes at the configured price
     assert cost.committed_hourly == pytest.approx(committed, abs=0.01)
     assert cost.min_hourly == pytest.approx(0.10 + 2 * system + committed, abs=0.01)
-    assert cost.max_hourly == pytest.approx(0.10 + 4 * system + committed + 2 * p5 + 4 * spot, abs=0.01)
+    assert cost.max_hourly == pytest.approx(0.10 + 4 * system + committed + 4 * p5 + 4 * spot, abs=0.01)
     # All on-demand: no commitment, nothing at minimum scale.
     assert cost.min_hourly_on_demand == pytest.approx(0.10 + 2 * system, abs=0.01)
     assert not any("reserved at the on-demand price" in a for a in cost.assumptions)

@@ -112,8 +112,10 @@ def test_reference_stack_passes(moto_url):
     assert by[("reservation", "h100-block (cr-0123456789abcdef0)")] == (
         "capacity-block scheduled: 4 x p5.48xlarge in us-east-1b until 2026-12-15T11:30:00+00:00"
     )
-    # The spot pool names no zone: it gets the first 3 zones of the region, as the VPC does.
-    assert by[("offering", "h100-spot")] == "p5.48xlarge offered in us-east-1a, us-east-1b, us-east-1c"
+    # The spot pool shares the block's zone (one EFA layout and zone for the job's fallback).
+    assert by[("offering", "h100-spot")] == "p5.48xlarge offered in us-east-1b"
+    # The system pool names no zone: it gets the first 3 zones of the region, as the VPC does.
+    assert by[("offering", "system")] == "m6i.xlarge offered in us-east-1a, us-east-1b, us-east-1c"
     assert sorted(s for c, s in by if c == "offering") == [
         "h100-block",
         "h100-od",

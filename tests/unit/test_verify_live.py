@@ -211,10 +211,16 @@ def test_live_gpu_nodes_need_their_pools_topology_labels(api):
     levels = ["topology.k8s.aws/network-node-layer-1", "kubernetes.io/hostname"]
     p = plan("aws-dev")
     outputs = copy.deepcopy(dict(p.outputs))
-    next(x for x in outputs["nodePools"] if x["name"] == "h100")["topologyLevels"] = levels
-    with_levels = build(p.stack, p.resources, outputs, p.config, p.platform, p.source)
+    h100 = next(x for x in outputs["nodePools"] if x["name"] == "h100")
+    h100["topologyLevels"] = levels
     state = healthy_cluster(p)
     FakeApi.state = state
+    # An autoscaling pool's flavor has no Topology (TAS places only on nodes that exist): labels or not,
+    # nothing to check.
+    autoscaling = build(p.stack, p.resources, outputs, p.config, p.platform, p.source)
+    assert verify_live(autoscaling, kubeconfig=api).ok
+    h100["minNodes"] = h100["maxNodes"]  # a fixed-size pool: its flavor names the Topology
+    with_levels = build(p.stack, p.resources, outputs, p.config, p.platform, p.source)
     lines = [f.line() for f in verify_live(with_levels, kubeconfig=api).findings]
     assert any("lacks topology label topology.k8s.aws/network-node-layer-1" in line for line in lines), lines
     state["nodes"][0].metadata.labels["topology.k8s.aws/network-node-layer-1"] = "nn-1"
