@@ -8,6 +8,7 @@ import ast
 import pytest
 
 from components.aws.autoscaler import asg_name_regex, priorities
+from components.spec import ConfigError
 from tests.conftest import ROOT, one, planned
 
 NG = "aws:eks/nodeGroup:NodeGroup"
@@ -138,7 +139,7 @@ def test_vpc_spans_a_pool_zone_beyond_network_zones():
         "us-east-1b",
         "us-east-1d",
     ]
-    with pytest.raises(ValueError, match="us-east-1z"):
+    with pytest.raises(ConfigError, match="us-east-1z"):
         vpc_zones(["us-east-1a"], 1, ["us-east-1z"])
 
 
