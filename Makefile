@@ -33,7 +33,7 @@ demo: $(STAMP)
 # Lint (incl. complexity limits), format, types, the doctests of the library, then the suite.
 test: lint
 	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components infra trainer
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
