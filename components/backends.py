@@ -23,13 +23,15 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     import pulumi
 
     from components.bundle import ClusterBundle
-    from components.catalog import MachineShape
+    from components.catalog import Cloud, MachineShape
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
 
 
@@ -137,3 +139,45 @@ def load_data_file(package: str, filename: str) -> dict[str, Any]:
     import yaml
 
     return yaml.safe_load(resources.files(package).joinpath(filename).read_text()) or {}
+
+
+class CatalogBackend:
+    """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
+    verify facts in its `verify_facts.yaml`, and pools made of catalog machines. A subclass names its
+    cloud, package, rules module and grace, says which key names a pool's machine, and builds."""
+
+    name: Cloud  # also the catalog's name for the cloud
+    package: str  # e.g. "components.aws": holds rules.py and verify_facts.yaml
+    rules: ModuleType  # KEYS, TWINS, check, check_pool, check_storage
+    keys: Mapping[type[Spec], frozenset[str]]
+    twins: Mapping[str, str]
+    preemption_grace_seconds: int
+
+    def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
+        return self.rules.check(spec, root)
+
+    def check_pool(self, spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+        return self.rules.check_pool(spec, pool, path)
+
+    def check_storage(self, spec: PlatformSpec, storage: StorageSpec, path: str) -> Iterable[str]:
+        return self.rules.check_storage(spec, storage, path)
+
+    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
+        """The machine the pool's config names (`instanceType`, `machineType`), if any."""
+        raise NotImplementedError
+
+    def machine_of(self, pool: NodePoolSpec) -> MachineShape | None:
+        """The pool's named machine, else the cheapest one carrying its GPUs."""
+        from components.catalog import catalog
+
+        named = self.machine_type_of(pool)
+        if named:
+            return catalog().machine(self.name, named)
+        if pool.gpu and pool.gpus_per_node:
+            shapes = catalog().shapes(self.name, pool.gpu, pool.gpus_per_node)
+            return shapes[0] if shapes else None
+        return None
+
+    @cache  # noqa: B019 - one instance per backend for the life of the process
+    def verify_facts(self) -> Mapping[str, Any]:
+        return load_data_file(self.package, "verify_facts.yaml")
