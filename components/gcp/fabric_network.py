@@ -50,25 +50,15 @@ class FabricNetworks(pulumi.ComponentResource):
         for i, ((vpc_name, subnet_name), cidr) in enumerate(
             zip(names, fabric_subnets(args.cidr, args.count), strict=True)
         ):
-            vpc = gcp.compute.Network(
+            vpc = _vpc(
                 f"{name}-{i}",
-                name=vpc_name,
-                project=place.project,
-                auto_create_subnetworks=False,
-                routing_mode="REGIONAL",
-                mtu=args.mtu,
-                description=f"trainplane GPUDirect network {i} of {place.cluster_name}",
-                opts=child,
+                vpc_name,
+                place,
+                args.mtu,
+                f"trainplane GPUDirect network {i} of {place.cluster_name}",
+                child,
             )
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-{i}-subnet",
-                name=subnet_name,
-                project=place.project,
-                region=place.region,
-                network=vpc.id,
-                ip_cidr_range=str(cidr),
-                opts=child,
-            )
+            subnet = _subnet(f"{name}-{i}-subnet", subnet_name, place, vpc, cidr, child)
             gcp.compute.Firewall(
                 f"{name}-{i}-internal",
                 project=place.project,
@@ -96,29 +86,60 @@ class FabricNetworks(pulumi.ComponentResource):
         `gke-a3-ultra-rdma-net`). No firewall rule: RoCE networks take none."""
         place = args.placement
         vpc_name, subnet_names = rdma_network_names(place.cluster_name, args.rdma_subnets)
-        vpc = gcp.compute.Network(
+        vpc = _vpc(
             f"{name}-rdma",
-            name=vpc_name,
-            project=place.project,
-            auto_create_subnetworks=False,
-            routing_mode="REGIONAL",
-            mtu=args.rdma_mtu,
-            network_profile=f"projects/{place.project}/global/networkProfiles/{args.rdma_zone}-vpc-roce",
-            description=f"trainplane GPUDirect RDMA network of {place.cluster_name}",
-            opts=child,
+            vpc_name,
+            place,
+            args.rdma_mtu,
+            f"trainplane GPUDirect RDMA network of {place.cluster_name}",
+            child,
+            profile=f"projects/{place.project}/global/networkProfiles/{args.rdma_zone}-vpc-roce",
         )
-        out = []
-        for i, (subnet_name, cidr) in enumerate(
-            zip(subnet_names, rdma_subnet_ranges(args.cidr, args.rdma_subnets), strict=True)
-        ):
-            subnet = gcp.compute.Subnetwork(
-                f"{name}-rdma-{i}",
-                name=subnet_name,
-                project=place.project,
-                region=place.region,
-                network=vpc.id,
-                ip_cidr_range=str(cidr),
-                opts=child,
-            )
-            out.append((vpc.name, subnet.name))
-        return tuple(out)
+        ranges = rdma_subnet_ranges(args.cidr, args.rdma_subnets)
+        subnets = [
+            _subnet(f"{name}-rdma-{i}", subnet_name, place, vpc, cidr, child)
+            for i, (subnet_name, cidr) in enumerate(zip(subnet_names, ranges, strict=True))
+        ]
+        return tuple((vpc.name, subnet.name) for subnet in subnets)
+
+
+def _vpc(
+    resource: str,
+    vpc_name: str,
+    place: GcpPlacement,
+    mtu: int | None,
+    description: str,
+    child: pulumi.ResourceOptions,
+    profile: str | None = None,
+) -> gcp.compute.Network:
+    """A custom-mode regional VPC of the fabric (no auto subnets, the fabric's MTU)."""
+    return gcp.compute.Network(
+        resource,
+        name=vpc_name,
+        project=place.project,
+        auto_create_subnetworks=False,
+        routing_mode="REGIONAL",
+        mtu=mtu,
+        network_profile=profile,
+        description=description,
+        opts=child,
+    )
+
+
+def _subnet(
+    resource: str,
+    subnet_name: str,
+    place: GcpPlacement,
+    vpc: gcp.compute.Network,
+    cidr: ipaddress.IPv4Network,
+    child: pulumi.ResourceOptions,
+) -> gcp.compute.Subnetwork:
+    return gcp.compute.Subnetwork(
+        resource,
+        name=subnet_name,
+        project=place.project,
+        region=place.region,
+        network=vpc.id,
+        ip_cidr_range=str(cidr),
+        opts=child,
+    )
