@@ -140,37 +140,34 @@ def pod_fabric(fabric: GkeFabric) -> PodFabric:
     )
 
 
+def _device_network(name: str, vpc: str, subnet: str, device_mode: str) -> tuple[SystemObject, SystemObject]:
+    """The GKENetworkParamSet of one fabric subnet and the Device Network pods name it by."""
+    ref = {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}
+    return (
+        SystemObject(
+            resource_name=f"params-{name}",
+            api_version="networking.gke.io/v1",
+            kind="GKENetworkParamSet",
+            metadata={"name": name},
+            spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": device_mode},
+        ),
+        SystemObject(
+            resource_name=f"network-{name}",
+            api_version="networking.gke.io/v1",
+            kind="Network",
+            metadata={"name": name},
+            spec={"type": "Device", "parametersRef": ref},
+        ),
+    )
+
+
 def network_objects(count: int, cluster: str, device_mode: str = "NetDevice") -> tuple[SystemObject, ...]:
     """GKENetworkParamSet + Network per fabric network (gke-cluster/templates/*.yaml.tftpl@v1.95.0)."""
-    objects: list[SystemObject] = []
-    for i, (vpc, subnet) in enumerate(fabric_network_names(cluster, count)):
-        name = pod_network(i)
-        objects.append(
-            SystemObject(
-                resource_name=f"params-{name}",
-                api_version="networking.gke.io/v1",
-                kind="GKENetworkParamSet",
-                metadata={"name": name},
-                spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": device_mode},
-            )
-        )
-        objects.append(
-            SystemObject(
-                resource_name=f"network-{name}",
-                api_version="networking.gke.io/v1",
-                kind="Network",
-                metadata={"name": name},
-                spec={
-                    "type": "Device",
-                    "parametersRef": {
-                        "group": "networking.gke.io",
-                        "kind": "GKENetworkParamSet",
-                        "name": name,
-                    },
-                },
-            )
-        )
-    return tuple(objects)
+    return tuple(
+        obj
+        for i, (vpc, subnet) in enumerate(fabric_network_names(cluster, count))
+        for obj in _device_network(pod_network(i), vpc, subnet, device_mode)
+    )
 
 
 def installer_object(name: str, pod: Mapping[str, Any], machine_types: list[str]) -> SystemObject:
@@ -205,27 +202,11 @@ def rdma_subnet_count(fabrics: tuple[GkeFabric, ...]) -> int:
 def rdma_objects(count: int, cluster: str) -> tuple[SystemObject, ...]:
     """GKENetworkParamSet (deviceMode RDMA) + Network per RDMA subnet (gke-cluster/main.tf@v1.95.0)."""
     vpc, subnets = rdma_network_names(cluster, count)
-    objects: list[SystemObject] = []
-    for i, subnet in enumerate(subnets):
-        name = rdma_network(i)
-        ref = {"group": "networking.gke.io", "kind": "GKENetworkParamSet", "name": name}
-        objects += [
-            SystemObject(
-                resource_name=f"params-{name}",
-                api_version="networking.gke.io/v1",
-                kind="GKENetworkParamSet",
-                metadata={"name": name},
-                spec={"vpc": vpc, "vpcSubnet": subnet, "deviceMode": "RDMA"},
-            ),
-            SystemObject(
-                resource_name=f"network-{name}",
-                api_version="networking.gke.io/v1",
-                kind="Network",
-                metadata={"name": name},
-                spec={"type": "Device", "parametersRef": ref},
-            ),
-        ]
-    return tuple(objects)
+    return tuple(
+        obj
+        for i, subnet in enumerate(subnets)
+        for obj in _device_network(rdma_network(i), vpc, subnet, "RDMA")
+    )
 
 
 def gvnic_network_count(fabrics: tuple[GkeFabric, ...]) -> int:
