@@ -185,6 +185,7 @@ def live_scheduling(ctx: Context, state: ClusterState) -> CheckResult:
                 pods_by_owner.setdefault(key, set()).add((p.get("spec") or {}).get("nodeName") or "")
     existing = {(_meta(d).get("namespace"), _meta(d)["name"]) for d in state.daemon_sets}
     must_run = [d for d in ctx.charts.daemon_sets if d.scope in ("gpu", "storage", "efa")]
+    topologies = _flavor_topologies(ctx)
     for pool in ctx.gpu_pools():
         labels = dict(pool.get("labels") or {})
         nodes = [
@@ -198,18 +199,34 @@ def live_scheduling(ctx: Context, state: ClusterState) -> CheckResult:
         for node in nodes:
             node_name = _meta(node)["name"]
             _check_gpu_node(ctx, res, pool, node, must_run, existing, pods_by_owner)
+            _check_topology_labels(res, pool, node, topologies[pool["name"]])
             res.examined.append(node_name)
     return res
 
 
-def _flavor_topology(ctx: Context, pool: dict[str, Any]) -> tuple[str, ...]:
-    """The levels of the Topology the pool's Kueue flavor names: () where the flavor has none (an
+def _flavor_topologies(ctx: Context) -> dict[str, tuple[str, ...]]:
+    """Per GPU pool, the levels of the Topology its Kueue flavor names: () where the flavor has none (an
     autoscaling pool without a ProvisioningRequest class; TAS cannot place there, labels do not matter)."""
     from components.kubernetes.placement import levels_of_pool_flavor
     from components.outputs import NodePoolOutput
 
     pools = [NodePoolOutput.model_validate(p) for p in ctx.platform.node_pools]
-    return levels_of_pool_flavor(NodePoolOutput.model_validate(pool), pools)
+    return {p.name: levels_of_pool_flavor(p, pools) for p in pools if p.gpu}
+
+
+def _check_topology_labels(
+    res: CheckResult, pool: dict[str, Any], node: dict[str, Any], levels: tuple[str, ...]
+) -> None:
+    """Kueue TAS counts a node only with every level label of its flavor's Topology."""
+    node_name = _meta(node)["name"]
+    node_labels = _meta(node).get("labels") or {}
+    for level in levels:
+        if level not in node_labels:
+            res.fail(
+                f"node {node_name} of GPU pool {pool['name']} lacks topology label {level}: Kueue "
+                "topology-aware scheduling never places jobs on it",
+                f"node {node_name}",
+            )
 
 
 def _check_gpu_node(
@@ -221,22 +238,13 @@ def _check_gpu_node(
     existing: set[tuple[Any, Any]],
     pods_by_owner: dict[tuple[str, str], set[str]],
 ) -> None:
-    """One node of a GPU pool: the pool's taints and topology labels, a pod of every DaemonSet it needs."""
+    """One node of a GPU pool: the pool's taints and a pod of every DaemonSet it needs."""
     node_name = _meta(node)["name"]
     taints = (node.get("spec") or {}).get("taints") or []
     for t in ctx.pool_taints(pool):
         if not _tolerated(t, taints):
             res.fail(
                 f"node {node_name} of GPU pool {pool['name']} lacks taint {t['key']}:{t['effect']}",
-                f"node {node_name}",
-            )
-    node_labels = _meta(node).get("labels") or {}
-    for level in _flavor_topology(ctx, pool):
-        # Kueue TAS counts a node only with every level label of its flavor's Topology.
-        if level not in node_labels:
-            res.fail(
-                f"node {node_name} of GPU pool {pool['name']} lacks topology label {level}: Kueue "
-                "topology-aware scheduling never places jobs on it",
                 f"node {node_name}",
             )
     for d in must_run:
