@@ -98,17 +98,24 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None):
         raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
     job = _validated(sf, "trainplane:job", JobSpec)
     refs = _read_refs(ref_pairs or [])
-    platform_spec = None
-    short = job.platform_stack.split("/")[-1]
-    if job.platform_stack not in refs and short not in refs:
-        # No recorded outputs given: plan the platform stack of the same name from stacks/ and use its
-        # outputs, which are exactly what the engine would hand over after deploying it.
-        psf = _load_stack(short)
-        platform_spec = _validated(psf, "trainplane:platform", PlatformSpec)
-        refs[job.platform_stack] = _run(psf).outputs
-    outputs = refs.get(job.platform_stack, refs.get(short, {}))
-    result = _run(sf, refs)
+    outputs, platform_spec = _job_platform(job, refs)
+    result = _run(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
+
+
+def _job_platform(job, refs: dict[str, Any]):
+    """The outputs of the platform stack a job names: recorded ones (`--ref`, full or short name), else
+    those of planning stacks/Pulumi.<platform>.yaml offline, exactly what the engine would hand over after
+    deploying it (then with the platform's spec, else None)."""
+    from components.spec import PlatformSpec
+
+    short = job.platform_stack.split("/")[-1]
+    for key in (job.platform_stack, short):
+        if key in refs:
+            return refs[key], None
+    psf = _load_stack(short)
+    spec = _validated(psf, "trainplane:platform", PlatformSpec)
+    return _run(psf).outputs, spec
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:
@@ -277,11 +284,7 @@ def _job_and_platform(stack: str, ref_pairs: list[str]):
     if sf.object("trainplane:job") is None:
         raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
     job = _validated(sf, "trainplane:job", JobSpec)
-    refs = _read_refs(ref_pairs)
-    short = job.platform_stack.split("/")[-1]
-    outputs = refs.get(job.platform_stack, refs.get(short))
-    if outputs is None:
-        outputs = _run(_load_stack(short)).outputs
+    outputs, _ = _job_platform(job, _read_refs(ref_pairs))
     platform = platform_outputs(outputs)
     problems = check_job(job, platform)  # what the job stack itself would refuse
     if problems:
@@ -292,14 +295,12 @@ def _job_and_platform(stack: str, ref_pairs: list[str]):
 def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
     import yaml
 
-    from infra.nccl_test import PreflightError, build, default_collective, run_live
+    from infra.nccl_test import PreflightError, build, run_live
     from trainer.collectives import table
 
     job, platform = _job_and_platform(args.stack, args.ref)
     try:
-        pf = build(
-            job, platform, nodes=args.nodes, collective=args.collective or default_collective(job, platform)
-        )
+        pf = build(job, platform, nodes=args.nodes, collective=args.collective)
     except PreflightError as e:
         raise UsageError([str(e)]) from None
     floor = "no published floor for this pool" if pf.floor_gbps is None else f"{pf.floor_gbps} GB/s"

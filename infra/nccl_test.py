@@ -71,27 +71,15 @@ def _floor(pool_out: dict[str, Any], collective: str, machines: list[str]) -> tu
     return kind, min(floors, key=lambda f: f.busbw_gbps, default=None)
 
 
-def default_collective(job: JobSpec, platform: PlatformOutputs) -> str:
-    """all_gather, unless only all_reduce has a published floor on the job's fabric (AWS publishes EFA
-    figures for all_reduce)."""
-    from components.kubernetes.job_pod import job_pools
-
-    pool = job_pools(job, platform)[0]
-    pool_out, machines = pool.model_dump(by_alias=True), list(pool.machine_types)
-    for collective in COLLECTIVES:
-        if _floor(pool_out, collective, machines)[1] is not None:
-            return collective
-    return COLLECTIVES[0]
-
-
 def build(
-    job: JobSpec, platform: PlatformOutputs, *, nodes: int | None = None, collective: str = "all_gather"
+    job: JobSpec, platform: PlatformOutputs, *, nodes: int | None = None, collective: str | None = None
 ) -> Preflight:
-    """The preflight JobSet for ``job`` (pure: no cluster)."""
+    """The preflight JobSet for ``job`` (pure: no cluster). Without a collective: all_gather, unless only
+    all_reduce has a published floor on the job's fabric (AWS publishes EFA figures for all_reduce)."""
     from components.kubernetes.job_pod import job_pools
     from components.kubernetes.job_runtime import launcher_args, training_jobset
 
-    if collective not in COLLECTIVES:
+    if collective is not None and collective not in COLLECTIVES:
         raise PreflightError(f"--collective {collective!r}: one of {', '.join(COLLECTIVES)}")
     n = job.nodes.max if nodes is None else nodes
     if not 2 <= n <= job.nodes.max:
@@ -99,16 +87,16 @@ def build(
             f"--nodes {n}: the preflight needs 2..{job.nodes.max} nodes (job.nodes.max) to cross the fabric"
         )
     name = f"{job.name}{SUFFIX}"
-    pre = job.model_copy(
-        update={"name": name, "nodes": job.nodes.model_copy(update={"min": n, "max": n}), "max_restarts": 0}
-    )
+    pre = job.model_copy(update={"name": name, "nodes": job.nodes.model_copy(update={"min": n, "max": n})})
     pool = job_pools(pre, platform)[0]
-    pool_out = pool.model_dump(by_alias=True)
-    kind, floor = _floor(pool_out, collective, list(pool.machine_types))
+    pool_out, machines = pool.model_dump(by_alias=True), list(pool.machine_types)
+    if collective is None:
+        with_floor = [c for c in COLLECTIVES if _floor(pool_out, c, machines)[1] is not None]
+        collective = (with_floor or list(COLLECTIVES))[0]
+    kind, floor = _floor(pool_out, collective, machines)
     minimum = floor.minimum() if floor is not None else None
-    opts = [
-        a for a in launcher_args(pre)[: launcher_args(pre).index("--")] if not a.startswith("--max-restarts")
-    ]
+    run_opts = launcher_args(pre)
+    opts = [a for a in run_opts[: run_opts.index("--")] if not a.startswith("--max-restarts")]
     command = [
         "python", "-m", "torch.distributed.run", *opts, "--max-restarts=0",
         "-m", "trainer.collectives", "--collective", collective,
