@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -29,6 +28,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 PY = sys.executable
+from tests.benchmarks.bench_trainer import free_port  # noqa: E402 (ROOT on sys.path first)
+
 ENV = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
 
 SEQ, MICRO, GLOBAL = 1024, 16, 64  # 4 micro-batches of 16 x 1024 tokens per step: 65,536 tokens
@@ -99,12 +100,6 @@ D2H_FLOOR = textwrap.dedent("""
         out[name + "_s"] = min(best)
     print(json.dumps(out))
 """)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def events(text: str, name: str) -> list[dict[str, Any]]:
