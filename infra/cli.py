@@ -4,7 +4,8 @@
     trainplane plan aws-dev --json     the same as data
     trainplane plan gpt-small-aws-dev  a job stack, on the offline plan of its platform stack
     trainplane verify aws-dev          whole-platform checks on the offline plan (exit 1 on any failure)
-    trainplane verify --dump plan.json a plan recorded by ../shared/checks/mockplan.py
+    trainplane plan aws-dev --dump plan.json   the plan as a file (docs/verify.md, "Plan dumps")
+    trainplane verify --dump plan.json a plan written by `plan --dump`
     trainplane verify aws-dev --kubeconfig ~/.kube/config   the same against a running cluster, read-only
     trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
     trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
@@ -119,11 +120,35 @@ def _job_platform(job, refs: dict[str, Any]):
 
 
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:
+    if args.dump:
+        return _dump_plan(args, console)
     _, summary = plan_stack(args.stack, args.ref)
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK
     _print_plan(summary, console)
+    return EXIT_OK
+
+
+def _dump_plan(args: argparse.Namespace, console: Console) -> int:
+    """`plan STACK --dump FILE`: the plan verify checks, in the dump format of infra/verify/dump.py."""
+    from infra.verify import PlanError, plan_from_stack
+    from infra.verify.dump import write_dump
+
+    if args.json:
+        raise UsageError(["plan --dump FILE writes the plan, --json prints its summary: use one of them"])
+    plan = plan_from_stack(args.stack, _read_refs(args.ref) if args.ref else None)
+    try:
+        write_dump(plan, args.dump)
+    except PlanError as e:
+        raise UsageError([str(e)]) from None
+    on = f" on platform {plan.platform.stack}" if plan.platform is not None else ""
+    console.print(
+        f"wrote the {plan.kind} plan of {plan.stack}{on} ({len(plan.resources)} resources) to {args.dump}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
     return EXIT_OK
 
 
@@ -234,7 +259,7 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
 
 def _verify_plan(args: argparse.Namespace, console: Console) -> int:
     from infra.verify import PlanError, plan_from_stack, verify
-    from infra.verify.model import load_dump
+    from infra.verify.dump import load_for_verify
     from infra.verify.output import print_report
 
     checks = args.check or None
@@ -242,17 +267,9 @@ def _verify_plan(args: argparse.Namespace, console: Console) -> int:
         if args.stack or args.kubeconfig or args.context:
             raise UsageError(["verify --dump FILE takes no stack and no live cluster"])
         try:
-            platform = None
-            for pair in args.ref:
-                _, _, path = pair.rpartition("=")
-                platform = load_dump(path)
-            plan = load_dump(args.dump, platform)
+            plan = load_for_verify(args.dump, args.ref)
         except PlanError as e:
             raise UsageError([str(e)]) from None
-        if plan.kind == "job" and plan.platform is None:
-            raise UsageError(
-                [f"{args.dump}: a job stack's dump needs its platform's: --ref NAME=PLATFORM_DUMP"]
-            )
         report = verify(plan, checks)
     elif not args.stack:
         raise UsageError(["verify needs a STACK (or --dump FILE)"])
@@ -366,6 +383,11 @@ def build_parser() -> argparse.ArgumentParser:
     plan.add_argument("stack", help="stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
     plan.add_argument("--json", action="store_true", help="emit the summary as JSON")
     plan.add_argument(
+        "--dump",
+        metavar="FILE",
+        help="write the plan (resources, outputs, config; a job's platform plan) for `verify --dump FILE`",
+    )
+    plan.add_argument(
         "--ref",
         action="append",
         default=[],
@@ -387,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("stack", nargs="?", help="stack name or file (omit with --dump)")
     verify.add_argument(
-        "--dump", metavar="FILE", help="verify a plan recorded by ../shared/checks/mockplan.py"
+        "--dump", metavar="FILE", help="verify a plan written by `trainplane plan STACK --dump FILE`"
     )
     verify.add_argument(
         "--ref",

@@ -6,7 +6,7 @@ Library API:
     >>> report = verify_stack("aws-dev")            # doctest: +SKIP
     >>> report.ok, report.failed()                  # doctest: +SKIP
     (False, ['storage', 'network'])
-    >>> report = verify_dump("/tmp/aws-dev.json")   # a plan recorded by ../shared/checks/mockplan.py  # doctest: +SKIP
+    >>> report = verify_dump("/tmp/aws-dev.json")   # `trainplane plan aws-dev --dump /tmp/aws-dev.json`  # doctest: +SKIP
 
 `verify(plan)` runs the named checks (storage, network, scheduling, identity, observability) on a
 `infra.verify.model.Plan` and returns a typed `Report`; `infra.verify.live` checks a running cluster.
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from infra.verify.context import Context
-from infra.verify.model import Plan, PlanError, from_run, load_dump
+from infra.verify.model import Plan, PlanError, from_run
 from infra.verify.report import CHECKS, CheckResult, Finding, Report
 
 __all__ = [
@@ -109,5 +109,8 @@ def verify_stack(stack: str, checks: Sequence[str] | None = None) -> Report:
 def verify_dump(
     path: str | Path, platform_dump: str | Path | None = None, checks: Sequence[str] | None = None
 ) -> Report:
-    platform = load_dump(platform_dump) if platform_dump else None
-    return verify(load_dump(path, platform), checks)
+    """Verify a plan dump (infra/verify/dump.py); a job's dump on its embedded platform, or on
+    `platform_dump` where given."""
+    from infra.verify.dump import load_dump as load
+
+    return verify(load(path, platform_dump), checks)

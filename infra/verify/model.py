@@ -2,15 +2,14 @@
 
 A plan is what a deploy would send: Kubernetes objects, Helm releases with their values, cloud resources,
 and the stack's outputs. It comes from running the stack offline (`infra.mockcloud.RunResult`, as
-`trainplane plan` does) or from a JSON dump written by ../shared/checks/mockplan.py
-(`{stack, resources: [{urn, type, name, parent, custom, provider, deps, inputs}], outputs, ...}`). Both
-become a `Plan`; the checks never see where it came from. The cloud and the Kubernetes version are read
-from the plan itself (the cluster resource's inputs, else the stack's config), never from flags.
+`trainplane plan` does) or from a plan dump (`trainplane plan STACK --dump FILE`, read by
+infra/verify/dump.py). Both become a `Plan`; the checks never see where it came from. The cloud and the
+Kubernetes version are read from the plan itself (the cluster resource's inputs, else the stack's
+config), never from flags.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -294,24 +293,7 @@ def from_run(result: Any, config: Mapping[str, Any] | None = None, platform: Pla
 
 
 def load_dump(path: str | Path, platform: Plan | None = None) -> Plan:
-    """A plan from a mockplan.py dump; PlanError names the file and what is wrong with it."""
-    p = Path(path)
-    try:
-        doc = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise PlanError(f"{p}: cannot read a plan dump ({e})") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
-        raise PlanError(f"{p}: not a mockplan.py dump (expected an object with a `resources` list)")
-    if doc.get("error"):
-        raise PlanError(f"{p}: the dump records a failed run: {doc['error']}")
-    try:
-        return build(
-            str(doc.get("stack") or p.stem),
-            doc["resources"],
-            doc.get("outputs") or {},
-            None,
-            platform,
-            f"dump {p}",
-        )
-    except (KeyError, TypeError) as e:
-        raise PlanError(f"{p}: resource without {e} (expected urn, type, name, inputs)") from None
+    """A plan from a dump file (infra/verify/dump.py); PlanError names the file and what is wrong."""
+    from infra.verify.dump import load_dump as _load
+
+    return _load(path, platform)
