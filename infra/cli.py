@@ -132,11 +132,16 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
 
 def _dump_plan(args: argparse.Namespace, console: Console) -> int:
     """`plan STACK --dump FILE`: the plan verify checks, in the dump format of infra/verify/dump.py."""
+    from pathlib import Path
+
     from infra.verify import PlanError, plan_from_stack
     from infra.verify.dump import write_dump
 
     if args.json:
         raise UsageError(["plan --dump FILE writes the plan, --json prints its summary: use one of them"])
+    folder = Path(args.dump).resolve().parent
+    if not folder.is_dir():  # before minutes of planning, not after
+        raise UsageError([f"plan --dump {args.dump}: no such directory {folder}"])
     plan = plan_from_stack(args.stack, _read_refs(args.ref) if args.ref else None)
     try:
         write_dump(plan, args.dump)

@@ -13,7 +13,7 @@ planned on. Format `trainplane-plan`, version 1 (docs/verify.md, "Plan dumps"):
      "platform": {"stack", "kind", "config", "resources", "outputs", "platform": null}}   # null for a platform
 
 Written with sorted keys, resources in URN order and dependencies sorted, so two dumps of the same stack
-are byte-identical. The JSON that ../shared/checks/mockplan.py prints (no `format`; `deps`; no config) is
+are byte-identical. The JSON of the test-side recorder mockplan.py (no `format`; `deps`; no config) is
 still read, as a compatibility input only: a job's config is then recovered from the objects it sends.
 """
 
@@ -121,9 +121,8 @@ def _plan_from_doc(path: Path, doc: Mapping[str, Any], source: str, where: str =
     resources = _resources(path, doc.get("resources"), "dependencies")
     stack = str(doc.get("stack") or path.stem)
     plan = build(stack, resources, doc.get("outputs") or {}, config, platform, source)
-    if kind == "platform" and plan.kind != "platform":  # recorded as a platform: keep it one
-        plan = replace(plan, kind="platform")
-    return plan
+    # The recorded kind wins over build's guess (a job dump may leave its platform to --ref).
+    return plan if plan.kind == kind else replace(plan, kind=kind)
 
 
 def _from_product(path: Path, doc: Mapping[str, Any]) -> Plan:
@@ -137,8 +136,8 @@ def _from_product(path: Path, doc: Mapping[str, Any]) -> Plan:
 
 
 def _from_mockplan(path: Path, doc: Mapping[str, Any]) -> Plan:
-    """../shared/checks/mockplan.py's JSON, a compatibility input: no config, dependencies as `deps`, and
-    the stacks it read as `stack_references` (a stack reference is read, not registered: no resource)."""
+    """The test-side recorder mockplan.py's JSON, a compatibility input: no config, dependencies as
+    `deps`, the stacks it read as `stack_references` (a stack reference is read, not registered)."""
     if doc.get("error"):
         raise PlanError(f"{path}: the dump records a failed run: {doc['error']}")
     resources = _resources(path, doc.get("resources"), "deps")
