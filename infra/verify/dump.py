@@ -104,6 +104,15 @@ def _resources(path: Path, raw: Any, deps_key: str) -> list[Mapping[str, Any]]:
     return out
 
 
+def _outputs(path: Path, doc: Mapping[str, Any], where: str = "") -> Mapping[str, Any]:
+    outputs = doc.get("outputs")
+    if outputs is None:
+        return {}
+    if not isinstance(outputs, dict):
+        raise PlanError(f"{path}:{where} `outputs` is not an object")
+    return outputs
+
+
 def _plan_from_doc(path: Path, doc: Mapping[str, Any], source: str, where: str = "") -> Plan:
     kind = doc.get("kind")
     if kind not in KINDS:
@@ -120,7 +129,7 @@ def _plan_from_doc(path: Path, doc: Mapping[str, Any], source: str, where: str =
             raise PlanError(f"{path}:{where} the embedded platform is a {platform.kind}'s plan")
     resources = _resources(path, doc.get("resources"), "dependencies")
     stack = str(doc.get("stack") or path.stem)
-    plan = build(stack, resources, doc.get("outputs") or {}, config, platform, source)
+    plan = build(stack, resources, _outputs(path, doc, where), config, platform, source)
     # The recorded kind wins over build's guess (a job dump may leave its platform to --ref).
     return plan if plan.kind == kind else replace(plan, kind=kind)
 
@@ -141,7 +150,7 @@ def _from_mockplan(path: Path, doc: Mapping[str, Any]) -> Plan:
     if doc.get("error"):
         raise PlanError(f"{path}: the dump records a failed run: {doc['error']}")
     resources = _resources(path, doc.get("resources"), "deps")
-    outputs = doc.get("outputs") or {}
+    outputs = _outputs(path, doc)
     plan = build(str(doc.get("stack") or path.stem), resources, outputs, None, None, f"dump {path}")
     reads = [str(r) for r in doc.get("stack_references") or []]
     if reads and not outputs.get("nodePools") and plan.cloud == "kubernetes":

@@ -249,6 +249,20 @@ def _bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
             "a platform's plan takes no --ref",
         ),
         (["verify", "--dump", str(tmp_path / "p.json"), "--ref", "aws-dev"], "expected NAME=PLATFORM_DUMP"),
+        (
+            [
+                "verify",
+                "--dump",
+                str(tmp_path / "orphan.json"),
+                "--ref",
+                f"aws-dev={tmp_path / 'orphan.json'}",
+            ],
+            "a job's plan, not a platform's",
+        ),
+        (
+            ["verify", "--dump", _write(tmp_path, "out.json", {**job, "outputs": []})],
+            "`outputs` is not an object",
+        ),
         (["plan", "onprem-dev", "--dump", str(tmp_path / "no-such-dir" / "x.json")], "no such directory"),
     ]
 
