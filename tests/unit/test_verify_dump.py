@@ -264,6 +264,7 @@ def _bad_inputs(tmp_path: Path) -> list[tuple[list[str], str]]:
             "`outputs` is not an object",
         ),
         (["plan", "onprem-dev", "--dump", str(tmp_path / "no-such-dir" / "x.json")], "no such directory"),
+        (["plan", "onprem-dev", "--dump", str(tmp_path / "x.json"), "--json"], "use one of them"),
     ]
 
 
