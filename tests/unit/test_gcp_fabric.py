@@ -62,6 +62,28 @@ def test_fabric_table(machine, kind, networks, mtu, sidecar):
     assert fabric.env["NCCL_SOCKET_IFNAME"] == "eth0"
 
 
+# Flags each pinned RxDM image defines (google/tcpgpudmarxd@a6e09b3 app/tcpgpudmarxd.cu for TCPX v2.0.x;
+# google/nccl-plugin-gpudirect-tcpxo@04815d1 buffer_mgmt_daemon for TCPXO from v1.0.20, where `uid`,
+# `alsologtostderr` and `num_nics` are retired and make RxDM log "ERROR: Accessing retired flag").
+RXDM_FLAGS = {
+    "tcpx": {"gpu_nic_preset", "gpu_shmem_type", "uds_path", "setup_param"},
+    "tcpxo": {"num_hops"},
+}
+
+
+@pytest.mark.parametrize("machine", ["a3-megagpu-8g", "a3-highgpu-8g"])
+def test_rxdm_gets_only_flags_its_image_accepts(machine):
+    fabric = F.fabric_of(machine)
+    assert fabric is not None and fabric.sidecar is not None
+    sidecar = fabric.sidecar
+    if fabric.kind == "tcpxo":  # a shell line that runs the image's entrypoint script
+        line = next(a for a in sidecar["args"][0].splitlines() if "entrypoint_rxdm_container.sh " in a)
+        flags = {w[2:].split("=", 1)[0] for w in line.split()[1:]}
+    else:  # the binary with (flag, value) pairs
+        flags = {w[2:] for w in sidecar["command"][1::2]}
+    assert flags == RXDM_FLAGS[fabric.kind], flags
+
+
 @pytest.mark.parametrize(
     "machine", ["a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g", "a2-highgpu-8g", "g2-standard-48"]
 )
