@@ -363,3 +363,19 @@ def test_rdma_pools_need_one_zone_and_no_tcpx_neighbours():
     assert any(
         p.startswith("platform.nodePools[2].machineType: GPUDirect TCPX/TCPXO") for p in problems(mixed)
     )
+
+
+def test_verify_fabric_fails_a_tcpx_cluster_that_a_channel_can_upgrade_past_its_node_image():
+    assert run(plan("gcp-dev"), "fabric").ok  # a3-highgpu-8g pool, held on 1.33
+    unheld = edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, lambda i: i.pop("maintenancePolicy"))
+    found = lines(run(unheld, "fabric"))
+    assert any(
+        "pool h100: the cluster has no NO_MINOR_OR_NODE_UPGRADES maintenance exclusion" in line
+        for line in found
+    ), found
+
+    def on_135(inputs: dict) -> None:
+        inputs["minMasterVersion"] = "1.35"
+
+    found = lines(run(edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, on_135), "fabric"))
+    assert any("pool h100: GKE 1.35 is newer than 1.34" in line for line in found), found
