@@ -120,11 +120,12 @@ class StorageHandle:
     volume_handle: pulumi.Input[str]
     volume_attributes: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
     mount_options: tuple[str, ...] = ()
-    # Address clients connect to (for NetworkPolicy egress and docs).
+    # Address and ports clients connect to (outputs and docs). The client is the node, not the pod (the
+    # kubelet and CSI node plugin mount it), so no pod NetworkPolicy is made from these.
     endpoint: pulumi.Input[str] | None = None
     ports: tuple[int, ...] = ()
-    # Where a DNS-name endpoint's addresses lie (the file system's VPC), so egress to it can still be
-    # narrowed: NetworkPolicy matches addresses, not names. None: any address, on `ports` only.
+    # Where a DNS-name endpoint's addresses lie (the file system's VPC). Unused since team NetworkPolicies
+    # stopped opening file servers (they were the only reader); kept until the AWS layer stops setting it.
     endpoint_cidr: pulumi.Input[str] | None = None
 
 

@@ -30,6 +30,7 @@ from components.gcp.fabric import DEFAULT_FABRIC_CIDR, cluster_objects, gvnic_ne
 from components.gcp.fabric_network import FabricNetworks, FabricNetworksArgs
 from components.gcp.fabric_rules import platform_fabrics, rdma_zone
 from components.gcp.identity import NodeIdentity, NodeIdentityArgs, WorkloadIdentities, WorkloadIdentitiesArgs
+from components.gcp.maintenance import holds_upgrades
 from components.gcp.naming import GcpPlacement
 from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network, NetworkArgs
 from components.gcp.node_pool import NodePool, NodePoolArgs
@@ -102,6 +103,7 @@ class GcpCloud(pulumi.ComponentResource):
                 filestore=any(s.kind == "nfs" for s in spec.storage),
                 lustre=lustre,
                 multi_networking=bool(fabrics),
+                hold_upgrades=holds_upgrades({f.kind for f in fabrics}),
             ),
             child,
         )

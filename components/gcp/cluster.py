@@ -11,6 +11,7 @@ Choices, and why:
 - Dataplane V2 (`ADVANCED_DATAPATH`): eBPF datapath that enforces NetworkPolicy itself, which the tenancy
   layer relies on (no Calico add-on; GKE rejects both at once).
 - Filestore and Lustre CSI add-ons only when the stack has that storage (each runs a DaemonSet).
+- A platform with a GPUDirect-TCPX pool is held on its minor version (components/gcp/maintenance.py).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.gcp.maintenance import maintenance_policy
 from components.gcp.naming import GcpPlacement
 from components.gcp.network import Network
 from components.spec import ClusterSpec
@@ -87,6 +89,8 @@ class GkeClusterArgs:
     # Multi-networking (pods with interfaces on the GPUDirect fabric networks); needs Dataplane V2, which
     # every trainplane cluster has.
     multi_networking: bool = False
+    # Hold minor and node upgrades (a GPUDirect-TCPX pool: components/gcp/maintenance.py).
+    hold_upgrades: bool = False
 
 
 class GkeCluster(pulumi.ComponentResource):
@@ -142,6 +146,9 @@ class GkeCluster(pulumi.ComponentResource):
         # provider updates it in place (magic-modules PR 14000, "container: allow updating
         # enable_multi_networking", 2025), so turning it on does not replace a deployed cluster.
         extra: dict = {"enable_multi_networking": True} if args.multi_networking else {}
+        if args.hold_upgrades:
+            # Only on such platforms, so other clusters' inputs stay as they were; an in-place update.
+            extra["maintenance_policy"] = maintenance_policy()
         self.cluster = gcp.container.Cluster(
             f"{name}-gke",
             name=cfg.name,

@@ -4,7 +4,8 @@ A GPU machine type whose fabric cannot be set up is a config error, not a silent
 - a bring-your-own network: trainplane creates the fabric VPCs next to the platform's own network
   only when it creates that network too; a brought network's owner would have to create and name them
   (not supported yet), so such a stack is refused naming `network.network`;
-- a cluster version older than the fabric's minimum (gpu_direct.tf@v1.95.0 version map);
+- a cluster version older than the fabric's minimum (gpu_direct.tf@v1.95.0 version map), or newer than
+  the last whose node image the machine boots (components/gcp/maintenance.py);
 - a fabric block that overlaps the platform's other ranges or holds too few /20 subnets.
 """
 
@@ -21,6 +22,7 @@ from components.gcp.fabric import (
     fabric_of,
     gvnic_network_count,
 )
+from components.gcp.maintenance import NEWEST_MINOR
 from components.spec.platform import PlatformSpec
 
 
@@ -97,6 +99,13 @@ def check_fabric(spec: PlatformSpec, root: str) -> Iterable[str]:
             yield (
                 f"{root}.cluster.kubernetesVersion: GPUDirect-{f.kind.upper()} needs GKE {f.minimum_minor} or "
                 f"newer, not {spec.cluster.kubernetes_version}"
+            )
+        newest = NEWEST_MINOR.get(f.kind)
+        if newest and _minor(spec.cluster.kubernetes_version) > _minor(newest):
+            yield (
+                f"{root}.cluster.kubernetesVersion: GPUDirect-{f.kind.upper()} machines ({'/'.join(f.machine_types)}) "
+                f"boot COS 121 or older; GKE {spec.cluster.kubernetes_version} nodes run a newer COS and cannot be "
+                f"created (cluster-toolkit PR #5673); use {newest} or older"
             )
     yield from _check_fabric_cidr(spec, root, gvnic_network_count(fabrics))
 

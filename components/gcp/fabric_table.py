@@ -150,7 +150,11 @@ TCPXO = GkeFabric(
         "1.32": "1.32.11-gke.1174000",
     },
     # enable-tcpxo-in-workload.py@v1.95.0 add_tcpxo_daemon_container, run as a native sidecar so the job's
-    # pod completes when the trainer exits.
+    # pod completes when the trainer exits. Its arguments are the open-source RxDM's (from image v1.0.20):
+    # only `--num_hops=2`; `--uid=`, `--alsologtostderr` and `--num_nics=` are ABSL_RETIRED_FLAGs there
+    # (google/nccl-plugin-gpudirect-tcpxo@04815d1: README.md "Notes for Existing Users",
+    # buffer_mgmt_daemon/fastrak_gpumem_manager.cc, main_cloud.cc), as container-engine-accelerators@992db81
+    # gpudirect-tcpxo/nccl-test-latest.yaml runs it.
     sidecar={
         "name": "tcpxo-daemon",
         "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpxo/tcpgpudmarxd-dev:v1.0.21",
@@ -158,7 +162,7 @@ TCPXO = GkeFabric(
         "command": ["/bin/sh", "-c"],
         "args": [
             "set -ex\nchmod 755 /fts/entrypoint_rxdm_container.sh\n"
-            "/fts/entrypoint_rxdm_container.sh --num_hops=2 --num_nics=8 --uid= --alsologtostderr\n"
+            "/fts/entrypoint_rxdm_container.sh --num_hops=2\n"
         ],
         "securityContext": {"capabilities": {"add": ["NET_ADMIN", "NET_BIND_SERVICE"]}},
         "volumeMounts": [
@@ -241,7 +245,9 @@ TCPX = GkeFabric(
         "1.28": "1.28.15-gke.3163000",
         "1.29": "1.29.15-gke.2467000",
     },
-    # gke-a3-highgpu/nccl-test.yaml@v1.95.0 tcpx-daemon (as a native sidecar here).
+    # gke-a3-highgpu/nccl-test.yaml@v1.95.0 tcpx-daemon (as a native sidecar here). Every flag is one the TCPX
+    # RxDM defines (google/tcpgpudmarxd@a6e09b3 app/tcpgpudmarxd.cu ABSL_FLAGs); `--setup_param` is its own
+    # default, handed to `setup.sh` through a shell, so it goes unquoted.
     sidecar={
         "name": "tcpx-daemon",
         "image": "us-docker.pkg.dev/gce-ai-infra/gpudirect-tcpx/tcpgpudmarxd-dev:v2.0.12",

@@ -239,6 +239,9 @@ class NodePool(pulumi.ComponentResource):
                 # Spot, reservations, DWS: take capacity in whichever zone has it; on-demand: keep zones even.
                 "location_policy": location_policy(pool),
             },
+            # Always on: GKE refuses auto_upgrade false on a cluster in a release channel (every trainplane
+            # cluster is); a TCPX platform's nodes are held by the cluster's maintenance exclusion instead
+            # (components/gcp/maintenance.py; gke-a3-highgpu.yaml@v1.95.0 keeps auto_upgrade: true too).
             management={"auto_repair": auto_repair(pool), "auto_upgrade": True},
             # GPU capacity is scarce: upgrade one node at a time without asking for a surge node.
             upgrade_settings=(

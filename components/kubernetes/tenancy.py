@@ -4,14 +4,23 @@ A team's jobs run in the namespace named after the team under service account `t
 the cloud identity annotation (IRSA role ARN / Workload Identity service account) when the cloud layer
 made one. The Role grants only what running jobs need: read their own pods, logs, services and config;
 no secrets and no exec. NetworkPolicies deny by default and open exactly: the team's own pods, DNS,
-Prometheus scraping from the monitoring namespace, the shared file systems, the cloud's identity endpoint
-(from the profile) and object storage.
+Prometheus scraping from the monitoring namespace, the cloud's identity endpoint (from the profile) and
+object storage.
+
+No policy opens the shared file systems: a volume is mounted by the node, never from the pod's network
+namespace (the kubelet and the CSI node plugin in kube-system run the kernel's NFS or Lustre client; the
+EFS, Filestore and GKE Lustre node plugins run on the host network: aws-efs-csi-driver
+helm-chart-aws-efs-csi-driver-4.4.1 templates/node-daemonset.yaml, gcp-filestore-csi-driver@v1.13.1
+deploy/kubernetes/base/node_linux/node.yaml, lustre-csi-driver@v0.6.11 deploy/base/node/node.yaml; FSx's
+node plugin left the host network in chart 1.6.1 (aws-fsx-csi-driver commit 99266047) but its Lustre
+client is the kernel's LNet, configured once per host ("LNet config is cached on the host",
+lustre-csi-driver@v0.6.11 node.yaml), which talks from the node's interfaces). A team's policies select only the team's pods, so they neither carry nor can
+block that traffic; the file system's security group or firewall admits the nodes instead (verify's
+`storage` check), and pods get no direct line to file servers they are not meant to reach.
 """
 
 from __future__ import annotations
 
-import functools
-import ipaddress
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,24 +103,6 @@ def limit_range(pools: Sequence[NodePoolInfo]) -> dict[str, Any]:
     return {"limits": [item]}
 
 
-def _storage_egress(endpoint: list[str | None], ports: list[dict[str, Any]]) -> dict[str, Any]:
-    """Egress to one file system (its address, or the block its name resolves into) on its ports."""
-    return {
-        "podSelector": {},
-        "policyTypes": ["Egress"],
-        "egress": [{"to": [{"ipBlock": {"cidr": _cidr(endpoint[0], endpoint[1])}}], "ports": ports}],
-    }
-
-
-def _cidr(endpoint: str | None, name_cidr: str | None = None) -> str:
-    """A /32 for an IP endpoint; for a DNS name (NetworkPolicy cannot match names) the block its
-    addresses lie in when the cloud layer knows it, else anywhere."""
-    try:
-        return f"{ipaddress.ip_address(endpoint or '')}/32"
-    except ValueError:
-        return name_cidr or "0.0.0.0/0"
-
-
 def network_policies(
     bundle: ClusterBundle, team: TeamSpec
 ) -> dict[str, dict[str, Any] | pulumi.Output[dict[str, Any]]]:
@@ -151,14 +142,6 @@ def network_policies(
             ],
         },
     }
-    used = set(team.storage) if team.storage is not None else {h.name for h in bundle.storage}
-    for handle in bundle.storage:
-        if handle.name not in used or not handle.ports:
-            continue
-        ports = [{"protocol": "TCP", "port": p} for p in handle.ports]
-        policies[f"allow-storage-{handle.name}"] = pulumi.Output.all(
-            handle.endpoint, handle.endpoint_cidr
-        ).apply(functools.partial(_storage_egress, ports=ports))
     if bundle.profile.identity_endpoints:
         # The node-local endpoint pods get cloud credentials from (a metadata server), exactly that.
         policies["allow-cloud-identity"] = {

@@ -105,3 +105,50 @@ def test_platform_volumes_use_gkes_pd_class_once_its_driver_is_on():
     assert loki.inputs["values"]["singleBinary"]["persistence"]["storageClass"] == "standard-rwo"
     for release in (prom, loki):
         assert cluster.urn in release.deps, release.name
+
+
+# ---- GPUDirect-TCPX: held on its minor (cluster-toolkit PR #5673) --------------------------------------
+POOL = "gcp:container/nodePool:NodePool"
+
+
+def test_a_tcpx_platform_holds_minor_and_node_upgrades_until_end_of_support():
+    # gcp-dev's H100 pool is a3-highgpu-8g (TCPX): a channel upgrade to 1.35 (COS 125) would leave it
+    # without nodes, so the cluster carries the toolkit's exclusion and keeps its pinned version.
+    c = one(plan("gcp-dev"), CLUSTER).inputs
+    assert c["minMasterVersion"] == "1.33" and c["releaseChannel"] == {"channel": "REGULAR"}
+    (exclusion,) = c["maintenancePolicy"]["maintenanceExclusions"]
+    assert exclusion["exclusionOptions"] == {
+        "scope": "NO_MINOR_OR_NODE_UPGRADES",
+        "endTimeBehavior": "UNTIL_END_OF_SUPPORT",
+    }
+    # A fixed start (never the wall clock) and no end_time: the provider takes exactly one of the two.
+    assert exclusion["startTime"] == "2026-04-01T00:00:00Z" and "endTime" not in exclusion
+    assert c["maintenancePolicy"]["dailyMaintenanceWindow"] == {"startTime": "09:00"}
+    # GKE keeps node auto-upgrade on in a release channel; the exclusion is what holds the nodes.
+    pools = [p.inputs for p in plan("gcp-dev").resources if p.type == POOL]
+    assert all(p["management"]["autoUpgrade"] is True for p in pools)
+
+
+def test_platforms_without_tcpx_pools_keep_gkes_upgrades():
+    for stack in ("gcp-h100-mega", "gcp-byo-network"):  # TCPXO (a3-megagpu-8g) and L4 pools
+        assert "maintenancePolicy" not in one(plan(stack), CLUSTER).inputs, stack
+
+
+def test_a_tcpx_platform_on_a_cos_125_minor_is_refused_naming_the_key():
+    from components.spec import ConfigError, PlatformSpec
+
+    obj = mutated("gcp-dev")
+    obj["cluster"]["kubernetesVersion"] = "1.35"
+    try:
+        PlatformSpec.load(obj)
+    except ConfigError as err:
+        problems = err.problems
+    else:
+        problems = []
+    assert any(
+        p.startswith("platform.cluster.kubernetesVersion: GPUDirect-TCPX machines (a3-highgpu-8g)")
+        and "use 1.34 or older" in p
+        for p in problems
+    ), problems
+    obj["cluster"]["kubernetesVersion"] = "1.34"
+    assert PlatformSpec.load(obj).cluster.kubernetes_version == "1.34"

@@ -62,6 +62,28 @@ def test_fabric_table(machine, kind, networks, mtu, sidecar):
     assert fabric.env["NCCL_SOCKET_IFNAME"] == "eth0"
 
 
+# Flags each pinned RxDM image defines (google/tcpgpudmarxd@a6e09b3 app/tcpgpudmarxd.cu for TCPX v2.0.x;
+# google/nccl-plugin-gpudirect-tcpxo@04815d1 buffer_mgmt_daemon for TCPXO from v1.0.20, where `uid`,
+# `alsologtostderr` and `num_nics` are retired and make RxDM log "ERROR: Accessing retired flag").
+RXDM_FLAGS = {
+    "tcpx": {"gpu_nic_preset", "gpu_shmem_type", "uds_path", "setup_param"},
+    "tcpxo": {"num_hops"},
+}
+
+
+@pytest.mark.parametrize("machine", ["a3-megagpu-8g", "a3-highgpu-8g"])
+def test_rxdm_gets_only_flags_its_image_accepts(machine):
+    fabric = F.fabric_of(machine)
+    assert fabric is not None and fabric.sidecar is not None
+    sidecar = fabric.sidecar
+    if fabric.kind == "tcpxo":  # a shell line that runs the image's entrypoint script
+        line = next(a for a in sidecar["args"][0].splitlines() if "entrypoint_rxdm_container.sh " in a)
+        flags = {w[2:].split("=", 1)[0] for w in line.split()[1:]}
+    else:  # the binary with (flag, value) pairs
+        flags = {w[2:] for w in sidecar["command"][1::2]}
+    assert flags == RXDM_FLAGS[fabric.kind], flags
+
+
 @pytest.mark.parametrize(
     "machine", ["a3-highgpu-1g", "a3-highgpu-2g", "a3-highgpu-4g", "a2-highgpu-8g", "g2-standard-48"]
 )
@@ -341,3 +363,19 @@ def test_rdma_pools_need_one_zone_and_no_tcpx_neighbours():
     assert any(
         p.startswith("platform.nodePools[2].machineType: GPUDirect TCPX/TCPXO") for p in problems(mixed)
     )
+
+
+def test_verify_fabric_fails_a_tcpx_cluster_that_a_channel_can_upgrade_past_its_node_image():
+    assert run(plan("gcp-dev"), "fabric").ok  # a3-highgpu-8g pool, held on 1.33
+    unheld = edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, lambda i: i.pop("maintenancePolicy"))
+    found = lines(run(unheld, "fabric"))
+    assert any(
+        "pool h100: the cluster has no NO_MINOR_OR_NODE_UPGRADES maintenance exclusion" in line
+        for line in found
+    ), found
+
+    def on_135(inputs: dict) -> None:
+        inputs["minMasterVersion"] = "1.35"
+
+    found = lines(run(edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, on_135), "fabric"))
+    assert any("pool h100: GKE 1.35 is newer than 1.34" in line for line in found), found

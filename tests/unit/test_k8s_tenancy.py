@@ -143,9 +143,9 @@ COMMON_CASES = [
 ]
 CLOUD_CASES = {
     "aws-dev": [
-        # FSx's endpoint is a DNS name: egress narrows to the VPC it resolves into, Lustre ports only.
-        (TRAINER, Peer(None, ip="10.40.16.10"), 988, "TCP", True, "FSx Lustre"),
-        (TRAINER, Peer(None, ip="10.40.16.10"), 1021, "TCP", True, "FSx Lustre 1018-1023"),
+        # The node mounts FSx (kernel Lustre client); a team's pods get no line to the file servers.
+        (TRAINER, Peer(None, ip="10.40.16.10"), 988, "TCP", False, "FSx Lustre is the node's"),
+        (TRAINER, Peer(None, ip="10.40.16.10"), 1021, "TCP", False, "FSx Lustre 1018-1023 is the node's"),
         (TRAINER, Peer(None, ip="10.41.0.10"), 988, "TCP", False, "only the VPC of the file system"),
         (TRAINER, Peer(None, ip="10.40.16.10"), 22, "TCP", False, "only Lustre ports"),
         (TRAINER, INTERNET, 443, "TCP", True, "S3 over HTTPS"),
@@ -153,7 +153,7 @@ CLOUD_CASES = {
         (TRAINER, METADATA, 80, "TCP", False, "no instance metadata on EKS"),
     ],
     "gcp-dev": [
-        (TRAINER, Peer(None, ip="10.50.8.2"), 2049, "TCP", True, "Filestore NFS"),
+        (TRAINER, Peer(None, ip="10.50.8.2"), 2049, "TCP", False, "Filestore NFS is the node's"),
         (TRAINER, Peer(None, ip="10.50.8.9"), 2049, "TCP", False, "only the Filestore address"),
         (TRAINER, INTERNET, 443, "TCP", True, "GCS over HTTPS"),
         # Workload Identity: tokens come from the GKE metadata server (GKE docs, network policy limits).
@@ -162,8 +162,8 @@ CLOUD_CASES = {
         (TRAINER, Peer(None, ip="169.254.169.253"), 80, "TCP", False, "only the metadata address"),
     ],
     "onprem-dev": [
-        # The NFS server is a DNS name: any address, NFS port only.
-        (TRAINER, Peer(None, ip="192.168.10.5"), 2049, "TCP", True, "NFS server"),
+        # The kubelet mounts the NFS volume from the node; pods do not talk NFS themselves.
+        (TRAINER, Peer(None, ip="192.168.10.5"), 2049, "TCP", False, "NFS server is the node's"),
         (TRAINER, Peer(None, ip="192.168.10.5"), 111, "TCP", False, "only the NFS port"),
         (TRAINER, INTERNET, 443, "TCP", False, "no object store on this platform"),
         (TRAINER, METADATA, 80, "TCP", False, "no cloud identity endpoint"),

@@ -5,7 +5,9 @@ For every GPU pool whose outputs carry a `fabric` (set by the cloud backend):
   type Device whose `GKENetworkParamSet` names a VPC and subnet the plan creates, with the MTU the cloud's
   facts give for the fabric kind (verify_facts.yaml `fabrics`); the pool's node pool has one extra NIC on
   each of those VPCs; the cluster has multi-networking on Dataplane V2; the fabric's DaemonSets
-  (facts `fabrics.<kind>.daemonSets`) run on the pool's machine type;
+  (facts `fabrics.<kind>.daemonSets`) run on the pool's machine type; a fabric whose machines boot only
+  up to a GKE minor (facts `newestMinor`, TCPX) has a cluster at or below it, held there by a maintenance
+  exclusion of the facts' scope that lasts (an end time, or until the end of support);
 - pod side: each training pod on the pool carries the fabric's annotations, its native sidecars
   (init containers with restartPolicy Always), volumes, and in the trainer container the mounts and the
   pool's `podEnv`.
@@ -95,6 +97,45 @@ def _check_networks(
         )
 
 
+def _minor(version: str) -> tuple[int, int] | None:
+    parts = version.split(".")
+    return (int(parts[0]), int(parts[1])) if len(parts) >= 2 and parts[1].isdigit() else None
+
+
+def _check_upgrade_hold(
+    ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+) -> None:
+    newest, scope = facts.get("newestMinor"), facts.get("upgradeExclusion")
+    cluster = next(iter(ctx.platform.of_type(GKE_CLUSTER)), None)
+    if not newest or cluster is None:
+        return
+    kind, name = pool["fabric"].get("kind"), pool["name"]
+    version = str(cluster.inputs.get("minMasterVersion") or "")
+    have = _minor(version)
+    if have is not None and have > (_minor(str(newest)) or have):
+        res.fail(
+            f"pool {name}: GKE {version} is newer than {newest}, the last minor whose node image fabric {kind}'s "
+            "machines boot: its nodes cannot be created",
+            f"pool {name}",
+        )
+    exclusions = (cluster.inputs.get("maintenancePolicy") or {}).get("maintenanceExclusions") or []
+    held = [
+        e
+        for e in exclusions
+        if (e.get("exclusionOptions") or {}).get("scope") == scope
+        and (
+            e.get("endTime")
+            or (e.get("exclusionOptions") or {}).get("endTimeBehavior") == "UNTIL_END_OF_SUPPORT"
+        )
+    ]
+    if not held:
+        res.fail(
+            f"pool {name}: the cluster has no {scope} maintenance exclusion: its release channel upgrades it past "
+            f"{newest} and fabric {kind}'s nodes can no longer be created",
+            f"pool {name}",
+        )
+
+
 def _check_daemonsets(
     ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
 ) -> None:
@@ -164,6 +205,7 @@ def run(ctx: Context) -> CheckResult:
         if not ctx.job_only and facts is not None and ctx.platform.cloud == "gcp":
             _check_networks(ctx, res, pool, facts)
             _check_daemonsets(ctx, res, pool, facts)
+            _check_upgrade_hold(ctx, res, pool, facts)
         elif facts is None:
             res.note(f"pool {pool['name']}: no cluster-side facts for fabric {kind} on {ctx.platform.cloud}")
         for pod in (p for p in ctx.pods if p.pool == pool["name"]):

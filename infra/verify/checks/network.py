@@ -3,9 +3,13 @@ enforces NetworkPolicy at all.
 
 The flow table, per training pod (team x GPU pool): DNS over UDP and TCP to kube-dns; rendezvous and
 NCCL between the pods of the job; the cloud's identity endpoint (when the team has a cloud identity);
-object storage on 443 (when the platform has buckets); the file servers of the team's volumes on their
-ports; Prometheus in the monitoring namespace scraping the metrics port. Every other team's pods must
-neither reach the job nor be reached by it. Policies are evaluated with infra.verify.netpol.
+object storage on 443 (when the platform has buckets); Prometheus in the monitoring namespace scraping the
+metrics port. Every other team's pods must neither reach the job nor be reached by it. Policies are
+evaluated with infra.verify.netpol.
+
+The team's file systems are not a pod flow: the node mounts them (kubelet and CSI node plugin, the kernel's
+NFS or Lustre client), so no pod NetworkPolicy is needed for them or can block them; `storage` checks the
+node-level rules instead.
 """
 
 from __future__ import annotations
@@ -15,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from infra.verify import facts as F
-from infra.verify.checks.storage import storage_endpoint
 from infra.verify.context import Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.netpol import Peer, allowed
@@ -158,15 +161,6 @@ def flows(ctx: Context, pod: TrainingPod) -> list[Flow]:
                 True,
             )
         )
-    for vol in pod.pod_spec.get("volumes") or []:
-        claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
-        pvc = ctx.object("PersistentVolumeClaim", pod.namespace, claim or "")
-        pv = ctx.object("PersistentVolume", None, (pvc.spec.get("volumeName") if pvc else "") or "")
-        if pv is None:
-            continue
-        address, driver = storage_endpoint(ctx, dict(pv.spec))
-        for port in (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []:
-            out.append(Flow(f"file system {claim} ({driver})", me, Peer(None, ip=address), port, "TCP", True))
     metrics = _metrics_port(pod)
     if metrics:
         prom = Peer(MONITORING_NAMESPACE, PROMETHEUS)

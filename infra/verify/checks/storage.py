@@ -5,8 +5,12 @@
   whose provisioner is installed; a claim with no class needs a default class; a claim with class ""
   needs its pre-bound PersistentVolume.
 - Each volume a training pod mounts is a claim of its namespace, bound to a volume whose CSI driver is
-  installed, whose node plugin tolerates the pool's taints, and whose server ports the team's
-  NetworkPolicies open.
+  installed, whose node plugin tolerates the pool's taints, and whose file system admits the pool's nodes.
+  The node mounts it (the kubelet and the CSI node plugin, through the kernel's NFS or Lustre client), not
+  the pod, so what must admit it is node-level: the file system's security groups on AWS
+  (checks/aws_network.py), the firewall to the nodes and the export ranges on GCP (checks/gcp_storage.py).
+  The team's NetworkPolicies select only its pods: they neither need to open the file servers nor can they
+  block the mount.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from typing import Any
 
 from infra.verify import facts as F
 from infra.verify.charts import Claim, tolerates
+from infra.verify.checks import gcp_storage
 from infra.verify.context import Context
-from infra.verify.netpol import Peer, allowed
 from infra.verify.report import CheckResult
 
 DEFAULT_ANNOTATIONS = (
@@ -232,7 +236,7 @@ def node_reachability(ctx: Context, res: CheckResult, pod: Any, pv: Any, ports: 
 
 def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vol: dict) -> None:
     """One claim a training pod mounts: it exists, fits the pod's spread, its node plugin runs on the
-    pool and the namespace's NetworkPolicies let the pod reach the file system."""
+    pool and the file system admits the pool's nodes."""
     pvc_ref = vol.get("persistentVolumeClaim")
     if not pvc_ref:
         return
@@ -254,7 +258,7 @@ def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vo
             pod.ref,
             pvc.ref,
         )
-    address, driver = storage_endpoint(ctx, dict(pv.spec))
+    _, driver = storage_endpoint(ctx, dict(pv.spec))
     if driver and driver != "nfs":
         plugins = [d for d in ctx.charts.daemon_sets if d.csi_driver == driver]
         if not plugins:
@@ -272,18 +276,11 @@ def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vo
                         pod.ref,
                         d.name,
                     )
-    ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
     if ctx.platform.cloud == "aws":
+        ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
         node_reachability(ctx, res, pod, pv, ports)
-    me = Peer(pod.namespace, pod.labels)
-    closed = [p for p in ports if not allowed(ctx.network_policies, me, Peer(None, ip=address), p)]
-    if closed:
-        res.fail(
-            f"{pod.ref} mounts {pv.ref} ({driver} at {address}), but the NetworkPolicies of namespace "
-            f"{pod.namespace} close TCP {', '.join(map(str, closed))}",
-            pod.ref,
-            pv.ref,
-        )
+    elif ctx.platform.cloud == "gcp":
+        gcp_storage.node_reachability(ctx, res, pod, pv, driver)
     res.examined.append(f"{pod.namespace}/{claim_name} on {pod.pool}")
 
 
