@@ -49,6 +49,11 @@ def _sc(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     return obj.get("securityContext") or {}
 
 
+def _contexts(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """("pod", the pod's securityContext), then (container name, its securityContext) for each container."""
+    return [("pod", _sc(spec))] + [(str(c.get("name", "")), _sc(c)) for c in containers(spec)]
+
+
 def _names(found: list[str]) -> str:
     return ", ".join(f'"{n}"' for n in found)
 
@@ -78,13 +83,9 @@ def _baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], minor: tuple[int
         out.append(f"hostPorts: {', '.join(ports)}")
     apparmor = set(r["appArmorTypes"])
     setters = [
-        "pod"
-        for _ in [0]
-        if (pod_sc.get("appArmorProfile") or {}).get("type", "RuntimeDefault") not in apparmor
-    ] + [
-        c.get("name", "")
-        for c in cs
-        if (_sc(c).get("appArmorProfile") or {}).get("type", "RuntimeDefault") not in apparmor
+        who
+        for who, sc in _contexts(spec)
+        if (sc.get("appArmorProfile") or {}).get("type", "RuntimeDefault") not in apparmor
     ]
     setters += [
         f"{k}={v}"
@@ -97,9 +98,7 @@ def _baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], minor: tuple[int
     if setters:
         out.append(f"appArmorProfile: {', '.join(setters)} set a profile other than RuntimeDefault/Localhost")
     types = _by_minor(r["seLinuxTypes"], minor)
-    selinux = [("pod", pod_sc.get("seLinuxOptions"))] + [
-        (c.get("name", ""), _sc(c).get("seLinuxOptions")) for c in cs
-    ]
+    selinux = [(who, sc.get("seLinuxOptions")) for who, sc in _contexts(spec)]
     bad = [
         who
         for who, o in selinux
@@ -125,7 +124,7 @@ def _seccomp_baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], r: dict)
     valid = set(r["seccompTypes"])
     setters = [
         who
-        for who, o in [("pod", _sc(spec))] + [(c.get("name", ""), _sc(c)) for c in containers(spec)]
+        for who, o in _contexts(spec)
         if o.get("seccompProfile") is not None and o["seccompProfile"].get("type") not in valid
     ]
     annotations = meta.get("annotations") or {}
