@@ -429,3 +429,10 @@ def test_quantities_compare_across_suffixes():
     assert (
         W.quantity("1Gi") == 1024**3 and W.quantity("500m") * 2 == 1 and W.quantity("1e3") == W.quantity("1k")
     )
+
+
+def test_the_tenancy_component_and_verify_share_the_baseline_capability_list():
+    from components.kubernetes.tenancy import BASELINE_CAPABILITIES
+    from infra.verify import facts as F
+
+    assert set(F.facts()["admission"]["podSecurity"]["baselineCapabilities"]) == BASELINE_CAPABILITIES
