@@ -160,6 +160,16 @@ def run(ctx: Context) -> CheckResult:
         if preflight is not None:
             meta = preflight["metadata"]
             _check(res, levels, f"NCCL preflight JobSet {meta['namespace']}/{meta['name']}", preflight)
+    unknown = sorted(
+        str(t.get("namespace"))
+        for t in ctx.platform.teams
+        if str(t.get("namespace")) not in levels.namespaces
+    )
+    if unknown:
+        res.note(
+            f"team namespaces {', '.join(unknown)} are not in the plan (recorded outputs?): their pods are "
+            f"checked at the cluster default, {levels.default}"
+        )
     releases = sorted({f"{r.namespace} ({levels.level(r.namespace)})" for r in ctx.platform.releases()})
     if releases and not ctx.job_only:
         res.note(
