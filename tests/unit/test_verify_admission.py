@@ -436,3 +436,9 @@ def test_the_tenancy_component_and_verify_share_the_baseline_capability_list():
     from infra.verify import facts as F
 
     assert set(F.facts()["admission"]["podSecurity"]["baselineCapabilities"]) == BASELINE_CAPABILITIES
+
+
+def test_a_user_namespace_pod_may_unmask_proc_only_from_kubernetes_1_35():
+    spec = {**_pod(securityContext={"procMount": "Unmasked"}), "hostUsers": False}
+    assert any(v.startswith("procMount") for v in violations({}, spec, "baseline", (1, 34)))
+    assert violations({}, spec, "baseline", (1, 35)) == []

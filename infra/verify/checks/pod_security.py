@@ -54,6 +54,13 @@ def _contexts(spec: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return [("pod", _sc(spec))] + [(str(c.get("name", "")), _sc(c)) for c in containers(spec)]
 
 
+def _user_namespace(spec: Mapping[str, Any], minor: tuple[int, int]) -> bool:
+    """policy/helpers.go relaxPolicyForUserNamespacePod: a hostUsers=false pod is exempt from procMount,
+    runAsNonRoot and runAsUser; through 1.34 only under the API server's UserNamespacesPodSecurityStandards
+    gate (alpha, off: pod-security-admission@v0.34.2), always from 1.35 (@v0.35.6)."""
+    return spec.get("hostUsers") is False and minor >= (1, 35)
+
+
 def _names(found: list[str]) -> str:
     return ", ".join(f'"{n}"' for n in found)
 
@@ -106,9 +113,8 @@ def _baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], minor: tuple[int
     ]
     if bad:
         out.append(f"seLinuxOptions: {', '.join(bad)} set a custom SELinux type, user or role")
-    user_ns = spec.get("hostUsers") is False  # policy/helpers relaxPolicyForUserNamespacePod
     bad = [c.get("name", "") for c in cs if _sc(c).get("procMount", "Default") != "Default"]
-    if bad and not user_ns:
+    if bad and not _user_namespace(spec, minor):
         out.append(f"procMount: containers {_names(bad)} set securityContext.procMount other than Default")
     sysctls = [
         s.get("name")
@@ -149,7 +155,7 @@ def _capabilities_baseline(spec: Mapping[str, Any], r: dict) -> list[str]:
     return [f"capabilities_baseline: container {n} adds {', '.join(caps)}" for n, caps in bad.items() if caps]
 
 
-def _restricted(spec: Mapping[str, Any], r: dict) -> list[str]:
+def _restricted(spec: Mapping[str, Any], minor: tuple[int, int], r: dict) -> list[str]:
     out: list[str] = []
     cs = list(containers(spec))
     pod_sc = _sc(spec)
@@ -163,7 +169,6 @@ def _restricted(spec: Mapping[str, Any], r: dict) -> list[str]:
     bad = [c.get("name", "") for c in cs if _sc(c).get("allowPrivilegeEscalation") is not False]
     if bad:
         out.append(f"allowPrivilegeEscalation: containers {_names(bad)} must set it to false")
-    user_ns = spec.get("hostUsers") is False
     pod_nonroot = pod_sc.get("runAsNonRoot")
     bad = [
         c.get("name", "")
@@ -172,12 +177,12 @@ def _restricted(spec: Mapping[str, Any], r: dict) -> list[str]:
             _sc(c).get("runAsNonRoot") is True or (pod_nonroot is True and _sc(c).get("runAsNonRoot") is None)
         )
     ]
-    if (bad or pod_nonroot is False) and not user_ns:
+    if (bad or pod_nonroot is False) and not _user_namespace(spec, minor):
         out.append(f"runAsNonRoot: pod or containers {_names(bad)} must set runAsNonRoot=true")
     root = ["pod"] * (pod_sc.get("runAsUser") == 0) + [
         c.get("name", "") for c in cs if _sc(c).get("runAsUser") == 0
     ]
-    if root and not user_ns:
+    if root and not _user_namespace(spec, minor):
         out.append(f"runAsUser: {', '.join(root)} set runAsUser=0")
     valid = set(r["seccompTypes"])
     pod_type = (pod_sc.get("seccompProfile") or {}).get("type")
@@ -211,4 +216,4 @@ def violations(
     if level == "baseline":
         return out + _seccomp_baseline(metadata, spec, r) + _capabilities_baseline(spec, r)
     out = [v for v in out if not v.startswith("hostPathVolumes")]
-    return out + _restricted(spec, r)
+    return out + _restricted(spec, version, r)
