@@ -442,3 +442,13 @@ def test_a_user_namespace_pod_may_unmask_proc_only_from_kubernetes_1_35():
     spec = {**_pod(securityContext={"procMount": "Unmasked"}), "hostUsers": False}
     assert any(v.startswith("procMount") for v in violations({}, spec, "baseline", (1, 34)))
     assert violations({}, spec, "baseline", (1, 35)) == []
+
+
+def test_probes_and_hooks_may_not_name_a_host_from_kubernetes_1_34():
+    spec = _pod(
+        livenessProbe={"httpGet": {"host": "10.0.0.1", "port": 80}},
+        lifecycle={"preStop": {"tcpSocket": {"host": "h", "port": 1}}},
+    )
+    found = violations({}, spec, "baseline", (1, 34))
+    assert found == ["hostProbesAndHostLifecycle: probe or lifecycle hosts c:10.0.0.1, c:h"], found
+    assert violations({}, spec, "baseline", (1, 33)) == []

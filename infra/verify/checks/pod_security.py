@@ -116,6 +116,7 @@ def _baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], minor: tuple[int
     bad = [c.get("name", "") for c in cs if _sc(c).get("procMount", "Default") != "Default"]
     if bad and not _user_namespace(spec, minor):
         out.append(f"procMount: containers {_names(bad)} set securityContext.procMount other than Default")
+    out += _host_probes(cs, minor, r)
     sysctls = [
         s.get("name")
         for s in pod_sc.get("sysctls") or []
@@ -124,6 +125,24 @@ def _baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], minor: tuple[int
     if sysctls:
         out.append(f"sysctls: forbidden sysctls {', '.join(map(str, sysctls))}")
     return out
+
+
+def _host_probes(cs: list[Mapping[str, Any]], minor: tuple[int, int], r: dict) -> list[str]:
+    """hostProbesAndHostLifecycle (Kubernetes 1.34+, pod-security-admission@v0.35.6): probes and lifecycle
+    hooks may not name a `host` (they would reach another machine from the node)."""
+    major, mnr = (int(x) for x in str(r["hostProbesFrom"]).split("."))
+    if minor < (major, mnr):
+        return []
+    bad: list[str] = []
+    for c in cs:
+        handlers = [c.get(k) for k in ("livenessProbe", "readinessProbe", "startupProbe")]
+        handlers += [(c.get("lifecycle") or {}).get(k) for k in ("postStart", "preStop")]
+        for h in handlers:
+            for kind in ("httpGet", "tcpSocket"):
+                host = ((h or {}).get(kind) or {}).get("host")
+                if host:
+                    bad.append(f"{c.get('name')}:{host}")
+    return [f"hostProbesAndHostLifecycle: probe or lifecycle hosts {', '.join(bad)}"] if bad else []
 
 
 def _seccomp_baseline(meta: Mapping[str, Any], spec: Mapping[str, Any], r: dict) -> list[str]:
