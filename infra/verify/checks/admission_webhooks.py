@@ -10,9 +10,12 @@ closed (failurePolicy fail), so a broken rule is a refused create, not a warning
 - Kueue v0.19.2, job side (pkg/controller/jobframework/validation.go ValidateJobOnCreate, tas_validation.go,
   pkg/controller/jobs/job/job_webhook.go): queue-name label, max-exec-time label, partial admission and
   completions-equal-parallelism annotations, topology annotations of each pod set.
-- Kueue v0.19.2, objects (pkg/webhooks/clusterqueue_webhook.go, cohort_webhook.go, resourceflavor_webhook.go;
-  LocalQueue's webhook has no validator at that tag): resource groups, quotas and limits, flavor counts,
-  preemption, fungibility, admission checks on flavors; ResourceFlavor labels, taints and tolerations.
+- Kueue v0.19.2, objects (pkg/webhooks/clusterqueue_webhook.go, cohort_webhook.go, resourceflavor_webhook.go):
+  resource groups, quotas and limits, flavor counts, preemption, fungibility, admission checks on flavors;
+  ResourceFlavor labels, taints and tolerations. At that tag LocalQueue's webhook has no validator and
+  AdmissionCheck, Topology and ProvisioningRequestConfig have no webhook (pkg/webhooks/webhooks.go Setup);
+  the Workload webhook sees what Kueue makes from a job (one pod set per replicated job here, so its
+  "at most one podSet with minCount" holds), whose inputs the job rules above cover.
 """
 
 from __future__ import annotations
