@@ -54,10 +54,12 @@ REPLICATED_JOB = "workers"
 POD_FAILURE_POLICY = "PodFailurePolicy"
 BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 
-# Names of the JobSet failure-policy rules (also what verify and the docs call them).
-RULE_CONFIG = "config-error-fails-the-jobset"
-RULE_PREEMPTED = "preemption-restarts-without-counting"
-RULE_OTHER = "any-other-failure-restarts-counted"
+# Names of the JobSet failure-policy rules (also what verify and the docs call them). JobSet's validating
+# webhook (fails closed) accepts 1-128 characters matching `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`, unique
+# per JobSet: no dashes (jobset@v0.12.0:pkg/webhooks/jobset_webhook.go ruleNameFmt, validateFailurePolicy).
+RULE_CONFIG = "ConfigErrorFailsJobSet"
+RULE_PREEMPTED = "PreemptionRestartsUncounted"
+RULE_OTHER = "OtherFailureRestartsCounted"
 
 
 def is_elastic(job: JobSpec) -> bool:

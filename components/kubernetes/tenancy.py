@@ -47,6 +47,15 @@ DEFAULT_REQUEST = {"cpu": "500m", "memory": "1Gi"}
 DEFAULT_LIMIT = {"memory": "2Gi"}
 NAMESPACE_LABEL = "kubernetes.io/metadata.name"
 TEAM_LABEL = "trainplane.dev/team"
+PSA_LABEL = "pod-security.kubernetes.io/{mode}"
+# Capabilities Pod Security `baseline` lets a container add (Pod Security Standards, "Capabilities";
+# kubernetes/pod-security-admission@v0.33.13:policy/check_capabilities_baseline.go capabilities_allowed_1_0).
+BASELINE_CAPABILITIES = frozenset(
+    {
+        "AUDIT_WRITE", "CHOWN", "DAC_OVERRIDE", "FOWNER", "FSETID", "KILL", "MKNOD", "NET_BIND_SERVICE",
+        "SETFCAP", "SETGID", "SETPCAP", "SETUID", "SYS_CHROOT",
+    }
+)  # fmt: skip
 
 # Only what a running training job needs from the API (peer discovery, its own logs and config).
 TRAINER_RULES: list[dict[str, Any]] = [
@@ -60,6 +69,51 @@ TRAINER_RULES: list[dict[str, Any]] = [
     {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": ["get", "list", "watch"]},
     {"apiGroups": [""], "resources": ["events"], "verbs": ["create", "patch"]},
 ]
+
+
+def fabric_beyond_baseline(pools: Sequence[NodePoolInfo]) -> list[str]:
+    """What the pools' fabric pod wiring needs that Pod Security `baseline` refuses, one item per need.
+
+    Baseline forbids every hostPath volume and any added capability outside BASELINE_CAPABILITIES, in
+    init containers (native sidecars) too (Pod Security Standards: "HostPath Volumes", "Capabilities").
+    GKE's GPUDirect pods mount the driver/NCCL plugin dir, /sys, /proc/sys and /dev/aperture_devices from
+    the host and run RxDM with NET_ADMIN (components/gcp/fabric_table.py); EFA pods need neither.
+    """
+    needs: list[str] = []
+    for pool in pools:
+        fabric = pool.fabric
+        if fabric is None:
+            continue
+        for v in fabric.volumes:
+            if "hostPath" in v:
+                needs.append(f"pool {pool.name}: hostPath {v['hostPath'].get('path')}")
+        for c in fabric.sidecars:
+            added = ((c.get("securityContext") or {}).get("capabilities") or {}).get("add") or []
+            for cap in added:
+                if cap not in BASELINE_CAPABILITIES:
+                    needs.append(f"pool {pool.name}: {cap} on {c.get('name')}")
+    return needs
+
+
+def pod_security_labels(pools: Sequence[NodePoolInfo]) -> dict[str, str]:
+    """A team namespace's Pod Security Admission labels.
+
+    `baseline` (no host access; /dev/shm emptyDir is fine) unless a pool the team may run on has a fabric
+    whose pods need more: teams are not tied to pools, so then every team namespace must admit them.
+    Pod Security has no level between baseline and privileged and no per-path exception (Pod Security
+    Standards, "Privileged": "purposely-open"; profiles are fixed), so those namespaces enforce
+    `privileged` and keep `warn` and `audit` at baseline: every pod that uses more than baseline is still
+    reported to the user who creates it and in the audit log. Why not a ValidatingAdmissionPolicy that
+    allows only the fabric's paths and NET_ADMIN: its CEL cannot be compiled or tested here (no CEL
+    library in the toolchain), and a wrong expression with failurePolicy Fail would refuse every pod.
+    """
+    if not fabric_beyond_baseline(pools):
+        return {PSA_LABEL.format(mode="enforce"): "baseline"}
+    return {
+        PSA_LABEL.format(mode="enforce"): "privileged",
+        PSA_LABEL.format(mode="warn"): "baseline",
+        PSA_LABEL.format(mode="audit"): "baseline",
+    }
 
 
 def per_gpu_resources(pools: Sequence[NodePoolInfo]) -> tuple[int, int]:
@@ -200,8 +254,8 @@ class TeamTenancy(pulumi.ComponentResource):
             f"{name}-ns",
             metadata={
                 "name": ns_name,
-                # Training pods need no privileges; baseline blocks host access while allowing /dev/shm.
-                "labels": {TEAM_LABEL: team.name, "pod-security.kubernetes.io/enforce": "baseline"},
+                # Pod Security: baseline, or what the platform's GPU fabric needs (pod_security_labels).
+                "labels": {TEAM_LABEL: team.name, **pod_security_labels(bundle.node_pools)},
             },
             opts=child,
         )

@@ -37,7 +37,7 @@ __all__ = [
 
 
 def _runners() -> dict[str, Callable[[Context], CheckResult]]:
-    from infra.verify.checks import fabric, identity, network, observability, scheduling, storage
+    from infra.verify.checks import admission, fabric, identity, network, observability, scheduling, storage
 
     return {
         "storage": storage.run,
@@ -46,6 +46,7 @@ def _runners() -> dict[str, Callable[[Context], CheckResult]]:
         "identity": identity.run,
         "observability": observability.run,
         "fabric": fabric.run,
+        "admission": admission.run,
     }
 
 

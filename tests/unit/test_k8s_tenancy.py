@@ -210,3 +210,43 @@ def test_quota_admits_the_teams_whole_gpu_quota_on_its_richest_pool():
             assert int(hard["requests.memory"].removesuffix("Gi")) >= (
                 int(shape.memory_gib // shape.gpus) * team["gpuQuota"]
             ), shape.name
+
+
+# ---- Pod Security --------------------------------------------------------------------------------
+
+NAMESPACE = "kubernetes:core/v1:Namespace"
+ENFORCE, WARN, AUDIT = (f"pod-security.kubernetes.io/{m}" for m in ("enforce", "warn", "audit"))
+
+
+def _team_labels(stack: str) -> list[dict[str, str]]:
+    from tests.conftest import planned
+
+    return [
+        ns["metadata"]["labels"]
+        for ns in objects(planned(stack), NAMESPACE)
+        if "trainplane.dev/team" in (ns["metadata"].get("labels") or {})
+    ]
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-h200-efa", "onprem-dev"])
+def test_team_namespaces_stay_baseline_where_no_pool_needs_more(stack):
+    labels = _team_labels(stack)
+    assert labels and all(lb[ENFORCE] == "baseline" and WARN not in lb for lb in labels), labels
+
+
+@pytest.mark.parametrize("stack", ["gcp-dev", "gcp-h100-mega"])
+def test_team_namespaces_admit_the_gpudirect_pods_of_a_fabric_pool_and_still_warn_at_baseline(stack):
+    """gcp-dev's TCPX and gcp-h100-mega's TCPXO pods mount /sys, /proc/sys, /dev/aperture_devices and the NVIDIA dir from the
+    host and give RxDM NET_ADMIN: `baseline` refuses all of it (Pod Security Standards)."""
+    from components.bundle import NodePoolInfo
+    from components.gcp.fabric import TCPXO, pod_fabric
+    from components.kubernetes.tenancy import fabric_beyond_baseline
+
+    labels = _team_labels(stack)
+    assert labels and all(
+        lb[ENFORCE] == "privileged" and lb[WARN] == "baseline" and lb[AUDIT] == "baseline" for lb in labels
+    ), labels
+    pool = NodePoolInfo("mega", "h100", 8, "on-demand", 0, 2, {}, (), fabric=pod_fabric(TCPXO))
+    needs = " ".join(fabric_beyond_baseline([pool]))
+    for what in ("/sys", "/proc/sys", "/dev/aperture_devices", "/home/kubernetes/bin/nvidia", "NET_ADMIN"):
+        assert what in needs, needs

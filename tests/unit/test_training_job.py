@@ -282,6 +282,21 @@ def test_jobset_validates_against_its_crd(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
+def test_jobset_failure_policy_rule_names_pass_the_jobset_webhook():
+    """JobSet's validating webhook (failurePolicy Fail) refuses the whole JobSet when a rule name is not
+    1-128 characters of `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$` or repeats one
+    (jobset@v0.12.0:pkg/webhooks/jobset_webhook.go validateFailurePolicy); dashes are refused."""
+    import re
+
+    allowed = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
+    plans = (reference_plan(), plan_job(efa_job(), {EFA_REF: efa_platform()}), fabric_plan())
+    for result in plans:
+        (js,) = [o for o in kubernetes_objects(result) if o["kind"] == "JobSet"]
+        names = [r.get("name", "") for r in js["spec"]["failurePolicy"]["rules"]]
+        assert names and len(set(names)) == len(names), names
+        assert all(1 <= len(n) <= 128 and allowed.match(n) for n in names), names
+
+
 def test_gcp_platform_job_uses_gcs_and_at_least_60s_of_grace():
     result = plan_job(gcp_job_object())
     bucket = platform_outputs("gcp-dev")["buckets"]["checkpoints"]
