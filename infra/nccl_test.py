@@ -31,6 +31,14 @@ COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 SUFFIX = "-nccl"
 
 
+def preflight_name(job_name: str) -> str:
+    """`<job>-nccl`, cut to the job-name limit so its pod names stay DNS-1035 labels the JobSet webhook
+    accepts at any node count (components/spec/job.py JOB_NAME_MAX)."""
+    from components.spec.job import JOB_NAME_MAX
+
+    return job_name[: JOB_NAME_MAX - len(SUFFIX)].rstrip("-") + SUFFIX
+
+
 class PreflightError(Exception):
     """The preflight cannot be built or run; one line for the user."""
 
@@ -86,7 +94,7 @@ def build(
         raise PreflightError(
             f"--nodes {n}: the preflight needs 2..{job.nodes.max} nodes (job.nodes.max) to cross the fabric"
         )
-    name = f"{job.name}{SUFFIX}"
+    name = preflight_name(job.name)
     pre = job.model_copy(update={"name": name, "nodes": job.nodes.model_copy(update={"min": n, "max": n})})
     pool = job_pools(pre, platform)[0]
     pool_out, machines = pool.model_dump(by_alias=True), list(pool.machine_types)

@@ -54,10 +54,15 @@ class JobTopology(Spec):
     mode: Literal["preferred", "required"] = "preferred"
 
 
+JOB_NAME_MAX = 40
+
+
 class JobSpec(Spec):
     platform_stack: str = Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
-    # The Job name; pods are <name>-<index>, so keep it short enough for hostnames.
-    name: str = Field(pattern=DNS_LABEL, max_length=40)
+    # The JobSet name. Its pods are `<name>-workers-0-<index>-<5 random>` (jobset@v0.12.0
+    # pkg/util/placement/placement.go GenPodName), a DNS-1035 label of at most 63 characters that the
+    # JobSet webhook checks at create: 40 + 17 (1000 nodes) + 6 = 63.
+    name: str = Field(pattern=DNS_LABEL, max_length=JOB_NAME_MAX)
     team: str = Field(pattern=DNS_LABEL)
     image: str = Field(pattern=r"^[^\s]+$")
     # One pool (`nodePool`), or the pools the job may use in order of preference (`nodePools`, the

@@ -197,3 +197,17 @@ def test_a_tcpxo_preflight_carries_the_fabric_and_is_judged_against_a3_megas_pub
     assert sidecars and sidecars <= {i["name"] for i in pod.get("initContainers", [])}
     names = {e["name"] for e in c["env"]}
     assert set(platform.pool("h100mega").pod_env) <= names
+
+
+def test_the_preflight_of_a_longest_name_job_passes_the_jobset_webhook_at_11_nodes(job_and_platform):
+    """`<40 chars>-nccl-workers-0-10-abcde` was 64 characters: JobSet v0.12.0's webhook refused the
+    preflight of any job with a 40-character name on 11 or more nodes."""
+    from infra.verify.checks import admission_webhooks
+
+    job, platform = job_and_platform
+    long = job.model_copy(
+        update={"name": "a" * 40, "nodes": job.nodes.model_copy(update={"min": 11, "max": 11})}
+    )
+    pf = build(long, platform)
+    assert len(pf.name) <= 40 and pf.name.endswith("-nccl")
+    assert admission_webhooks.jobset(pf.manifest) == []
