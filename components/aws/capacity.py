@@ -8,8 +8,12 @@ verify --cloud` and the rules share it with the node groups).
   in a Capacity Reservation ... If capacity isn't available, the instance will fail to launch"); on-demand
   overflow is the on-demand pool's job, which keeps cost and Kueue flavors honest.
 - capacity-block: an existing Capacity Block for ML: node group capacity type CAPACITY_BLOCK, launch
-  template market type `capacity-block` and the block's id as the reservation target (EKS user guide,
-  "Create a managed node group with Capacity Blocks for ML"; the preference is left out as there). The
+  template market type `capacity-block`, the block's id as the reservation target and the instance type,
+  and NO instance types on the node group (EKS user guide, "Create a managed node group with Capacity
+  Blocks for ML": LaunchTemplateData includes InstanceType, and the node group is created without
+  InstanceTypes; terraform-aws-modules/terraform-aws-eks@v21.19.0
+  modules/eks-managed-node-group/main.tf does the same for CAPACITY_BLOCK: `instance_type` on the
+  template, `instance_types = null` on the group). The preference is left out as in the guide. The
   pool has minNodes 0 and the cluster autoscaler scales it up while the block is active; EC2 starts
   terminating what still runs 30 minutes before the block ends (docs/aws.md "Capacity").
 
@@ -120,6 +124,20 @@ def launch_template_capacity(pool: NodePoolSpec) -> dict[str, Any]:
     return {
         "capacity_reservation_specification": {"capacity_reservation_preference": RESERVATIONS_ONLY, **target}
     }
+
+
+def template_instance_type(pool: NodePoolSpec, instance_types: Sequence[str]) -> str | None:
+    """The launch template's InstanceType: only a Capacity Block pool names it there (module doc); every
+    other pool leaves it to the node group, which may then list several (spot)."""
+    if pool.capacity != "capacity-block":
+        return None
+    assert len(instance_types) == 1, f"capacity-block pool {pool.name} has one instance type"
+    return instance_types[0]
+
+
+def node_group_instance_types(pool: NodePoolSpec, instance_types: Sequence[str]) -> list[str] | None:
+    """The node group's instanceTypes: none for a Capacity Block pool (the template names it)."""
+    return None if pool.capacity == "capacity-block" else list(instance_types)
 
 
 def topology_levels(instance_types: Iterable[str]) -> tuple[str, ...]:
