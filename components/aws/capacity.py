@@ -150,6 +150,26 @@ def topology_levels(instance_types: Iterable[str]) -> tuple[str, ...]:
     return (*(f"{NETWORK_LAYER_LABEL}{i}" for i in range(1, depth + 1)), HOSTNAME_LABEL)
 
 
+def pools_zone(pools: Iterable[NodePoolSpec], zone_names: Sequence[str | None]) -> str | None:
+    """The one zone every GPU pool's nodes run in, or None when they span several (or the zones are
+    unknown: a brought VPC). Zones as `Network.subnets_for` picks them: a pool's own zones (else all of
+    the network's), the first of them in the network's order for a single-zone pool.
+
+    >>> from components.spec import NodePoolSpec
+    >>> pool = NodePoolSpec(name="g", gpu="H100", gpusPerNode=8, efa=True, zones=["us-east-1b"])
+    >>> pools_zone([pool], ["us-east-1a", "us-east-1b"])
+    'us-east-1b'
+    """
+    names = [z for z in zone_names if z]
+    zones: set[str] = set()
+    for pool in pools:
+        if not pool.is_gpu:
+            continue
+        mine = [z for z in names if z in pool.zones] if pool.zones else names
+        zones |= set(mine[:1] if single_zone(pool) else mine)
+    return next(iter(zones)) if len(zones) == 1 else None
+
+
 def vpc_zones(available: Sequence[str], count: int, wanted: Iterable[str]) -> list[str]:
     """The zones a VPC trainplane makes spans: the region's first `count`, plus each zone a pool names
     (a reservation's zone need not be among the first), in the region's order.
