@@ -37,7 +37,15 @@ __all__ = [
 
 
 def _runners() -> dict[str, Callable[[Context], CheckResult]]:
-    from infra.verify.checks import fabric, identity, network, observability, scheduling, storage
+    from infra.verify.checks import (
+        create_rules,
+        fabric,
+        identity,
+        network,
+        observability,
+        scheduling,
+        storage,
+    )
 
     return {
         "storage": storage.run,
@@ -46,6 +54,7 @@ def _runners() -> dict[str, Callable[[Context], CheckResult]]:
         "identity": identity.run,
         "observability": observability.run,
         "fabric": fabric.run,
+        "cloud": create_rules.run,
     }
 
 
