@@ -46,6 +46,14 @@ NODE_MONITORING_ADDON = "eks-node-monitoring-agent"
 # taints like the agent does (`dcgmAgent.tolerations` is in the add-on's charts/configuration.schema.json
 # since v1.6.0).
 NODE_MONITORING_CONFIG = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
+# Pinned, so the configuration above meets the schema it was written for, not whatever EKS defaults to
+# for the cluster version. aws/eks-node-monitoring-agent@v1.6.7: charts/configuration.schema.json has
+# `dcgmAgent.tolerations` (since v1.6.0); charts/eks-node-monitoring-agent/values.yaml runs dcgm-server on
+# p5.48xlarge, p5e.48xlarge and p5en.48xlarge (dcgmAgent.affinity) and ships the add-on image
+# v1.6.7-eksbuild.1 (nodeAgent.image.tag); internal/pkg/instanceinfo/instance-info.jsonl gives the
+# DeviceCount check p5en's 8 GPUs (since v1.6.6, CHANGELOG "Add expected NVIDIA GPU count validation").
+# What each needs is in components/aws/verify_facts.yaml `addonVersions` (verify's `cloud` check).
+NODE_MONITORING_VERSION = "v1.6.7-eksbuild.1"
 
 
 def ebs_kms_policy(key_arn: str) -> str:
@@ -182,5 +190,9 @@ class ClusterAddons(pulumi.ComponentResource):
 
         if args.node_monitoring:
             # No IAM: the agent only patches node conditions and writes events (its ClusterRole).
-            addon(NODE_MONITORING_ADDON, configuration_values=json.dumps(NODE_MONITORING_CONFIG))
+            addon(
+                NODE_MONITORING_ADDON,
+                addon_version=NODE_MONITORING_VERSION,
+                configuration_values=json.dumps(NODE_MONITORING_CONFIG),
+            )
         self.register_outputs({"storageClass": self.storage_class})

@@ -8,8 +8,12 @@ verify --cloud` and the rules share it with the node groups).
   in a Capacity Reservation ... If capacity isn't available, the instance will fail to launch"); on-demand
   overflow is the on-demand pool's job, which keeps cost and Kueue flavors honest.
 - capacity-block: an existing Capacity Block for ML: node group capacity type CAPACITY_BLOCK, launch
-  template market type `capacity-block` and the block's id as the reservation target (EKS user guide,
-  "Create a managed node group with Capacity Blocks for ML"; the preference is left out as there). The
+  template market type `capacity-block`, the block's id as the reservation target and the instance type,
+  and NO instance types on the node group (EKS user guide, "Create a managed node group with Capacity
+  Blocks for ML": LaunchTemplateData includes InstanceType, and the node group is created without
+  InstanceTypes; terraform-aws-modules/terraform-aws-eks@v21.19.0
+  modules/eks-managed-node-group/main.tf does the same for CAPACITY_BLOCK: `instance_type` on the
+  template, `instance_types = null` on the group). The preference is left out as in the guide. The
   pool has minNodes 0 and the cluster autoscaler scales it up while the block is active; EC2 starts
   terminating what still runs 30 minutes before the block ends (docs/aws.md "Capacity").
 
@@ -122,6 +126,20 @@ def launch_template_capacity(pool: NodePoolSpec) -> dict[str, Any]:
     }
 
 
+def template_instance_type(pool: NodePoolSpec, instance_types: Sequence[str]) -> str | None:
+    """The launch template's InstanceType: only a Capacity Block pool names it there (module doc); every
+    other pool leaves it to the node group, which may then list several (spot)."""
+    if pool.capacity != "capacity-block":
+        return None
+    assert len(instance_types) == 1, f"capacity-block pool {pool.name} has one instance type"
+    return instance_types[0]
+
+
+def node_group_instance_types(pool: NodePoolSpec, instance_types: Sequence[str]) -> list[str] | None:
+    """The node group's instanceTypes: none for a Capacity Block pool (the template names it)."""
+    return None if pool.capacity == "capacity-block" else list(instance_types)
+
+
 def topology_levels(instance_types: Iterable[str]) -> tuple[str, ...]:
     """Node labels of the network layers every instance type of a pool carries, broadest first, ending
     with the hostname; empty when some type has no EC2 instance topology."""
@@ -130,6 +148,26 @@ def topology_levels(instance_types: Iterable[str]) -> tuple[str, ...]:
     if not depth:
         return ()
     return (*(f"{NETWORK_LAYER_LABEL}{i}" for i in range(1, depth + 1)), HOSTNAME_LABEL)
+
+
+def pools_zone(pools: Iterable[NodePoolSpec], zone_names: Sequence[str | None]) -> str | None:
+    """The one zone every GPU pool's nodes run in, or None when they span several (or the zones are
+    unknown: a brought VPC). Zones as `Network.subnets_for` picks them: a pool's own zones (else all of
+    the network's), the first of them in the network's order for a single-zone pool.
+
+    >>> from components.spec import NodePoolSpec
+    >>> pool = NodePoolSpec(name="g", gpu="H100", gpusPerNode=8, efa=True, zones=["us-east-1b"])
+    >>> pools_zone([pool], ["us-east-1a", "us-east-1b"])
+    'us-east-1b'
+    """
+    names = [z for z in zone_names if z]
+    zones: set[str] = set()
+    for pool in pools:
+        if not pool.is_gpu:
+            continue
+        mine = [z for z in names if z in pool.zones] if pool.zones else names
+        zones |= set(mine[:1] if single_zone(pool) else mine)
+    return next(iter(zones)) if len(zones) == 1 else None
 
 
 def vpc_zones(available: Sequence[str], count: int, wanted: Iterable[str]) -> list[str]:

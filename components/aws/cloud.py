@@ -23,7 +23,7 @@ import pulumi_aws as aws
 from components.aws.addons import ClusterAddons, ClusterAddonsArgs
 from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.aws.buckets import PlatformBuckets, PlatformBucketsArgs
-from components.aws.capacity import single_zone
+from components.aws.capacity import pools_zone, single_zone
 from components.aws.cluster import EksCluster, EksClusterArgs
 from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
@@ -79,13 +79,19 @@ class AwsCloud(pulumi.ComponentResource):
             opts=child,
         )
 
+        # FSx for Lustre lives in one subnet: the GPU pools' zone where one zone holds them all, so the
+        # training traffic to it stays in the zone (no cross-AZ latency, no inter-AZ transfer charges).
+        gpu_zone = pools_zone(spec.node_pools, network.zone_names)
+        lustre_subnets = (
+            network.subnets_for([gpu_zone], single=True) if gpu_zone else network.private_subnet_ids
+        )
         storage = []
         for st in spec.storage:
             storage_args = StorageArgs(
                 spec=st,
                 cluster_name=cluster_name,
                 vpc_id=network.vpc_id,
-                subnet_ids=network.private_subnet_ids,
+                subnet_ids=lustre_subnets if st.kind == "lustre" else network.private_subnet_ids,
                 node_security_group_id=network.node_security_group_id,
                 kms_key_arn=data_key.arn,
                 tags=tags,

@@ -202,10 +202,14 @@ class EksCluster(pulumi.ComponentResource):
         )
         self.name = self.cluster.name
         self.security_group_id = self.cluster.vpc_config.cluster_security_group_id
+        # What the deployer needs before it can reach the cluster at all: its admin policy association
+        # and, with a private endpoint, the rules that let it reach 443. The Kubernetes provider waits
+        # for them, or the first in-cluster objects race them (401/403, or a timeout on the endpoint).
+        access: list[pulumi.Resource] = []
         # EKS user guide, "Cluster API server endpoint": with private access, the API's ENIs carry the
         # cluster security group, so only sources it admits reach 443; named by CIDR, not by position.
         for cidr in args.private_access_cidrs:
-            aws.vpc.SecurityGroupIngressRule(
+            api_rule = aws.vpc.SecurityGroupIngressRule(
                 f"{name}-api-from-{cidr_slug(cidr)}",
                 security_group_id=self.security_group_id,
                 cidr_ipv4=cidr,
@@ -215,6 +219,7 @@ class EksCluster(pulumi.ComponentResource):
                 description=f"Kubernetes API (private endpoint) from {cidr}",
                 opts=child,
             )
+            access.append(api_rule)
 
         caller = aws.get_caller_identity()
         session = aws.iam.get_session_context(arn=caller.arn)
@@ -228,7 +233,9 @@ class EksCluster(pulumi.ComponentResource):
                 type="STANDARD",
                 opts=child,
             )
-            aws.eks.AccessPolicyAssociation(
+            # An access entry without a policy association authenticates but may do nothing (EKS user
+            # guide, "Associate access policies with access entries").
+            association = aws.eks.AccessPolicyAssociation(
                 f"{name}-admin-{i}",
                 cluster_name=self.cluster.name,
                 principal_arn=entry.principal_arn,
@@ -236,6 +243,7 @@ class EksCluster(pulumi.ComponentResource):
                 access_scope=aws.eks.AccessPolicyAssociationAccessScopeArgs(type="cluster"),
                 opts=child,
             )
+            access.append(association)
 
         issuer = self.cluster.identities.apply(_issuer)
         oidc = aws.iam.OpenIdConnectProvider(
@@ -275,6 +283,7 @@ class EksCluster(pulumi.ComponentResource):
             kubeconfig=self.kubeconfig,
             # Server-side apply lets the GPU operator and Kueue co-own fields with their controllers.
             enable_server_side_apply=True,
-            opts=child,
+            # Every in-cluster object uses this provider: none is sent before the deployer has access.
+            opts=pulumi.ResourceOptions(parent=self, depends_on=access),
         )
         self.register_outputs({"name": self.name, "kubeconfig": self.kubeconfig})

@@ -37,8 +37,10 @@ import pulumi_aws as aws
 from components.aws.capacity import (
     CAPACITY_TYPES,
     launch_template_capacity,
+    node_group_instance_types,
     placement_group,
     single_zone,
+    template_instance_type,
     topology_levels,
 )
 from components.aws.efa import EFA_RESOURCE, efa_pod_env
@@ -267,7 +269,9 @@ class NodePool(pulumi.ComponentResource):
             network_interfaces=efa_interfaces(efa_count, security_groups) if efa_count else None,
             vpc_security_group_ids=None if efa_count else security_groups,
             placement=placement,
-            # A reservation or Capacity Block the pool launches into (components.aws.capacity).
+            # A reservation or Capacity Block the pool launches into, and a block's instance type
+            # (components.aws.capacity).
+            instance_type=template_instance_type(pool, [s.name for s in shapes]),
             **launch_template_capacity(pool),
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
@@ -285,7 +289,7 @@ class NodePool(pulumi.ComponentResource):
             subnet_ids=subnet_ids,
             ami_type=GPU_AMI if pool.is_gpu else CPU_AMI,
             capacity_type=CAPACITY_TYPES[pool.capacity],
-            instance_types=[s.name for s in shapes],
+            instance_types=node_group_instance_types(pool, [s.name for s in shapes]),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(
                 min_size=pool.min_nodes, max_size=pool.effective_max_nodes, desired_size=pool.min_nodes
             ),

@@ -47,10 +47,11 @@ def _client_rules(
     sources: dict[str, pulumi.Input[str]],
     port_ranges: Sequence[tuple[int, int]],
     opts: pulumi.ResourceOptions,
-) -> None:
+) -> list[pulumi.Resource]:
+    rules: list[pulumi.Resource] = []
     for source_name, source in sources.items():
         for lo, hi in port_ranges:
-            aws.vpc.SecurityGroupIngressRule(
+            rule = aws.vpc.SecurityGroupIngressRule(
                 f"{name}-{source_name}-{lo}" if lo == hi else f"{name}-{source_name}-{lo}-{hi}",
                 security_group_id=sg.id,
                 referenced_security_group_id=source,
@@ -60,6 +61,8 @@ def _client_rules(
                 description=f"{source_name}: TCP {lo}" + ("" if lo == hi else f"-{hi}"),
                 opts=opts,
             )
+            rules.append(rule)
+    return rules
 
 
 class LustreStorage(pulumi.ComponentResource):
@@ -80,14 +83,14 @@ class LustreStorage(pulumi.ComponentResource):
             opts=child,
         )
         # The file servers talk to each other on the same ports, so the group admits itself too.
-        _client_rules(
+        rules = _client_rules(
             f"{name}-sg",
             sg,
             {"nodes": args.node_security_group_id, "self": sg.id},
             [(988, 988), (1018, 1023)],
             child,
         )
-        aws.vpc.SecurityGroupEgressRule(
+        egress = aws.vpc.SecurityGroupEgressRule(
             f"{name}-sg-out",
             security_group_id=sg.id,
             cidr_ipv4="0.0.0.0/0",
@@ -109,7 +112,10 @@ class LustreStorage(pulumi.ComponentResource):
             security_group_ids=[sg.id],
             file_system_type_version="2.15",
             tags=tags,
-            opts=child,
+            # CreateFileSystem checks the groups for LNET traffic (TCP 988) when called and fails with
+            # 400 InvalidNetworkSettings if the rules are not there yet: wait for them
+            # (aws/aws-parallelcluster#6181, fixed the same way in aws/aws-parallelcluster#6342).
+            opts=pulumi.ResourceOptions(parent=self, depends_on=[*rules, egress]),
         )
         for path, direction in _repositories(st):
             s3 = aws.fsx.DataRepositoryAssociationS3Args(

@@ -1,4 +1,9 @@
-"""What AWS would answer: computed outputs per resource type and invoke results (account 123456789012)."""
+"""What AWS would answer: computed outputs per resource type and invoke results (account 123456789012).
+
+Answers are per region: the stack's `aws:region` (us-east-1 when unset, the provider's own default is
+none) picks the zones (moto's per-region data, infra/mockcloud/aws_zones.py), the partition, and the
+region in ARNs, endpoints and DNS names.
+"""
 
 from __future__ import annotations
 
@@ -7,24 +12,54 @@ import uuid
 import zlib
 from typing import Any
 
+from pulumi.runtime.config import get_config
+
+from infra.mockcloud.aws_zones import ZONES
+
 ACCOUNT = "123456789012"
-REGION = "us-east-1"
-ZONES = ["us-east-1a", "us-east-1b", "us-east-1c", "us-east-1d", "us-east-1f"]
-ZONE_IDS = ["use1-az1", "use1-az2", "use1-az4", "use1-az6", "use1-az5"]
+DEFAULT_REGION = "us-east-1"
 
 
-def _arn(service: str, resource: str, region: str = REGION) -> str:
-    return f"arn:aws:{service}:{region}:{ACCOUNT}:{resource}"
+def region() -> str:
+    """The region the plan runs in: the stack's `aws:region`."""
+    return str(get_config("aws:region") or DEFAULT_REGION)
+
+
+def partition(name: str | None = None) -> tuple[str, str]:
+    """(partition, DNS suffix) of a region (botocore endpoints.json: aws, aws-cn, aws-us-gov)."""
+    name = name or region()
+    if name.startswith("cn-"):
+        return "aws-cn", "amazonaws.com.cn"
+    if name.startswith("us-gov-"):
+        return "aws-us-gov", "amazonaws.com"
+    return "aws", "amazonaws.com"
+
+
+def zones(name: str | None = None) -> tuple[list[str], list[str]]:
+    """(zone names, zone ids) of a region, in its order; none for a region moto does not know."""
+    found = ZONES.get(name or region(), ())
+    return [z for z, _ in found], [i for _, i in found]
+
+
+def _arn(service: str, resource: str) -> str:
+    return f"arn:{partition()[0]}:{service}:{region()}:{ACCOUNT}:{resource}"
+
+
+def _dns(host: str) -> str:
+    return f"{host}.{region()}.{partition()[1]}"
+
+
+def _availability_zones(token: str, args: dict[str, Any]) -> dict[str, Any]:
+    names, ids = zones()
+    return {"names": names, "zoneIds": ids, "id": region(), "state": "available"}
 
 
 def _eks_cluster(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {
         "arn": _arn("eks", f"cluster/{inputs.get('name', name)}"),
-        "endpoint": f"https://{name.upper()[:8]}0A1B2C3D4E5F.gr7.{REGION}.eks.amazonaws.com",
+        "endpoint": f"https://{name.upper()[:8]}0A1B2C3D4E5F.gr7.{region()}.eks.{partition()[1]}",
         "certificateAuthority": {"data": "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="},
-        "identities": [
-            {"oidcs": [{"issuer": f"https://oidc.eks.{REGION}.amazonaws.com/id/0A1B2C3D4E5F6A7B"}]}
-        ],
+        "identities": [{"oidcs": [{"issuer": f"https://{_dns('oidc.eks')}/id/0A1B2C3D4E5F6A7B"}]}],
         "version": inputs.get("version") or "1.33",
         "vpcConfig": {**(inputs.get("vpcConfig") or {}), "clusterSecurityGroupId": "sg-0c1a2b3c4d5e6f700"},
         "status": "ACTIVE",
@@ -72,12 +107,12 @@ COMPUTED = {
     },
     "aws:fsx/lustreFileSystem:LustreFileSystem": lambda n, i: {
         "arn": _arn("fsx", f"file-system/fs-0{n[:6]}"),
-        "dnsName": f"fs-0{zlib.crc32(n.encode()) % 10**16:016d}.fsx.{REGION}.amazonaws.com",
+        "dnsName": _dns(f"fs-0{zlib.crc32(n.encode()) % 10**16:016d}.fsx"),
         "mountName": "abcdefgh",
     },
     "aws:efs/fileSystem:FileSystem": lambda n, i: {
         "arn": _arn("elasticfilesystem", f"file-system/fs-{n[:6]}"),
-        "dnsName": f"fs-{n[:6]}.efs.{REGION}.amazonaws.com",
+        "dnsName": _dns(f"fs-{n[:6]}.efs"),
     },
     "aws:ec2/launchTemplate:LaunchTemplate": lambda n, i: {
         "latestVersion": 1,
@@ -106,9 +141,7 @@ COMPUTED = {
         "uniqueId": "AROA1",
     },
     "aws:cloudwatch/logGroup:LogGroup": lambda n, i: {"arn": _arn("logs", f"log-group:{i.get('name') or n}")},
-    "aws:efs/mountTarget:MountTarget": lambda n, i: {
-        "dnsName": f"{i.get('fileSystemId')}.efs.{REGION}.amazonaws.com"
-    },
+    "aws:efs/mountTarget:MountTarget": lambda n, i: {"dnsName": _dns(f"{i.get('fileSystemId')}.efs")},
 }
 
 
@@ -124,25 +157,20 @@ def _policy_document(token: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 INVOKES = {
-    "aws:index/getAvailabilityZones:getAvailabilityZones": lambda t, a: {
-        "names": ZONES,
-        "zoneIds": ZONE_IDS,
-        "id": REGION,
-        "state": "available",
-    },
+    "aws:index/getAvailabilityZones:getAvailabilityZones": _availability_zones,
     "aws:index/getCallerIdentity:getCallerIdentity": lambda t, a: {
         "accountId": ACCOUNT,
         # What STS answers for a CI job that assumed a role: a session ARN, not the role's.
-        "arn": f"arn:aws:sts::{ACCOUNT}:assumed-role/platform-deployer/ci",
+        "arn": f"arn:{partition()[0]}:sts::{ACCOUNT}:assumed-role/platform-deployer/ci",
         "userId": "AROAEXAMPLE:ci",
         "id": ACCOUNT,
     },
     "aws:index/getPartition:getPartition": lambda t, a: {
-        "partition": "aws",
-        "dnsSuffix": "amazonaws.com",
-        "id": "aws",
+        "partition": partition()[0],
+        "dnsSuffix": partition()[1],
+        "id": partition()[0],
     },
-    "aws:index/getRegion:getRegion": lambda t, a: {"name": REGION, "region": REGION, "id": REGION},
+    "aws:index/getRegion:getRegion": lambda t, a: {"name": region(), "region": region(), "id": region()},
     "aws:iam/getPolicyDocument:getPolicyDocument": _policy_document,
     # The IAM role behind an STS session, with its path (access entries need the role ARN).
     "aws:iam/getSessionContext:getSessionContext": lambda t, a: {

@@ -37,7 +37,16 @@ __all__ = [
 
 
 def _runners() -> dict[str, Callable[[Context], CheckResult]]:
-    from infra.verify.checks import admission, fabric, identity, network, observability, scheduling, storage
+    from infra.verify.checks import (
+        admission,
+        create_rules,
+        fabric,
+        identity,
+        network,
+        observability,
+        scheduling,
+        storage,
+    )
 
     return {
         "storage": storage.run,
@@ -47,6 +56,7 @@ def _runners() -> dict[str, Callable[[Context], CheckResult]]:
         "observability": observability.run,
         "fabric": fabric.run,
         "admission": admission.run,
+        "cloud": create_rules.run,
     }
 
 

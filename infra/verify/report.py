@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-CHECKS = ("storage", "network", "scheduling", "identity", "observability", "fabric", "admission")
+CHECKS = ("storage", "network", "scheduling", "identity", "observability", "fabric", "admission", "cloud")
 Status = Literal["pass", "fail", "skip"]
 
 

@@ -115,6 +115,9 @@ def test_node_monitoring_agent_wherever_node_repair_is_on(stack):
     config = json.loads(agent.inputs["configurationValues"])
     assert config == {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}}
     assert "serviceAccountRoleArn" not in agent.inputs  # it calls no AWS API
+    # Issue 18 defect 15: pinned to a release whose schema has dcgmAgent.tolerations and that knows
+    # p5en (aws/eks-node-monitoring-agent@v1.6.7), not whatever EKS defaults to for the cluster version.
+    assert agent.inputs["addonVersion"] == "v1.6.7-eksbuild.1"
 
 
 def test_no_node_monitoring_agent_without_node_repair(plan_platform):

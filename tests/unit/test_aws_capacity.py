@@ -84,12 +84,30 @@ def test_a_pool_without_zones_spreads_over_the_vpcs_zones(result):
 def test_capacity_block_pool_scales_from_zero_in_its_zone_without_a_placement_group(result):
     ng, lt = _pool(result, "h100-block")
     assert ng["scalingConfig"]["minSize"] == 0 and ng["scalingConfig"]["maxSize"] == 4
-    assert ng["instanceTypes"] == ["p5.48xlarge"]
     # EFA still on (p5: 32 interfaces), but Capacity Blocks are placed by EC2: no placement group of ours.
     assert len(lt["networkInterfaces"]) == 32
     assert not lt.get("placement")
     groups = [r.name for r in result.of_type("aws:ec2/placementGroup:PlacementGroup")]
     assert groups == ["h100-reserved-h100-od-placement", "h100-reserved-h100-spot-placement"]
+
+
+def test_capacity_block_template_names_the_instance_type_and_the_node_group_none(result):
+    """EKS user guide, "Create a managed node group with Capacity Blocks for ML": InstanceType in the
+    launch template, no instance types on the node group (else CreateNodegroup is refused)."""
+    ng, lt = _pool(result, "h100-block")
+    assert lt["instanceType"] == "p5.48xlarge"
+    assert lt["instanceMarketOptions"] == {"marketType": "capacity-block"}
+    assert lt["capacityReservationSpecification"]["capacityReservationTarget"] == {
+        "capacityReservationId": BLOCK
+    }
+    assert "instanceTypes" not in ng
+    # Every other pool keeps its types on the node group and none in its template.
+    for pool in ("h100-odcr", "h100-od", "h100-spot"):
+        ng, lt = _pool(result, pool)
+        assert ng["instanceTypes"] == ["p5.48xlarge"] and "instanceType" not in lt, pool
+    # The in-cluster layer still learns the block's machine type.
+    pools = {p["name"]: p for p in result.outputs["nodePools"]}
+    assert pools["h100-block"]["machineTypes"] == ["p5.48xlarge"]
 
 
 def test_pools_hand_reservation_and_topology_levels_to_the_in_cluster_layer(result):

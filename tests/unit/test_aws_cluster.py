@@ -197,3 +197,22 @@ def test_node_role_is_minimal():
         "arn:aws:iam::aws:policy/AmazonEKS_CNI_Policy",
     }
     assert not [p for p in result.of_type("aws:iam/rolePolicy:RolePolicy") if p.parent == role.parent]
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-byo-vpc"])
+def test_kubernetes_provider_waits_for_the_deployers_access(stack):
+    """Issue 18 defect 4: every in-cluster object goes through the provider, so it must wait for the
+    admin access policy associations and, with a private endpoint, the rules that open 443 to the
+    deployer's networks; else the first objects race them and fail with 401/403 or time out."""
+    result = plan(stack)
+    provider = one(result, "pulumi:providers:kubernetes")
+    waits = waits_for(result, provider)
+    associations = {r.urn for r in result.of_type("aws:eks/accessPolicyAssociation:AccessPolicyAssociation")}
+    assert associations and associations <= waits
+    api_rules = {
+        r.urn
+        for r in result.of_type("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule")
+        if r.inputs["securityGroupId"] == CLUSTER_SG
+    }
+    assert bool(api_rules) == (stack == "aws-byo-vpc")
+    assert api_rules <= waits

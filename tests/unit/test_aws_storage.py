@@ -117,3 +117,40 @@ def test_lustre_capacity_fsx_refuses_is_a_config_error(capacity):
         f"platform.storage[0].capacityGiB: FSx for Lustre PERSISTENT_2 takes 1200 or a multiple of 2400 GiB, "
         f"not {capacity}"
     ]
+
+
+@pytest.mark.parametrize("stack", ["aws-dev", "aws-h100-reserved", "aws-h200-efa"])
+def test_fsx_waits_for_its_security_groups_lnet_rules(stack):
+    """Issue 18 defect 5: FSx checks its groups for LNET (TCP 988) at create and answers 400
+    InvalidNetworkSettings without them (aws/aws-parallelcluster#6181): the file system waits for
+    every rule of its own group, 988 and 1018-1023 included."""
+    from tests.unit.test_aws_stacks import waits_for
+
+    result = plan(stack)
+    fs = one(result, FSX)
+    (sg_id,) = fs.inputs["securityGroupIds"]
+    rules = [
+        r
+        for r in result.resources
+        if r.type.startswith("aws:vpc/securityGroup") and r.inputs.get("securityGroupId") == sg_id
+    ]
+    ports = {(r.inputs.get("fromPort"), r.inputs.get("toPort")) for r in rules}
+    assert {(988, 988), (1018, 1023)} <= ports
+    assert {r.urn for r in rules} <= waits_for(result, fs)
+
+
+def test_fsx_goes_to_the_zone_that_holds_every_gpu_pool(plan_platform):
+    """Issue 18 defect 5: with every GPU pool in us-east-1b, the file system is there too (not in the
+    network's first zone), so training reads and checkpoints stay in the zone."""
+    obj = platform_object("aws-h100-reserved")
+    obj["nodePools"] = [p for p in obj["nodePools"] if p["name"] != "h100-odcr"]  # the one in us-east-1a
+    result = plan_platform(obj)
+    assert one(result, FSX).inputs["subnetIds"] == "h100-reserved-net-private-us-east-1b-id"
+    # GPU pools in two zones: no single zone, the first subnet as before.
+    assert (
+        one(plan("aws-h100-reserved"), FSX).inputs["subnetIds"] == "h100-reserved-net-private-us-east-1a-id"
+    )
+    # EFS keeps a mount target in every zone whatever the pools do.
+    obj["storage"].append({"name": "home", "kind": "nfs"})
+    result = plan_platform(obj)
+    assert len(result.of_type("aws:efs/mountTarget:MountTarget")) == 3

@@ -74,16 +74,19 @@ def _aws_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
             for t in ng.inputs.get("taints") or []
         ]
         types = list(ng.inputs.get("instanceTypes") or [])
-        shapes = [catalog().machine("aws", t) for t in types]
         efa = 0
         for dep in ng.deps:
             lt = by_urn.get(dep)
             if lt is not None and lt.type == "aws:ec2/launchTemplate:LaunchTemplate":
+                # A Capacity Block pool names its instance type in the template, not the group.
+                if not types and lt.inputs.get("instanceType"):
+                    types = [str(lt.inputs["instanceType"])]
                 efa = sum(
                     1
                     for n in lt.inputs.get("networkInterfaces") or []
                     if n.get("interfaceType") in ("efa", "efa-only")
                 )
+        shapes = [catalog().machine("aws", t) for t in types]
         template: dict[str, dict[str, str]] = {"label": {}, "taint": {}, "resources": {}}
         tagged = False
         prefix = F.cloud("aws")["templateTagPrefix"] + "/"
