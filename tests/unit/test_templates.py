@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
+import zipfile
 from pathlib import Path
 
 import pulumi
@@ -169,3 +171,59 @@ def test_a_template_stack_that_holds_the_full_object_plans_from_the_object(tmp_p
     (tmp_path / "gpu-platform" / "Pulumi.dev.yaml").write_text(yaml.safe_dump(doc))
     loaded = stackfile.load(tmp_path / "gpu-platform" / "Pulumi.dev.yaml").object("trainplane:platform")
     assert loaded == full
+
+
+def _checkout_copy(dest: Path) -> Path:
+    """This checkout's tracked files as they are on disk (a clean clone, without build leftovers)."""
+    files = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.split("\0")
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, dest / name)
+    return dest
+
+
+@pytest.mark.slow
+def test_make_dist_builds_the_wheel_the_templates_requirements_install(tmp_path):
+    """The install story of the README: `make dist`, export TRAINPLANE_DIST, and pip resolves each
+    template's requirements.txt from that wheel without any index (they pinned trainplane==0.1.0, which no
+    index serves, with no way to point pip elsewhere). The build prints no setuptools `project.license`
+    deprecation (printed on each build step with the TOML-table form) and the wheel holds every file the
+    library ships."""
+    src = _checkout_copy(tmp_path / "src")
+    build = subprocess.run(
+        ["make", "dist", f"PY={sys.executable}"], cwd=src, capture_output=True, text=True, timeout=600
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    assert "project.license" not in build.stdout + build.stderr
+    (wheel,) = (src / "dist").glob("trainplane-*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: Apache-2.0" in metadata.splitlines()
+    shipped = {
+        str(p.relative_to(src))
+        for pkg in ("components", "infra", "trainer")
+        for p in (src / pkg).rglob("*")
+        if p.is_file() and p.name != "Dockerfile"
+    }
+    assert shipped - names == set()
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    for name in ("gpu-platform", "training-job"):
+        reqs = TEMPLATES / name / "requirements.txt"
+        assert f"trainplane=={version}" in reqs.read_text().splitlines()
+        report = tmp_path / f"{name}.json"
+        dry_run = ["install", "--dry-run", "--no-deps", "--ignore-installed", "--no-index", "--quiet"]
+        pip = subprocess.run(
+            [sys.executable, "-m", "pip", *dry_run, "--report", str(report), "-r", str(reqs)],
+            env={**os.environ, "TRAINPLANE_DIST": str(src / "dist")},
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert pip.returncode == 0, pip.stdout + pip.stderr
+        (install,) = json.loads(report.read_text())["install"]
+        assert install["download_info"]["url"] == wheel.as_uri()
