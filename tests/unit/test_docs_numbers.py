@@ -146,3 +146,16 @@ def test_the_manifest_example_is_json_but_for_its_ellipses():
     example = re.search(r"```json\n(\{\"step\".*?)```", _trainer_md(), flags=re.S)
     assert example
     json.loads(example.group(1).replace("…", "x"))
+
+
+def test_trainer_md_launcher_exit_example_is_what_the_launcher_prints():
+    from trainer.launch import summary_line
+
+    example = re.search(r"```json\n(\{\"ts\"[^`]*\"launcher_exit\".*?)```", _trainer_md(), flags=re.S)
+    assert example
+    shown = json.loads(example.group(1))
+    printed = json.loads(
+        summary_line(shown["exit_code"], shown["job"], shown["restarts"], shown["duration_s"])
+    )
+    assert shown.keys() == printed.keys()
+    assert {k: shown[k] for k in ("meaning", "action")} == {k: printed[k] for k in ("meaning", "action")}
