@@ -47,8 +47,9 @@ def _project(root: Path) -> dict:
 
 def stack_dir(root: Path) -> Path:
     """Where a project keeps its Pulumi.<stack>.yaml files: `stackConfigDir` of its Pulumi.yaml, else the
-    project directory itself (Pulumi's default; a `pulumi new` project has its stack files next to
-    Pulumi.yaml). A root without a Pulumi.yaml is taken as a trainplane checkout (stacks/)."""
+    project directory itself (pulumi v3.259.0 sdk/go/common/workspace/project.go StackConfigDir: "combined
+    with the folder" of Pulumi.yaml; a `pulumi new` project has its stack files next to Pulumi.yaml). A
+    root without a Pulumi.yaml is taken as a trainplane checkout (stacks/)."""
     project = _project(root)
     if not project:
         return root / "stacks"

@@ -227,3 +227,20 @@ def test_make_dist_builds_the_wheel_the_templates_requirements_install(tmp_path)
         assert pip.returncode == 0, pip.stdout + pip.stderr
         (install,) = json.loads(report.read_text())["install"]
         assert install["download_info"]["url"] == wheel.as_uri()
+
+
+def test_stack_files_are_found_where_pulumi_keeps_them(tmp_path):
+    """`stackConfigDir` of Pulumi.yaml, else next to it (Pulumi's default); an org/project/stack name in the
+    project of that name, here or beside it (pulumi v3.259.0 sdk/go/common/workspace/project.go
+    StackConfigDir). Only stacks/ was looked at before."""
+    from infra import stackfile
+
+    here, there = tmp_path / "jobs", tmp_path / "platform-dir"
+    here.mkdir()
+    there.mkdir()
+    (here / "Pulumi.yaml").write_text("name: jobs\nruntime: python\nstackConfigDir: envs\n")
+    (there / "Pulumi.yaml").write_text("name: platform\nruntime: python\n")
+    assert stackfile.resolve("dev", here) == here / "envs" / "Pulumi.dev.yaml"
+    assert stackfile.resolve("organization/jobs/dev", here) == here / "envs" / "Pulumi.dev.yaml"
+    assert stackfile.resolve("organization/platform/prod", here) == there / "Pulumi.prod.yaml"
+    assert stackfile.resolve("acme/platform/prod", here) == there / "Pulumi.prod.yaml"
