@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint plan bench clean
+.PHONY: venv demo test lint plan bench dist clean
 
 venv: $(STAMP)
 
@@ -44,5 +44,13 @@ bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_plan.py --markdown
 	$(BIN)/python tests/benchmarks/bench_trainer.py
 
+# The wheel that the `pulumi new` templates install until trainplane is on an index: their
+# requirements.txt reads `--find-links ${TRAINPLANE_DIST}` (README, "Use trainplane in your own Pulumi
+# project"). Any Python 3.11+ with pip builds it; pip fetches setuptools>=77 for the build.
+dist:
+	rm -rf build dist/trainplane-*.whl
+	$(PY) -m pip wheel --no-deps --wheel-dir dist .
+	@echo "export TRAINPLANE_DIST=$(CURDIR)/dist   # then pulumi new stacks/templates/..."
+
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist

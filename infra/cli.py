@@ -114,7 +114,7 @@ def _job_platform(job, refs: dict[str, Any]):
     for key in (job.platform_stack, short):
         if key in refs:
             return refs[key], None
-    psf = _load_stack(short)
+    psf = _load_stack(job.platform_stack)
     spec = _validated(psf, "trainplane:platform", PlatformSpec)
     return _run(psf).outputs, spec
 

@@ -36,6 +36,35 @@ class StackFile:
             return text
 
 
+def _project(root: Path) -> dict:
+    """The project file (Pulumi.yaml) of `root` as a mapping, or {} when it has none or it is unreadable."""
+    try:
+        doc = yaml.safe_load((root / "Pulumi.yaml").read_text())
+    except (OSError, yaml.YAMLError):
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def stack_dir(root: Path) -> Path:
+    """Where a project keeps its Pulumi.<stack>.yaml files: `stackConfigDir` of its Pulumi.yaml, else the
+    project directory itself (pulumi v3.259.0 sdk/go/common/workspace/project.go StackConfigDir: "combined
+    with the folder" of Pulumi.yaml; a `pulumi new` project has its stack files next to Pulumi.yaml). A
+    root without a Pulumi.yaml is taken as a trainplane checkout (stacks/)."""
+    project = _project(root)
+    if not project:
+        return root / "stacks"
+    return root / str(project.get("stackConfigDir") or ".")
+
+
+def _project_dir(root: Path, name: str) -> Path | None:
+    """The project named `name`: `root` itself, else a sibling directory of it whose Pulumi.yaml has that
+    name (a platform project and a job project created side by side with `pulumi new`)."""
+    if _project(root).get("name") == name:
+        return root
+    candidates = [root.parent / name, *sorted(p.parent for p in root.parent.glob("*/Pulumi.yaml"))]
+    return next((d for d in candidates if _project(d).get("name") == name), None)
+
+
 def project_root(start: Path | None = None) -> Path:
     """The nearest directory holding Pulumi.yaml from `start` (the cwd), else this checkout's root."""
     here = (start or Path.cwd()).resolve()
@@ -46,11 +75,17 @@ def project_root(start: Path | None = None) -> Path:
 
 
 def resolve(stack: str, root: Path | None = None) -> Path:
-    """`aws-dev` -> <root>/stacks/Pulumi.aws-dev.yaml; a path is taken as it is."""
+    """`aws-dev` -> <root>/stacks/Pulumi.aws-dev.yaml (the project's stackConfigDir); a path is taken as it
+    is. A fully qualified `org/project/stack` (a job's platformStack) is looked up in the project of that
+    name: the current one or a sibling directory; when no such project is found, in the current one."""
     p = Path(stack)
     if p.suffix in (".yaml", ".yml") or p.exists():
         return p
-    return (root or project_root()) / "stacks" / f"Pulumi.{stack}.yaml"
+    base = root or project_root()
+    parts = stack.split("/")
+    if len(parts) == 3:
+        base = _project_dir(base, parts[1]) or base
+    return stack_dir(base) / f"Pulumi.{parts[-1]}.yaml"
 
 
 def load(stack: str | Path, root: Path | None = None) -> StackFile:
@@ -77,4 +112,29 @@ def load(stack: str | Path, root: Path | None = None) -> StackFile:
         config[key] = value if isinstance(value, str) else json.dumps(value)
     base = path.name
     name = base[len("Pulumi.") : -len(path.suffix)] if base.startswith("Pulumi.") else path.stem
-    return StackFile(path=path, name=name, config=config, secret_keys=secrets)
+    return StackFile(path=path, name=name, config=from_template_answers(config), secret_keys=secrets)
+
+
+# The key that tells each `pulumi new` template's flat answers apart (stacks/templates/*/Pulumi.yaml):
+# both templates prompt for it with a non-empty default, so `pulumi new` always writes it.
+_TEMPLATE_KINDS = {"trainplane:cloud": "trainplane:platform", "trainplane:platformStack": "trainplane:job"}
+
+
+def from_template_answers(config: dict[str, str]) -> dict[str, str]:
+    """A stack made by `pulumi new` from stacks/templates/ holds the template's flat answers
+    (`trainplane:cloud`, `trainplane:gpu`, ...), not the `trainplane:platform` / `trainplane:job` object;
+    its program builds the object from them (components/quickstart.py). Do the same here, so that such a
+    stack plans and verifies like one written by hand. A stack that has the object is returned as it is
+    (the template programs prefer the object too)."""
+    if "trainplane:platform" in config or "trainplane:job" in config:
+        return config
+    kinds = [obj for key, obj in _TEMPLATE_KINDS.items() if key in config]
+    if len(kinds) != 1:
+        return config
+    from components.quickstart import job_from_prompts, platform_from_prompts
+
+    def get(key: str) -> str | None:
+        return config.get(f"trainplane:{key}")
+
+    build = platform_from_prompts if kinds == ["trainplane:platform"] else job_from_prompts
+    return {**config, kinds[0]: json.dumps(build(get))}

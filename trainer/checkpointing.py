@@ -148,6 +148,7 @@ class Checkpointer:
         self.metrics.load_bytes.set(cand.manifest["bytes"])
         self.log(
             "resumed",
+            step=cand.step,  # the step training continues from (the log's own step is set after this)
             ckpt_step=cand.step,
             samples=ts.samples,
             from_world_size=saved_world,
@@ -227,7 +228,7 @@ class Checkpointer:
             m.saves.inc()
             m.save_seconds.set(res.seconds)
             m.save_blocking_seconds.set(res.blocking_seconds)
-            if self.group.rank == 0:
+            if self.group.rank == 0 and res.bytes is not None:
                 m.save_bytes.set(res.bytes)
             m.last_checkpoint_step.set(res.step)
 

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import signal
 from collections.abc import Mapping
 from typing import Any, Final, Literal
 
@@ -69,6 +70,33 @@ def exit_action(code: int) -> ExitAction:
     if code in RETRY_WITHOUT_COUNTING:
         return "retry"
     return "fail" if code in FAIL_JOB_NOW else "count"
+
+
+# What each code means, as the table above says it (the launcher's exit summary line prints it).
+EXIT_MEANINGS: Final[Mapping[int, str]] = {
+    EXIT_OK: "complete",
+    EXIT_PREEMPTED: "preempted after a committed checkpoint",
+    EXIT_CONFIG: "configuration error",
+    EXIT_HANG: "hang: the watchdog saw no step in time",
+    EXIT_SAVE_FAILED: "checkpoint saves failed",
+    EXIT_CRASH: "crash",
+}
+
+
+def exit_meaning(code: int) -> str:
+    """The meaning of an exit code of the launcher or a worker.
+
+    >>> exit_meaning(EXIT_PREEMPTED), exit_meaning(137), exit_meaning(7)
+    ('preempted after a committed checkpoint', 'a worker was killed by SIGKILL', "a worker's own exit code")
+    """
+    if code in EXIT_MEANINGS:
+        return EXIT_MEANINGS[code]
+    if 128 < code < 128 + 65:
+        try:
+            return f"a worker was killed by {signal.Signals(code - 128).name}"
+        except ValueError:
+            pass
+    return "a worker's own exit code"
 
 
 # ---- environment ---------------------------------------------------------------------------------

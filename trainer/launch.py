@@ -29,6 +29,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -38,6 +39,7 @@ from trainer.config import ConfigError, TrainConfig, load_config, parse_args
 from trainer.contract import (
     DEFAULT_GRACE_S,
     ENV_GRACE_S,
+    ENV_JOB_NAME,
     ENV_LAUNCH_DIR,
     ENV_LAUNCHER_PID,
     ENV_SCRIPT,
@@ -45,8 +47,11 @@ from trainer.contract import (
     EXIT_CRASH,
     EXIT_OK,
     EXIT_PREEMPTED,
+    exit_action,
+    exit_meaning,
 )
 from trainer.envscript import apply_env_script
+from trainer.metrics import json_line
 
 FORWARDED = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 
@@ -168,6 +173,46 @@ def _preflight(cfg: TrainConfig, tr_args: Any) -> None:
     preflight.check(cfg)
 
 
+# Worker-group restarts torchrun's agent made in this launcher (after a failure, within --max-restarts,
+# or to admit nodes that joined an elastic job); the exit summary reports them.
+_RESTARTS = [0]
+
+
+def _patch_restart_count() -> None:
+    """Count the agent's worker-group restarts (torch 2.13 SimpleElasticAgent._restart_workers, called
+    for both reasons in its monitoring loop, torch/distributed/elastic/agent/server/api.py)."""
+    from torch.distributed.elastic.agent.server.api import SimpleElasticAgent
+
+    original = SimpleElasticAgent._restart_workers
+
+    def restart(self: Any, worker_group: Any) -> None:
+        _RESTARTS[0] += 1
+        original(self, worker_group)
+
+    SimpleElasticAgent._restart_workers = restart  # type: ignore[method-assign]
+
+
+def summary_line(code: int, job: str | None, restarts: int, seconds: float) -> str:
+    """The launcher's last stdout line: one JSON object saying how it ended (the workers' events come
+    before it, one per line, in the same format).
+
+    >>> import json
+    >>> json.loads(summary_line(143, "gpt", 1, 12.345))["meaning"]
+    'preempted after a committed checkpoint'
+    """
+    rec = {
+        "ts": round(time.time(), 3),
+        "event": "launcher_exit",
+        "job": job,
+        "exit_code": code,
+        "meaning": exit_meaning(code),
+        "action": exit_action(code),
+        "restarts": restarts,
+        "duration_s": round(seconds, 3),
+    }
+    return json_line(rec)
+
+
 def _run(tr_args: Any) -> int:
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException
@@ -175,6 +220,7 @@ def _run(tr_args: Any) -> int:
 
     _patch_second_signal()
     _patch_failure_capture()
+    _patch_restart_count()
     with tempfile.TemporaryDirectory(prefix="trainplane-launch-") as status:
         os.environ[ENV_LAUNCH_DIR] = status
         os.environ[ENV_LAUNCHER_PID] = str(os.getpid())
@@ -189,6 +235,14 @@ def _run(tr_args: Any) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    started = time.monotonic()
+    job: list[str | None] = [os.environ.get(ENV_JOB_NAME)]  # the config's jobName once it is read
+    code = _main(argv, job)
+    print(summary_line(code, job[0], _RESTARTS[0], time.monotonic() - started), flush=True)
+    return code
+
+
+def _main(argv: list[str] | None, job: list[str | None]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     run_opts, trainer_opts = _split(argv)
     try:
@@ -198,6 +252,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"trainplane.launch: {ENV_SCRIPT} set {', '.join(sorted(changed))}", file=sys.stderr)
         path, sets = parse_args(trainer_opts)
         cfg = load_config(path, sets)
+        job[0] = cfg.job_name
         tr_args = _torchrun_args(run_opts, trainer_opts)
         _preflight(cfg, tr_args)
     except ConfigError as e:

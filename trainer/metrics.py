@@ -6,6 +6,7 @@ Every metric name starts with ``trainplane_``; docs/trainer.md lists them for th
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from typing import Any, TextIO
@@ -113,8 +114,26 @@ class Metrics:
         start_http_server(port, registry=self.registry)
 
 
+def _finite(value: Any) -> Any:
+    """``value`` with every NaN or infinity (at any depth) replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def json_line(rec: dict[str, Any]) -> str:
+    """``rec`` as one line of strict JSON (RFC 8259 has no NaN or Infinity; Python's json writes them by
+    default and strict parsers, jq and Loki's json stage among them, reject the line): a non-finite number
+    becomes null, and ``allow_nan=False`` makes any that slipped through an error here, not in a pipeline."""
+    return json.dumps(_finite(rec), default=str, allow_nan=False)
+
+
 class EventLog:
-    """One JSON object per line: ts, event, job, rank, step, then event fields."""
+    """One JSON object per line (strict JSON): ts, event, job, rank, step, then event fields."""
 
     def __init__(self, job: str, rank: int, stream: TextIO | None = None) -> None:
         self.job, self.rank, self.step = job, rank, 0
@@ -129,7 +148,7 @@ class EventLog:
             "step": self.step,
             **fields,
         }
-        self.stream.write(json.dumps(rec, default=str) + "\n")
+        self.stream.write(json_line(rec) + "\n")
         self.stream.flush()
 
 

@@ -161,7 +161,7 @@ class Trainer:
     def _loop(self, start: int) -> int:
         progress = Progress(self.cfg.steps, start, enabled=self.ctx.rank == 0)
         batches = iter(self.loader)
-        loss = float("nan")
+        loss: float | None = None  # no step in this attempt: a finished job started again
         try:
             for step in range(start, self.cfg.steps):
                 result = self.train_step(batches)
@@ -173,7 +173,8 @@ class Trainer:
             progress.close()
             self.reporter.close()
         self.checkpointer.finish()
-        self.log("finished", loss=round(loss, 6), steps=self.cfg.steps)
+        # loss: this attempt's last step; null when it ran none (the job had already finished)
+        self.log("finished", loss=None if loss is None else round(loss, 6), steps=self.cfg.steps)
         return EXIT_OK
 
     def _step_done(self, step: int, result: StepResult, progress: Progress) -> int | None:

@@ -31,7 +31,7 @@ class JobVolume(Spec):
 
 
 class JobCheckpoint(Spec):
-    # s3://auto / gs://auto: the platform's checkpoint bucket, prefix = job name; or s3://, gs:// URIs;
+    # s3://auto / gs://auto: the platform's checkpoint bucket, prefix <team>/<job>; or s3://, gs:// URIs;
     # or a path under one of the job's writable volumes (Lustre/NFS).
     uri: str
     interval_steps: int = Field(default=500, ge=1)

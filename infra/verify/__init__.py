@@ -96,7 +96,7 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     if job.platform_stack in refs or short in refs:
         platform = refs_plan(short, refs.get(job.platform_stack, refs.get(short)))
     else:
-        psf = _load_stack(short)
+        psf = _load_stack(job.platform_stack)
         praw = psf.object("trainplane:platform")
         _validated(psf, "trainplane:platform", PlatformSpec)
         platform = from_run(_run(psf), praw if isinstance(praw, dict) else None)

@@ -121,7 +121,7 @@ def test_unwritable_checkpoint_root_is_one_line_exit_2_before_workers_start(tmp_
     assert run.wait() == 2, run.tail()
     err = _one_line(run)
     assert err.startswith("config error: checkpoint.uri:") and needle in err
-    assert run.events() == []  # no worker started
+    assert [e["event"] for e in run.events()] == ["launcher_exit"]  # no worker started
 
 
 def test_bucket_that_denies_writes_is_one_line_exit_2(tmp_path, denied_bucket):
@@ -150,7 +150,7 @@ def test_missing_data_path_is_one_line_exit_2_before_workers_start(tmp_path):
     run = launch(tmp_path, "run", 2, ["--dataset", "bytes", "--data-paths", f"[{missing}]"])
     assert run.wait() == 2, run.tail()
     assert _one_line(run) == f"config error: dataPaths: no such file: {missing}"
-    assert run.events() == []
+    assert [e["event"] for e in run.events()] == ["launcher_exit"]  # no worker started
 
 
 def _alive(pid: int) -> bool:

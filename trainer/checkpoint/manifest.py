@@ -31,7 +31,7 @@ Inspection = tuple[str, dict[str, Any] | None, str]  # (status, manifest or None
 @dataclass(frozen=True)
 class SaveResult:
     step: int
-    bytes: int
+    bytes: int | None  # rank 0: the committed checkpoint; other ranks: their own shards (None: not counted)
     seconds: float
     blocking_seconds: float
 

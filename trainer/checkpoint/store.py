@@ -62,6 +62,14 @@ class SaveSchedule:
         return self.async_save and not self.is_last(step)
 
 
+def _shard_bytes(writer: Any) -> int | None:
+    """What a rank other than 0 reports in ``checkpoint_shards_written``: the bytes of its own shard files
+    (rank 0 reports the whole checkpoint, from the manifest). None when the writer does not count them
+    (checksums off, in benchmarks only): unknown, rather than 0 for shards that were written."""
+    written = getattr(writer, "written", None)
+    return int(written) if written is not None else None
+
+
 def materialise(state: Mapping[str, Any]) -> dict[str, Any]:
     """Statefuls -> their state dicts (what DCP itself does first); plain values as they are."""
     return {k: v.state_dict() if isinstance(v, Stateful) else v for k, v in state.items()}
@@ -168,11 +176,13 @@ class CheckpointStore(CheckpointRoot):
         writer = self._writer(step)
         self._log("checkpoint_save_started", ckpt_step=step, mode="sync")
         problem: str | None = None
-        nbytes = 0
+        nbytes: int | None = 0
         try:
             dcp.save(state, storage_writer=writer, process_group=self.pg)
             if self.rank == 0:
                 nbytes = self._commit(step, getattr(writer, "crcs", None), fault_delay=True)
+            else:
+                nbytes = _shard_bytes(writer)
         except (Exception, CheckpointException) as e:
             problem = f"{type(e).__name__}: {one_line(e)}"
         # nobody reports success before the manifest exists, and everybody learns of a failed commit
@@ -188,7 +198,7 @@ class CheckpointStore(CheckpointRoot):
 
     def _finish_async(self, fut: Any, writer: Any, step: int, t0: float, blocking: float) -> SaveResult:
         fut.result()
-        nbytes = self._commit(step, getattr(writer, "crcs", None)) if self.rank == 0 else 0
+        nbytes = self._commit(step, getattr(writer, "crcs", None)) if self.rank == 0 else _shard_bytes(writer)
         res = SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
         if self.rank == 0:
             self.prune(step)

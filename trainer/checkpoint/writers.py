@@ -33,11 +33,13 @@ class _CrcStream:
     def __init__(self, raw: Any) -> None:
         self._raw = raw
         self.crc: int | None = 0
+        self.size = 0  # bytes written through this stream
 
     def write(self, b: Any) -> int:
         n = self._raw.write(b)
         view = memoryview(b).cast("B")
         n = len(view) if n is None else n
+        self.size += n
         if self.crc is not None:
             self.crc = crc32(view[:n], self.crc)
         return n
@@ -54,8 +56,8 @@ class _CrcStream:
 class _CrcFS:
     """DCP file-system proxy whose write streams record each file's CRC-32 by file name."""
 
-    def __init__(self, fs: Any, sink: dict[str, int]) -> None:
-        self._fs, self._sink = fs, sink
+    def __init__(self, fs: Any, sink: dict[str, int], sizes: dict[str, int]) -> None:
+        self._fs, self._sink, self._sizes = fs, sink, sizes
 
     @contextlib.contextmanager
     def create_stream(self, path: Any, mode: str) -> Iterator[Any]:
@@ -66,6 +68,7 @@ class _CrcFS:
             stream = _CrcStream(raw)
             yield stream
         name = os.fspath(path).rstrip("/").rsplit("/", 1)[-1].removesuffix(".tmp")
+        self._sizes[name] = stream.size
         if stream.crc is not None:
             self._sink[name] = stream.crc  # after close: the file is complete
 
@@ -93,11 +96,17 @@ class _ChecksumWriter:
     """
 
     crcs: dict[str, int]
+    sizes: dict[str, int]  # this rank's files as it wrote them: name -> bytes
     fs: Any  # set by DCP's writer (its storage layer), wrapped here
 
     def _install_checksums(self) -> None:
-        self.crcs = {}
-        self.fs = _CrcFS(self.fs, self.crcs)
+        self.crcs, self.sizes = {}, {}
+        self.fs = _CrcFS(self.fs, self.crcs, self.sizes)
+
+    @property
+    def written(self) -> int:
+        """Bytes of the shard files this rank wrote (DCP's ``.metadata``, rank 0's, not counted)."""
+        return sum(n for name, n in self.sizes.items() if not name.startswith(".metadata"))
 
     def write_data(self, plan: Any, planner: Any) -> torch.futures.Future[list[WriteResult]]:
         results = super().write_data(plan, planner).wait()  # type: ignore[misc]
