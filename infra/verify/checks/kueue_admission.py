@@ -23,7 +23,7 @@ from components.kubernetes.placement import (
     capacity_rank,
 )
 from infra.verify import facts as F
-from infra.verify.checks.pool_nodes import pool_nodes
+from infra.verify.checks.pool_nodes import pool_nodes, quantity
 from infra.verify.context import Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.report import CheckResult
@@ -46,6 +46,37 @@ def check_kueue_pod_integration(ctx: Context, res: CheckResult) -> None:
                 "monitoring (kueue 0.19.2 charts/kueue/templates/webhook/manifests.yaml)",
                 rel.ref,
             )
+
+
+def _quota(cq: Any, flavor: str, resource: str) -> Mapping[str, Any]:
+    for g in cq.spec.get("resourceGroups") or []:
+        for fl in g.get("flavors") or []:
+            if fl.get("name") == flavor:
+                for r in fl.get("resources") or []:
+                    if r.get("name") == resource:
+                        return dict(r)
+    return {}
+
+
+def reachable_quota(ctx: Context, cq: Any, flavor: str, resource: str) -> tuple[float, float]:
+    """(nominal, the most the queue can hold) of `resource` on `flavor`: its nominalQuota plus what it may
+    borrow from the unused quota of the other ClusterQueues of its cohort, up to its borrowingLimit
+    (kueue v0.19.2 pkg/cache/scheduler/resource_node.go `available`; lendingLimit caps what each lends)."""
+    own = _quota(cq, flavor, resource)
+    nominal = quantity(own.get("nominalQuota", 0))
+    cohort = cq.spec.get("cohortName")
+    if not cohort:
+        return nominal, nominal
+    lent = 0.0
+    for other in ctx.platform.objects("ClusterQueue"):
+        if other.ref == cq.ref or other.spec.get("cohortName") != cohort:
+            continue
+        theirs = _quota(other, flavor, resource)
+        have = quantity(theirs.get("nominalQuota", 0))
+        lent += min(have, quantity(theirs["lendingLimit"])) if "lendingLimit" in theirs else have
+    if "borrowingLimit" in own:
+        lent = min(lent, quantity(own["borrowingLimit"]))
+    return nominal, nominal + lent
 
 
 def pod_lands_on(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

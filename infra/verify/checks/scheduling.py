@@ -15,11 +15,13 @@ from typing import Any
 
 from infra.verify import facts as F
 from infra.verify.charts import tolerates
+from infra.verify.checks.controllers import check_job_runtime, run_checks
 from infra.verify.checks.kueue_admission import (
     check_kueue_pod_integration,
     check_pod_topology,
     check_queues,
     pod_lands_on,
+    reachable_quota,
 )
 from infra.verify.checks.pool_nodes import GIB, PoolNodes, _taint_str, pool_nodes, quantity, shown
 from infra.verify.context import EFA_RESOURCE, GPU_RESOURCE, Context
@@ -328,12 +330,15 @@ def _check_cluster_queue(
     if not fitting:
         res.fail(f"{pod.ref}: no flavor of {cq.ref} matches the nodes of pool {pod.pool}", pod.ref, cq.ref)
     for g, fl in fitting:
-        quotas = {r["name"]: quantity(r.get("nominalQuota", 0)) for r in fl.get("resources") or []}
         for name in g.get("coveredResources") or []:
-            if name in total and total[name] > quotas.get(name, 0):
+            if name not in total:
+                continue
+            nominal, reach = reachable_quota(ctx, cq, str(fl.get("name")), name)
+            if total[name] > reach:
                 res.fail(
                     f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
-                    f"of {cq.ref} has a nominal quota of {shown(name, quotas.get(name, 0))}",
+                    f"of {cq.ref} has a nominal quota of {shown(name, nominal)} and can borrow up to "
+                    f"{shown(name, reach)} in all",
                     pod.ref,
                     cq.ref,
                 )
@@ -399,9 +404,11 @@ def run(ctx: Context) -> CheckResult:
     check_daemonsets(ctx, res)
     if not ctx.job_only:
         check_queues(ctx, res)
+    run_checks(ctx, res)
     for line in ctx.pod_problems:
         res.fail(line)
     for pod in ctx.pods:
         check_pod_fit(ctx, res, pod)
+        check_job_runtime(ctx, res, pod)
         res.examined.append(pod.ref)
     return res
