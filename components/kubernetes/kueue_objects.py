@@ -157,6 +157,19 @@ def topologies(fl: Sequence[Flavor]) -> dict[str, dict[str, Any]]:
     }
 
 
+# The node label a ProvisioningRequest class puts on the nodes it provisions for one request, and the key of
+# ProvisioningRequest.status.provisioningClassDetails that holds its value. Kueue copies that value into the
+# workload's nodeSelector once the request is provisioned (ProvisioningRequestConfig podSetUpdates; kueue
+# v0.19.2 pkg/controller/admissionchecks/provisioning/controller.go podSetUpdates), so one workload's pods
+# land only on the nodes requested for it, not on another's. GKE queued provisioning (the class
+# components/gcp/capacity.py QUEUED_PROVISIONING_CLASS names): label autoscaling.gke.io/provisioning-request
+# from detail ResizeRequestName (kueue#9048, a Kueue maintainer's GKE workload-isolation example; Google's
+# xpk builds its dws-config the same way).
+PROVISIONING_NODE_LABELS = {
+    "queued-provisioning.gke.io": ("autoscaling.gke.io/provisioning-request", "ResizeRequestName"),
+}
+
+
 def provisioning_check_name(provisioning_class: str) -> str:
     """The AdmissionCheck (and its ProvisioningRequestConfig) of one ProvisioningRequest class."""
     return "provreq-" + re.sub(r"[^a-z0-9-]", "-", provisioning_class.lower())[:50].strip("-")
@@ -164,7 +177,7 @@ def provisioning_check_name(provisioning_class: str) -> str:
 
 def provisioning_config_spec(provisioning_class: str) -> dict[str, Any]:
     """ProvisioningRequestConfig: ask the autoscaler for the job's GPU nodes, all at once, before admission."""
-    return {
+    spec: dict[str, Any] = {
         "provisioningClassName": provisioning_class,
         # Only GPU requests go into the ProvisioningRequest: the nodes are sized by their GPUs.
         "managedResources": [GPU],
@@ -173,6 +186,10 @@ def provisioning_config_spec(provisioning_class: str) -> dict[str, Any]:
         # it through admission again.
         "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
     }
+    if provisioning_class in PROVISIONING_NODE_LABELS:
+        label, detail = PROVISIONING_NODE_LABELS[provisioning_class]
+        spec["podSetUpdates"] = {"nodeSelector": [{"key": label, "valueFromProvisioningClassDetail": detail}]}
+    return spec
 
 
 def admission_check_spec(provisioning_class: str) -> dict[str, Any]:

@@ -374,6 +374,17 @@ def test_queued_pools_get_the_provisioning_request_check_on_their_flavor_only():
     (config,) = _of(objects, "ProvisioningRequestConfig")
     assert config["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
     assert config["spec"]["managedResources"] == ["nvidia.com/gpu"]
+    # Once provisioned, Kueue pins the workload's pods to the nodes GKE made for its request (their label
+    # autoscaling.gke.io/provisioning-request = the request's ResizeRequestName detail), so another
+    # workload's pods cannot take them (kueue v0.19.2 admissionchecks/provisioning/controller.go).
+    assert config["spec"]["podSetUpdates"] == {
+        "nodeSelector": [
+            {
+                "key": "autoscaling.gke.io/provisioning-request",
+                "valueFromProvisioningClassDetail": "ResizeRequestName",
+            }
+        ]
+    }
     (check,) = _of(objects, "AdmissionCheck")
     assert check["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
     assert check["spec"]["parameters"]["name"] == config["metadata"]["name"]

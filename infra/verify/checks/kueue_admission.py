@@ -16,6 +16,7 @@ from typing import Any
 
 import yaml
 
+from components.kubernetes.kueue_objects import PROVISIONING_NODE_LABELS
 from components.kubernetes.placement import (
     CAPACITY_ORDER,
     PREFERRED_TOPOLOGY,
@@ -179,12 +180,33 @@ def _check_provisioning(
             "never requested and jobs there wait forever",
             cq.ref,
         )
+    if wanted in PROVISIONING_NODE_LABELS:
+        _check_node_isolation(ctx, res, cq, pool, flavor, str(wanted))
     if not wanted and classes:
         res.fail(
             f"{cq.ref} puts a ProvisioningRequest admission check on flavor {flavor} of pool {pool['name']}, "
             "which has no ProvisioningRequest class: jobs there wait for a request its nodes never answer",
             cq.ref,
         )
+
+
+def _check_node_isolation(
+    ctx: Context, res: CheckResult, cq: Any, pool: Mapping[str, Any], flavor: str, cls: str
+) -> None:
+    """The class's per-request node label reaches the pods (podSetUpdates), so one workload's pods cannot
+    land on the nodes provisioned for another (kueue v0.19.2 admissionchecks/provisioning/controller.go)."""
+    label, detail = PROVISIONING_NODE_LABELS[cls]
+    for config in ctx.platform.objects("ProvisioningRequestConfig"):
+        if config.spec.get("provisioningClassName") != cls:
+            continue
+        selectors = (config.spec.get("podSetUpdates") or {}).get("nodeSelector") or []
+        if {"key": label, "valueFromProvisioningClassDetail": detail} not in selectors:
+            res.fail(
+                f"{config.ref} (class {cls}, flavor {flavor} of {cq.ref}, pool {pool['name']}) has no podSetUpdates "
+                f"nodeSelector {label} from {detail}: one workload's pods can land on the nodes provisioned for "
+                "another",
+                config.ref,
+            )
 
 
 def check_pod_topology(ctx: Context, res: CheckResult, pod: TrainingPod, cq: Any) -> None:
