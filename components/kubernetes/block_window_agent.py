@@ -18,8 +18,11 @@ seconds before the end: EC2 starts terminating a block's instances 30 minutes be
 guide "Capacity Blocks for ML"), split across the teams by the platform's rule (kueue_quota.py, shipped
 next to this file), written into each team ClusterQueue's nominalQuota and borrowingLimit for
 `nvidia.com/gpu` of that flavor. Inside the window that is exactly what the plan set; outside it is 0.
-Admitted jobs are never evicted by a lower quota (Kueue keeps admitted workloads); a job whose nodes go
-at the end is requeued by waitForPodsReady's recovery timeout and then takes the next flavor.
+A lower quota evicts no admitted job (Kueue tolerates usage above quota after "capacity was removed",
+kueue v0.19.2 pkg/cache/scheduler/resource_node.go `available`), and nothing can preempt its way into a
+flavor with no quota; a job whose nodes go at the end is requeued by waitForPodsReady's recovery timeout
+and then takes the next flavor. A `pulumi up` that changes a ClusterQueue re-applies the plan's share; the
+next round (at most `intervalSeconds` later) closes the flavor again when outside the window.
 
 The file runs on a stock Python image (standard library only), like gpu_health_agent.py.
 Usage: python block_window_agent.py --config /opt/block-window/config.json [--once]

@@ -183,3 +183,20 @@ def test_queued_provisioning_without_the_per_request_node_selector_fails():
         "no podSetUpdates nodeSelector autoscaling.gke.io/provisioning-request from ResizeRequestName" in line
         for line in found
     ), found
+
+
+def test_a_job_past_its_share_is_admitted_only_through_what_it_may_borrow():
+    """eval's largest job on the 32-GPU block needs 16 GPUs: its share is 6, the other 10 it borrows from
+    research's idle share (borrowingLimit 10). Without borrowing it never fits there."""
+
+    def no_borrowing(inputs: dict) -> None:
+        for fl in inputs["spec"]["resourceGroups"][0]["flavors"]:
+            for r in fl["resources"]:
+                r["borrowingLimit"] = "0"
+
+    found = scheduling(edit(plan(RESERVED), kind("ClusterQueue", "eval"), no_borrowing))
+    assert any(
+        "flavor h100-capacity-block of ClusterQueue eval has a nominal quota of 6 and can borrow up to 6 in all"
+        in line
+        for line in found
+    ), found

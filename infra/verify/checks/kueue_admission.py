@@ -7,6 +7,9 @@ checks on the flavors of queued-provisioning pools only, and training pods' topo
   ProvisioningRequest controller whose config names that class; no other pool's flavor has one.
 - A training pod's Kueue TAS annotation (`podset-required-topology` / `podset-preferred-topology`) names a
   level of the Topology its pool's flavor has, and a label the pool's nodes carry (its topologyLevels).
+- GKE queued provisioning's config pins a workload's pods to the nodes of its own request (podSetUpdates).
+- A training pod's ClusterQueue covers every resource it requests, has a flavor of its pool, and can hold
+  the job there: its nominal quota plus what it may borrow from the cohort.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from components.kubernetes.placement import (
     capacity_rank,
 )
 from infra.verify import facts as F
-from infra.verify.checks.pool_nodes import pool_nodes, quantity
+from infra.verify.checks.pool_nodes import PoolNodes, pool_nodes, quantity, shown
 from infra.verify.context import Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.report import CheckResult
@@ -237,3 +240,50 @@ def check_pod_topology(ctx: Context, res: CheckResult, pod: TrainingPod, cq: Any
                 "Kueue never admits it there",
                 pod.ref,
             )
+
+
+def check_cluster_queue(
+    ctx: Context,
+    res: CheckResult,
+    pod: TrainingPod,
+    nodes: PoolNodes,
+    cq: Any,
+    req: dict[str, float],
+    total: dict[str, float],
+) -> None:
+    """The team's ClusterQueue covers every requested resource, with a flavor of the pool, in quota."""
+    n = pod.min_pods
+    groups = cq.spec.get("resourceGroups") or []
+    covered = {r for g in groups for r in g.get("coveredResources") or []}
+    for name in sorted(req):
+        if name not in covered:
+            res.fail(
+                f"{pod.ref} requests {name}, which {cq.ref} does not cover: Kueue never admits the job",
+                pod.ref,
+                cq.ref,
+            )
+    selector = dict(pod.pod_spec.get("nodeSelector") or {})
+    fitting = []
+    for g in groups:
+        for fl in g.get("flavors") or []:
+            flavor = ctx.object("ResourceFlavor", None, str(fl.get("name")))
+            labels = dict((flavor.spec.get("nodeLabels") if flavor else {}) or {})
+            if all(selector.get(k, v) == v for k, v in labels.items()) and all(
+                nodes.labels.get(k) == v for k, v in labels.items()
+            ):
+                fitting.append((g, fl))
+    if not fitting:
+        res.fail(f"{pod.ref}: no flavor of {cq.ref} matches the nodes of pool {pod.pool}", pod.ref, cq.ref)
+    for g, fl in fitting:
+        for name in g.get("coveredResources") or []:
+            if name not in total:
+                continue
+            nominal, reach = reachable_quota(ctx, cq, str(fl.get("name")), name)
+            if total[name] > reach:
+                res.fail(
+                    f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
+                    f"of {cq.ref} has a nominal quota of {shown(name, nominal)} and can borrow up to "
+                    f"{shown(name, reach)} in all",
+                    pod.ref,
+                    cq.ref,
+                )
