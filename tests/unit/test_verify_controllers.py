@@ -140,6 +140,12 @@ def test_a_jobset_without_its_failure_policies_fails():
         del inputs["spec"]["failurePolicy"]
 
     found = scheduling(edit(_job(False), kind("JobSet"), no_policy))
+    assert any("has no failurePolicy: JobSet fails the whole job" in line for line in found), found
+
+    def no_rules(inputs: dict) -> None:
+        del inputs["spec"]["failurePolicy"]["rules"]
+
+    found = scheduling(edit(_job(False), kind("JobSet"), no_rules))
     assert any("has no failurePolicy rules" in line for line in found), found
 
     def no_pod_policy(inputs: dict) -> None:

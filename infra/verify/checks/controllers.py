@@ -10,7 +10,8 @@ Each rule models one behaviour read at the pinned tags (kueue v0.19.2, jobset v0
   managedJobsNamespaceSelector that selects every team namespace (pkg/controller/jobframework/reconciler.go:
   a job in a namespace it does not select is never reconciled and stays suspended), the queue-name label
   on the job object (reconciler.go: without it and without manageJobsWithoutQueueName, Kueue ignores the
-  job), the JobSet's failurePolicy and its child Job's podFailurePolicy (the trainer's exit contract);
+  job), the JobSet's failurePolicy with rules (jobset v0.12.0 pkg/controllers/failure_policy.go) and its
+  child Job's podFailurePolicy (the trainer's exit contract);
 - pods-ready timing: waitForPodsReady on, its timeout at least the floor, its recovery timeout at least
   the timeout (a lost node is replaced from zero);
 - partial admission: an elastic Job admitted with fewer pods keeps completions equal to parallelism
@@ -247,11 +248,20 @@ def check_job_runtime(ctx: Context, res: CheckResult, pod: TrainingPod) -> None:
     if not (job.spec.get("podFailurePolicy") or {}).get("rules"):
         res.fail(f"{pod.ref} has no podFailurePolicy: every exit counts as a crash", pod.ref)
     if pod.runtime == "JobSet":
+        # jobset v0.12.0 pkg/controllers/failure_policy.go executeFailurePolicy: no failurePolicy fails the
+        # JobSet on the first failed child Job; no rule matching means RestartJobSet, counted.
         js = next((o for o in pod.plan.objects("JobSet") if o.name == job.name), None)
-        if js is not None and not (js.spec.get("failurePolicy") or {}).get("rules"):
+        policy = js.spec.get("failurePolicy") if js is not None else {}
+        if js is not None and not policy:
+            res.fail(
+                f"{pod.ref} has no failurePolicy: JobSet fails the whole job on its first failed pod, a "
+                "preemption included",
+                pod.ref,
+            )
+        elif js is not None and not (policy or {}).get("rules"):
             res.fail(
                 f"{pod.ref} has no failurePolicy rules: a preemption counts against maxRestarts and a "
-                "configuration error restarts until it is used up",
+                "configuration error restarts until they are used up",
                 pod.ref,
             )
     if MIN_PARALLELISM in job.annotations:
