@@ -121,6 +121,11 @@ class InClusterPlatform(pulumi.ComponentResource):
                     namespaces=namespaces,
                     prometheus=self.observability.release,
                     jobset=self.jobset.resources.release,
+                    block_windows={
+                        p.name: (p.block_start, p.block_end)
+                        for p in spec.node_pools
+                        if p.capacity == "capacity-block" and p.block_start and p.block_end
+                    },
                 ),
                 child,
             )

@@ -230,13 +230,27 @@ def training_jobset(
     }
 
 
+# Kueue's partial-admission annotations of a batch/v1 Job (kueue v0.19.2
+# pkg/controller/jobs/job/job_controller.go JobMinParallelismAnnotation,
+# JobCompletionsEqualParallelismAnnotation).
+MIN_PARALLELISM = "kueue.x-k8s.io/job-min-parallelism"
+COMPLETIONS_EQUAL_PARALLELISM = "kueue.x-k8s.io/job-completions-equal-parallelism"
+
+
 def elastic_job(
     job: JobSpec, platform: PlatformOutputs, *, command: list[str] | None = None
 ) -> dict[str, Any]:
     """The Indexed batch/v1 Job of an elastic job (see the module docstring)."""
     metadata = _metadata(job, platform)
-    # Kueue may admit an elastic job with fewer pods than max when quota is short.
-    metadata["annotations"]["kueue.x-k8s.io/job-min-parallelism"] = str(job.nodes.min)
+    # Kueue may admit an elastic job with fewer pods than max when quota is short (partial admission).
+    metadata["annotations"][MIN_PARALLELISM] = str(job.nodes.min)
+    # Partial admission lowers only `parallelism` unless this is "true"; with `completions` left at the
+    # maximum, the Job controller would start the missing indexes after the admitted pods finish, i.e. run
+    # the training again (kueue v0.19.2 pkg/controller/jobs/job/job_controller.go RunWithPodSetsInfo,
+    # syncCompletionWithParallelism). Its webhook requires an Indexed Job with completions == parallelism
+    # (job_webhook.go validateSyncCompletionCreate), which this Job is. A JobSet is never partially
+    # admitted (jobset_controller.go PodSets sets no MinCount), so its child Jobs do not carry it.
+    metadata["annotations"][COMPLETIONS_EQUAL_PARALLELISM] = "true"
     pod = pod_template(
         job, platform, args=launcher_args(job), command=command, subdomain=elastic_service(job)
     )

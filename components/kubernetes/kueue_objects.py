@@ -8,11 +8,12 @@
 - ClusterQueue per team: the flavors in the platform's capacity order (placement.CAPACITY_ORDER), so Kueue
   falls back from reserved capacity to on-demand to DWS to spot.
 
-Quota split across a team's flavors: each flavor's nominal GPU quota is min(team quota, what the flavor
-has at maximum scale). A job then fits any one flavor it could run on alone, and Kueue moves to the next
-flavor when the current one's quota is used up. The flavors together may hold more than the team's quota
-on paper: the team's total is still capped by its namespace ResourceQuota (requests.nvidia.com/gpu = the
-team quota, components/kubernetes/tenancy.py) and what it borrows by the cohort's unused quota.
+Quota split across teams (kueue_quota.py): each flavor's GPUs (its pools' maxNodes x GPUs per node) are
+apportioned among the teams in proportion to their gpuQuota, so the nominal quotas of one flavor never add
+up past the GPUs behind it: Kueue takes the sum of a cohort's nominal quotas as what exists (kueue v0.19.2
+apis/kueue/v1beta2/clusterqueue_types.go ResourceQuota.nominalQuota) and re-admits to a flavor while it has
+quota (kueue#2560), so an overcommitted flavor holds jobs Pending instead of falling back. A team's unused
+share is lent through the cohort; a team borrows up to its own gpuQuota on a flavor (borrowingLimit).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from typing import Any
 import yaml
 
 from components.bundle import NodePoolInfo
+from components.kubernetes.kueue_quota import borrowing_limit, gpu_shares
 from components.kubernetes.placement import common_labels, flavor_groups, flavor_levels, topology_name
 from components.kubernetes.tenancy import TEAM_LABEL, team_quota
 from components.spec import QueueingSpec, TeamSpec
@@ -39,12 +41,13 @@ KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 
-def manager_config() -> str:
+def manager_config(queueing: QueueingSpec | None = None) -> str:
     """Kueue's Configuration (chart value managerConfig.controllerManagerConfigYaml) with waitForPodsReady.
 
     Topology-aware scheduling (beta, on by default since 0.14) and the ProvisioningRequest admission check
     (GA) need no feature gate in 0.19.2 (pkg/features/kube_features.go).
     """
+    ready = (queueing or QueueingSpec()).pods_ready
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -54,10 +57,12 @@ def manager_config() -> str:
         "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
         # A job is admitted whole or not at all: if its pods are not all running within the timeout, Kueue
         # evicts and requeues it, and admits nothing else meanwhile (blockAdmission), so two half-started
-        # multi-node jobs cannot deadlock on each other's GPUs.
+        # multi-node jobs cannot deadlock on each other's GPUs. The timeout covers a GPU node from zero
+        # (at least Kueue's own 30m default); the recovery timeout, after a running job lost a pod, covers
+        # its replacement node from zero (spec.PodsReadySpec).
         "waitForPodsReady": {
-            "timeout": "10m",
-            "recoveryTimeout": "3m",
+            "timeout": f"{ready.timeout_minutes}m",
+            "recoveryTimeout": f"{ready.recovery_minutes}m",
             "blockAdmission": True,
             "requeuingStrategy": {
                 "timestamp": "Eviction",
@@ -152,6 +157,19 @@ def topologies(fl: Sequence[Flavor]) -> dict[str, dict[str, Any]]:
     }
 
 
+# The node label a ProvisioningRequest class puts on the nodes it provisions for one request, and the key of
+# ProvisioningRequest.status.provisioningClassDetails that holds its value. Kueue copies that value into the
+# workload's nodeSelector once the request is provisioned (ProvisioningRequestConfig podSetUpdates; kueue
+# v0.19.2 pkg/controller/admissionchecks/provisioning/controller.go podSetUpdates), so one workload's pods
+# land only on the nodes requested for it, not on another's. GKE queued provisioning (the class
+# components/gcp/capacity.py QUEUED_PROVISIONING_CLASS names): label autoscaling.gke.io/provisioning-request
+# from detail ResizeRequestName (kueue#9048, a Kueue maintainer's GKE workload-isolation example; Google's
+# xpk builds its dws-config the same way).
+PROVISIONING_NODE_LABELS = {
+    "queued-provisioning.gke.io": ("autoscaling.gke.io/provisioning-request", "ResizeRequestName"),
+}
+
+
 def provisioning_check_name(provisioning_class: str) -> str:
     """The AdmissionCheck (and its ProvisioningRequestConfig) of one ProvisioningRequest class."""
     return "provreq-" + re.sub(r"[^a-z0-9-]", "-", provisioning_class.lower())[:50].strip("-")
@@ -159,7 +177,7 @@ def provisioning_check_name(provisioning_class: str) -> str:
 
 def provisioning_config_spec(provisioning_class: str) -> dict[str, Any]:
     """ProvisioningRequestConfig: ask the autoscaler for the job's GPU nodes, all at once, before admission."""
-    return {
+    spec: dict[str, Any] = {
         "provisioningClassName": provisioning_class,
         # Only GPU requests go into the ProvisioningRequest: the nodes are sized by their GPUs.
         "managedResources": [GPU],
@@ -168,6 +186,10 @@ def provisioning_config_spec(provisioning_class: str) -> dict[str, Any]:
         # it through admission again.
         "retryStrategy": {"backoffLimitCount": 3, "backoffBaseSeconds": 60, "backoffMaxSeconds": 1800},
     }
+    if provisioning_class in PROVISIONING_NODE_LABELS:
+        label, detail = PROVISIONING_NODE_LABELS[provisioning_class]
+        spec["podSetUpdates"] = {"nodeSelector": [{"key": label, "valueFromProvisioningClassDetail": detail}]}
+    return spec
 
 
 def admission_check_spec(provisioning_class: str) -> dict[str, Any]:
@@ -198,16 +220,43 @@ def admission_checks_strategy(fl: Sequence[Flavor]) -> dict[str, Any] | None:
 
 
 def cluster_queue_spec(
-    queueing: QueueingSpec, pools: Sequence[NodePoolInfo], team: TeamSpec, fl: list[Flavor]
+    queueing: QueueingSpec,
+    pools: Sequence[NodePoolInfo],
+    team: TeamSpec,
+    fl: list[Flavor],
+    teams: Sequence[TeamSpec] | None = None,
 ) -> dict[str, Any]:
+    """The team's ClusterQueue; `teams` (all of the cohort's, default: this one alone) share each flavor."""
     quota = team_quota(pools, team)
     cpu, memory = quota["requests.cpu"], quota["requests.memory"]
+    everyone = list(teams) if teams is not None else [team]
 
-    def resource(name: str, nominal: str) -> dict[str, Any]:
+    def resource(name: str, nominal: str, borrow: int | None = None) -> dict[str, Any]:
         r: dict[str, Any] = {"name": name, "nominalQuota": nominal}
         if not queueing.borrowing:
             r["borrowingLimit"] = "0"
+        elif borrow is not None:
+            r["borrowingLimit"] = str(borrow)
         return r
+
+    def flavor_resources(f: Flavor) -> list[dict[str, Any]]:
+        share = gpu_shares(f.gpus, [(t.name, t.gpu_quota) for t in everyone])[team.name]
+        # What the team may hold of the flavor in all, its own share plus what it borrows: its gpuQuota, up
+        # to the flavor's GPUs (its namespace ResourceQuota would not let more of its pods start anyway).
+        reach = min(team.gpu_quota, f.gpus)
+        return [
+            resource("cpu", cpu),
+            resource("memory", memory),
+            resource(GPU, str(share), borrowing_limit(share, reach)),
+            *(
+                resource(
+                    r,
+                    str(f.extended_quota(r, share)),
+                    borrowing_limit(f.extended_quota(r, share), f.extended_quota(r, reach)),
+                )
+                for r in extended
+            ),
+        ]
 
     # Kueue admits a workload only if its ClusterQueue covers every resource its pods request (kueue
     # flavorassigner), so every extended resource of any flavor is covered; a flavor without it gets 0.
@@ -226,23 +275,7 @@ def cluster_queue_spec(
                 # In the platform's capacity order (placement.CAPACITY_ORDER): Kueue tries the flavors of
                 # a resource group in this order and takes the first that fits (flavorFungibility
                 # defaults: whenCanBorrow MayStopSearch, whenCanPreempt TryNextFlavor).
-                "flavors": [
-                    {
-                        "name": f.name,
-                        # Each flavor can hold the whole team quota, up to what the flavor has; the
-                        # namespace ResourceQuota caps the team's total across flavors (module docstring).
-                        "resources": [
-                            resource("cpu", cpu),
-                            resource("memory", memory),
-                            resource(GPU, str(min(team.gpu_quota, f.gpus))),
-                            *(
-                                resource(r, str(f.extended_quota(r, min(team.gpu_quota, f.gpus))))
-                                for r in extended
-                            ),
-                        ],
-                    }
-                    for f in fl
-                ],
+                "flavors": [{"name": f.name, "resources": flavor_resources(f)} for f in fl],
             }
         ],
     }

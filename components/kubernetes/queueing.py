@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pulumi
@@ -20,6 +21,7 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, team_local_queue
 from components.charts import CHARTS
+from components.kubernetes.block_window import BlockWindow, BlockWindowArgs
 from components.kubernetes.kueue_objects import (
     GPU,
     KUEUE_API,
@@ -62,6 +64,8 @@ class QueueingArgs:
     # The JobSet release: Kueue starts after the JobSet CRD exists, so its jobset.x-k8s.io/jobset
     # integration is set up at start-up rather than whenever Kueue next notices the API.
     jobset: k8s.helm.v3.Release | None = None
+    # capacity-block pool name -> (blockStart, blockEnd): Kueue admits to the block only between them.
+    block_windows: Mapping[str, tuple[datetime, datetime]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -74,6 +78,8 @@ class QueueingResources:
     # Topology name -> its object; ProvisioningRequest class -> (its config, its admission check).
     topologies: Mapping[str, k8s.apiextensions.CustomResource] = field(default_factory=dict)
     provisioning: Mapping[str, tuple[k8s.apiextensions.CustomResource, ...]] = field(default_factory=dict)
+    # The Capacity Block window controller; None without capacity-block pools.
+    block_window: BlockWindow | None = None
 
 
 def _kueue_object(
@@ -96,7 +102,9 @@ class Queueing(pulumi.ComponentResource):
             f"{name}-ns", metadata={"name": KUEUE_NAMESPACE}, opts=pulumi.ResourceOptions(parent=self)
         )
         chart = CHARTS["kueue"]
-        values: dict[str, Any] = {"managerConfig": {"controllerManagerConfigYaml": manager_config()}}
+        values: dict[str, Any] = {
+            "managerConfig": {"controllerManagerConfigYaml": manager_config(args.queueing)}
+        }
         waits = list(bundle.ready)
         if args.prometheus is not None:
             values["enablePrometheus"] = True
@@ -138,7 +146,7 @@ class Queueing(pulumi.ComponentResource):
                 f"{name}-cq-{team.name}",
                 "ClusterQueue",
                 team.name,
-                cluster_queue_spec(args.queueing, bundle.node_pools, team, fl),
+                cluster_queue_spec(args.queueing, bundle.node_pools, team, fl, args.teams),
                 pulumi.ResourceOptions(parent=self, depends_on=cq_deps),
             )
             lqs[team.name] = k8s.apiextensions.CustomResource(
@@ -152,6 +160,26 @@ class Queueing(pulumi.ComponentResource):
                 spec={"clusterQueue": cq.metadata["name"]},
                 opts=after,
             )
+        # Capacity Block pools with their dates: their flavor gets quota only inside them (block_window.py).
+        windowed = [
+            p for p in bundle.node_pools if p.capacity == "capacity-block" and p.name in args.block_windows
+        ]
+        block_window = (
+            BlockWindow(
+                f"{name}-block-window",
+                BlockWindowArgs(
+                    queueing=args.queueing,
+                    teams=args.teams,
+                    pools=windowed,
+                    windows=args.block_windows,
+                    namespace=ns.metadata["name"],
+                    cluster_queues=list(cqs.values()),
+                ),
+                pulumi.ResourceOptions(parent=self),
+            )
+            if windowed
+            else None
+        )
         self.resources = QueueingResources(
             namespace=ns,
             release=self.release,
@@ -160,6 +188,7 @@ class Queueing(pulumi.ComponentResource):
             local_queues=lqs,
             topologies=topo,
             provisioning=provisioning,
+            block_window=block_window,
         )
         self.register_outputs({"release": self.release.name})
 

@@ -56,6 +56,7 @@ def check_capacity(pool: NodePoolSpec, path: str, cloud: str, kinds: Sequence[st
         yield f"{path}.reservation: required for capacity {cap} (the id of the reservation the pool draws from)"
     if cap not in RESERVED and pool.reservation:
         yield f"{path}.reservation: only for capacity reservation or capacity-block, this pool is {cap}"
+    yield from _block_window(pool, path)
     if cap in ZERO_MIN_REASON:
         if not pool.is_gpu:
             yield f"{path}.capacity: {cap} is for GPU pools (set gpu, or use on-demand for a CPU pool)"
@@ -72,3 +73,20 @@ def zone_count_problem(path: str, cap: str, zones: Sequence[str], what: str) -> 
             f"{path}.zones: a {cap} pool runs in the one zone of its reservation, {what} has {got}; "
             f"set {key}.zones to that zone"
         )
+
+
+def _block_window(pool: NodePoolSpec, path: str) -> Iterable[str]:
+    """A Capacity Block's dates: Kueue may admit jobs to its flavor only between them (kueue#2560)."""
+    if pool.capacity != "capacity-block":
+        for key, value in (("blockStart", pool.block_start), ("blockEnd", pool.block_end)):
+            if value is not None:
+                yield f"{path}.{key}: only for capacity capacity-block (the block's dates), this pool is {pool.capacity}"
+        return
+    for key, value in (("blockStart", pool.block_start), ("blockEnd", pool.block_end)):
+        if value is None:
+            yield (
+                f"{path}.{key}: required for capacity capacity-block (the block's {key[5:].lower()} date with its "
+                "time zone, e.g. 2026-12-01T11:30:00Z): jobs are admitted to the block only inside its dates"
+            )
+    if pool.block_start and pool.block_end and pool.block_end <= pool.block_start:
+        yield f"{path}.blockEnd: {pool.block_end.isoformat()} is not after blockStart {pool.block_start.isoformat()}"

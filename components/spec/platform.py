@@ -16,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import AwareDatetime, Field, field_validator
 
 from components.catalog import catalog
 from components.spec.base import DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load_checked
@@ -86,6 +86,10 @@ class NodePoolSpec(Spec):
     # (AWS: an On-Demand Capacity Reservation or Capacity Block id, cr-...; GCP: a reservation name,
     # name/reservationBlocks/<block>, or projects/<project>/reservations/<name> for a shared one).
     reservation: str | None = Field(default=None, min_length=1, max_length=300)
+    # capacity-block: the block's start and end (ISO 8601 with a time zone, as EC2 shows them): Kueue
+    # admits jobs to the block's flavor only between them (components/kubernetes/block_window.py).
+    block_start: AwareDatetime | None = None
+    block_end: AwareDatetime | None = None
     min_nodes: int = Field(default=0, ge=0, le=1000)
     max_nodes: int | None = Field(default=None, ge=1, le=1000)
     disk_size_gib: int | None = Field(default=None, alias="diskSizeGiB", ge=20, le=16384)
@@ -193,10 +197,32 @@ class GpuHealthSpec(Spec):
     ignored_xids: list[int] = Field(default_factory=lambda: list(APPLICATION_XIDS))
 
 
+# Kueue's own default waitForPodsReady timeout (kueue v0.19.2 apis/config/v1beta2/defaults.go
+# DefaultWaitForPodsReadyTimeout), the least trainplane accepts: a GPU node from zero (VM, driver, fabric
+# installer, node-start diagnostic, a multi-GB image) takes minutes to tens of minutes.
+PODS_READY_FLOOR_MINUTES = 30
+
+
+class PodsReadySpec(Spec):
+    """Kueue's all-or-nothing admission (waitForPodsReady): how long an admitted job's pods may take."""
+
+    # From admission until every pod is ready; then Kueue evicts and requeues the job.
+    timeout_minutes: int = Field(default=PODS_READY_FLOOR_MINUTES, ge=PODS_READY_FLOOR_MINUTES, le=1440)
+    # After a running job lost a pod (its node reclaimed or repaired) until all are ready again; the
+    # replacement node comes from zero, so at least `timeoutMinutes` (default: the same, Kueue's default,
+    # defaults.go: RecoveryTimeout = Timeout).
+    recovery_timeout_minutes: int | None = Field(default=None, ge=PODS_READY_FLOOR_MINUTES, le=1440)
+
+    @property
+    def recovery_minutes(self) -> int:
+        return self.recovery_timeout_minutes or self.timeout_minutes
+
+
 class QueueingSpec(Spec):
     enabled: bool = True
     cohort: str = Field(default="gpu-cohort", pattern=DNS_LABEL)
     borrowing: bool = True
+    pods_ready: PodsReadySpec = PodsReadySpec()
 
 
 class PriceOverride(Spec):

@@ -67,6 +67,17 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
     # Quotas are measured against the pools; with a broken pool the ceiling would only add noise.
     yield from check_teams(spec, root, check_quota=not pool_problems)
     yield from check_gpu_operator(spec, root)
+    yield from check_pods_ready(spec, root)
+
+
+def check_pods_ready(spec: PlatformSpec, root: str) -> Iterable[str]:
+    ready = spec.queueing.pods_ready
+    if ready.recovery_minutes < ready.timeout_minutes:
+        yield (
+            f"{root}.queueing.podsReady.recoveryTimeoutMinutes: {ready.recovery_minutes} is shorter than "
+            f"timeoutMinutes {ready.timeout_minutes}: a lost node is replaced from zero, which takes as long "
+            "as a first start"
+        )
 
 
 def _check_pool(spec: PlatformSpec, cloud: CloudBackend, pool: NodePoolSpec, path: str) -> Iterable[str]:

@@ -9,6 +9,7 @@ responses shaped per the EC2 API reference, fed through botocore's before-call h
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 from typing import Any
 
 from components.aws.capacity import single_zone
@@ -110,6 +111,16 @@ def _reservation_problems(
         yield f"holds {total} instances, the pool's maxNodes is {pool.effective_max_nodes}"
     if r.get("InstancePlatform", PLATFORM) != PLATFORM:
         yield f"is for {r.get('InstancePlatform')}, EKS nodes are {PLATFORM}"
+    if cap == "capacity-block":
+        # Kueue admits to the block's flavor between the stack's dates (block_window_agent.py): they must
+        # be the block's own.
+        for key, mine, field in (
+            ("blockStart", pool.block_start, "StartDate"),
+            ("blockEnd", pool.block_end, "EndDate"),
+        ):
+            theirs = _as_datetime(r.get(field))
+            if mine is not None and theirs is not None and mine != theirs:
+                yield f"{field} is {theirs.isoformat()}, the pool's {key} {mine.isoformat()}"
 
 
 def _check_offerings(
@@ -134,6 +145,16 @@ def _check_offerings(
     problems += [f"{t} is offered in none of {', '.join(zones)}" for t in unoffered]
     ok_text = f"{', '.join(types)} offered in {', '.join(zones)}"
     report.add("offering", pool.name, not problems, "; ".join(problems) or ok_text)
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    """A timestamp as botocore gives it (a datetime) or as ISO 8601 text; None when absent or unreadable."""
+    if isinstance(value, datetime):
+        return value
+    try:
+        return datetime.fromisoformat(str(value)) if value else None
+    except ValueError:
+        return None
 
 
 def _when(value: Any) -> str:

@@ -37,6 +37,8 @@ AWS_BLOCK = {
     "reservation": BLOCK,
     "zones": ["us-east-1a"],
     "instanceType": "p5.48xlarge",
+    "blockStart": "2026-12-01T11:30:00Z",
+    "blockEnd": "2026-12-15T11:30:00Z",
 }
 GCP_RES = {"capacity": "reservation", "reservation": "h100-res", "zones": ["us-central1-a"]}
 
@@ -166,6 +168,23 @@ CASES = [
         "gcp-dev",
         {"capacity": "flex-start", "placement": "compact", "zones": ["us-central1-a"]},
         f"{P}.placement: compact placement with flex-start is for A3 Ultra, A4 and H4D machines, not a3-highgpu-8g; use spread",
+    ),
+    # a Capacity Block's dates (Kueue admits to its flavor only between them)
+    (
+        "aws-dev",
+        {**AWS_BLOCK, "blockEnd": None},
+        f"{P}.blockEnd: required for capacity capacity-block (the block's end date with its time zone, e.g. "
+        "2026-12-01T11:30:00Z): jobs are admitted to the block only inside its dates",
+    ),
+    (
+        "aws-dev",
+        {**AWS_BLOCK, "blockEnd": "2026-11-30T11:30:00Z"},
+        f"{P}.blockEnd: 2026-11-30T11:30:00+00:00 is not after blockStart 2026-12-01T11:30:00+00:00",
+    ),
+    (
+        "aws-dev",
+        {"capacity": "spot", "blockStart": "2026-12-01T11:30:00Z"},
+        f"{P}.blockStart: only for capacity capacity-block (the block's dates), this pool is spot",
     ),
     # zones outside the platform's
     (

@@ -153,10 +153,33 @@ def test_the_diagnostic_verdict_is_read_from_the_termination_message():
 # ---- the controller as a process ---------------------------------------------------------------
 
 
-class FakeCluster:
-    """Nodes, diagnostic pods and Prometheus behind one loopback HTTP server."""
+def apply_json_patch(obj: dict, patch: list) -> bool:
+    """Apply [test resourceVersion, replace/add ...] to `obj` in place as the API server does; False when
+    the test fails (the object changed since it was read)."""
+    test, *ops = patch
+    if test != {
+        "op": "test",
+        "path": "/metadata/resourceVersion",
+        "value": obj["metadata"]["resourceVersion"],
+    }:
+        return False
+    for op in ops:
+        *parents, last = op["path"].strip("/").split("/")
+        cur = obj
+        for key in parents:
+            cur = cur[int(key)] if isinstance(cur, list) else cur[key]
+        cur[last] = op["value"]
+    obj["metadata"]["resourceVersion"] = str(int(obj["metadata"]["resourceVersion"]) + 1)
+    return True
 
-    def __init__(self, nodes, pods, xids, changed=()):
+
+class FakeCluster:
+    """Nodes, diagnostic pods and Prometheus behind one loopback HTTP server; `objects` (API path -> object)
+    are served as they are and take JSON patches guarded by their resourceVersion (other controllers'
+    tests, e.g. test_block_window.py)."""
+
+    def __init__(self, nodes, pods, xids, changed=(), objects=None):
+        self.objects = objects or {}
         self.nodes = {n["metadata"]["name"]: n for n in nodes}
         # Nodes another writer changes after the controller listed them (their resourceVersion moves on).
         self.current = json.loads(json.dumps(self.nodes))
@@ -191,12 +214,14 @@ class FakeCluster:
                 if url.path == "/api/v1/namespaces/gpu-operator/pods":
                     assert urllib.parse.parse_qs(url.query)["labelSelector"] == ["app=trainplane-gpu-diag"]
                     return self.reply(200, {"items": cluster.pods})
-                self.reply(404, {})
+                self.reply(*cluster.get_object(url.path))
 
             def do_PATCH(self):
                 name = self.path.rsplit("/", 1)[-1]
                 assert self.headers["Content-Type"] == "application/json-patch+json"
                 patch = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if self.path in cluster.objects:
+                    return self.reply(*cluster.patch_object(self.path, patch))
                 test, add = patch
                 current = cluster.current[name]
                 version = current["metadata"]["resourceVersion"]
@@ -209,8 +234,17 @@ class FakeCluster:
                 pass
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def get_object(self, path: str) -> tuple[int, dict]:
+        return (200, self.objects[path]) if path in self.objects else (404, {})
+
+    def patch_object(self, path: str, patch: list) -> tuple[int, dict]:
+        if not apply_json_patch(self.objects[path], patch):
+            return 422, {"reason": "Invalid", "message": "test operation failed"}
+        self.patches.setdefault(path, []).append(patch[1:])
+        return 200, self.objects[path]
 
 
 def diag_pod(node_name, result, created="2026-11-20T11:00:00Z"):

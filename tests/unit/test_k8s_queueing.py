@@ -55,13 +55,63 @@ def test_team_queues_share_one_cohort_with_their_nominal_gpu_quota():
         assert group["coveredResources"] == ["cpu", "memory", "nvidia.com/gpu"]
         (flavor,) = group["flavors"]
         gpu = next(r for r in flavor["resources"] if r["name"] == "nvidia.com/gpu")
-        assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": gpus}  # no borrowingLimit: may borrow
+        # 32 GPUs hold both quotas: each team gets its own, and borrowing past it would only hold
+        # quota its namespace ResourceQuota never lets its pods use.
+        assert gpu == {"name": "nvidia.com/gpu", "nominalQuota": gpus, "borrowingLimit": "0"}
     local = {
         (q.inputs["metadata"]["namespace"], q.inputs["metadata"]["name"], q.inputs["spec"]["clusterQueue"])
         for q in kueue(result, "LocalQueue")
     }
     # The name jobs put in kueue.x-k8s.io/queue-name (bundle.team_local_queue).
     assert local == {("research", "research-gpus", "research"), ("vision", "vision-gpus", "vision")}
+
+
+def _gpu_quotas(result) -> dict[str, dict[str, tuple[int, int | None]]]:
+    """flavor -> team -> (nominal GPU quota, borrowingLimit)."""
+    out: dict[str, dict[str, tuple[int, int | None]]] = {}
+    for q in kueue(result, "ClusterQueue"):
+        for f in q.inputs["spec"]["resourceGroups"][0]["flavors"]:
+            gpu = next(r for r in f["resources"] if r["name"] == "nvidia.com/gpu")
+            limit = gpu.get("borrowingLimit")
+            out.setdefault(f["name"], {})[q.inputs["metadata"]["name"]] = (
+                int(gpu["nominalQuota"]),
+                None if limit is None else int(limit),
+            )
+    return out
+
+
+def test_a_flavors_nominal_quotas_never_add_up_past_its_gpus():
+    """aws-h100-reserved: research 64 and eval 16 GPUs on a 32-GPU Capacity Block. Each team used to get
+    min(quota, 32) on it (48 nominal): Kueue admitted both and the second job waited Pending there."""
+    result = plan_object(platform_object("aws-h100-reserved"))
+    quotas = _gpu_quotas(result)
+    # 4 nodes x 8 GPUs, split 64:16 (25.6 : 6.4, the larger remainder gets the GPU left over).
+    assert quotas["h100-capacity-block"] == {"research": (26, 6), "eval": (6, 10)}
+    # The ODCR has 2 nodes: 16 GPUs, 12.8 : 3.2.
+    assert quotas["h100-reservation"] == {"research": (13, 3), "eval": (3, 13)}
+    for flavor, teams in quotas.items():
+        capacity = {"h100-reservation": 16}.get(flavor, 32)
+        assert sum(nominal for nominal, _ in teams.values()) <= capacity, flavor
+        for team, (nominal, limit) in teams.items():
+            # Share plus borrowing reaches the team's quota on the flavor, never more.
+            assert nominal + limit == min({"research": 64, "eval": 16}[team], capacity)
+
+
+def test_three_teams_split_a_flavor_by_largest_remainder_in_team_order():
+    from components.kubernetes.kueue_quota import gpu_shares
+
+    teams = [(n, 16) for n in ("a", "b", "c")]
+    # 32 x 16/48 = 10.67 each: floors 10, two GPUs left, equal remainders go to the first teams.
+    assert gpu_shares(32, teams) == {"a": 11, "b": 11, "c": 10}
+    assert gpu_shares(32, teams[::-1]) == {"c": 11, "b": 11, "a": 10}
+    # Quotas that fit are kept, a zero quota gets nothing.
+    assert gpu_shares(48, teams) == {"a": 16, "b": 16, "c": 16}
+    assert gpu_shares(8, [("x", 0), *teams[:1]]) == {"x": 0, "a": 8}
+    obj = platform_object("aws-h100-reserved")
+    obj["teams"] = [{"name": n, "gpuQuota": 16} for n in ("a", "b", "c")]
+    quotas = _gpu_quotas(plan_object(obj))
+    assert quotas["h100-capacity-block"] == {"a": (11, 5), "b": (11, 5), "c": (10, 6)}
+    assert quotas["h100-reservation"] == {"a": (6, 10), "b": (5, 11), "c": (5, 11)}
 
 
 def test_borrowing_disabled_sets_zero_borrowing_limits():
@@ -84,7 +134,10 @@ def test_wait_for_pods_ready_and_crds_first():
     config = yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
     assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2"
     assert config["waitForPodsReady"]["blockAdmission"] is True
-    assert config["waitForPodsReady"]["timeout"] == "10m"
+    # A GPU node from zero takes minutes to tens of minutes: at least Kueue's own 30m default
+    # (apis/config/v1beta2/defaults.go), and a lost node's replacement comes from zero too.
+    assert config["waitForPodsReady"]["timeout"] == "30m"
+    assert config["waitForPodsReady"]["recoveryTimeout"] == "30m"
     assert "batch/job" in config["integrations"]["frameworks"]
     for kind in ("ResourceFlavor", "ClusterQueue", "LocalQueue"):
         for obj in kueue(result, kind):
@@ -96,6 +149,14 @@ def test_wait_for_pods_ready_and_crds_first():
         if r.inputs["chart"] == "kube-prometheus-stack"
     ]
     assert prom.urn in release.deps
+
+
+def test_pods_ready_timeouts_come_from_the_platform_spec():
+    obj = platform_object("onprem-dev")
+    obj["queueing"] = {"podsReady": {"timeoutMinutes": 45, "recoveryTimeoutMinutes": 60}}
+    config = _manager_config(plan_object(obj))
+    assert config["waitForPodsReady"]["timeout"] == "45m"
+    assert config["waitForPodsReady"]["recoveryTimeout"] == "60m"
 
 
 def test_queueing_disabled_installs_no_kueue():
@@ -153,12 +214,14 @@ def test_cluster_queue_covers_the_pools_extended_resources():
             assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
     flavors = {f["name"]: _resources(f) for f in queues["llm"]["resourceGroups"][0]["flavors"]}
     # The mock bundle's H200 pools are p5en (the catalog's cheapest 8x H200), 16 EFA devices a node.
-    # llm (64 GPUs): all of h200-spot (8 nodes) and all of h200-od (2 nodes).
-    assert flavors["h200-spot"]["nvidia.com/gpu"] == "64" and flavors["h200-spot"][EFA] == "128"
-    assert flavors["h200-on-demand"]["nvidia.com/gpu"] == "16" and flavors["h200-on-demand"][EFA] == "32"
-    # eval (16 GPUs): the EFA devices of the two nodes its GPUs fill.
+    # h200-spot has 64 GPUs (8 nodes), h200-od 16 (2 nodes), split llm 64 : eval 16 (kueue_quota.py);
+    # each share brings the EFA devices of the nodes its GPUs fill (2 per GPU).
+    assert flavors["h200-spot"]["nvidia.com/gpu"] == "51" and flavors["h200-spot"][EFA] == "102"
+    assert flavors["h200-on-demand"]["nvidia.com/gpu"] == "13" and flavors["h200-on-demand"][EFA] == "26"
     eval_ = {f["name"]: _resources(f) for f in queues["eval"]["resourceGroups"][0]["flavors"]}
-    assert eval_["h200-spot"]["nvidia.com/gpu"] == "16" and eval_["h200-spot"][EFA] == "32"
+    assert eval_["h200-spot"]["nvidia.com/gpu"] == "13" and eval_["h200-spot"][EFA] == "26"
+    # Together exactly what the flavor has.
+    assert int(flavors["h200-spot"][EFA]) + int(eval_["h200-spot"][EFA]) == 8 * 16
 
 
 def test_extended_quota_follows_the_densest_pool_and_stops_at_what_the_flavor_has():
@@ -311,6 +374,17 @@ def test_queued_pools_get_the_provisioning_request_check_on_their_flavor_only():
     (config,) = _of(objects, "ProvisioningRequestConfig")
     assert config["spec"]["provisioningClassName"] == "queued-provisioning.gke.io"
     assert config["spec"]["managedResources"] == ["nvidia.com/gpu"]
+    # Once provisioned, Kueue pins the workload's pods to the nodes GKE made for its request (their label
+    # autoscaling.gke.io/provisioning-request = the request's ResizeRequestName detail), so another
+    # workload's pods cannot take them (kueue v0.19.2 admissionchecks/provisioning/controller.go).
+    assert config["spec"]["podSetUpdates"] == {
+        "nodeSelector": [
+            {
+                "key": "autoscaling.gke.io/provisioning-request",
+                "valueFromProvisioningClassDetail": "ResizeRequestName",
+            }
+        ]
+    }
     (check,) = _of(objects, "AdmissionCheck")
     assert check["spec"]["controllerName"] == "kueue.x-k8s.io/provisioning-request"
     assert check["spec"]["parameters"]["name"] == config["metadata"]["name"]

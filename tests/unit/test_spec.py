@@ -186,6 +186,17 @@ CASES = [
     ),
     (
         "aws-dev",
+        _set("queueing", {"podsReady": {"timeoutMinutes": 10}}),
+        "platform.queueing.podsReady.timeoutMinutes: Input should be greater than or equal to 30 (got 10)",
+    ),
+    (
+        "aws-dev",
+        _set("queueing", {"podsReady": {"timeoutMinutes": 45, "recoveryTimeoutMinutes": 30}}),
+        "platform.queueing.podsReady.recoveryTimeoutMinutes: 30 is shorter than timeoutMinutes 45: a lost node "
+        "is replaced from zero, which takes as long as a first start",
+    ),
+    (
+        "aws-dev",
         _set("cluster.kubernetesVersion", 1.33),
         "platform.cluster.kubernetesVersion: Input should be a valid string (got 1.33)",
     ),

@@ -156,6 +156,12 @@ BLOCK, ODCR = "cr-0123456789abcdef0", "cr-0fedcba9876543210"
         ),
         (_with(ODCR, State="scheduled"), ODCR, "state scheduled, instances launch only into active"),
         (
+            # An extended block: Kueue would close its flavor at the stack's old blockEnd.
+            _with(BLOCK, EndDate="2026-12-22T11:30:00+00:00"),
+            BLOCK,
+            "EndDate is 2026-12-22T11:30:00+00:00, the pool's blockEnd 2026-12-15T11:30:00+00:00",
+        ),
+        (
             {k: v for k, v in RECORDED.items() if k != ODCR},
             ODCR,
             "not found or not readable: InvalidCapacityReservationId.NotFound: cr-0fedcba9876543210 does not exist",

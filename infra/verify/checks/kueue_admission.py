@@ -7,6 +7,9 @@ checks on the flavors of queued-provisioning pools only, and training pods' topo
   ProvisioningRequest controller whose config names that class; no other pool's flavor has one.
 - A training pod's Kueue TAS annotation (`podset-required-topology` / `podset-preferred-topology`) names a
   level of the Topology its pool's flavor has, and a label the pool's nodes carry (its topologyLevels).
+- GKE queued provisioning's config pins a workload's pods to the nodes of its own request (podSetUpdates).
+- A training pod's ClusterQueue covers every resource it requests, has a flavor of its pool, and can hold
+  the job there: its nominal quota plus what it may borrow from the cohort.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from components.kubernetes.kueue_objects import PROVISIONING_NODE_LABELS
 from components.kubernetes.placement import (
     CAPACITY_ORDER,
     PREFERRED_TOPOLOGY,
@@ -23,7 +27,7 @@ from components.kubernetes.placement import (
     capacity_rank,
 )
 from infra.verify import facts as F
-from infra.verify.checks.pool_nodes import pool_nodes
+from infra.verify.checks.pool_nodes import PoolNodes, pool_nodes, quantity, shown
 from infra.verify.context import Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.report import CheckResult
@@ -46,6 +50,37 @@ def check_kueue_pod_integration(ctx: Context, res: CheckResult) -> None:
                 "monitoring (kueue 0.19.2 charts/kueue/templates/webhook/manifests.yaml)",
                 rel.ref,
             )
+
+
+def _quota(cq: Any, flavor: str, resource: str) -> Mapping[str, Any]:
+    for g in cq.spec.get("resourceGroups") or []:
+        for fl in g.get("flavors") or []:
+            if fl.get("name") == flavor:
+                for r in fl.get("resources") or []:
+                    if r.get("name") == resource:
+                        return dict(r)
+    return {}
+
+
+def reachable_quota(ctx: Context, cq: Any, flavor: str, resource: str) -> tuple[float, float]:
+    """(nominal, the most the queue can hold) of `resource` on `flavor`: its nominalQuota plus what it may
+    borrow from the unused quota of the other ClusterQueues of its cohort, up to its borrowingLimit
+    (kueue v0.19.2 pkg/cache/scheduler/resource_node.go `available`; lendingLimit caps what each lends)."""
+    own = _quota(cq, flavor, resource)
+    nominal = quantity(own.get("nominalQuota", 0))
+    cohort = cq.spec.get("cohortName")
+    if not cohort:
+        return nominal, nominal
+    lent = 0.0
+    for other in ctx.platform.objects("ClusterQueue"):
+        if other.ref == cq.ref or other.spec.get("cohortName") != cohort:
+            continue
+        theirs = _quota(other, flavor, resource)
+        have = quantity(theirs.get("nominalQuota", 0))
+        lent += min(have, quantity(theirs["lendingLimit"])) if "lendingLimit" in theirs else have
+    if "borrowingLimit" in own:
+        lent = min(lent, quantity(own["borrowingLimit"]))
+    return nominal, nominal + lent
 
 
 def pod_lands_on(pod_spec: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
@@ -148,12 +183,33 @@ def _check_provisioning(
             "never requested and jobs there wait forever",
             cq.ref,
         )
+    if wanted in PROVISIONING_NODE_LABELS:
+        _check_node_isolation(ctx, res, cq, pool, flavor, str(wanted))
     if not wanted and classes:
         res.fail(
             f"{cq.ref} puts a ProvisioningRequest admission check on flavor {flavor} of pool {pool['name']}, "
             "which has no ProvisioningRequest class: jobs there wait for a request its nodes never answer",
             cq.ref,
         )
+
+
+def _check_node_isolation(
+    ctx: Context, res: CheckResult, cq: Any, pool: Mapping[str, Any], flavor: str, cls: str
+) -> None:
+    """The class's per-request node label reaches the pods (podSetUpdates), so one workload's pods cannot
+    land on the nodes provisioned for another (kueue v0.19.2 admissionchecks/provisioning/controller.go)."""
+    label, detail = PROVISIONING_NODE_LABELS[cls]
+    for config in ctx.platform.objects("ProvisioningRequestConfig"):
+        if config.spec.get("provisioningClassName") != cls:
+            continue
+        selectors = (config.spec.get("podSetUpdates") or {}).get("nodeSelector") or []
+        if {"key": label, "valueFromProvisioningClassDetail": detail} not in selectors:
+            res.fail(
+                f"{config.ref} (class {cls}, flavor {flavor} of {cq.ref}, pool {pool['name']}) has no podSetUpdates "
+                f"nodeSelector {label} from {detail}: one workload's pods can land on the nodes provisioned for "
+                "another",
+                config.ref,
+            )
 
 
 def check_pod_topology(ctx: Context, res: CheckResult, pod: TrainingPod, cq: Any) -> None:
@@ -184,3 +240,50 @@ def check_pod_topology(ctx: Context, res: CheckResult, pod: TrainingPod, cq: Any
                 "Kueue never admits it there",
                 pod.ref,
             )
+
+
+def check_cluster_queue(
+    ctx: Context,
+    res: CheckResult,
+    pod: TrainingPod,
+    nodes: PoolNodes,
+    cq: Any,
+    req: dict[str, float],
+    total: dict[str, float],
+) -> None:
+    """The team's ClusterQueue covers every requested resource, with a flavor of the pool, in quota."""
+    n = pod.min_pods
+    groups = cq.spec.get("resourceGroups") or []
+    covered = {r for g in groups for r in g.get("coveredResources") or []}
+    for name in sorted(req):
+        if name not in covered:
+            res.fail(
+                f"{pod.ref} requests {name}, which {cq.ref} does not cover: Kueue never admits the job",
+                pod.ref,
+                cq.ref,
+            )
+    selector = dict(pod.pod_spec.get("nodeSelector") or {})
+    fitting = []
+    for g in groups:
+        for fl in g.get("flavors") or []:
+            flavor = ctx.object("ResourceFlavor", None, str(fl.get("name")))
+            labels = dict((flavor.spec.get("nodeLabels") if flavor else {}) or {})
+            if all(selector.get(k, v) == v for k, v in labels.items()) and all(
+                nodes.labels.get(k) == v for k, v in labels.items()
+            ):
+                fitting.append((g, fl))
+    if not fitting:
+        res.fail(f"{pod.ref}: no flavor of {cq.ref} matches the nodes of pool {pod.pool}", pod.ref, cq.ref)
+    for g, fl in fitting:
+        for name in g.get("coveredResources") or []:
+            if name not in total:
+                continue
+            nominal, reach = reachable_quota(ctx, cq, str(fl.get("name")), name)
+            if total[name] > reach:
+                res.fail(
+                    f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
+                    f"of {cq.ref} has a nominal quota of {shown(name, nominal)} and can borrow up to "
+                    f"{shown(name, reach)} in all",
+                    pod.ref,
+                    cq.ref,
+                )

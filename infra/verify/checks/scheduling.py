@@ -15,7 +15,9 @@ from typing import Any
 
 from infra.verify import facts as F
 from infra.verify.charts import tolerates
+from infra.verify.checks.controllers import check_job_runtime, run_checks
 from infra.verify.checks.kueue_admission import (
+    check_cluster_queue,
     check_kueue_pod_integration,
     check_pod_topology,
     check_queues,
@@ -289,54 +291,10 @@ def check_admission(
     if queue and cq is None:
         res.fail(f"{pod.ref} names queue {queue}, which has no LocalQueue/ClusterQueue in the plan", pod.ref)
     if cq is not None:
-        _check_cluster_queue(ctx, res, pod, nodes, cq, req, total)
+        check_cluster_queue(ctx, res, pod, nodes, cq, req, total)
     check_pod_topology(ctx, res, pod, cq)
     _check_resource_quota(ctx, res, pod, total, lim)
     _check_limit_range(ctx, res, pod)
-
-
-def _check_cluster_queue(
-    ctx: Context,
-    res: CheckResult,
-    pod: TrainingPod,
-    nodes: PoolNodes,
-    cq: Any,
-    req: dict[str, float],
-    total: dict[str, float],
-) -> None:
-    """The team's ClusterQueue covers every requested resource, with a flavor of the pool, in quota."""
-    n = pod.min_pods
-    groups = cq.spec.get("resourceGroups") or []
-    covered = {r for g in groups for r in g.get("coveredResources") or []}
-    for name in sorted(req):
-        if name not in covered:
-            res.fail(
-                f"{pod.ref} requests {name}, which {cq.ref} does not cover: Kueue never admits the job",
-                pod.ref,
-                cq.ref,
-            )
-    selector = dict(pod.pod_spec.get("nodeSelector") or {})
-    fitting = []
-    for g in groups:
-        for fl in g.get("flavors") or []:
-            flavor = ctx.object("ResourceFlavor", None, str(fl.get("name")))
-            labels = dict((flavor.spec.get("nodeLabels") if flavor else {}) or {})
-            if all(selector.get(k, v) == v for k, v in labels.items()) and all(
-                nodes.labels.get(k) == v for k, v in labels.items()
-            ):
-                fitting.append((g, fl))
-    if not fitting:
-        res.fail(f"{pod.ref}: no flavor of {cq.ref} matches the nodes of pool {pod.pool}", pod.ref, cq.ref)
-    for g, fl in fitting:
-        quotas = {r["name"]: quantity(r.get("nominalQuota", 0)) for r in fl.get("resources") or []}
-        for name in g.get("coveredResources") or []:
-            if name in total and total[name] > quotas.get(name, 0):
-                res.fail(
-                    f"{pod.ref} needs {shown(name, total[name])} {name} for {n} pods; flavor {fl.get('name')} "
-                    f"of {cq.ref} has a nominal quota of {shown(name, quotas.get(name, 0))}",
-                    pod.ref,
-                    cq.ref,
-                )
 
 
 def _check_resource_quota(
@@ -399,9 +357,11 @@ def run(ctx: Context) -> CheckResult:
     check_daemonsets(ctx, res)
     if not ctx.job_only:
         check_queues(ctx, res)
+    run_checks(ctx, res)
     for line in ctx.pod_problems:
         res.fail(line)
     for pod in ctx.pods:
         check_pod_fit(ctx, res, pod)
+        check_job_runtime(ctx, res, pod)
         res.examined.append(pod.ref)
     return res
