@@ -8,7 +8,8 @@ tell a spot reclaim from a bug. This wrapper runs ``torch.distributed.run`` in-p
 * 143 preempted (SIGTERM/SIGUSR1 to the launcher or the workers) after a checkpoint was committed, and
       only then (the workers leave a marker after the commit);
 * 2   configuration error, checked here before any worker starts (config, model/dataset references, data
-      files, a checkpoint root that cannot be written, a changed training config); workers also exit 2;
+      files, a checkpoint root that cannot be written, a changed training config, ``FI_PROVIDER=efa``
+      without NCCL's net plugin: trainer/netplugin.py); workers also exit 2;
 * otherwise the first real failure's code: 124 hang (watchdog), 74 checkpoint saves kept failing, a
   crashing worker's own code (128 + N for one killed by signal N); 1 when the launcher was signalled
   and nothing got committed.
@@ -33,7 +34,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from trainer import lifecycle, preflight
+from trainer import lifecycle, netplugin, preflight
 from trainer.config import ConfigError, TrainConfig, load_config, parse_args
 from trainer.contract import (
     DEFAULT_GRACE_S,
@@ -196,6 +197,8 @@ def main(argv: list[str] | None = None) -> int:
         changed = apply_env_script()
         if changed:
             print(f"trainplane.launch: {ENV_SCRIPT} set {', '.join(sorted(changed))}", file=sys.stderr)
+        # after the script (it may set FI_PROVIDER or LD_LIBRARY_PATH): EFA without NCCL's plugin is TCP
+        netplugin.check_efa_plugin()
         path, sets = parse_args(trainer_opts)
         cfg = load_config(path, sets)
         tr_args = _torchrun_args(run_opts, trainer_opts)
