@@ -15,6 +15,7 @@ others. Its failure policy encodes the trainer's exit contract (trainer/contract
    pkg/controllers/failure_policy.go: rules in order, the first rule matching a failed child Job wins,
    `onJobFailureMessagePatterns` are RE2 regular expressions searched in the Job's Failed condition
    message; no match: RestartJobSet): exit 2 -> FailJobSet; exit 143 or DisruptionTarget ->
+   RestartJobSetAndIgnoreMaxRestarts; exit 75 (a peer node vanished, bounded by the launcher) ->
    RestartJobSetAndIgnoreMaxRestarts; anything else -> RestartJobSet, counted against maxRestarts.
 
 Elastic jobs (`nodes.min < nodes.max`) keep the Indexed Job: JobSet cannot change a replicated job's size
@@ -58,6 +59,9 @@ BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 RULE_CONFIG = "config-error-fails-the-jobset"
 RULE_PREEMPTED = "preemption-restarts-without-counting"
 RULE_OTHER = "any-other-failure-restarts-counted"
+# Knock-on exits of a lost peer node (trainer/peerloss.py). CamelCase: jobset@v0.12.0
+# pkg/webhooks/jobset_webhook.go accepts rule names matching ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$ only.
+RULE_PEER_LOST = "PeerLossRestartsWithoutCounting"
 
 
 def is_elastic(job: JobSpec) -> bool:
@@ -120,6 +124,8 @@ def pod_failure_policy() -> dict[str, Any]:
             _exit_codes("Ignore", contract.RETRY_WITHOUT_COUNTING),
             # Configuration error: retrying cannot help.
             _exit_codes("FailJob", contract.FAIL_JOB_NOW),
+            # Another node vanished (the launcher bounds these in a row without progress): not counted.
+            _exit_codes("Ignore", contract.RETRY_PEER_LOST),
         ]
     }
 
@@ -132,6 +138,7 @@ def child_pod_failure_policy() -> dict[str, Any]:
             {"action": "FailJob", "onPodConditions": [DISRUPTION]},
             _exit_codes("FailJob", contract.RETRY_WITHOUT_COUNTING),
             _exit_codes("FailJob", contract.FAIL_JOB_NOW),
+            _exit_codes("FailJob", contract.RETRY_PEER_LOST),
         ]
     }
 
@@ -163,6 +170,15 @@ def jobset_failure_policy(max_restarts: int) -> dict[str, Any]:
                     "^Pod \\S+ has condition DisruptionTarget matching FailJob rule",
                     _exit_pattern(contract.RETRY_WITHOUT_COUNTING),
                 ],
+            },
+            # A survivor of a lost node (spot reclaim) that exits before the lost node's pod is marked
+            # disrupted must not make the restart counted; the launcher exits 1 instead after
+            # TRAINPLANE_MAX_PEER_LOSSES of these in a row without a new checkpoint (trainer/peerloss.py).
+            {
+                "name": RULE_PEER_LOST,
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": [POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": [_exit_pattern(contract.RETRY_PEER_LOST)],
             },
             # JobSet's default for a failure no rule matches, stated so the policy reads whole.
             {"name": RULE_OTHER, "action": "RestartJobSet"},
