@@ -3,8 +3,13 @@ the spot nodes, and verify fails a spot GPU pool that nothing drains on EC2's tw
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import yaml
+
 from components.aws.spot_notice import CAPACITY_LABEL, spot_notice_values
 from components.charts import chart
+from infra.verify import facts as F
 from tests.unit.verify_plans import edit, lines, plan, release, run
 
 NTH = "aws-node-termination-handler"
@@ -15,7 +20,9 @@ def test_the_plan_of_a_spot_stack_installs_the_handler_on_spot_nodes():
     assert rel.namespace == "kube-system"
     values = rel.values
     assert values["daemonsetNodeSelector"] == {CAPACITY_LABEL: "SPOT"}
-    assert values["enableSqsTerminationDraining"] is False and values["enableSpotInterruptionDraining"] is True
+    assert (
+        values["enableSqsTerminationDraining"] is False and values["enableSpotInterruptionDraining"] is True
+    )
     # drain at once, each pod with its own grace period (the trainer's preemption checkpoint time)
     assert values["nodeTerminationGracePeriod"] == 120 and values["podTerminationGracePeriod"] == -1
     assert "daemonsetTolerations" not in values  # the chart default tolerates every taint (GPU nodes)
@@ -45,3 +52,23 @@ def test_verify_fails_a_handler_that_does_not_tolerate_the_gpu_taint():
     report = run(edit(plan("aws-dev"), release(NTH), no_tolerations), "scheduling")
     bad = [line for line in lines(report) if NTH in line and "does not tolerate" in line]
     assert bad and "pool h100" in bad[0], lines(report)
+
+
+# Verbatim copy of aws/aws-node-termination-handler tag v1.25.6 (77ca841)
+# config/helm/aws-node-termination-handler/values.yaml (chart 0.27.6): not in ../shared/reference/charts.
+VALUES = (
+    Path(__file__).resolve().parents[1]
+    / "data"
+    / "charts"
+    / "aws-node-termination-handler-0.27.6.values.yaml"
+)
+
+
+def test_facts_and_sent_values_match_the_charts_own_values():
+    defaults = yaml.safe_load(VALUES.read_text())
+    facts = F.facts()["charts"][NTH]
+    assert facts["version"] == chart(NTH).version == "0.27.6"
+    for key, value in facts["defaults"].items():
+        assert F.dig(defaults, key) == value, key
+    unknown = [k for k in spot_notice_values() if k not in defaults]
+    assert not unknown, f"keys the chart does not have: {unknown}"
