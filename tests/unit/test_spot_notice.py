@@ -72,3 +72,10 @@ def test_facts_and_sent_values_match_the_charts_own_values():
         assert F.dig(defaults, key) == value, key
     unknown = [k for k in spot_notice_values() if k not in defaults]
     assert not unknown, f"keys the chart does not have: {unknown}"
+
+
+def test_verify_notes_that_gke_spot_gives_training_pods_less_than_they_ask():
+    report = run(plan("gcp-dev"), "scheduling")
+    notes = [n for n in report.check("scheduling").notes if "GKE spot pool" in n]
+    assert notes and "h100" in notes[0] and "15 s" in notes[0] and "ask 60 s" in notes[0], notes
+    assert report.ok  # a property of the GKE version, not a wrong plan

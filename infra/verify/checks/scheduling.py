@@ -22,7 +22,7 @@ from infra.verify.checks.kueue_admission import (
     pod_lands_on,
 )
 from infra.verify.checks.pool_nodes import GIB, PoolNodes, _taint_str, pool_nodes, quantity, shown
-from infra.verify.checks.spot_notice import check_spot_notice
+from infra.verify.checks.spot_notice import check_spot_notice, note_gke_spot_grace
 from infra.verify.context import EFA_RESOURCE, GPU_RESOURCE, Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.report import CheckResult
@@ -48,6 +48,8 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
         res.fail(u)
     if ctx.platform.cloud == "aws":
         _check_aws_gpu_pools(ctx, res, gpu_pools)
+    elif ctx.platform.cloud == "gcp":
+        note_gke_spot_grace(ctx, res)
     check_kueue_pod_integration(ctx, res)
 
 
