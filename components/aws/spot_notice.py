@@ -77,6 +77,8 @@ def spot_notice_values() -> dict[str, Any]:
         # Events on the node say why its pods went away.
         "emitKubernetesEvents": True,
         # daemonsetTolerations keeps its default, [{operator: Exists}]: it runs on tainted GPU nodes too.
+        # useHostNetwork keeps its default, true: our launch templates allow IMDSv2 with a hop limit of 1
+        # (components/aws/node_group.py), which a pod reaches only from the host network.
     }
 
 

@@ -70,6 +70,8 @@ def test_facts_and_sent_values_match_the_charts_own_values():
     assert facts["version"] == chart(NTH).version == "0.27.6"
     for key, value in facts["defaults"].items():
         assert F.dig(defaults, key) == value, key
+    # IMDS with hop limit 1 (the node groups' launch templates) is reachable from the host network only
+    assert defaults["useHostNetwork"] is True and "useHostNetwork" not in spot_notice_values()
     unknown = [k for k in spot_notice_values() if k not in defaults]
     assert not unknown, f"keys the chart does not have: {unknown}"
 
