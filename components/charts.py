@@ -63,6 +63,12 @@ CHARTS: dict[str, Chart] = {
     "aws-efa-k8s-device-plugin": Chart(
         "https://aws.github.io/eks-charts", "aws-efa-k8s-device-plugin", "v0.5.30", app_version="v0.5.20"
     ),
+    # aws/aws-node-termination-handler tag v1.25.6 (77ca841), config/helm/aws-node-termination-handler:
+    # chart 0.27.6, app 1.25.6, published at oci://public.ecr.aws/aws-ec2/helm (its README); the
+    # spot-notice DaemonSet (components/aws/spot_notice.py).
+    "aws-node-termination-handler": Chart(
+        "oci://public.ecr.aws/aws-ec2/helm", "aws-node-termination-handler", "0.27.6", app_version="1.25.6"
+    ),
 }
 
 

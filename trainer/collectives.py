@@ -30,6 +30,7 @@ from dataclasses import asdict, dataclass
 
 from trainer.config import ConfigError
 from trainer.envscript import apply_env_script
+from trainer.netplugin import check_efa_plugin
 
 RESULT_PREFIX = "trainplane-collectives-result:"
 COLLECTIVES = ("all_gather", "all_reduce")
@@ -209,6 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sizes = message_sizes(a.min_bytes, a.max_bytes, a.factor)
         apply_env_script()  # the fabric's NCCL settings, as the launcher applies them for training
+        check_efa_plugin()  # EFA without NCCL's net plugin measures TCP: say so instead
     except (ValueError, ConfigError) as e:
         print(f"trainer.collectives: {e}", file=sys.stderr)
         return 2

@@ -21,12 +21,19 @@ name                        code   meaning                                      
                                                                                         counted
 ``EXIT_SAVE_FAILED``        74     checkpoint saves kept failing, or the final or       retry,
                                    preemption save failed (sysexits.h EX_IOERR)         counted
+``EXIT_PEER_LOST``          75     another node of the job vanished (its collective     retry, not
+                                   or rendezvous broke) while this one was healthy;     counted
+                                   at most ``TRAINPLANE_MAX_PEER_LOSSES`` times in a
+                                   row without a new committed checkpoint, then 1
+                                   (sysexits.h EX_TEMPFAIL)
 ``EXIT_CRASH``              1      anything else (also a preemption with nothing        retry,
                                    committed); other codes are a worker's own           counted
 ==========================  =====  ===================================================  ===========
 
 >>> exit_action(EXIT_PREEMPTED), exit_action(EXIT_CONFIG), exit_action(EXIT_HANG), exit_action(137)
 ('retry', 'fail', 'count', 'count')
+>>> exit_action(EXIT_PEER_LOST)
+'retry'
 """
 
 from __future__ import annotations
@@ -44,12 +51,16 @@ EXIT_OK: Final = 0
 EXIT_CRASH: Final = 1
 EXIT_CONFIG: Final = 2
 EXIT_SAVE_FAILED: Final = 74  # sysexits.h EX_IOERR
+EXIT_PEER_LOST: Final = 75  # sysexits.h EX_TEMPFAIL: a peer node vanished; trainer/peerloss.py
 EXIT_HANG: Final = 124  # as timeout(1)
 EXIT_PREEMPTED: Final = 143  # 128 + SIGTERM, what Kubernetes and Lightning read as "terminated"
 
 # For the job's failure policy (Kubernetes podFailurePolicy: Ignore, FailJob; everything else Count).
 RETRY_WITHOUT_COUNTING: Final[tuple[int, ...]] = (EXIT_PREEMPTED,)
 FAIL_JOB_NOW: Final[tuple[int, ...]] = (EXIT_CONFIG,)
+# Knock-on exits of a lost peer node (spot reclaim, node failure): retried without counting, in a rule of
+# their own (the launcher bounds them: TRAINPLANE_MAX_PEER_LOSSES in a row without progress, then 1).
+RETRY_PEER_LOST: Final[tuple[int, ...]] = (EXIT_PEER_LOST,)
 # Named failures that count against the retry budget; any other non-zero code counts as well.
 RETRY_COUNTING: Final[tuple[int, ...]] = (EXIT_CRASH, EXIT_SAVE_FAILED, EXIT_HANG)
 
@@ -67,7 +78,7 @@ def exit_action(code: int) -> ExitAction:
     """
     if code == EXIT_OK:
         return "success"
-    if code in RETRY_WITHOUT_COUNTING:
+    if code in RETRY_WITHOUT_COUNTING or code in RETRY_PEER_LOST:
         return "retry"
     return "fail" if code in FAIL_JOB_NOW else "count"
 
@@ -113,6 +124,10 @@ DEFAULT_GRACE_S: Final = 60
 # A shell script the launcher sources before starting workers (a fabric's NCCL settings, e.g. GKE gIB's
 # set_nccl_env.sh); the variables it sets reach every worker.
 ENV_SCRIPT: Final = "TRAINPLANE_ENV_SCRIPT"
+# Launcher: how many peer losses in a row, without a new committed checkpoint, exit uncounted (75) before
+# the next one is a counted crash (1). Counted per node in the checkpoint root (trainer/peerloss.py).
+ENV_MAX_PEER_LOSSES: Final = "TRAINPLANE_MAX_PEER_LOSSES"
+DEFAULT_MAX_PEER_LOSSES: Final = 3
 PLATFORM_ENV: Final[tuple[str, ...]] = (
     ENV_CONFIG,
     ENV_JOB_NAME,

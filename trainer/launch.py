@@ -8,7 +8,11 @@ tell a spot reclaim from a bug. This wrapper runs ``torch.distributed.run`` in-p
 * 143 preempted (SIGTERM/SIGUSR1 to the launcher or the workers) after a checkpoint was committed, and
       only then (the workers leave a marker after the commit);
 * 2   configuration error, checked here before any worker starts (config, model/dataset references, data
-      files, a checkpoint root that cannot be written, a changed training config); workers also exit 2;
+      files, a checkpoint root that cannot be written, a changed training config, ``FI_PROVIDER=efa``
+      without NCCL's net plugin: trainer/netplugin.py); workers also exit 2;
+* 75  a peer node vanished (a worker's collective broke on a remote end, or the group could not
+      rendezvous again) while this node was healthy: retried without counting, at most
+      ``TRAINPLANE_MAX_PEER_LOSSES`` times in a row without a new checkpoint, then 1 (trainer/peerloss.py);
 * otherwise the first real failure's code: 124 hang (watchdog), 74 checkpoint saves kept failing, a
   crashing worker's own code (128 + N for one killed by signal N); 1 when the launcher was signalled
   and nothing got committed.
@@ -34,7 +38,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from trainer import lifecycle, preflight
+from trainer import lifecycle, netplugin, peerloss, preflight
 from trainer.config import ConfigError, TrainConfig, load_config, parse_args
 from trainer.contract import (
     DEFAULT_GRACE_S,
@@ -46,6 +50,7 @@ from trainer.contract import (
     EXIT_CONFIG,
     EXIT_CRASH,
     EXIT_OK,
+    EXIT_PEER_LOST,
     EXIT_PREEMPTED,
     exit_action,
     exit_meaning,
@@ -124,6 +129,10 @@ _KNOCK_ON = {1, -int(signal.SIGABRT), 128 + int(signal.SIGABRT)}  # peers of a d
 _TEARDOWN = {-int(signal.SIGTERM), EXIT_PREEMPTED}  # what torchrun's own SIGTERM leaves behind
 
 
+def _knock_on_rank(code: int) -> int:
+    return 2 if code in _KNOCK_ON else 1 if code == EXIT_PEER_LOST else 0
+
+
 def failure_code(failures: dict[int, Any], primary: set[int], preempted: bool, finished: bool) -> int:
     """The launcher's exit code for a failed worker group (pure; ``failures`` as in ChildFailedError)."""
     if preempted:
@@ -131,7 +140,8 @@ def failure_code(failures: dict[int, Any], primary: set[int], preempted: bool, f
     if finished:
         return EXIT_OK  # the final checkpoint committed; a worker failing in its teardown changes nothing
     own = [f for f in failures.values() if f.pid in primary] or list(failures.values())
-    first = min(own, key=lambda f: (f.exitcode in _TEARDOWN, f.exitcode in _KNOCK_ON, f.timestamp))
+    # A worker's own failure (7, 74, 124...) before a lost peer (75) before a broken connection (1, SIGABRT)
+    first = min(own, key=lambda f: (f.exitcode in _TEARDOWN, _knock_on_rank(f.exitcode), f.timestamp))
     code = int(first.exitcode)
     code = 128 - code if code < 0 else code  # killed by signal N
     return EXIT_CRASH if code == EXIT_PREEMPTED else code  # 143 is a promise that a checkpoint committed
@@ -213,7 +223,19 @@ def summary_line(code: int, job: str | None, restarts: int, seconds: float) -> s
     return json_line(rec)
 
 
-def _run(tr_args: Any) -> int:
+def _run(cfg: TrainConfig, tr_args: Any) -> int:
+    code, cause = _run_group(tr_args)
+    if code != EXIT_PEER_LOST:
+        return code
+    # uncounted only a few times in a row without progress (trainer/peerloss.py)
+    verdict = peerloss.settle(
+        cfg.checkpoint.uri, peerloss.node_id(getattr(tr_args, "node_rank", None)), keep=cfg.checkpoint.keep
+    )
+    return peerloss.report(verdict, cause)
+
+
+def _run_group(tr_args: Any) -> tuple[int, str]:
+    """torchrun's run of the worker group: the exit code, and for a peer loss what showed it."""
     from torch.distributed import run as torchrun
     from torch.distributed.elastic.multiprocessing.api import SignalException
     from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
@@ -227,11 +249,21 @@ def _run(tr_args: Any) -> int:
         preempted, finished = Path(status, lifecycle.PREEMPTED), Path(status, lifecycle.FINISHED)
         try:
             torchrun.run(tr_args)
-            return EXIT_OK
+            return EXIT_OK, ""
         except ChildFailedError as e:
-            return failure_code(e.failures, _PRIMARY, preempted.exists(), finished.exists())
+            code = failure_code(e.failures, _PRIMARY, preempted.exists(), finished.exists())
+            return code, "a worker's collective broke"
         except SignalException as e:
-            return signalled_code(e.sigval, preempted.exists(), finished.exists())
+            return signalled_code(
+                e.sigval, preempted.exists(), finished.exists()
+            ), "a worker's collective broke"
+        except Exception as e:
+            # torchrun's agent could not form the group again after a worker failure: the store or the
+            # other nodes are gone (measured: DistNetworkError "Broken pipe" when the master node vanished)
+            if not peerloss.is_rendezvous_failure(e) or finished.exists():
+                raise
+            first = (str(e).strip().splitlines() or [""])[0][:200]
+            return EXIT_PEER_LOST, f"rendezvous failed: {type(e).__name__}: {first}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,6 +282,8 @@ def _main(argv: list[str] | None, job: list[str | None]) -> int:
         changed = apply_env_script()
         if changed:
             print(f"trainplane.launch: {ENV_SCRIPT} set {', '.join(sorted(changed))}", file=sys.stderr)
+        # after the script (it may set FI_PROVIDER or LD_LIBRARY_PATH): EFA without NCCL's plugin is TCP
+        netplugin.check_efa_plugin()
         path, sets = parse_args(trainer_opts)
         cfg = load_config(path, sets)
         job[0] = cfg.job_name
@@ -258,7 +292,7 @@ def _main(argv: list[str] | None, job: list[str | None]) -> int:
     except ConfigError as e:
         print(str(e), file=sys.stderr)
         return EXIT_CONFIG
-    return _run(tr_args)
+    return _run(cfg, tr_args)
 
 
 if __name__ == "__main__":

@@ -22,12 +22,20 @@ import torch.nn.functional as F
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from trainer import lifecycle
+from trainer import lifecycle, peerloss
 from trainer.build import build_loader, build_model, build_optimizer, build_scheduler, vocab_size, wrap_model
 from trainer.checkpoint import Group
 from trainer.checkpointing import Checkpointer, CollectiveConfigError, SaveFailed, probe_collectively
 from trainer.config import ConfigError, TrainConfig, load_config, parse_args
-from trainer.contract import EXIT_CONFIG, EXIT_CRASH, EXIT_HANG, EXIT_OK, EXIT_PREEMPTED, EXIT_SAVE_FAILED
+from trainer.contract import (
+    EXIT_CONFIG,
+    EXIT_CRASH,
+    EXIT_HANG,
+    EXIT_OK,
+    EXIT_PEER_LOST,
+    EXIT_PREEMPTED,
+    EXIT_SAVE_FAILED,
+)
 from trainer.data import build_dataset
 from trainer.distributed import DistContext, init_process_groups
 from trainer.metrics import EventLog, Metrics, Progress
@@ -291,3 +299,10 @@ def _main(argv: list[str] | None) -> int:
     except ConfigError as e:
         print(str(e), file=sys.stderr)
         return EXIT_CONFIG
+    except Exception as e:
+        if not peerloss.is_peer_loss(e):
+            raise
+        # another node vanished under a collective: report it as such (trainer/peerloss.py), not as a crash
+        first = (str(e).strip().splitlines() or [""])[0][:300]
+        print(f"trainplane: a peer is gone: {type(e).__name__}: {first}", file=sys.stderr)
+        return EXIT_PEER_LOST

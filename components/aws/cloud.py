@@ -31,6 +31,7 @@ from components.aws.network import Network, NetworkArgs
 from components.aws.node_group import NodePool, NodePoolArgs, node_repair
 from components.aws.node_role import NodeRole
 from components.aws.profile import EKS_PROFILE
+from components.aws.spot_notice import SpotNoticeHandler, SpotNoticeHandlerArgs, needs_spot_notice
 from components.aws.storage import EfsStorage, LustreStorage, StorageArgs
 from components.bundle import ClusterBundle
 from components.spec import PlatformSpec
@@ -183,6 +184,10 @@ class AwsCloud(pulumi.ComponentResource):
         )
         if any(p.efa for p in spec.node_pools):
             EfaDevicePlugin(f"{name}-efa", EfaDevicePluginArgs(provider=eks.provider, ready=system), child)
+        if needs_spot_notice(spec.node_pools):  # the two-minute notice -> SIGTERM (spot_notice.py)
+            SpotNoticeHandler(
+                f"{name}-spot", SpotNoticeHandlerArgs(provider=eks.provider, ready=system), child
+            )
 
         identities = WorkloadIdentities(
             f"{name}-identity",

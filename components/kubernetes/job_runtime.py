@@ -15,6 +15,7 @@ others. Its failure policy encodes the trainer's exit contract (trainer/contract
    pkg/controllers/failure_policy.go: rules in order, the first rule matching a failed child Job wins,
    `onJobFailureMessagePatterns` are RE2 regular expressions searched in the Job's Failed condition
    message; no match: RestartJobSet): exit 2 -> FailJobSet; exit 143 or DisruptionTarget ->
+   RestartJobSetAndIgnoreMaxRestarts; exit 75 (a peer node vanished, bounded by the launcher) ->
    RestartJobSetAndIgnoreMaxRestarts; anything else -> RestartJobSet, counted against maxRestarts.
 
 Elastic jobs (`nodes.min < nodes.max`) keep the Indexed Job: JobSet cannot change a replicated job's size
@@ -60,6 +61,8 @@ BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 RULE_CONFIG = "ConfigErrorFailsJobSet"
 RULE_PREEMPTED = "PreemptionRestartsUncounted"
 RULE_OTHER = "OtherFailureRestartsCounted"
+# Knock-on exits of a lost peer node (trainer/peerloss.py), same naming rule.
+RULE_PEER_LOST = "PeerLossRestartsWithoutCounting"
 
 
 def is_elastic(job: JobSpec) -> bool:
@@ -122,6 +125,8 @@ def pod_failure_policy() -> dict[str, Any]:
             _exit_codes("Ignore", contract.RETRY_WITHOUT_COUNTING),
             # Configuration error: retrying cannot help.
             _exit_codes("FailJob", contract.FAIL_JOB_NOW),
+            # Another node vanished (the launcher bounds these in a row without progress): not counted.
+            _exit_codes("Ignore", contract.RETRY_PEER_LOST),
         ]
     }
 
@@ -134,6 +139,7 @@ def child_pod_failure_policy() -> dict[str, Any]:
             {"action": "FailJob", "onPodConditions": [DISRUPTION]},
             _exit_codes("FailJob", contract.RETRY_WITHOUT_COUNTING),
             _exit_codes("FailJob", contract.FAIL_JOB_NOW),
+            _exit_codes("FailJob", contract.RETRY_PEER_LOST),
         ]
     }
 
@@ -165,6 +171,15 @@ def jobset_failure_policy(max_restarts: int) -> dict[str, Any]:
                     "^Pod \\S+ has condition DisruptionTarget matching FailJob rule",
                     _exit_pattern(contract.RETRY_WITHOUT_COUNTING),
                 ],
+            },
+            # A survivor of a lost node (spot reclaim) that exits before the lost node's pod is marked
+            # disrupted must not make the restart counted; the launcher exits 1 instead after
+            # TRAINPLANE_MAX_PEER_LOSSES of these in a row without a new checkpoint (trainer/peerloss.py).
+            {
+                "name": RULE_PEER_LOST,
+                "action": "RestartJobSetAndIgnoreMaxRestarts",
+                "onJobFailureReasons": [POD_FAILURE_POLICY],
+                "onJobFailureMessagePatterns": [_exit_pattern(contract.RETRY_PEER_LOST)],
             },
             # JobSet's default for a failure no rule matches, stated so the policy reads whole.
             {"name": RULE_OTHER, "action": "RestartJobSet"},

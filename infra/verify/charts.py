@@ -42,7 +42,7 @@ class DaemonSetModel:
     role: str
     tolerations: tuple[Mapping[str, Any], ...]
     # Which nodes it must run on: "gpu" (every GPU node), "efa" (EFA nodes), "storage" (nodes of pools
-    # whose jobs mount its CSI driver's volumes), "all".
+    # whose jobs mount its CSI driver's volumes), "spot" (nodes of spot pools), "all".
     scope: str
     csi_driver: str | None = None
 
@@ -157,7 +157,9 @@ def _release_daemon_sets(rel: HelmRelease, cf: Mapping[str, Any], out: ChartMode
                 name=f"{rel.namespace}/{d['name']}",
                 role=d["role"],
                 tolerations=tuple(tolerations),
-                scope={True: "gpu", "efa": "efa", "storage": "storage"}.get(d.get("gpuNodes"), "all"),
+                scope={True: "gpu", "efa": "efa", "storage": "storage", "spot": "spot"}.get(
+                    d.get("gpuNodes"), "all"
+                ),
                 csi_driver=d.get("csiDriver"),
             )
         )

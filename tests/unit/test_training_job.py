@@ -157,6 +157,7 @@ def test_elastic_job_keeps_the_indexed_job_with_a_c10d_rendezvous():
         {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
         {"action": "Ignore", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [143]}},
         {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [2]}},
+        {"action": "Ignore", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [75]}},
     ]
 
 

@@ -24,6 +24,7 @@ from infra.verify.checks.kueue_admission import (
     pod_lands_on,
 )
 from infra.verify.checks.pool_nodes import GIB, PoolNodes, _taint_str, pool_nodes, quantity, shown
+from infra.verify.checks.spot_notice import check_spot_notice, note_gke_spot_grace
 from infra.verify.context import EFA_RESOURCE, GPU_RESOURCE, Context
 from infra.verify.jobs import TrainingPod
 from infra.verify.report import CheckResult
@@ -49,6 +50,8 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
         res.fail(u)
     if ctx.platform.cloud == "aws":
         _check_aws_gpu_pools(ctx, res, gpu_pools)
+    elif ctx.platform.cloud == "gcp":
+        note_gke_spot_grace(ctx, res)
     check_kueue_pod_integration(ctx, res)
 
 
@@ -63,6 +66,8 @@ def _check_daemonset_tolerations(
             continue
         for pool, nodes in gpu_pools:
             if d.scope == "efa" and not _is_efa_pool(nodes):
+                continue
+            if d.scope == "spot" and pool.get("capacity") != "spot":
                 continue
             for t in nodes.taints:
                 if not tolerates(d.tolerations, t):
@@ -86,6 +91,7 @@ def _check_aws_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: list[tuple[A
                 "installed: GPU faults (AcceleratedHardwareReady) are never detected",
                 nodes.source,
             )
+    check_spot_notice(ctx, res, gpu_pools)
     if plan.releases("cluster-autoscaler"):
         label = F.cloud("aws")["autoscaler"]["gpuLabel"]
         for pool, nodes in gpu_pools:

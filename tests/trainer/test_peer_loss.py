@@ -1,0 +1,124 @@
+"""A lost peer node: the survivor exits 75 (retried without counting), but only a few times in a row
+without a new checkpoint, then 1 (counted). Real processes: two launchers as two "nodes" of one job
+(static rendezvous, as the JobSet runtime runs them), the master node killed with SIGKILL like a
+reclaimed VM."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.trainer.conftest import Proc, free_port
+from tests.trainer.test_launch import PLUGIN
+from trainer import peerloss
+from trainer.contract import EXIT_CRASH, EXIT_PEER_LOST
+
+# No checkpoint commits during these runs: every peer loss is "without progress".
+NO_SAVES = ["--checkpoint.interval-steps", "100000"]
+
+
+def _two_nodes(tmp: Path, name: str, ckpt: Path, restarts: int, env: dict[str, str]) -> list[Proc]:
+    port = free_port()
+    return [
+        Proc(
+            [
+                "-m",
+                "trainer.launch",
+                "--nnodes=2",
+                f"--node-rank={rank}",
+                "--master-addr=127.0.0.1",
+                f"--master-port={port}",
+                "--nproc-per-node=1",
+                f"--max-restarts={restarts}",
+                "--",
+                *PLUGIN,
+                "--steps",
+                "100000",
+                "--checkpoint.uri",
+                str(ckpt),
+                *NO_SAVES,
+            ],
+            tmp,
+            f"{name}-node{rank}",
+            env,
+        )
+        for rank in (0, 1)
+    ]
+
+
+def _lose_master(tmp: Path, name: str, ckpt: Path, restarts: int, env: dict[str, str]) -> Proc:
+    """Run two nodes until they train together, kill node 0 (master and store); node 1, finished."""
+    nodes = _two_nodes(tmp, name, ckpt, restarts, env)
+    try:
+        nodes[0].wait_for(lambda e: e.get("event") == "step_done" and e["step"] >= 3)
+        nodes[0].kill_tree()
+        nodes[1].wait()
+    finally:
+        for n in nodes:
+            n.kill_tree()
+    return nodes[1]
+
+
+@pytest.mark.slow
+def test_survivor_of_a_lost_node_exits_75_then_escalates_without_progress(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    env = {"TRAINPLANE_MAX_PEER_LOSSES": "1"}
+    # as the job stack runs it (--max-restarts=3): the worker's gloo collective breaks, torchrun's restart
+    # cannot rendezvous with the vanished master
+    first = _lose_master(tmp_path, "a", ckpt, 3, env)
+    assert first.p.returncode == EXIT_PEER_LOST, first.tail()
+    assert "restart not counted" in first.err.read_text().strip().splitlines()[-1]
+    # the same node loses its peer again with no new checkpoint: counted (no torchrun restarts this time,
+    # so the worker's own code 75 is what torchrun reports)
+    second = _lose_master(tmp_path, "b", ckpt, 0, env)
+    assert second.p.returncode == EXIT_CRASH, second.tail()
+    last = second.err.read_text().strip().splitlines()[-1]
+    assert "2 peer losses in a row without a new checkpoint" in last and "counted as a crash" in last
+    assert "trainplane: a peer is gone: RuntimeError" in second.err.read_text()  # the worker said why
+
+
+class _Newest:
+    def __init__(self, step: int) -> None:
+        self.step = step
+
+
+def test_a_new_checkpoint_resets_the_count(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trainer.checkpoint import CheckpointRoot
+
+    newest: dict[str, Any] = {"step": None}
+    monkeypatch.setattr(
+        CheckpointRoot,
+        "newest_committed",
+        lambda self: _Newest(newest["step"]) if newest["step"] is not None else None,
+    )
+    uri = str(tmp_path)
+    codes = [peerloss.settle(uri, "node-1", limit=2).code for _ in range(3)]
+    assert codes == [EXIT_PEER_LOST, EXIT_PEER_LOST, EXIT_CRASH]
+    newest["step"] = 40  # progress: a checkpoint committed since
+    assert [peerloss.settle(uri, "node-1", limit=2).code for _ in range(3)] == [75, 75, 1]
+    # each node counts its own losses
+    assert peerloss.settle(uri, "node-0", limit=2).code == EXIT_PEER_LOST
+
+
+def test_without_a_durable_count_a_peer_loss_is_counted(tmp_path: Path) -> None:
+    assert peerloss.settle(None, "node-1").code == EXIT_CRASH
+    (tmp_path / "file").write_text("")
+    verdict = peerloss.settle(str(tmp_path / "file" / "root"), "node-1")
+    assert verdict.code == EXIT_CRASH and "counted" in verdict.message
+
+
+def test_what_counts_as_a_lost_peer() -> None:
+    import torch.distributed as dist
+
+    gloo = (
+        "Got the following error when running the callback: RuntimeError: [../gloo/transport/tcp/pair.cc:537] "
+        "Read error [127.0.0.1]:4487: Connection reset by peer"
+    )
+    assert peerloss.is_peer_loss(RuntimeError(gloo))
+    assert peerloss.is_peer_loss(dist.DistNetworkError("Broken pipe"))
+    assert peerloss.is_peer_loss(dist.DistBackendError("NCCL error: ncclRemoteError: remote process exiting"))
+    assert not peerloss.is_peer_loss(dist.DistBackendError("NCCL error: unhandled cuda error"))
+    assert not peerloss.is_peer_loss(RuntimeError("CUDA out of memory"))
+    assert not peerloss.is_peer_loss(ValueError("Connection reset by peer"))
