@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -183,11 +184,29 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and len(out["findings"]) == 7
-    # GCP: nothing asked, and it says so rather than passing.
-    assert cli.main(["verify", "gcp-h100-dws", "--cloud"]) == 0
-    text = capsys.readouterr().out
-    assert "no cloud check ran on gcp: nothing above is verified" in text
-    assert "not checked: reservations" in text
+    # GCP: nothing asked, and it says so rather than passing: exit 2 (no check could run), never 0.
+    assert cli.main(["verify", "gcp-h100-dws", "--cloud"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip() == "verify --cloud: no cloud check ran on gcp: nothing is verified"
+    assert "not checked: reservations" in printed.out
+    assert cli.main(["verify", "gcp-h100-dws", "--cloud", "--json"]) == 2
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["ran"] is False and data["notChecked"]
+
+
+def test_cli_without_credentials_is_one_line_exit_2(monkeypatch, tmp_path, capsys):
+    # It used to print six FAIL rows (one per pool) and exit 1, as if the reservations were wrong.
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    assert cli.main(["verify", "aws-h100-reserved", "--cloud"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip().splitlines() == [
+        "verify --cloud: cannot ask the cloud: NoCredentialsError: Unable to locate credentials"
+    ]
+    assert "FAIL" not in printed.out
 
 
 def test_cli_without_boto3_says_so_in_one_line(monkeypatch, capsys):
