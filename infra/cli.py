@@ -63,7 +63,13 @@ def _validated(sf, key: str, model):
     try:
         return model.load(sf.object(key))
     except ConfigError as e:
-        raise UsageError([f"{sf.path}: {len(e.problems)} problem(s)", *e.problems]) from None
+        raise UsageError(problem_lines(sf.path, e.problems)) from None
+
+
+def problem_lines(path: object, problems: list[str]) -> list[str]:
+    """The one format of a stack file's problems, platform or job, from validation or from the program:
+    a header naming the file, then one line per problem naming its key."""
+    return [f"{path}: {len(problems)} problem(s)", *problems]
 
 
 def _run(sf, stack_refs: dict[str, Any] | None = None):
@@ -74,7 +80,10 @@ def _run(sf, stack_refs: dict[str, Any] | None = None):
     try:
         return run_program(sf.config, sf.name, stack_refs=stack_refs, secret_keys=sf.secret_keys)
     except pulumi.RunError as e:
-        raise UsageError([f"{sf.path}: {line}" for line in str(e).splitlines()]) from None
+        lines = str(e).splitlines()
+        if lines and lines[0] == "invalid stack config:":  # infra/program.py's ConfigError
+            raise UsageError(problem_lines(sf.path, lines[1:])) from None
+        raise UsageError([f"{sf.path}: {line}" for line in lines]) from None
 
 
 def _read_refs(pairs: list[str]) -> dict[str, Any]:
@@ -210,7 +219,7 @@ def _job_and_platform(stack: str, ref_pairs: list[str]):
     platform = platform_outputs(outputs)
     problems = check_job(job, platform)  # what the job stack itself would refuse
     if problems:
-        raise UsageError([f"{sf.path}: {p}" for p in problems])
+        raise UsageError(problem_lines(sf.path, problems))
     return job, platform
 
 

@@ -22,12 +22,26 @@ def run() -> None:
         )
     try:
         if kinds == ["platform"]:
-            _platform(config, PlatformSpec.load(config.get_object("platform")))
+            spec = PlatformSpec.load(config.get_object("platform"))
+            provider_region_problems(spec, pulumi.Config(spec.cloud).get("region"))
+            _platform(config, spec)
         else:
             _job(JobSpec.load(config.get_object("job")))
     except ConfigError as e:
         # RunError prints without a Python traceback under `pulumi up`.
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
+
+
+def provider_region_problems(spec: PlatformSpec, provider_region: str | None) -> None:
+    """`aws:region` (or `gcp:region`) is where the default provider creates what the platform does not
+    place itself; a value other than platform.region would split the platform across two regions."""
+    if provider_region and spec.region and provider_region != spec.region:
+        raise ConfigError(
+            [
+                f"{spec.cloud}:region: {provider_region!r} differs from platform.region {spec.region!r}; "
+                f"set both to the same region (or drop {spec.cloud}:region)"
+            ]
+        )
 
 
 def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:
