@@ -248,6 +248,12 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
         return Cost(None, None, None, None, 0.0, pools, assumptions)
     if basis is not None:
         fraction = spec.pricing.spot_fraction or basis.spot_fraction
+        if spec.region and spec.region != basis.region:
+            # The catalog holds one region's list prices per cloud; say so rather than price silently.
+            assumptions.append(
+                f"region: priced at {basis.region} list prices, the only region the catalog has for "
+                f"{spec.cloud}; {spec.region} prices differ (set platform.pricing.overrides for exact ones)"
+            )
         assumptions += [
             f"on-demand: {basis.source} (as of {basis.as_of}); compute only, Linux, per node-hour",
             f"spot: {fraction:.0%} of on-demand ({basis.spot_source}); real spot prices move hourly",
