@@ -57,6 +57,39 @@ def _load_stack(stack: str):
         raise UsageError([str(e)]) from None
 
 
+def no_object_error(sf) -> UsageError:
+    """A stack file with neither object; a mistyped `trainplane:` key gets a did-you-mean."""
+    import difflib
+
+    hint = ""
+    for key in sorted(k for k in sf.config if k.startswith("trainplane:")):
+        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        if close:
+            hint = f"; {key!r} is not one: did you mean {close[0]!r}?"
+            break
+    return UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config{hint}"])
+
+
+def platform_stack_file(sf, job):
+    """The stack file of the platform a job names (job.platformStack), or one line saying why not."""
+    from infra import stackfile
+
+    short = job.platform_stack.split("/")[-1]
+    try:
+        psf = stackfile.load(short)
+    except stackfile.StackFileError as e:
+        raise UsageError([f"{sf.path}: job.platformStack {job.platform_stack!r}: {e}"]) from None
+    if psf.object("trainplane:platform") is None:
+        held = "a job stack (trainplane:job)" if psf.object("trainplane:job") is not None else "no platform"
+        raise UsageError(
+            [
+                f"{sf.path}: job.platformStack {job.platform_stack!r}: {psf.path} is {held}, not a platform "
+                "stack; name the platform stack the job runs on"
+            ]
+        )
+    return psf
+
+
 def _validated(sf, key: str, model):
     from components.spec import ConfigError
 
@@ -114,15 +147,15 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None):
         result = _run(sf)
         return result, summarize_platform(result, spec)
     if sf.object("trainplane:job") is None:
-        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+        raise no_object_error(sf)
     job = _validated(sf, "trainplane:job", JobSpec)
     refs = _read_refs(ref_pairs or [])
-    outputs, platform_spec = _job_platform(job, refs)
+    outputs, platform_spec = _job_platform(job, refs, sf)
     result = _run(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
 
 
-def _job_platform(job, refs: dict[str, Any]):
+def _job_platform(job, refs: dict[str, Any], sf=None):
     """The outputs of the platform stack a job names: recorded ones (`--ref`, full or short name), else
     those of planning stacks/Pulumi.<platform>.yaml offline, exactly what the engine would hand over after
     deploying it (then with the platform's spec, else None)."""
@@ -132,7 +165,7 @@ def _job_platform(job, refs: dict[str, Any]):
     for key in (job.platform_stack, short):
         if key in refs:
             return refs[key], None
-    psf = _load_stack(short)
+    psf = platform_stack_file(sf, job) if sf is not None else _load_stack(short)
     spec = _validated(psf, "trainplane:platform", PlatformSpec)
     return _run(psf).outputs, spec
 
@@ -215,7 +248,7 @@ def _job_and_platform(stack: str, ref_pairs: list[str]):
     if sf.object("trainplane:job") is None:
         raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
     job = _validated(sf, "trainplane:job", JobSpec)
-    outputs, _ = _job_platform(job, _read_refs(ref_pairs))
+    outputs, _ = _job_platform(job, _read_refs(ref_pairs), sf)
     platform = platform_outputs(outputs)
     problems = check_job(job, platform)  # what the job stack itself would refuse
     if problems:

@@ -82,7 +82,9 @@ def test_unreadable_stack_files_are_named(tmp_path, content, expected):
 def test_missing_stack_is_a_usage_error():
     proc = trainplane("plan", "no-such-stack")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"{ROOT / 'stacks' / 'Pulumi.no-such-stack.yaml'}: no such stack file"
+    assert proc.stderr.strip().startswith(
+        f"{ROOT / 'stacks' / 'Pulumi.no-such-stack.yaml'}: no such stack file"
+    )
 
 
 @pytest.mark.parametrize("stack", [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()])
@@ -157,7 +159,7 @@ def test_bad_input_is_exit_2_for_every_command(command, capsys):
     argv = [command, "no-such-stack"] + (["--out", "/tmp/x"] if command == "render" else [])
     assert cli.main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].endswith("no such stack file")
+    assert len(err) == 1 and "Pulumi.no-such-stack.yaml: no such stack file" in err[0]
 
 
 # ---- output that survives a pipe (issue 22) -------------------------------------------------------
