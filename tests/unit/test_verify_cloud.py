@@ -184,6 +184,9 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and len(out["findings"]) == 7
+    from tests.unit.test_cli_json import _bad_keys
+
+    assert _bad_keys(out) == []  # one key style (camelCase) in every command's JSON
     # GCP: nothing asked, and it says so rather than passing: exit 2 (no check could run), never 0.
     assert cli.main(["verify", "gcp-h100-dws", "--cloud"]) == 2
     printed = capsys.readouterr()
