@@ -95,3 +95,30 @@ def test_plan_of_a_job_prints_seconds(capsys):
     assert cli.main(["plan", "gpt-small-aws-dev"]) == 0
     out = capsys.readouterr().out
     assert "Critical path: about 7 s to create" in out and "about 0 min" not in out
+
+
+def test_verify_against_a_cluster_it_cannot_use_is_one_line_exit_2(tmp_path, capsys):
+    import json
+    import socket
+
+    assert _err(["verify", "onprem-dev", "--kubeconfig", "/nonexistent"], capsys) == [
+        "--kubeconfig /nonexistent: no such file"
+    ]
+    with socket.socket() as s:  # bound, never listening: connections are refused
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    config = tmp_path / "config"
+    config.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "c", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "c", "context": {"cluster": "c", "user": "u"}}],
+                "current-context": "c",
+            }
+        )
+    )
+    (line,) = _err(["verify", "onprem-dev", "--kubeconfig", str(config)], capsys)
+    assert line.startswith(f"cannot read the cluster ({config}): MaxRetryError")
