@@ -18,7 +18,7 @@ def run() -> None:
     if len(kinds) != 1:
         raise pulumi.RunError(
             "stack config must hold exactly one of trainplane:platform or trainplane:job"
-            + (f" (found {', '.join(kinds)})" if kinds else "")
+            + (f" (found {', '.join(kinds)})" if kinds else _mistyped_key())
         )
     try:
         if kinds == ["platform"]:
@@ -30,6 +30,21 @@ def run() -> None:
     except ConfigError as e:
         # RunError prints without a Python traceback under `pulumi up`.
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
+
+
+def _mistyped_key() -> str:
+    """A did-you-mean for a mistyped object key (`trainplane:platfrom`), from the config the engine set
+    (pulumi/pulumi@v3.272.0 sdk/python/lib/pulumi/runtime/config.py: CONFIG, or PULUMI_CONFIG)."""
+    import difflib
+
+    from pulumi.runtime import config as runtime_config
+
+    keys = {*runtime_config.CONFIG.get(), *runtime_config.get_config_env()}
+    for key in sorted(k for k in keys if k.startswith("trainplane:")):
+        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        if close:
+            return f"; {key!r} is not one: did you mean {close[0]!r}?"
+    return ""
 
 
 def provider_region_problems(spec: PlatformSpec, provider_region: str | None) -> None:

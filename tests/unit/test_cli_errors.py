@@ -122,3 +122,19 @@ def test_verify_against_a_cluster_it_cannot_use_is_one_line_exit_2(tmp_path, cap
     )
     (line,) = _err(["verify", "onprem-dev", "--kubeconfig", str(config)], capsys)
     assert line.startswith(f"cannot read the cluster ({config}): MaxRetryError")
+
+
+def test_pulumi_up_also_suggests_the_object_key():
+    import json
+
+    import pulumi
+
+    from infra.mockcloud import run_program
+    from tests.conftest import platform_object
+
+    with pytest.raises(pulumi.RunError) as err:
+        run_program({"trainplane:platfrom": json.dumps(platform_object("onprem-dev"))}, "typo")
+    assert str(err.value) == (
+        "stack config must hold exactly one of trainplane:platform or trainplane:job; "
+        "'trainplane:platfrom' is not one: did you mean 'trainplane:platform'?"
+    )
