@@ -84,8 +84,16 @@ UNREACHABLE_ERRORS = (
     "SSOTokenLoadError",
     "UnauthorizedSSOTokenError",
 )
-# API error codes of credentials the cloud refuses (EC2 API reference, "Common client error codes").
-REFUSED_CREDENTIAL_CODES = {"AuthFailure", "InvalidClientTokenId", "ExpiredToken", "RequestExpired"}
+# API error codes of credentials the cloud refuses, or of an action they may not call (EC2 API reference,
+# "Common client error codes": AuthFailure, UnauthorizedOperation, RequestExpired; STS/IAM-signed
+# requests: InvalidClientTokenId, ExpiredToken). The report could not be read: exit 2, not a FAIL row.
+REFUSED_CREDENTIAL_CODES = {
+    "AuthFailure",
+    "UnauthorizedOperation",
+    "InvalidClientTokenId",
+    "ExpiredToken",
+    "RequestExpired",
+}
 
 
 def raise_if_unreachable(e: Exception) -> None:

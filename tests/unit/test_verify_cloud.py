@@ -245,3 +245,22 @@ def test_brought_subnets_put_a_reserved_pool_in_the_first_subnets_zone(moto_url)
     ]
     obj["network"]["subnetIds"] = [subnet["us-east-1a"], subnet["us-east-1c"]]
     assert verify_aws(PlatformSpec.load(obj), ec2).ok
+
+
+@pytest.mark.parametrize(
+    ("code", "unreachable"),
+    [
+        ("AuthFailure", True),
+        ("UnauthorizedOperation", True),
+        ("InvalidCapacityReservationId.NotFound", False),
+    ],
+)
+def test_refused_credentials_are_not_a_failed_check(code, unreachable):
+    from botocore.exceptions import ClientError
+
+    e = ClientError({"Error": {"Code": code, "Message": "m"}}, "DescribeCapacityReservations")
+    if unreachable:
+        with pytest.raises(cloud.CloudError, match=f"cannot ask the cloud: ClientError: .*{code}"):
+            cloud.raise_if_unreachable(e)
+    else:
+        cloud.raise_if_unreachable(e)  # a check that failed: reported as a FAIL row by the caller
