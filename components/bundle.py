@@ -6,7 +6,7 @@ cloud beyond `CloudProfile`; everything else it needs about the cluster arrives 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -48,6 +48,16 @@ class TaintInfo:
 
     def as_k8s(self) -> dict[str, str]:
         return {"key": self.key, "value": self.value, "effect": self.effect}
+
+
+def gpu_taint_tolerations(
+    pools: Sequence[NodePoolInfo], keys: Iterable[str] = (), effect: str = "NoSchedule"
+) -> list[dict[str, str]]:
+    """Tolerations a DaemonSet that must run on every GPU node needs: every taint of every GPU pool, each
+    with its own effect (a NoExecute taint is not tolerated by a NoSchedule toleration: core/v1 Toleration
+    matches the effect when one is given), plus `keys` (taints of ours) with `effect`."""
+    wanted = {(k, effect) for k in keys} | {(t.key, t.effect) for p in pools if p.gpu for t in p.taints}
+    return [{"key": k, "operator": "Exists", "effect": e} for k, e in sorted(wanted)]
 
 
 @dataclass(frozen=True, kw_only=True)

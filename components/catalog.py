@@ -126,6 +126,10 @@ class Catalog:
     def gpu(self, name: str) -> GpuKind | None:
         return self._gpus.get(name)
 
+    def machine_names(self, cloud: Cloud) -> list[str]:
+        """Every instance/machine type of `cloud` the catalog knows (GPU and CPU), sorted."""
+        return sorted(name for c, name in self._by_name if c == cloud)
+
     def machine(self, cloud: Cloud, name: str) -> MachineShape | None:
         """The shape of an instance/machine type, GPU or CPU; None when the catalog does not know it."""
         return self._by_name.get((cloud, name))

@@ -10,8 +10,7 @@
     trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
     trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
 
-Exit codes: 0 ok, 2 invalid stack file or config (one line per problem, no traceback), 1 internal error
-(and, for verify, a failed check).
+--debug goes anywhere on the line (before or after the command) and shows tracebacks of internal errors.
 """
 
 from __future__ import annotations
@@ -25,10 +24,21 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
-from rich.tree import Tree
 
-EXIT_OK, EXIT_INTERNAL, EXIT_CONFIG = 0, 1, 2
+from infra.console import make_console, table
+
+EXIT_OK, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_CONFIG = EXIT_INPUT  # the name earlier versions used
+
+# One table for every command, printed by `--help` (and in the README): scripts and CI branch on it.
+EXIT_CODES = """exit codes (every command):
+  0  ok: planned, rendered, every check passed, bandwidth at or above the floor
+  1  a check failed: verify (offline, live or --cloud) found a problem, or nccl-test measured less than
+     the floor or got no result from a preflight it ran
+  2  the command could not do its job: invalid stack file or config, unknown stack or flag, a cluster or
+     cloud that cannot be reached or read, no credentials, or verify --cloud with no check it can run on
+     that cloud; one line per problem on stderr, no traceback
+  3  internal error (a bug): one line on stderr; --debug shows the traceback"""
 
 
 class UsageError(Exception):
@@ -48,13 +58,51 @@ def _load_stack(stack: str):
         raise UsageError([str(e)]) from None
 
 
+def no_object_error(sf) -> UsageError:
+    """A stack file with neither object; a mistyped `trainplane:` key gets a did-you-mean."""
+    import difflib
+
+    hint = ""
+    for key in sorted(k for k in sf.config if k.startswith("trainplane:")):
+        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        if close:
+            hint = f"; {key!r} is not one: did you mean {close[0]!r}?"
+            break
+    return UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config{hint}"])
+
+
+def platform_stack_file(sf, job):
+    """The stack file of the platform a job names (job.platformStack), or one line saying why not."""
+    from infra import stackfile
+
+    try:
+        psf = stackfile.load(job.platform_stack)
+    except stackfile.StackFileError as e:
+        raise UsageError([f"{sf.path}: job.platformStack {job.platform_stack!r}: {e}"]) from None
+    if psf.object("trainplane:platform") is None:
+        held = "a job stack (trainplane:job)" if psf.object("trainplane:job") is not None else "no platform"
+        raise UsageError(
+            [
+                f"{sf.path}: job.platformStack {job.platform_stack!r}: {psf.path} is {held}, not a platform "
+                "stack; name the platform stack the job runs on"
+            ]
+        )
+    return psf
+
+
 def _validated(sf, key: str, model):
     from components.spec import ConfigError
 
     try:
         return model.load(sf.object(key))
     except ConfigError as e:
-        raise UsageError([f"{sf.path}: {len(e.problems)} problem(s)", *e.problems]) from None
+        raise UsageError(problem_lines(sf.path, e.problems)) from None
+
+
+def problem_lines(path: object, problems: list[str]) -> list[str]:
+    """The one format of a stack file's problems, platform or job, from validation or from the program:
+    a header naming the file, then one line per problem naming its key."""
+    return [f"{path}: {len(problems)} problem(s)", *problems]
 
 
 def _run(sf, stack_refs: dict[str, Any] | None = None):
@@ -65,7 +113,10 @@ def _run(sf, stack_refs: dict[str, Any] | None = None):
     try:
         return run_program(sf.config, sf.name, stack_refs=stack_refs, secret_keys=sf.secret_keys)
     except pulumi.RunError as e:
-        raise UsageError([f"{sf.path}: {line}" for line in str(e).splitlines()]) from None
+        lines = str(e).splitlines()
+        if lines and lines[0] == "invalid stack config:":  # infra/program.py's ConfigError
+            raise UsageError(problem_lines(sf.path, lines[1:])) from None
+        raise UsageError([f"{sf.path}: {line}" for line in lines]) from None
 
 
 def _read_refs(pairs: list[str]) -> dict[str, Any]:
@@ -96,15 +147,15 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None):
         result = _run(sf)
         return result, summarize_platform(result, spec)
     if sf.object("trainplane:job") is None:
-        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+        raise no_object_error(sf)
     job = _validated(sf, "trainplane:job", JobSpec)
     refs = _read_refs(ref_pairs or [])
-    outputs, platform_spec = _job_platform(job, refs)
+    outputs, platform_spec = _job_platform(job, refs, sf)
     result = _run(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
 
 
-def _job_platform(job, refs: dict[str, Any]):
+def _job_platform(job, refs: dict[str, Any], sf=None):
     """The outputs of the platform stack a job names: recorded ones (`--ref`, full or short name), else
     those of planning stacks/Pulumi.<platform>.yaml offline, exactly what the engine would hand over after
     deploying it (then with the platform's spec, else None)."""
@@ -114,7 +165,7 @@ def _job_platform(job, refs: dict[str, Any]):
     for key in (job.platform_stack, short):
         if key in refs:
             return refs[key], None
-    psf = _load_stack(job.platform_stack)
+    psf = platform_stack_file(sf, job) if sf is not None else _load_stack(job.platform_stack)
     spec = _validated(psf, "trainplane:platform", PlatformSpec)
     return _run(psf).outputs, spec
 
@@ -126,7 +177,9 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK
-    _print_plan(summary, console)
+    from infra.plan_output import print_plan
+
+    print_plan(summary, console)
     return EXIT_OK
 
 
@@ -155,96 +208,6 @@ def _dump_plan(args: argparse.Namespace, console: Console) -> int:
         soft_wrap=True,
     )
     return EXIT_OK
-
-
-def _tree_node(parent: Tree, node: dict[str, Any]) -> None:
-    style = "" if node["custom"] else "bold cyan"
-    label = (
-        f"[{style}]{node['name']}[/] [dim]{node['type']}[/]"
-        if style
-        else f"{node['name']} [dim]{node['type']}[/]"
-    )
-    branch = parent.add(label)
-    for child in node["children"]:
-        _tree_node(branch, child)
-
-
-def _money(v: float | None) -> str:
-    return "n/a" if v is None else f"${v:,.2f}/h"
-
-
-def _print_plan(summary, console: Console) -> None:
-    console.rule(f"[bold]trainplane plan[/] {summary.stack} ({summary.cloud})")
-    tree = Tree(f"[bold]{summary.stack}[/] [dim]{summary.resource_count} resources[/]")
-    for node in summary.tree:
-        _tree_node(tree, node)
-    console.print(tree)
-
-    counts = Table(title="Resources by type", show_edge=False)
-    counts.add_column("type")
-    counts.add_column("count", justify="right")
-    for t, n in summary.counts.items():
-        counts.add_row(t, str(n))
-    console.print(counts)
-
-    cost = summary.cost
-    pools = Table(title="Node pools and cost", show_edge=False)
-    for col in (
-        "pool",
-        "machine",
-        "GPUs/node",
-        "capacity",
-        "nodes",
-        "on-demand/node",
-        "spot/node",
-        "reserved/node",
-    ):
-        pools.add_column(col, justify="right" if col not in ("pool", "machine", "capacity") else "left")
-    for p in cost.pools:
-        pools.add_row(
-            p.pool,
-            p.machine or "-",
-            f"{p.gpus_per_node} x {p.gpu}" if p.gpu else "-",
-            p.capacity,
-            f"{p.min_nodes}..{p.max_nodes}",
-            _money(p.on_demand_hourly),
-            _money(p.spot_hourly),
-            _money(p.reserved_hourly) if p.committed else "-",
-        )
-    console.print(pools)
-
-    scale = Table(title="At scale", show_edge=False)
-    committed = _money(cost.committed_hourly) if any(p.committed for p in cost.pools) else "-"
-    for col in ("", "GPUs", "as configured", "of which committed", "all on-demand"):
-        scale.add_column(col, justify="right" if col else "left")
-    scale.add_row(
-        "minimum",
-        str(summary.gpus_min),
-        _money(cost.min_hourly),
-        committed,
-        _money(cost.min_hourly_on_demand),
-    )
-    scale.add_row(
-        "maximum",
-        str(summary.gpus_max),
-        _money(cost.max_hourly),
-        committed,
-        _money(cost.max_hourly_on_demand),
-    )
-    console.print(scale)
-    for a in cost.assumptions:
-        console.print(f"  [dim]assumption:[/] {a}")
-
-    path = Table(
-        title=f"Critical path: about {summary.critical_seconds / 60:.0f} min to create", show_edge=False
-    )
-    path.add_column("#", justify="right")
-    path.add_column("resource")
-    path.add_column("type", style="dim")
-    path.add_column("~seconds", justify="right")
-    for i, step in enumerate(summary.critical_path, 1):
-        path.add_row(str(i), step.name, step.type, f"{step.seconds:.0f}")
-    console.print(path)
 
 
 def cmd_render(args: argparse.Namespace, console: Console) -> int:
@@ -294,7 +257,7 @@ def _verify_plan(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(report.as_json(), indent=2, default=str))
     else:
         print_report(report, console)
-    return EXIT_OK if report.ok else EXIT_INTERNAL
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _job_and_platform(stack: str, ref_pairs: list[str]):
@@ -306,48 +269,64 @@ def _job_and_platform(stack: str, ref_pairs: list[str]):
     if sf.object("trainplane:job") is None:
         raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
     job = _validated(sf, "trainplane:job", JobSpec)
-    outputs, _ = _job_platform(job, _read_refs(ref_pairs))
+    outputs, _ = _job_platform(job, _read_refs(ref_pairs), sf)
     platform = platform_outputs(outputs)
     problems = check_job(job, platform)  # what the job stack itself would refuse
     if problems:
-        raise UsageError([f"{sf.path}: {p}" for p in problems])
+        raise UsageError(problem_lines(sf.path, problems))
     return job, platform
 
 
 def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
+    """The manifest alone goes to stdout (`> jobset.yaml` is YAML); what it is and why, to stderr."""
     import yaml
 
-    from infra.nccl_test import PreflightError, build, run_live
-    from trainer.collectives import table
+    from infra.nccl_test import PreflightError, PreflightFailed, build, connect, run_live
+    from trainer.collectives import table as sweep_table
 
     job, platform = _job_and_platform(args.stack, args.ref)
     try:
         pf = build(job, platform, nodes=args.nodes, collective=args.collective)
     except PreflightError as e:
         raise UsageError([str(e)]) from None
+    live = bool(args.kubeconfig or args.context)
+    try:
+        api = connect(args.kubeconfig, args.context) if live else None
+    except PreflightError as e:
+        raise UsageError([str(e)]) from None
+    err = make_console(stderr=True)
     floor = "no published floor for this pool" if pf.floor_gbps is None else f"{pf.floor_gbps} GB/s"
-    console.print(
+    err.print(
         f"NCCL preflight {pf.namespace}/{pf.name}: {pf.collective} on {pf.nodes} x {pf.gpus_per_node} GPUs "
         f"of pool {pf.pool}, fabric {pf.fabric or 'none'}, floor {floor}",
         markup=False,
         highlight=False,
     )
     if pf.floor_source:
-        console.print(f"  floor source: {pf.floor_source}", markup=False, highlight=False)
-    if not args.kubeconfig and not args.context:
-        console.print("  (nothing sent: add --kubeconfig to run it)", markup=False, highlight=False)
-        print(yaml.safe_dump(pf.manifest, sort_keys=False))
+        err.print(f"  floor source: {pf.floor_source}", markup=False, highlight=False)
+    if not live:
+        err.print("  (nothing sent: add --kubeconfig to run it)", markup=False, highlight=False)
+        print(yaml.safe_dump(pf.manifest, sort_keys=False), end="")
         return EXIT_OK
     try:
-        result = run_live(pf, kubeconfig=args.kubeconfig, context=args.context, timeout_s=args.timeout)
-    except PreflightError as e:
+        result = run_live(
+            pf, kubeconfig=args.kubeconfig, context=args.context, timeout_s=args.timeout, api=api
+        )
+    except PreflightFailed as e:  # it ran and gave no bandwidth: the check failed
+        err.print(str(e), markup=False, highlight=False, soft_wrap=True)
+        return EXIT_FAILED
+    except PreflightError as e:  # the cluster cannot be reached or read
         raise UsageError([str(e)]) from None
-    print(table(result))
-    return EXIT_OK if result.passed else EXIT_INTERNAL
+    print(sweep_table(result))
+    return EXIT_OK if result.passed else EXIT_FAILED
 
 
 def _verify_cloud(args: argparse.Namespace, console: Console) -> int:
-    """`verify STACK --cloud`: read-only cloud API checks of a platform stack (infra/verify/cloud.py)."""
+    """`verify STACK --cloud`: read-only cloud API checks of a platform stack (infra/verify/cloud.py).
+
+    When no check could run (GCP today, an existing cluster), nothing is verified: that is neither a pass
+    (0: a script would go on as if the reservations were checked) nor a failed check (1: nothing failed),
+    but the cloud not being asked, like missing credentials: exit 2 with one line saying so."""
     from components.spec import PlatformSpec
     from infra.verify.cloud import CloudError, verify_cloud
 
@@ -363,28 +342,39 @@ def _verify_cloud(args: argparse.Namespace, console: Console) -> int:
         raise UsageError([str(e)]) from None
     if args.json:
         print(json.dumps(report.as_json(), indent=2, default=str))
-        return EXIT_OK if report.ok else EXIT_INTERNAL
-    if report.findings:
-        table = Table(title=f"Cloud checks ({report.cloud}; {report.source})", show_edge=False)
-        for col in ("check", "subject", "result", "detail"):
-            table.add_column(col)
-        for f in report.findings:
-            table.add_row(f.check, f.subject, "pass" if f.ok else "[red]FAIL[/]", f.message)
-        console.print(table)
-    for line in report.not_checked:
-        console.print(f"  [yellow]not checked:[/] {line}", soft_wrap=True, highlight=False)
-    if not report.findings:
-        console.print(f"no cloud check ran on {report.cloud}: nothing above is verified", highlight=False)
     else:
-        console.print("cloud checks passed" if report.ok else "cloud checks failed")
-    return EXIT_OK if report.ok else EXIT_INTERNAL
+        if report.findings:
+            t = table(
+                f"Cloud checks ({report.cloud}; {report.source})", "check", "subject", "result", "detail"
+            )
+            for f in report.findings:
+                t.add_row(f.check, f.subject, "pass" if f.ok else "[red]FAIL[/]", f.message)
+            console.print(t)
+        for line in report.not_checked:
+            console.print(f"  [yellow]not checked:[/] {line}", soft_wrap=True, highlight=False)
+        if report.findings:
+            console.print("cloud checks passed" if report.ok else "cloud checks failed")
+    if not report.ran:
+        raise UsageError([f"verify --cloud: no cloud check ran on {report.cloud}: nothing is verified"])
+    return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="trainplane", description=__doc__.split("\n")[0])
+    fmt = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(
+        prog="trainplane", description=__doc__.split("\n")[0], epilog=EXIT_CODES, formatter_class=fmt
+    )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    # --debug after the command too (`trainplane plan x --debug`): every subparser shares it. SUPPRESS
+    # keeps a subparser's default from overwriting a --debug given before the command.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     sub = parser.add_subparsers(dest="command", required=True)
-    plan = sub.add_parser("plan", help="run the program offline under the mock engine and summarise it")
+
+    def command(name: str, **kw: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], epilog=EXIT_CODES, formatter_class=fmt, **kw)
+
+    plan = command("plan", help="run the program offline under the mock engine and summarise it")
     plan.add_argument("stack", help="stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
     plan.add_argument("--json", action="store_true", help="emit the summary as JSON")
     plan.add_argument(
@@ -400,17 +390,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="a job stack's platform outputs (JSON); default: plan stacks/Pulumi.<platform>.yaml offline",
     )
     plan.set_defaults(func=cmd_plan)
-    render = sub.add_parser("render", help="write every Kubernetes object and Helm values of a stack as YAML")
+    render = command("render", help="write every Kubernetes object and Helm values of a stack as YAML")
     render.add_argument("stack", help="stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
     render.add_argument("--out", required=True, help="directory to write into")
     render.add_argument("--ref", action="append", default=[], metavar="NAME=FILE", help="as for plan")
     render.set_defaults(func=cmd_render)
     from infra.verify.report import CHECKS
 
-    verify = sub.add_parser(
-        "verify",
-        help="check the platform as a whole: storage, network, scheduling, identity, observability",
-        description="Exit codes: 0 every check passed, 1 a check failed, 2 invalid stack or input.",
+    verify = command(
+        "verify", help="check the platform as a whole: storage, network, scheduling, identity, observability"
     )
     verify.add_argument("stack", nargs="?", help="stack name or file (omit with --dump)")
     verify.add_argument(
@@ -433,10 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--check", action="append", choices=CHECKS, help="run only these checks (repeatable)")
     verify.add_argument("--json", action="store_true", help="emit the report as JSON")
     verify.set_defaults(func=cmd_verify)
-    nccl = sub.add_parser(
+    nccl = command(
         "nccl-test",
         help="NCCL preflight on a job's own pool, fabric and placement (bus bandwidth against a floor)",
-        description="Exit codes: 0 at or above the floor (or printed only), 1 below it, 2 invalid input.",
+        description="Prints the preflight JobSet's manifest (stdout; what it is on stderr), or runs it.",
     )
     nccl.add_argument("stack", help="job stack name (stacks/Pulumi.<name>.yaml) or a stack file path")
     nccl.add_argument("--nodes", type=int, help="nodes to span (default: the job's nodes.max)")
@@ -457,20 +445,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     warnings.filterwarnings("ignore", category=DeprecationWarning)
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console()
-    err = Console(stderr=True)
+    err = make_console(stderr=True)
     try:
-        return args.func(args, console)
+        return int(args.func(args, make_console()))
     except UsageError as e:
         for line in e.lines:
             err.print(line, markup=False, highlight=False, soft_wrap=True)
-        return EXIT_CONFIG
+        return EXIT_INPUT
     except Exception as e:  # an internal error: one line unless asked for more
         if args.debug:
             traceback.print_exc()
+        hint = "" if args.debug else " (rerun with --debug)"
         err.print(
-            f"trainplane: internal error: {type(e).__name__}: {e} (rerun with --debug)",
+            f"trainplane: internal error: {type(e).__name__}: {e}{hint}",
             markup=False,
+            highlight=False,
             soft_wrap=True,
         )
         return EXIT_INTERNAL

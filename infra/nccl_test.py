@@ -40,7 +40,11 @@ def preflight_name(job_name: str) -> str:
 
 
 class PreflightError(Exception):
-    """The preflight cannot be built or run; one line for the user."""
+    """The preflight cannot be built or run (bad input, a cluster that cannot be reached); one line."""
+
+
+class PreflightFailed(PreflightError):
+    """The preflight ran and gave no bandwidth (failed, or never admitted in time): the check failed."""
 
 
 @dataclass(frozen=True)
@@ -132,6 +136,24 @@ def _conditions(obj: dict[str, Any]) -> dict[str, str]:
     return {c.get("type", ""): c.get("status", "") for c in (obj.get("status") or {}).get("conditions") or []}
 
 
+def connect(kubeconfig: str | None, context: str | None) -> Any:
+    """A client of the cluster, after asking it its version: PreflightError (one line) when the kubeconfig
+    cannot be loaded or the API server cannot be reached, before anything is printed or created."""
+    from kubernetes import client, config
+
+    where = kubeconfig or "default kubeconfig"
+    try:
+        api = config.new_client_from_config(config_file=kubeconfig, context=context)
+    except Exception as e:  # kubernetes' ConfigException: no such file, no such context, bad YAML
+        raise PreflightError(f"--kubeconfig {where}: cannot load it: {_first_line(e)}") from None
+    try:
+        client.VersionApi(api).get_code(_request_timeout=30)
+    except Exception as e:  # urllib3 connection errors, ApiException (401/403)
+        host = api.configuration.host
+        raise PreflightError(f"cannot reach the cluster at {host} ({where}): {_first_line(e)}") from None
+    return api
+
+
 def run_live(
     pf: Preflight,
     *,
@@ -139,17 +161,24 @@ def run_live(
     context: str | None,
     timeout_s: float = 1800.0,
     poll_s: float = 5.0,
+    api: Any = None,
 ) -> Result:
-    """Create the preflight, wait for it, read rank 0's result, delete it. PreflightError if no result."""
-    from kubernetes import client, config
+    """Create the preflight, wait for it, read rank 0's result, delete it. PreflightFailed if no result.
+    `api`: a client from `connect` (else one is made from kubeconfig and context)."""
+    from kubernetes import client
 
     from components.kubernetes.job_pod import CONTAINER
 
-    config.load_kube_config(config_file=kubeconfig, context=context)
-    api = client.ApiClient()
+    where = kubeconfig or "default kubeconfig"
+    api = api if api is not None else connect(kubeconfig, context)
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
     group = (JOBSET_GROUP, JOBSET_VERSION, pf.namespace, JOBSET_PLURAL)
-    custom.create_namespaced_custom_object(*group, pf.manifest)
+    try:
+        custom.create_namespaced_custom_object(*group, pf.manifest)
+    except Exception as e:  # urllib3 connection errors, ApiException (401/403, no JobSet CRD)
+        raise PreflightError(
+            f"cannot create {pf.namespace}/{pf.name} on the cluster ({where}): {_first_line(e)}"
+        ) from None
     try:
         deadline = time.monotonic() + timeout_s
         state = "pending"
@@ -174,9 +203,15 @@ def run_live(
                 why = f"not finished after {timeout_s:.0f} s (not admitted? is the team's queue full?)"
             else:
                 why = f"the JobSet {state.lower()} without one (see the pods' logs)"
-            raise PreflightError(f"{pf.namespace}/{pf.name}: no result from rank 0: {why}")
+            raise PreflightFailed(f"{pf.namespace}/{pf.name}: no result from rank 0: {why}")
         return result
     finally:
         custom.delete_namespaced_custom_object(
             *group, pf.name, body=client.V1DeleteOptions(propagation_policy="Foreground")
         )
+
+
+def _first_line(e: Exception) -> str:
+    """An exception as one line: its type and the first line of its message (API bodies are long)."""
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {first}".rstrip(": ")

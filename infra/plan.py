@@ -10,6 +10,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from pydantic.alias_generators import to_camel
+
 from components.catalog import catalog
 from components.spec import JobSpec, PlatformSpec, machine_of
 from components.spec.capacity import RESERVED
@@ -113,7 +115,9 @@ class _DependencyGraph:
             return self.best[urn][0]
         r = self.by_urn[urn]
         before, via = 0.0, None
-        for d in self.waits_for(r):
+        # In URN order, taking the first of equally late dependencies: the same path in every run (a set's
+        # order changes with each process's string hashing).
+        for d in sorted(self.waits_for(r)):
             if d in stack:  # a cycle cannot be deployed; the engine would refuse it too
                 continue
             t = self.finish(d, stack | {urn})
@@ -133,7 +137,7 @@ def critical_path(resources: list[Resource]) -> list[PathStep]:
     customs = [r.urn for r in resources if r.custom]
     if not customs:
         return []
-    end = max(customs, key=graph.finish)
+    end = max(sorted(customs), key=graph.finish)  # ties: the first URN, not the first registered
     chain: list[PathStep] = []
     cursor: str | None = end
     while cursor is not None:
@@ -244,6 +248,12 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
         return Cost(None, None, None, None, 0.0, pools, assumptions)
     if basis is not None:
         fraction = spec.pricing.spot_fraction or basis.spot_fraction
+        if spec.region and spec.region != basis.region:
+            # The catalog holds one region's list prices per cloud; say so rather than price silently.
+            assumptions.append(
+                f"region: priced at {basis.region} list prices, the only region the catalog has for "
+                f"{spec.cloud}; {spec.region} prices differ (set platform.pricing.overrides for exact ones)"
+            )
         assumptions += [
             f"on-demand: {basis.source} (as of {basis.as_of}); compute only, Linux, per node-hour",
             f"spot: {fraction:.0%} of on-demand ({basis.spot_source}); real spot prices move hourly",
@@ -300,15 +310,27 @@ def _reserved_assumptions(spec: PlatformSpec, pools: list[PoolCost]) -> list[str
 
 
 def resource_tree(result: RunResult) -> list[dict[str, Any]]:
-    """Components and resources nested by parent, in registration order."""
+    """Components and resources nested by parent, siblings by type then name.
+
+    Not in registration order: resources waiting on outputs register whenever their inputs resolve, so
+    that order changes from run to run and two plans of one stack would not diff."""
     nodes: dict[str, dict[str, Any]] = {
         r.urn: {"name": r.name, "type": r.type, "custom": r.custom, "children": []} for r in result.resources
     }
     roots: list[dict[str, Any]] = []
-    for r in result.resources:
+    for r in sorted(result.resources, key=lambda r: (r.type, r.name, r.urn)):
         parent = nodes.get(r.parent or "")
         (parent["children"] if parent else roots).append(nodes[r.urn])
     return roots
+
+
+def camel(value: Any) -> Any:
+    """Dataclass fields (snake_case) as the JSON keys every command uses: camelCase, like the config."""
+    if isinstance(value, dict):
+        return {to_camel(k): camel(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [camel(v) for v in value]
+    return value
 
 
 @dataclass
@@ -336,7 +358,7 @@ class PlanSummary:
             "counts": self.counts,
             "tree": self.tree,
             "gpus": {"min": self.gpus_min, "max": self.gpus_max},
-            "cost": asdict(self.cost),
+            "cost": camel(asdict(self.cost)),
             "criticalPath": {
                 "seconds": self.critical_seconds,
                 "steps": [asdict(s) for s in self.critical_path],

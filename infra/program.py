@@ -18,16 +18,45 @@ def run() -> None:
     if len(kinds) != 1:
         raise pulumi.RunError(
             "stack config must hold exactly one of trainplane:platform or trainplane:job"
-            + (f" (found {', '.join(kinds)})" if kinds else "")
+            + (f" (found {', '.join(kinds)})" if kinds else _mistyped_key())
         )
     try:
         if kinds == ["platform"]:
-            _platform(config, PlatformSpec.load(config.get_object("platform")))
+            spec = PlatformSpec.load(config.get_object("platform"))
+            provider_region_problems(spec, pulumi.Config(spec.cloud).get("region"))
+            _platform(config, spec)
         else:
             _job(JobSpec.load(config.get_object("job")))
     except ConfigError as e:
         # RunError prints without a Python traceback under `pulumi up`.
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
+
+
+def _mistyped_key() -> str:
+    """A did-you-mean for a mistyped object key (`trainplane:platfrom`), from the config the engine set
+    (pulumi/pulumi@v3.272.0 sdk/python/lib/pulumi/runtime/config.py: CONFIG, or PULUMI_CONFIG)."""
+    import difflib
+
+    from pulumi.runtime import config as runtime_config
+
+    keys = {*runtime_config.CONFIG.get(), *runtime_config.get_config_env()}
+    for key in sorted(k for k in keys if k.startswith("trainplane:")):
+        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        if close:
+            return f"; {key!r} is not one: did you mean {close[0]!r}?"
+    return ""
+
+
+def provider_region_problems(spec: PlatformSpec, provider_region: str | None) -> None:
+    """`aws:region` (or `gcp:region`) is where the default provider creates what the platform does not
+    place itself; a value other than platform.region would split the platform across two regions."""
+    if provider_region and spec.region and provider_region != spec.region:
+        raise ConfigError(
+            [
+                f"{spec.cloud}:region: {provider_region!r} differs from platform.region {spec.region!r}; "
+                f"set both to the same region (or drop {spec.cloud}:region)"
+            ]
+        )
 
 
 def _platform(config: pulumi.Config, spec: PlatformSpec) -> None:

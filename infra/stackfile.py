@@ -91,7 +91,7 @@ def resolve(stack: str, root: Path | None = None) -> Path:
 def load(stack: str | Path, root: Path | None = None) -> StackFile:
     path = resolve(str(stack), root)
     if not path.is_file():
-        raise StackFileError(f"{path}: no such stack file")
+        raise StackFileError(f"{path}: no such stack file{_stacks_beside(str(stack), path)}")
     try:
         doc = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as e:
@@ -138,3 +138,17 @@ def from_template_answers(config: dict[str, str]) -> dict[str, str]:
 
     build = platform_from_prompts if kinds == ["trainplane:platform"] else job_from_prompts
     return {**config, kinds[0]: json.dumps(build(get))}
+
+
+def _stacks_beside(asked: str, path: Path) -> str:
+    """For a stack asked by name: the stacks that do exist in its stacks/ folder, the closest first."""
+    import difflib
+
+    if path.parent.name != "stacks" or not path.parent.is_dir() or Path(asked).suffix in (".yaml", ".yml"):
+        return ""
+    names = sorted(p.name[len("Pulumi.") : -len(p.suffix)] for p in path.parent.glob("Pulumi.*.yaml"))
+    if not names:
+        return ""
+    close = difflib.get_close_matches(asked, names, n=1, cutoff=0.5)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint}; stacks: {', '.join(names)}"

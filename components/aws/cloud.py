@@ -25,7 +25,7 @@ from components.aws.autoscaler import ClusterAutoscaler, ClusterAutoscalerArgs
 from components.aws.buckets import PlatformBuckets, PlatformBucketsArgs
 from components.aws.capacity import pools_zone, single_zone
 from components.aws.cluster import EksCluster, EksClusterArgs
-from components.aws.efa import EfaDevicePlugin, EfaDevicePluginArgs
+from components.aws.efa import EFA_RESOURCE, EfaDevicePlugin, EfaDevicePluginArgs
 from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
 from components.aws.network import Network, NetworkArgs
 from components.aws.node_group import NodePool, NodePoolArgs, node_repair
@@ -183,7 +183,12 @@ class AwsCloud(pulumi.ComponentResource):
             child,
         )
         if any(p.efa for p in spec.node_pools):
-            EfaDevicePlugin(f"{name}-efa", EfaDevicePluginArgs(provider=eks.provider, ready=system), child)
+            efa_pools = [p.info for p in pools if p.info.extended_resources.get(EFA_RESOURCE)]
+            EfaDevicePlugin(
+                f"{name}-efa",
+                EfaDevicePluginArgs(provider=eks.provider, ready=system, pools=efa_pools),
+                child,
+            )
         if needs_spot_notice(spec.node_pools):  # the two-minute notice -> SIGTERM (spot_notice.py)
             SpotNoticeHandler(
                 f"{name}-spot", SpotNoticeHandlerArgs(provider=eks.provider, ready=system), child

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import GPU_TAINT_EFFECT, GPU_TAINT_KEY
+from components.bundle import GPU_TAINT_EFFECT, GPU_TAINT_KEY, NodePoolInfo, gpu_taint_tolerations
 from components.charts import chart
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -54,6 +54,9 @@ def efa_pod_env(instance_types: Iterable[str]) -> dict[str, str]:
 class EfaDevicePluginArgs:
     provider: k8s.Provider
     ready: Sequence[pulumi.Resource] = ()
+    # The pools it runs on: every taint of theirs is tolerated with its own effect (a pool's extra taints,
+    # NoExecute included, used to keep the plugin, and so the EFA devices, off the pool).
+    pools: Sequence[NodePoolInfo] = ()
 
 
 class EfaDevicePlugin(pulumi.ComponentResource):
@@ -70,7 +73,7 @@ class EfaDevicePlugin(pulumi.ComponentResource):
             namespace="kube-system",
             **c.release_args(),
             values={
-                "tolerations": [{"key": GPU_TAINT_KEY, "operator": "Exists", "effect": GPU_TAINT_EFFECT}],
+                "tolerations": gpu_taint_tolerations(args.pools, [GPU_TAINT_KEY], GPU_TAINT_EFFECT),
             },
             opts=pulumi.ResourceOptions(parent=self, provider=args.provider, depends_on=list(args.ready)),
         )

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 
 from components.catalog import catalog
+from components.regions import aws_zone_problems, region_problems
 from components.spec.base import Spec
 from components.spec.capacity import AWS_KINDS, RESERVED, check_capacity, zone_count_problem
 from components.spec.platform import (
@@ -46,6 +47,7 @@ TWINS = {"machineType": "instanceType"}
 
 def check(spec: PlatformSpec, root: str) -> Iterable[str]:
     yield from region_required(spec, root, "aws")
+    yield from region_problems("aws", spec.region, f"{root}.region")
     net = spec.network
     if net.vpc_id and not net.subnet_ids:
         yield f"{root}.network.subnetIds: required with vpcId (the private subnets nodes run in)"
@@ -82,10 +84,7 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
             f"{path}.zones: with network.vpcId pools run in network.subnetIds; "
             "EFA and compact pools take the first of them"
         )
-    if spec.region:
-        for j, z in enumerate(pool.zones):
-            if not re.fullmatch(re.escape(spec.region) + r"[a-z]", z):
-                yield f"{path}.zones[{j}]: {z!r} is not an availability zone of region {spec.region}"
+    yield from aws_zone_problems(spec.region, pool.zones, f"{path}.zones")
     if pool.placement == "compact" and not byo_vpc:
         yield from compact_zone_problem(path, pool.zones)
     problems, shape_known = check_catalog_pool(pool, path, "aws", "instanceType", pool.instance_type)

@@ -11,6 +11,7 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
+from components.regions import gcp_zone_problems, region_problems
 from components.spec.base import Spec, alias_set
 from components.spec.capacity import DWS, GCP_KINDS, check_capacity, zone_count_problem
 from components.spec.platform import (
@@ -104,18 +105,14 @@ FLEX_START_COMPACT_PREFIXES = ("a3-ultragpu-", "a4-", "h4d-")
 
 def check(spec: PlatformSpec, root: str) -> Iterable[str]:
     yield from region_required(spec, root, "gcp")
+    yield from region_problems("gcp", spec.region, f"{root}.region")
     if not spec.project:
         yield f"{root}.project: required for cloud gcp (the project id to deploy into)"
-    for i, z in enumerate(spec.zones):
-        if spec.region and not z.startswith(spec.region + "-"):
-            yield f"{root}.zones[{i}]: {z!r} is not a zone of region {spec.region}"
+    yield from gcp_zone_problems(spec.region, spec.zones, f"{root}.zones")
     yield from _check_network(spec, root)
     yield from _check_ranges(spec, root)
-    if spec.region:
-        for i, pool in enumerate(spec.node_pools):
-            for j, z in enumerate(pool.zones):
-                if not z.startswith(spec.region + "-"):
-                    yield f"{root}.nodePools[{i}].zones[{j}]: {z!r} is not a zone of region {spec.region}"
+    for i, pool in enumerate(spec.node_pools):
+        yield from gcp_zone_problems(spec.region, pool.zones, f"{root}.nodePools[{i}].zones")
     yield from _check_storage_placement(spec, root)
     from components.gcp.fabric_rules import check_fabric  # GPUDirect pools (fabric_rules.py)
 

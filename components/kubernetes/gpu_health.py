@@ -30,7 +30,13 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import MONITORING_NAMESPACE, POOL_LABEL, ClusterBundle, NodePoolInfo
+from components.bundle import (
+    MONITORING_NAMESPACE,
+    POOL_LABEL,
+    ClusterBundle,
+    NodePoolInfo,
+    gpu_taint_tolerations,
+)
 from components.kubernetes import gpu_health_agent as agent
 from components.kubernetes.names import PROMETHEUS_RELEASE
 from components.spec import GpuHealthSpec, GpuOperatorSpec
@@ -135,8 +141,8 @@ def controller_config(
 
 
 def gpu_pool_tolerations(bundle: ClusterBundle) -> list[dict[str, str]]:
-    keys = sorted({t.key for p in bundle.node_pools if p.gpu for t in p.taints} | set(HEALTH_TAINT_KEYS))
-    return [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in keys]
+    """Every GPU pool taint with its own effect (NoExecute included), and the health taints."""
+    return gpu_taint_tolerations(bundle.node_pools, HEALTH_TAINT_KEYS)
 
 
 def controller_pod(config_map: str) -> dict[str, Any]:

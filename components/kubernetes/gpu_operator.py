@@ -18,7 +18,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.bundle import GPU_TAINT_KEY, ClusterBundle, SystemObject
+from components.bundle import GPU_TAINT_KEY, ClusterBundle, SystemObject, gpu_taint_tolerations
 from components.charts import CHARTS
 from components.kubernetes.dashboards.metrics import dcgm_exporter_csv
 from components.kubernetes.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
@@ -79,16 +79,17 @@ def gpu_operator_values(op: GpuOperatorSpec, health: GpuHealthSpec, bundle: Clus
     # The operator's DaemonSets must land on every GPU node, whatever extra taints a pool carries, and on a
     # node the health controller holds back (its diagnostic needs the validated GPU stack; DCGM must keep
     # reporting on a quarantined node).
-    taint_keys = {GPU_TAINT_KEY} | {t.key for p in bundle.node_pools if p.gpu for t in p.taints}
-    if health.enabled:
-        taint_keys |= set(HEALTH_TAINT_KEYS)
-    tolerations = [{"key": k, "operator": "Exists", "effect": "NoSchedule"} for k in sorted(taint_keys)]
+    # Each pool taint is tolerated with its own effect: a NoExecute taint (docs/configuration.md allows it)
+    # is not matched by a NoSchedule toleration, and the DaemonSets would never run on that pool.
+    ours = [GPU_TAINT_KEY, *(HEALTH_TAINT_KEYS if health.enabled else ())]
+    tolerations = gpu_taint_tolerations(bundle.node_pools, ours)
     values: dict[str, Any] = {
         "daemonsets": {"tolerations": tolerations},
         # node-feature-discovery's worker finds the GPUs the operator's labels (and so its operands) key on.
         "node-feature-discovery": {
             "worker": {
-                "tolerations": NFD_DEFAULT_TOLERATIONS + [t for t in tolerations if t["key"] != GPU_TAINT_KEY]
+                "tolerations": NFD_DEFAULT_TOLERATIONS
+                + [t for t in tolerations if t not in NFD_DEFAULT_TOLERATIONS]
             }
         },
         "mig": {"strategy": op.mig.strategy},

@@ -10,13 +10,14 @@ release label. Objects of the chart's CRDs wait for the release; nothing else do
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import ClusterBundle
+from components.bundle import ClusterBundle, NodePoolInfo, gpu_taint_tolerations
 from components.charts import CHARTS
 from components.kubernetes.alerts import alert_groups
 from components.kubernetes.dashboards import dashboards
@@ -36,6 +37,20 @@ DASHBOARD_LABEL = "grafana_dashboard"
 def _meta_label(label: str) -> str:
     """Prometheus' service-discovery name of a pod label."""
     return "__meta_kubernetes_pod_label_" + "".join(c if c.isalnum() else "_" for c in label)
+
+
+# prometheus-node-exporter 4.56.1's default tolerations (values.yaml; infra/verify/facts.yaml): NoSchedule
+# taints only. A value replaces the list, so it is repeated before the pools' other effects.
+NODE_EXPORTER_DEFAULT_TOLERATIONS = [{"effect": "NoSchedule", "operator": "Exists"}]
+
+
+def node_exporter_values(pools: Sequence[NodePoolInfo]) -> dict[str, Any]:
+    """The node exporter's tolerations when a GPU pool has a taint its defaults miss (NoExecute,
+    PreferNoSchedule); nothing otherwise, so the chart's own default stays in force."""
+    extra = [t for t in gpu_taint_tolerations(pools) if t["effect"] != "NoSchedule"]
+    if not extra:
+        return {}
+    return {"prometheus-node-exporter": {"tolerations": NODE_EXPORTER_DEFAULT_TOLERATIONS + extra}}
 
 
 def prometheus_values(obs: ObservabilitySpec, storage_class: str | None = None) -> dict[str, Any]:
@@ -141,7 +156,10 @@ class Observability(pulumi.ComponentResource):
             name=PROMETHEUS_RELEASE,
             namespace=ns,
             **chart.release_args(),
-            values=prometheus_values(obs, storage_class=args.bundle.storage_class),
+            values={
+                **prometheus_values(obs, storage_class=args.bundle.storage_class),
+                **node_exporter_values(args.bundle.node_pools),
+            },
             timeout=RELEASE_TIMEOUT_S,
             # Prometheus' volume needs its StorageClass and provisioner before the release can be ready.
             opts=pulumi.ResourceOptions(

@@ -49,6 +49,19 @@ class ClusterSpec(Spec):
     # default class (`trainplane verify --kubeconfig` checks that one exists).
     storage_class: str | None = Field(default=None, pattern=DNS_SUBDOMAIN, max_length=253)
 
+    @field_validator("kubernetes_version", mode="before")
+    @classmethod
+    def _quoted_version(cls, v: Any) -> Any:
+        """YAML reads an unquoted 1.30 as the number 1.3: say so, rather than "got 1.3"."""
+        if isinstance(v, float | int) and not isinstance(v, bool):
+            major, _, minor = f"{v}".partition(".")
+            meant = f"{major}.{minor.ljust(2, '0')}" if minor else f"{major}"
+            raise ValueError(
+                f"{v} is a number, not a version: YAML reads 1.30 as 1.3; write it in quotes: "
+                f'kubernetesVersion: "{meant}"'
+            )
+        return v
+
 
 class NetworkSpec(Spec):
     cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 
 from components.backends import CloudBackend, backend, backends
 from components.catalog import catalog
+from components.regions import did_you_mean, machine_type_problem
 from components.spec.base import Spec, alias_of, duplicates
 from components.spec.platform import NodePoolSpec, PlatformSpec
 
@@ -184,9 +185,11 @@ def _check_gpu_machine(
     assert kind is not None
     shape = catalog().machine(cloud, type_name)  # type: ignore[arg-type]
     if shape is None or shape.gpu != pool.gpu:
-        known = ", ".join(m.name for m in kind.shapes(cloud))  # type: ignore[arg-type]
+        names = [m.name for m in kind.shapes(cloud)]  # type: ignore[arg-type]
+        hint = did_you_mean(type_name, names) if shape is None else ""
         return [
-            f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: {known}"
+            f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: "
+            f"{', '.join(names)}{hint}"
         ], False
     if pool.gpus_per_node and pool.gpus_per_node != shape.gpus:
         return [f"{path}.gpusPerNode: {type_name} has {shape.gpus} GPUs, not {pool.gpus_per_node}"], True
@@ -214,3 +217,8 @@ def _check_cpu_pool(
         yield f"{path}.{type_key}: required for a CPU pool (or set gpu for a GPU pool)"
     elif (shape := catalog().machine(cloud, type_name)) is not None and shape.gpus:  # type: ignore[arg-type]
         yield f"{path}.gpu: {type_name} carries {shape.gpus}x {shape.gpu}; set gpu: {shape.gpu}"
+    elif shape is None:
+        # A typo used to plan, and price every total as n/a without a word.
+        names = catalog().machine_names(cloud)  # type: ignore[arg-type]
+        if problem := machine_type_problem(cloud, type_name, type_key, names):
+            yield f"{path}.{type_key}: {problem}"

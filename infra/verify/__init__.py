@@ -80,7 +80,7 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     """Plan a stack offline the way `trainplane plan` does: a job stack on its platform's plan (or on
     recorded platform outputs in `refs`). Bad stacks raise infra.cli.UsageError (exit 2)."""
     from components.spec import JobSpec, PlatformSpec
-    from infra.cli import UsageError, _load_stack, _run, _validated
+    from infra.cli import _load_stack, _run, _validated, no_object_error, platform_stack_file
 
     sf = _load_stack(stack)
     raw = sf.object("trainplane:platform")
@@ -89,14 +89,14 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
         return from_run(_run(sf), raw if isinstance(raw, dict) else None)
     job_raw = sf.object("trainplane:job")
     if job_raw is None:
-        raise UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config"])
+        raise no_object_error(sf)
     job = _validated(sf, "trainplane:job", JobSpec)
     refs = dict(refs or {})
     short = job.platform_stack.split("/")[-1]
     if job.platform_stack in refs or short in refs:
         platform = refs_plan(short, refs.get(job.platform_stack, refs.get(short)))
     else:
-        psf = _load_stack(job.platform_stack)
+        psf = platform_stack_file(sf, job)
         praw = psf.object("trainplane:platform")
         _validated(psf, "trainplane:platform", PlatformSpec)
         platform = from_run(_run(psf), praw if isinstance(praw, dict) else None)

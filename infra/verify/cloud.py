@@ -46,8 +46,13 @@ class CloudReport:
     source: str = ""
 
     @property
+    def ran(self) -> bool:
+        """Whether any check ran at all: a report of nothing verifies nothing (never a pass)."""
+        return bool(self.findings)
+
+    @property
     def ok(self) -> bool:
-        return all(f.ok for f in self.findings)
+        return self.ran and all(f.ok for f in self.findings)
 
     def add(self, check: str, subject: str, ok: bool, message: str) -> None:
         self.findings.append(CloudFinding(check, subject, ok, message))
@@ -56,6 +61,7 @@ class CloudReport:
         return {
             "cloud": self.cloud,
             "ok": self.ok,
+            "ran": self.ran,
             "source": self.source,
             "findings": [f.__dict__ for f in self.findings],
             "notChecked": self.not_checked,
@@ -64,6 +70,40 @@ class CloudReport:
 
 class CloudError(Exception):
     """The cloud cannot be asked at all (no SDK, no credentials): one line, exit 2."""
+
+
+# botocore's errors that mean the cloud was not asked at all, not that a check failed
+# (boto/botocore@1.43.117 botocore/exceptions.py, the version in the venv): no or partial credentials, no region, no connection.
+UNREACHABLE_ERRORS = (
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "NoRegionError",
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "SSOTokenLoadError",
+    "UnauthorizedSSOTokenError",
+)
+# API error codes of credentials the cloud refuses, or of an action they may not call (EC2 API reference,
+# "Common client error codes": AuthFailure, UnauthorizedOperation, RequestExpired; STS/IAM-signed
+# requests: InvalidClientTokenId, ExpiredToken). The report could not be read: exit 2, not a FAIL row.
+REFUSED_CREDENTIAL_CODES = {
+    "AuthFailure",
+    "UnauthorizedOperation",
+    "InvalidClientTokenId",
+    "ExpiredToken",
+    "RequestExpired",
+}
+
+
+def raise_if_unreachable(e: Exception) -> None:
+    """Turn an error that means "the cloud could not be asked" into CloudError (exit 2, one line); any
+    other error is a failed check and is left to the caller to report."""
+    names = {c.__name__ for c in type(e).__mro__}
+    code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
+    if names & set(UNREACHABLE_ERRORS) or code in REFUSED_CREDENTIAL_CODES:
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise CloudError(f"verify --cloud: cannot ask the cloud: {type(e).__name__}: {first}") from None
 
 
 def verify_cloud(spec: PlatformSpec, ec2: Any = None) -> CloudReport:

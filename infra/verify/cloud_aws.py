@@ -16,7 +16,7 @@ from components.aws.capacity import single_zone
 from components.aws.node_group import machine_shapes
 from components.spec import NodePoolSpec, PlatformSpec
 from components.spec.capacity import RESERVED
-from infra.verify.cloud import CloudReport
+from infra.verify.cloud import CloudReport, raise_if_unreachable
 
 # DescribeCapacityReservations: State of a reservation instances can launch into now or at its start
 # (EC2 API reference, CapacityReservation.State; Capacity Blocks are `scheduled` before their start).
@@ -58,7 +58,8 @@ def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[st
             # In the order of network.subnetIds, first subnet's zone first.
             return list(dict.fromkeys(zone_of[i] for i in spec.network.subnet_ids if i in zone_of))
         zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])
-    except Exception as e:  # botocore ClientError, credentials, endpoint: reported, not raised
+    except Exception as e:  # botocore ClientError: reported; no credentials or endpoint: raised (exit 2)
+        raise_if_unreachable(e)
         report.add("zones", "network", False, f"could not list the zones: {_error(e)}")
         return []
     names = [
@@ -77,6 +78,7 @@ def _check_reservation(
     try:
         found = ec2.describe_capacity_reservations(CapacityReservationIds=[pool.reservation])
     except Exception as e:
+        raise_if_unreachable(e)
         report.add("reservation", subject, False, f"not found or not readable: {_error(e)}")
         return
     reservations = found.get("CapacityReservations") or []
@@ -137,6 +139,7 @@ def _check_offerings(
             (o["InstanceType"], o["Location"]) for page in pages for o in page["InstanceTypeOfferings"]
         }
     except Exception as e:
+        raise_if_unreachable(e)
         report.add("offering", pool.name, False, f"could not list offerings: {_error(e)}")
         return
     bare_zones = [z for z in zones if not any((t, z) in offered for t in types)]

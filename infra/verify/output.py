@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
+from infra.console import heading, table
 from infra.verify.report import Report
 
 STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
@@ -13,13 +13,11 @@ STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 def print_report(report: Report, console: Console) -> None:
     where = f"{report.cloud} {report.kubernetes_version or ''}".strip()
     how = report.source if report.mode == "offline" else f"live: {report.source}"
-    console.rule(f"[bold]trainplane verify[/] {report.stack} ({where}, {how})")
-    table = Table(show_edge=False)
-    for col in ("check", "result", "failures", "examined"):
-        table.add_column(col, justify="right" if col in ("failures", "examined") else "left")
+    heading(console, f"[bold]trainplane verify[/] {report.stack} ({where}, {how})")
+    t = table(None, "check", "result", "failures", "examined", right=("failures", "examined"))
     for c in report.checks:
-        table.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", str(len(c.findings)), str(len(c.examined)))
-    console.print(table)
+        t.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", str(len(c.findings)), str(len(c.examined)))
+    console.print(t)
     for c in report.checks:
         for f in c.findings:
             console.print(f.line(), markup=False, highlight=False, soft_wrap=True)

@@ -36,7 +36,7 @@ def test_launcher_refuses_efa_without_the_plugin(tmp_path: Path) -> None:
     assert p.wait() == 2, p.tail()
     err = _one_line(p)
     assert err.startswith("config error: FI_PROVIDER=efa") and "libnccl-net.so" in err and str(empty) in err
-    assert p.events() == []  # refused before any worker started
+    assert [e["event"] for e in p.events()] == ["launcher_exit"]  # refused before any worker started
 
 
 def test_launcher_runs_with_a_plugin_on_ld_library_path(tmp_path: Path) -> None:

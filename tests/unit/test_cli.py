@@ -82,7 +82,9 @@ def test_unreadable_stack_files_are_named(tmp_path, content, expected):
 def test_missing_stack_is_a_usage_error():
     proc = trainplane("plan", "no-such-stack")
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"{ROOT / 'stacks' / 'Pulumi.no-such-stack.yaml'}: no such stack file"
+    assert proc.stderr.strip().startswith(
+        f"{ROOT / 'stacks' / 'Pulumi.no-such-stack.yaml'}: no such stack file"
+    )
 
 
 @pytest.mark.parametrize("stack", [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()])
@@ -108,3 +110,110 @@ def test_python_dash_m_reports_a_bad_job_stack_as_bad_input_not_an_internal_erro
     )
     assert p.returncode == 2, p.stderr
     assert "internal error" not in p.stderr and "job.name: required" in p.stderr
+
+
+# ---- exit codes and --debug (issue 22) ------------------------------------------------------------
+COMMANDS = ("plan", "render", "verify", "nccl-test")
+
+
+def test_help_of_every_command_prints_the_one_exit_code_table():
+    from infra.cli import EXIT_CODES, build_parser
+
+    parser = build_parser()
+    helps = [parser.format_help()] + [
+        parser._subparsers._group_actions[0].choices[c].format_help() for c in COMMANDS
+    ]
+    for text in helps:
+        assert EXIT_CODES in text
+    for code, meaning in (("0", "ok"), ("1", "a check failed"), ("2", "could not"), ("3", "internal")):
+        assert any(
+            line.strip().startswith(f"{code}  ") and meaning in line for line in EXIT_CODES.splitlines()
+        )
+
+
+def _boom(*args, **kwargs):
+    raise RuntimeError("boom")
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_internal_errors_exit_3_and_debug_goes_anywhere(monkeypatch, capsys, where):
+    from infra import cli, plan
+
+    monkeypatch.setattr(plan, "summarize_platform", _boom)
+    assert cli.main(["plan", "onprem-dev"]) == 3
+    assert capsys.readouterr().err.strip() == (
+        "trainplane: internal error: RuntimeError: boom (rerun with --debug)"
+    )
+    # `--debug` appended after the command used to be "unrecognized arguments: --debug" (exit 2).
+    argv = ["--debug", "plan", "onprem-dev"] if where == "before" else ["plan", "onprem-dev", "--debug"]
+    assert cli.main(argv) == 3
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: boom" in err
+    assert "rerun with --debug" not in err  # not the advice to do what was just done
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_bad_input_is_exit_2_for_every_command(command, capsys):
+    from infra import cli
+
+    argv = [command, "no-such-stack"] + (["--out", "/tmp/x"] if command == "render" else [])
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Pulumi.no-such-stack.yaml: no such stack file" in err[0]
+
+
+# ---- output that survives a pipe (issue 22) -------------------------------------------------------
+STACK_NAMES = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
+
+
+def _pools_and_prices(stack: str) -> tuple[list[str], list[str]]:
+    """The pool names and the per-node prices `plan` shows for a stack, worked out in process."""
+    from components.spec import JobSpec, PlatformSpec
+    from infra import stackfile
+    from infra.plan import estimate_cost, job_cost
+    from infra.plan_output import money
+
+    sf = stackfile.load(stack, ROOT)
+    raw = sf.object("trainplane:platform")
+    if raw is not None:
+        cost = estimate_cost(PlatformSpec.load(raw))
+    else:
+        job = JobSpec.load(sf.object("trainplane:job"))
+        platform = stackfile.load(job.platform_stack.split("/")[-1], ROOT).object("trainplane:platform")
+        cost = job_cost(job, PlatformSpec.load(platform))
+    prices = [money(v) for p in cost.pools for v in (p.on_demand_hourly, p.spot_hourly) if v is not None]
+    prices += [money(v) for v in (cost.min_hourly, cost.max_hourly) if v is not None]
+    return [p.pool for p in cost.pools], prices
+
+
+@pytest.mark.parametrize("stack", STACK_NAMES)
+def test_piped_plan_and_verify_never_cut_a_name_or_a_price(stack):
+    # Off a terminal rich used to lay out 80 columns: `h100-b…`, `$24.77…`, `capaci…`. COLUMNS stays
+    # unset here, as in CI and `make demo > file`.
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
+    plan = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "plan", stack], cwd=ROOT, capture_output=True, text=True, env=env
+    )
+    assert plan.returncode == 0, plan.stderr
+    assert "…" not in plan.stdout
+    pools, prices = _pools_and_prices(stack)
+    cells = {c.strip() for line in plan.stdout.splitlines() for c in line.split("│")}
+    for name in pools:
+        assert name in cells, f"pool {name} not printed whole"
+    for price in prices:
+        assert price in cells, f"price {price} not printed whole"
+    for header in ("capacity", "on-demand/node", "spot/node", "reserved/node", "GPUs/node"):
+        assert header in plan.stdout
+    verify = subprocess.run(
+        [sys.executable, "-m", "infra.cli", "verify", stack],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert verify.returncode in (0, 1), verify.stderr
+    assert "…" not in verify.stdout
+    from infra.verify.report import CHECKS
+
+    for check in CHECKS:
+        assert check in {c.strip() for line in verify.stdout.splitlines() for c in line.split("│")}

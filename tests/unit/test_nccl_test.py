@@ -10,6 +10,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 import pytest
+import yaml
 
 from components import fabrics
 from infra import cli
@@ -87,8 +88,11 @@ def test_an_efa_pool_gets_the_published_floor_and_a_too_small_preflight_is_refus
 
 def test_cli_prints_the_preflight_without_a_cluster_and_bad_input_is_one_line(capsys):
     assert cli.main(["nccl-test", JOB_STACK, "--nodes", "2"]) == 0
-    out = capsys.readouterr().out
-    assert "NCCL preflight" in out and "kind: JobSet" in out and "nothing sent" in out
+    printed = capsys.readouterr()
+    # `nccl-test JOB > jobset.yaml` is the manifest alone; what it is goes to stderr.
+    manifest = yaml.safe_load(printed.out)
+    assert manifest["kind"] == "JobSet" and manifest["metadata"]["name"] == "gpt-small-nccl"
+    assert "NCCL preflight" in printed.err and "nothing sent" in printed.err
     assert cli.main(["nccl-test", JOB_STACK, "--nodes", "99"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--nodes 99" in err[0]
@@ -118,6 +122,11 @@ class FakeCluster(BaseHTTPRequestHandler):
     def do_GET(self):
         url = urlparse(self.path)
         parts = url.path.strip("/").split("/")
+        if url.path.rstrip("/") == "/version":  # what `connect` asks first
+            keys = ("buildDate", "compiler", "gitCommit", "gitTreeState", "goVersion", "platform")
+            return self._send(
+                200, {"major": "1", "minor": "33", "gitVersion": "v1.33.0", **dict.fromkeys(keys, "x")}
+            )
         if url.path.endswith("/log"):
             return self._send(200, self.log)
         if parts[-1] == "pods":
@@ -211,3 +220,46 @@ def test_the_preflight_of_a_longest_name_job_passes_the_jobset_webhook_at_11_nod
     pf = build(long, platform)
     assert len(pf.name) <= 40 and pf.name.endswith("-nccl")
     assert admission_webhooks.jobset(pf.manifest) == []
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as s:  # bound, never listening: connections to it are refused
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_kubeconfig_that_cannot_be_used_is_one_line_exit_2(tmp_path, capsys):
+    # It used to be "trainplane: internal error: ConfigException ..." and exit 1, the floor's code.
+    assert cli.main(["nccl-test", JOB_STACK, "--kubeconfig", "/nonexistent"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip().splitlines() == [
+        "--kubeconfig /nonexistent: cannot load it: ConfigException: Invalid kube-config file. "
+        "No configuration found."
+    ]
+    assert printed.out == ""
+    # An API server nobody answers on: also exit 2, one line naming where it looked.
+    port = _closed_port()
+    unreachable = tmp_path / "config"
+    unreachable.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "f", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "u", "user": {"token": "t"}}],
+                "contexts": [{"name": "f", "context": {"cluster": "f", "user": "u"}}],
+                "current-context": "f",
+            }
+        )
+    )
+    assert cli.main(["nccl-test", JOB_STACK, "--kubeconfig", str(unreachable)]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"cannot reach the cluster at http://127.0.0.1:{port}")
+
+
+def test_a_preflight_without_a_result_is_a_failed_check_exit_1(cluster, capsys):
+    FakeCluster.log = "the pod never got to the sweep\n"
+    assert cli.main(["nccl-test", JOB_STACK, "--nodes", "2", "--kubeconfig", cluster]) == 1
+    assert "no result from rank 0" in capsys.readouterr().err

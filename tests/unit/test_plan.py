@@ -112,3 +112,16 @@ def test_no_reserved_pool_no_commitment():
     cost = estimate_cost(PlatformSpec.load(platform_object("aws-dev")))
     assert cost.committed_hourly == 0.0
     assert not any(a.startswith("reserved") for a in cost.assumptions)
+
+
+def test_a_region_the_catalog_has_no_prices_for_is_said_first():
+    # A europe-west4 stack used to be priced at us-central1 prices with only the generic source line.
+    spec = PlatformSpec.load(platform_object("gcp-byo-network"))
+    assert spec.region == "europe-west4" and catalog().pricing["gcp"].region == "us-central1"
+    assert estimate_cost(spec).assumptions[0] == (
+        "region: priced at us-central1 list prices, the only region the catalog has for gcp; europe-west4 "
+        "prices differ (set platform.pricing.overrides for exact ones)"
+    )
+    same = PlatformSpec.load(platform_object("gcp-dev"))
+    assert same.region == "us-central1"
+    assert not any(a.startswith("region:") for a in estimate_cost(same).assumptions)

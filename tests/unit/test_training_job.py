@@ -504,8 +504,8 @@ def test_cli_plans_and_renders_the_job_stack(tmp_path, capsys):
     summary = json.loads(capsys.readouterr().out)
     assert summary["gpus"] == {"min": 16, "max": 16}
     (pool,) = summary["cost"]["pools"]
-    assert (pool["pool"], pool["min_nodes"], pool["max_nodes"]) == ("h100", 2, 2)
-    assert summary["cost"]["max_hourly"] == pytest.approx(2 * pool["spot_hourly"], abs=0.01)
+    assert (pool["pool"], pool["minNodes"], pool["maxNodes"]) == ("h100", 2, 2)
+    assert summary["cost"]["maxHourly"] == pytest.approx(2 * pool["spotHourly"], abs=0.01)
 
 
 # ---- a pool with fabric devices (EFA on p5/p5e/p5en) -------------------------------------------

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -189,11 +190,32 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and len(out["findings"]) == 7
-    # GCP: nothing asked, and it says so rather than passing.
-    assert cli.main(["verify", "gcp-h100-dws", "--cloud"]) == 0
-    text = capsys.readouterr().out
-    assert "no cloud check ran on gcp: nothing above is verified" in text
-    assert "not checked: reservations" in text
+    from tests.unit.test_cli_json import _bad_keys
+
+    assert _bad_keys(out) == []  # one key style (camelCase) in every command's JSON
+    # GCP: nothing asked, and it says so rather than passing: exit 2 (no check could run), never 0.
+    assert cli.main(["verify", "gcp-h100-dws", "--cloud"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip() == "verify --cloud: no cloud check ran on gcp: nothing is verified"
+    assert "not checked: reservations" in printed.out
+    assert cli.main(["verify", "gcp-h100-dws", "--cloud", "--json"]) == 2
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] is False and data["ran"] is False and data["notChecked"]
+
+
+def test_cli_without_credentials_is_one_line_exit_2(monkeypatch, tmp_path, capsys):
+    # It used to print six FAIL rows (one per pool) and exit 1, as if the reservations were wrong.
+    for key in [k for k in os.environ if k.startswith("AWS_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    assert cli.main(["verify", "aws-h100-reserved", "--cloud"]) == 2
+    printed = capsys.readouterr()
+    assert printed.err.strip().splitlines() == [
+        "verify --cloud: cannot ask the cloud: NoCredentialsError: Unable to locate credentials"
+    ]
+    assert "FAIL" not in printed.out
 
 
 def test_cli_without_boto3_says_so_in_one_line(monkeypatch, capsys):
@@ -229,3 +251,22 @@ def test_brought_subnets_put_a_reserved_pool_in_the_first_subnets_zone(moto_url)
     ]
     obj["network"]["subnetIds"] = [subnet["us-east-1a"], subnet["us-east-1c"]]
     assert verify_aws(PlatformSpec.load(obj), ec2).ok
+
+
+@pytest.mark.parametrize(
+    ("code", "unreachable"),
+    [
+        ("AuthFailure", True),
+        ("UnauthorizedOperation", True),
+        ("InvalidCapacityReservationId.NotFound", False),
+    ],
+)
+def test_refused_credentials_are_not_a_failed_check(code, unreachable):
+    from botocore.exceptions import ClientError
+
+    e = ClientError({"Error": {"Code": code, "Message": "m"}}, "DescribeCapacityReservations")
+    if unreachable:
+        with pytest.raises(cloud.CloudError, match=f"cannot ask the cloud: ClientError: .*{code}"):
+            cloud.raise_if_unreachable(e)
+    else:
+        cloud.raise_if_unreachable(e)  # a check that failed: reported as a FAIL row by the caller

@@ -1,0 +1,94 @@
+"""Printing a plan summary for people: the resource tree, counts, pools and cost, the critical path.
+
+Tables come from infra.console, so a pipe or a log gets every name and price whole (never `…`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.tree import Tree
+
+from infra.console import heading, table
+from infra.plan import PlanSummary
+
+
+def _tree_node(parent: Tree, node: dict[str, Any]) -> None:
+    style = "" if node["custom"] else "bold cyan"
+    label = (
+        f"[{style}]{node['name']}[/] [dim]{node['type']}[/]"
+        if style
+        else f"{node['name']} [dim]{node['type']}[/]"
+    )
+    branch = parent.add(label)
+    for child in node["children"]:
+        _tree_node(branch, child)
+
+
+def money(v: float | None) -> str:
+    return "n/a" if v is None else f"${v:,.2f}/h"
+
+
+def duration(seconds: float) -> str:
+    """A creation time in words: seconds below two minutes (a job's few objects are not "0 min")."""
+    if seconds < 120:
+        return f"about {seconds:.0f} s"
+    return f"about {seconds / 60:.0f} min"
+
+
+def print_plan(summary: PlanSummary, console: Console) -> None:
+    heading(console, f"[bold]trainplane plan[/] {summary.stack} ({summary.cloud})")
+    tree = Tree(f"[bold]{summary.stack}[/] [dim]{summary.resource_count} resources[/]")
+    for node in summary.tree:
+        _tree_node(tree, node)
+    console.print(tree)
+
+    counts = table("Resources by type", "type", "count", right=("count",))
+    for t, n in summary.counts.items():
+        counts.add_row(t, str(n))
+    console.print(counts)
+
+    cost = summary.cost
+    cols = (
+        "pool",
+        "machine",
+        "GPUs/node",
+        "capacity",
+        "nodes",
+        "on-demand/node",
+        "spot/node",
+        "reserved/node",
+    )
+    pools = table("Node pools and cost", *cols, right=(*cols[4:], "GPUs/node"))
+    for p in cost.pools:
+        pools.add_row(
+            p.pool,
+            p.machine or "-",
+            f"{p.gpus_per_node} x {p.gpu}" if p.gpu else "-",
+            p.capacity,
+            f"{p.min_nodes}..{p.max_nodes}",
+            money(p.on_demand_hourly),
+            money(p.spot_hourly),
+            money(p.reserved_hourly) if p.committed else "-",
+        )
+    console.print(pools)
+
+    scale_cols = ("", "GPUs", "as configured", "of which committed", "all on-demand")
+    scale = table("At scale", *scale_cols, right=scale_cols[1:])
+    committed = money(cost.committed_hourly) if any(p.committed for p in cost.pools) else "-"
+    scale.add_row(
+        "minimum", str(summary.gpus_min), money(cost.min_hourly), committed, money(cost.min_hourly_on_demand)
+    )
+    scale.add_row(
+        "maximum", str(summary.gpus_max), money(cost.max_hourly), committed, money(cost.max_hourly_on_demand)
+    )
+    console.print(scale)
+    for a in cost.assumptions:
+        console.print(f"  [dim]assumption:[/] {a}", highlight=False)
+
+    title = f"Critical path: {duration(summary.critical_seconds)} to create"
+    path = table(title, "#", "resource", "type", "~seconds", right=("#", "~seconds"))
+    for i, step in enumerate(summary.critical_path, 1):
+        path.add_row(str(i), step.name, f"[dim]{step.type}[/]", f"{step.seconds:.0f}")
+    console.print(path)
