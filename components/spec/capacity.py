@@ -15,8 +15,11 @@ stack names one that exists, and `trainplane verify STACK --cloud` checks it aga
 Example:
     >>> from components.spec.platform import NodePoolSpec
     >>> pool = NodePoolSpec(name="h100", gpu="H100", gpusPerNode=8, capacity="capacity-block")
-    >>> list(check_capacity(pool, "platform.nodePools[1]", "aws", AWS_KINDS))
-    ['platform.nodePools[1].reservation: required for capacity capacity-block (the id of the reservation the pool draws from)']
+    >>> for line in check_capacity(pool, "platform.nodePools[1]", "aws", AWS_KINDS):
+    ...     print(line.split(" (")[0])
+    platform.nodePools[1].reservation: required for capacity capacity-block
+    platform.nodePools[1].blockStart: required for capacity capacity-block
+    platform.nodePools[1].blockEnd: required for capacity capacity-block
 """
 
 from __future__ import annotations
