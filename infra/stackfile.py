@@ -149,6 +149,7 @@ def _stacks_beside(asked: str, path: Path) -> str:
     names = sorted(p.name[len("Pulumi.") : -len(p.suffix)] for p in path.parent.glob("Pulumi.*.yaml"))
     if not names:
         return ""
-    close = difflib.get_close_matches(asked, names, n=1, cutoff=0.5)
+    # `org/project/stack` (a job's platformStack) is matched on its stack name
+    close = difflib.get_close_matches(asked.split("/")[-1], names, n=1, cutoff=0.5)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{hint}; stacks: {', '.join(names)}"

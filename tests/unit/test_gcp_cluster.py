@@ -14,7 +14,7 @@ def test_standard_cluster_with_workload_identity_private_nodes_and_dataplane_v2(
     assert c["nodeLocations"] == ["us-central1-a", "us-central1-b", "us-central1-c"]
     assert c["removeDefaultNodePool"] is True
     assert c["releaseChannel"] == {"channel": "REGULAR"}
-    assert c["minMasterVersion"] == "1.33"
+    assert c["minMasterVersion"] == "1.34"
     assert c["workloadIdentityConfig"] == {"workloadPool": "example-ml-dev.svc.id.goog"}
     assert c["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
     assert c["enableShieldedNodes"] is True
@@ -115,7 +115,7 @@ def test_a_tcpx_platform_holds_minor_and_node_upgrades_until_end_of_support():
     # gcp-dev's H100 pool is a3-highgpu-8g (TCPX): a channel upgrade to 1.35 (COS 125) would leave it
     # without nodes, so the cluster carries the toolkit's exclusion and keeps its pinned version.
     c = one(plan("gcp-dev"), CLUSTER).inputs
-    assert c["minMasterVersion"] == "1.33" and c["releaseChannel"] == {"channel": "REGULAR"}
+    assert c["minMasterVersion"] == "1.34" and c["releaseChannel"] == {"channel": "REGULAR"}
     (exclusion,) = c["maintenancePolicy"]["maintenanceExclusions"]
     assert exclusion["exclusionOptions"] == {
         "scope": "NO_MINOR_OR_NODE_UPGRADES",

@@ -366,7 +366,7 @@ def test_rdma_pools_need_one_zone_and_no_tcpx_neighbours():
 
 
 def test_verify_fabric_fails_a_tcpx_cluster_that_a_channel_can_upgrade_past_its_node_image():
-    assert run(plan("gcp-dev"), "fabric").ok  # a3-highgpu-8g pool, held on 1.33
+    assert run(plan("gcp-dev"), "fabric").ok  # a3-highgpu-8g pool, held on 1.34
     unheld = edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, lambda i: i.pop("maintenancePolicy"))
     found = lines(run(unheld, "fabric"))
     assert any(

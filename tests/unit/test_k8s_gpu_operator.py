@@ -56,7 +56,7 @@ def test_gke_follows_nvidias_gke_path():
     assert values["driver"] == {"enabled": False}
     assert values["hostPaths"] == {"driverInstallDir": "/home/kubernetes/bin/nvidia"}
     assert values["toolkit"]["installDir"] == "/home/kubernetes/bin/nvidia"
-    # gcp-dev runs 1.33: containerd's config comes from drop-in files.
+    # gcp-dev runs 1.34: containerd's config comes from drop-in files.
     assert values["toolkit"]["env"] == [{"name": "RUNTIME_CONFIG_SOURCE", "value": "file"}]
     assert values["cdi"] == {"enabled": True}
 
