@@ -198,7 +198,7 @@ CASES = [
     (
         "aws-dev",
         _set("cluster.kubernetesVersion", 1.33),
-        'platform.cluster.kubernetesVersion: 1.33 is a number, not a version: YAML reads 1.30 as 1.3; '
+        "platform.cluster.kubernetesVersion: 1.33 is a number, not a version: YAML reads 1.30 as 1.3; "
         'write it in quotes: kubernetesVersion: "1.33"',
     ),
 ]
