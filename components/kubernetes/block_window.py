@@ -23,8 +23,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import NodePoolInfo
+from components.kubernetes import agent_runtime, kueue_quota
 from components.kubernetes import block_window_agent as agent
-from components.kubernetes import kueue_quota
 from components.kubernetes.gpu_health import PYTHON_IMAGE
 from components.kubernetes.placement import flavor_groups
 from components.spec import QueueingSpec, TeamSpec
@@ -132,6 +132,7 @@ class BlockWindow(pulumi.ComponentResource):
         files = {
             "agent.py": Path(agent.__file__).read_text(),
             "kueue_quota.py": Path(kueue_quota.__file__).read_text(),
+            "agent_runtime.py": Path(agent_runtime.__file__).read_text(),
             "config.json": config,
         }
         cm = k8s.core.v1.ConfigMap(

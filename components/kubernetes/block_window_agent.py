@@ -30,25 +30,21 @@ Usage: python block_window_agent.py --config /opt/block-window/config.json [--on
 
 from __future__ import annotations
 
-import argparse
-import json
-import os
-import ssl
 import sys
 import time
 import urllib.error
 import urllib.parse
-import urllib.request
 from typing import Any
 
 try:
+    from components.kubernetes.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
     from components.kubernetes.kueue_quota import borrowing_limit, gpu_shares
 except ImportError:  # in the controller pod: shipped next to this file
+    from agent_runtime import JSON_PATCH, KubeApi, log, quantity, run  # type: ignore[import-not-found,no-redef]
     from kueue_quota import borrowing_limit, gpu_shares  # type: ignore[import-not-found,no-redef]
 
 GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_QUEUES = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 def open_gpus(pools: list[dict[str, Any]], now: float, drain_s: float) -> int:
@@ -69,13 +65,6 @@ def desired(flavor: dict[str, Any], now: float, drain_s: float) -> dict[str, tup
     return out
 
 
-def _quantity(value: Any) -> int | None:
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return None
-
-
 def patch_ops(cq: dict[str, Any], flavor: str, nominal: int, limit: int) -> list[dict[str, Any]]:
     """A JSON patch that sets the flavor's GPU quota to (nominal, limit); [] when it already is.
 
@@ -91,9 +80,9 @@ def patch_ops(cq: dict[str, Any], flavor: str, nominal: int, limit: int) -> list
                 if res.get("name") != GPU_RESOURCE:
                     continue
                 path = f"/spec/resourceGroups/{g}/flavors/{f}/resources/{r}"
-                if _quantity(res.get("nominalQuota")) != nominal:
+                if quantity(res.get("nominalQuota")) != nominal:
                     ops.append({"op": "replace", "path": f"{path}/nominalQuota", "value": str(nominal)})
-                if _quantity(res.get("borrowingLimit")) != limit:
+                if quantity(res.get("borrowingLimit")) != limit:
                     ops.append({"op": "add", "path": f"{path}/borrowingLimit", "value": str(limit)})
     if not ops:
         return []
@@ -101,34 +90,7 @@ def patch_ops(cq: dict[str, Any], flavor: str, nominal: int, limit: int) -> list
     return [{"op": "test", "path": "/metadata/resourceVersion", "value": version}, *ops]
 
 
-class Api:
-    """GET and JSON-PATCH against the Kubernetes API with the pod's service-account token."""
-
-    def __init__(self, url: str, token_file: str | None, ca_file: str | None) -> None:
-        self.url = url.rstrip("/")
-        self.token_file = token_file
-        self.context = ssl.create_default_context(cafile=ca_file) if url.startswith("https") else None
-
-    def request(self, method: str, path: str, body: Any = None) -> Any:
-        headers = {"Accept": "application/json"}
-        if self.token_file:
-            # Bound tokens rotate: read the file on every call.
-            with open(self.token_file) as f:
-                headers["Authorization"] = f"Bearer {f.read().strip()}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = "application/json-patch+json"
-        req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
-        with urllib.request.urlopen(req, timeout=30, context=self.context) as resp:
-            return json.loads(resp.read() or b"null")
-
-
-def log(event: str, **fields: Any) -> None:
-    print(json.dumps({"ts": round(time.time(), 3), "event": event, **fields}, sort_keys=True), flush=True)
-
-
-def reconcile(api: Api, config: dict[str, Any], now: float | None = None) -> dict[str, dict[str, int]]:
+def reconcile(api: KubeApi, config: dict[str, Any], now: float | None = None) -> dict[str, dict[str, int]]:
     """One round over every block flavor; returns flavor -> ClusterQueue -> the nominal GPU quota set."""
     now = time.time() if now is None else now
     drain = float(config["drainSeconds"])
@@ -142,7 +104,7 @@ def reconcile(api: Api, config: dict[str, Any], now: float | None = None) -> dic
             try:
                 ops = patch_ops(api.request("GET", path), name, nominal, limit)
                 if ops:
-                    api.request("PATCH", path, ops)
+                    api.request("PATCH", path, ops, JSON_PATCH)
                     log("quota_set", flavor=name, clusterQueue=cq_name, nominal=nominal, borrowingLimit=limit)
             except urllib.error.HTTPError as e:
                 # 404: the queue is not there yet; 422: it changed meanwhile. Both: next round.
@@ -151,35 +113,7 @@ def reconcile(api: Api, config: dict[str, Any], now: float | None = None) -> dic
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("--once", action="store_true", help="one round, then exit")
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-    parser.add_argument("--api-url", default=f"https://{host}:{port}" if host else None)
-    parser.add_argument("--token-file", default=f"{SA_DIR}/token")
-    parser.add_argument("--ca-file", default=f"{SA_DIR}/ca.crt")
-    args = parser.parse_args(argv)
-    if not args.api_url:
-        print(
-            "block-window: no Kubernetes API (KUBERNETES_SERVICE_HOST unset and no --api-url)",
-            file=sys.stderr,
-        )
-        return 2
-    with open(args.config) as f:
-        config = json.load(f)
-    token = args.token_file if os.path.exists(args.token_file) else None
-    ca = args.ca_file if os.path.exists(args.ca_file) else None
-    api = Api(args.api_url, token, ca)
-    while True:
-        try:
-            reconcile(api, config)
-        except (OSError, urllib.error.URLError, ValueError, KeyError) as e:
-            log("round_failed", error=repr(e))
-            if args.once:
-                return 1
-        if args.once:
-            return 0
-        time.sleep(float(config["intervalSeconds"]))
+    return run("block-window", (__doc__ or "").splitlines()[0], argv, KubeApi, reconcile)
 
 
 if __name__ == "__main__":

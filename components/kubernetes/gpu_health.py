@@ -37,6 +37,7 @@ from components.bundle import (
     NodePoolInfo,
     gpu_taint_tolerations,
 )
+from components.kubernetes import agent_runtime
 from components.kubernetes import gpu_health_agent as agent
 from components.kubernetes.names import PROMETHEUS_RELEASE
 from components.spec import GpuHealthSpec, GpuOperatorSpec
@@ -262,14 +263,15 @@ class GpuHealth(pulumi.ComponentResource):
             )
         )
         source = Path(agent.__file__).read_text()
+        runtime = Path(agent_runtime.__file__).read_text()  # the agent's imports, shipped beside it
         agent_cm = k8s.core.v1.ConfigMap(
             f"{name}-agent",
             metadata=meta(CONTROLLER, labels=labels),
-            data={"agent.py": source, "config.json": config},
+            data={"agent.py": source, "agent_runtime.py": runtime, "config.json": config},
             opts=child,
         )
         # A changed script or config restarts the controller.
-        digest = config.apply(lambda c: hashlib.sha256((source + c).encode()).hexdigest()[:16])
+        digest = config.apply(lambda c: hashlib.sha256((source + runtime + c).encode()).hexdigest()[:16])
         k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(CONTROLLER, labels=labels), opts=child)
         # Least privilege: read nodes and patch them (taints); list pods of this namespace (diagnostics).
         k8s.rbac.v1.ClusterRole(

@@ -27,12 +27,9 @@ Usage: python gpu_health_agent.py --config /etc/gpu-health/config.json [--once]
 
 from __future__ import annotations
 
-import argparse
 import calendar
 import json
-import os
 import re
-import ssl
 import sys
 import time
 import urllib.error
@@ -40,6 +37,11 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
+
+try:
+    from components.kubernetes.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
+except ImportError:  # in the controller pod: shipped next to this file
+    from agent_runtime import JSON_PATCH, KubeApi, log, quantity, run  # type: ignore[import-not-found,no-redef]
 
 UNHEALTHY_TAINT = "status-taint.cluster-autoscaler.kubernetes.io/gpu-unhealthy"
 PENDING_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-diagnostic"
@@ -50,8 +52,6 @@ EKS_GPU_CONDITION = "AcceleratedHardwareReady"
 # The diagnostic's init container ends with one line `result=<pass|fail|error|skipped> rc=<n>` first in its
 # termination message (see diag_script() in gpu_health.py).
 DIAG_LINE = re.compile(r"result=(pass|fail|error|skipped)\b(?:\s+rc=(-?\d+))?")
-
-SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,6 @@ def taint_value(reason: str) -> str:
     return value or "unhealthy"
 
 
-def _quantity(value: Any) -> int | None:
-    """An integer extended-resource quantity ("8"); None when absent or not a plain integer."""
-    try:
-        return int(str(value))
-    except (TypeError, ValueError):
-        return None
-
-
 def _age_s(node: dict, now: float) -> float:
     created = node.get("metadata", {}).get("creationTimestamp")
     if not created:
@@ -119,8 +111,8 @@ def assess(
     `diag` is None when the diagnostic is off, `xids` the last XID of each of the node's GPUs.
     """
     status = node.get("status", {})
-    capacity = _quantity(status.get("capacity", {}).get(GPU_RESOURCE))
-    allocatable = _quantity(status.get("allocatable", {}).get(GPU_RESOURCE))
+    capacity = quantity(status.get("capacity", {}).get(GPU_RESOURCE))
+    allocatable = quantity(status.get("allocatable", {}).get(GPU_RESOURCE))
     reasons: list[str] = []
     for cond in status.get("conditions", []):
         if cond.get("type") == EKS_GPU_CONDITION and cond.get("status") == "False":
@@ -212,27 +204,8 @@ def pool_of(node: dict, pools: list[dict]) -> dict | None:
 # ---- I/O: the Kubernetes API and Prometheus over HTTP ------------------------------------------
 
 
-class Api:
-    """The few Kubernetes API calls the controller makes, with the pod's service-account token."""
-
-    def __init__(self, url: str, token_file: str | None, ca_file: str | None) -> None:
-        self.url = url.rstrip("/")
-        self.token_file = token_file
-        self.context = ssl.create_default_context(cafile=ca_file) if url.startswith("https") else None
-
-    def request(self, method: str, path: str, body: Any = None, content_type: str = "") -> Any:
-        headers = {"Accept": "application/json"}
-        if self.token_file:
-            # Bound tokens rotate: read the file on every call.
-            with open(self.token_file) as f:
-                headers["Authorization"] = f"Bearer {f.read().strip()}"
-        data = None
-        if body is not None:
-            data = json.dumps(body).encode()
-            headers["Content-Type"] = content_type or "application/json"
-        req = urllib.request.Request(self.url + path, data=data, headers=headers, method=method)
-        with urllib.request.urlopen(req, timeout=30, context=self.context) as resp:
-            return json.loads(resp.read() or b"null")
+class Api(KubeApi):
+    """The few Kubernetes API calls the controller makes."""
 
     def nodes(self) -> list[dict]:
         return self.request("GET", "/api/v1/nodes").get("items", [])
@@ -249,7 +222,7 @@ class Api:
             {"op": "add", "path": "/spec/taints", "value": taints},
         ]
         name = urllib.parse.quote(node["metadata"]["name"])
-        self.request("PATCH", f"/api/v1/nodes/{name}", patch, "application/json-patch+json")
+        self.request("PATCH", f"/api/v1/nodes/{name}", patch, JSON_PATCH)
 
 
 def query_prometheus(url: str, query: str) -> list[dict]:
@@ -259,10 +232,6 @@ def query_prometheus(url: str, query: str) -> list[dict]:
     if body.get("status") != "success":
         raise RuntimeError(f"prometheus: {body.get('error', body)}")
     return body["data"]["result"]
-
-
-def log(event: str, **fields: Any) -> None:
-    print(json.dumps({"ts": round(time.time(), 3), "event": event, **fields}, sort_keys=True), flush=True)
 
 
 def reconcile(api: Api, config: dict, now: float | None = None) -> dict[str, Verdict]:
@@ -317,34 +286,7 @@ def reconcile(api: Api, config: dict, now: float | None = None) -> dict[str, Ver
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", required=True)
-    parser.add_argument("--once", action="store_true", help="one round, then exit")
-    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
-    parser.add_argument("--api-url", default=f"https://{host}:{port}" if host else None)
-    parser.add_argument("--token-file", default=f"{SA_DIR}/token")
-    parser.add_argument("--ca-file", default=f"{SA_DIR}/ca.crt")
-    args = parser.parse_args(argv)
-    if not args.api_url:
-        print(
-            "gpu-health: no Kubernetes API (KUBERNETES_SERVICE_HOST unset and no --api-url)", file=sys.stderr
-        )
-        return 2
-    with open(args.config) as f:
-        config = json.load(f)
-    token = args.token_file if os.path.exists(args.token_file) else None
-    ca = args.ca_file if os.path.exists(args.ca_file) else None
-    api = Api(args.api_url, token, ca)
-    while True:
-        try:
-            reconcile(api, config)
-        except (OSError, urllib.error.URLError, ValueError, KeyError) as e:
-            log("round_failed", error=repr(e))
-            if args.once:
-                return 1
-        if args.once:
-            return 0
-        time.sleep(float(config["intervalSeconds"]))
+    return run("gpu-health", (__doc__ or "").splitlines()[0], argv, Api, reconcile)
 
 
 if __name__ == "__main__":

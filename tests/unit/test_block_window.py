@@ -107,7 +107,15 @@ def _run(tmp_path, queues) -> tuple[FakeCluster, subprocess.CompletedProcess]:
     args = ["--config", str(tmp_path / "config.json"), "--once", "--api-url", cluster.url]
     try:
         run = subprocess.run(
-            [sys.executable, str(tmp_path / "agent.py"), *args, "--token-file", str(tmp_path / "token")],
+            [
+                sys.executable,
+                "-S",
+                "-E",
+                str(tmp_path / "agent.py"),
+                *args,
+                "--token-file",
+                str(tmp_path / "token"),
+            ],
             capture_output=True,
             text=True,
             timeout=60,
