@@ -91,6 +91,7 @@ EXIT_MEANINGS: Final[Mapping[int, str]] = {
     EXIT_HANG: "hang: the watchdog saw no step in time",
     EXIT_SAVE_FAILED: "checkpoint saves failed",
     EXIT_CRASH: "crash",
+    EXIT_PEER_LOST: "a peer node was lost (restart not counted, bounded by TRAINPLANE_MAX_PEER_LOSSES)",
 }
 
 

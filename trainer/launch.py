@@ -125,12 +125,15 @@ def _patch_failure_capture() -> None:
     api.PContext.close = close  # type: ignore[method-assign]
 
 
-_KNOCK_ON = {1, -int(signal.SIGABRT), 128 + int(signal.SIGABRT)}  # peers of a dead worker: gloo errors, abort
+_ABORT = {-int(signal.SIGABRT), 128 + int(signal.SIGABRT)}  # NCCL's watchdog aborting a broken communicator
 _TEARDOWN = {-int(signal.SIGTERM), EXIT_PREEMPTED}  # what torchrun's own SIGTERM leaves behind
 
 
 def _knock_on_rank(code: int) -> int:
-    return 2 if code in _KNOCK_ON else 1 if code == EXIT_PEER_LOST else 0
+    """Which of this node's worker exits names the cause: a worker's own code (7, 74, 124, a signal) first,
+    then a plain crash (1: a remote peer's broken collective exits 75 now, so a 1 is this node's own
+    failure, and the 75 of its local peers is its knock-on), then a lost peer node (75), then an abort."""
+    return 3 if code in _ABORT else 2 if code == EXIT_PEER_LOST else 1 if code == 1 else 0
 
 
 def failure_code(failures: dict[int, Any], primary: set[int], preempted: bool, finished: bool) -> int:
@@ -154,7 +157,9 @@ def signalled_code(sig: int, preempted: bool, finished: bool) -> int:
     if finished:
         return EXIT_OK  # the signal came after the final checkpoint committed
     chosen = lifecycle.worker_exit_code()
-    if chosen is not None:
+    # A worker whose collective broke while this node shut down saw its own node's shutdown, not a lost
+    # peer node: 75 here would make an uncommitted preemption an uncounted restart.
+    if chosen is not None and chosen != EXIT_PEER_LOST:
         return chosen  # e.g. 74: the preemption checkpoint could not be written
     print(
         f"trainplane.launch: {signal.Signals(sig).name} received and no preemption checkpoint was committed",

@@ -46,6 +46,11 @@ def test_failure_code_prefers_the_first_real_failure():
     hang_then_knock_on = {0: f(10, 1), 1: f(11, 124)}
     assert failure_code(hang_then_knock_on, {10, 11}, preempted=False, finished=False) == 124
     assert failure_code({0: f(10, -9)}, {10}, preempted=False, finished=False) == 137
+    # a local worker's crash and its local peer's broken collective (75): the crash, counted
+    crash_then_peer_lost = {0: f(10, 1, 100), 1: f(11, 75, 99)}
+    assert failure_code(crash_then_peer_lost, {10, 11}, preempted=False, finished=False) == 1
+    # a remote node gone: the local workers' 75 wins over an abort from NCCL's watchdog
+    assert failure_code({0: f(10, 75), 1: f(11, -6, 99)}, {10, 11}, preempted=False, finished=False) == 75
     # a worker that exits 143 without the committed-preemption marker is not a preemption
     assert failure_code({0: f(10, 143)}, {10}, preempted=False, finished=False) == 1
     assert failure_code({0: f(10, -15)}, {10}, preempted=True, finished=False) == 143

@@ -122,3 +122,14 @@ def test_what_counts_as_a_lost_peer() -> None:
     assert not peerloss.is_peer_loss(dist.DistBackendError("NCCL error: unhandled cuda error"))
     assert not peerloss.is_peer_loss(RuntimeError("CUDA out of memory"))
     assert not peerloss.is_peer_loss(ValueError("Connection reset by peer"))
+
+
+def test_a_signalled_launcher_never_reports_its_own_shutdown_as_a_lost_peer(monkeypatch):
+    # Seen in test_sigkill_inside_commit_window_...: SIGTERM to the launcher, rank 0 SIGKILLed inside its
+    # commit, rank 1's collective broke and it wrote 75: the launcher exited 75 (uncounted) instead of 1.
+    from trainer import launch, lifecycle
+
+    monkeypatch.setattr(lifecycle, "worker_exit_code", lambda: EXIT_PEER_LOST)
+    assert launch.signalled_code(15, preempted=False, finished=False) == EXIT_CRASH
+    monkeypatch.setattr(lifecycle, "worker_exit_code", lambda: 74)
+    assert launch.signalled_code(15, preempted=False, finished=False) == 74
