@@ -25,12 +25,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import yaml
-
 from components.kubernetes.job_runtime import COMPLETIONS_EQUAL_PARALLELISM, MIN_PARALLELISM
 from components.spec.platform import PODS_READY_FLOOR_MINUTES
 from infra.verify import facts as F
-from infra.verify.checks.kueue_admission import pod_lands_on
+from infra.verify.checks.kueue_admission import kueue_configs, pod_lands_on
 from infra.verify.checks.pool_nodes import pool_nodes, quantity
 from infra.verify.context import GPU_RESOURCE, Context
 from infra.verify.jobs import TrainingPod
@@ -56,14 +54,7 @@ def kueue_partial_admission(job: Mapping[str, Any], count: int) -> dict[str, Any
 
 def kueue_config(ctx: Context) -> tuple[Any, dict[str, Any]] | None:
     """(the Kueue release, its manager Configuration), or None without Kueue."""
-    for rel in ctx.platform.releases("kueue"):
-        text = F.dig(rel.values, "managerConfig.controllerManagerConfigYaml")
-        try:
-            config = yaml.safe_load(text) if isinstance(text, str) else {}
-        except yaml.YAMLError:
-            config = {}
-        return rel, config if isinstance(config, dict) else {}
-    return None
+    return next(kueue_configs(ctx), None)
 
 
 # ---- quotas and flavors -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ checks on the flavors of queued-provisioning pools only, and training pods' topo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import yaml
@@ -35,14 +35,21 @@ from infra.verify.report import CheckResult
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 
-def check_kueue_pod_integration(ctx: Context, res: CheckResult) -> None:
+def kueue_configs(ctx: Context) -> Iterator[tuple[Any, dict[str, Any]]]:
+    """Each Kueue release of the platform with its manager Configuration (chart value
+    managerConfig.controllerManagerConfigYaml; {} when absent or not YAML)."""
     for rel in ctx.platform.releases("kueue"):
         text = F.dig(rel.values, "managerConfig.controllerManagerConfigYaml")
         try:
             config = yaml.safe_load(text) if isinstance(text, str) else {}
         except yaml.YAMLError:
             config = {}
-        frameworks = F.dig(config or {}, "integrations.frameworks") or []
+        yield rel, config if isinstance(config, dict) else {}
+
+
+def check_kueue_pod_integration(ctx: Context, res: CheckResult) -> None:
+    for rel, config in kueue_configs(ctx):
+        frameworks = F.dig(config, "integrations.frameworks") or []
         if "pod" in frameworks:
             res.fail(
                 f"{rel.ref} enables Kueue's `pod` integration: its webhook (failurePolicy Fail) gates every pod "
