@@ -94,7 +94,7 @@ _REGISTRY = _Registry(
     {
         "aws": "components.aws.backend",
         "gcp": "components.gcp.backend",
-        "kubernetes": "components.existing.backend",
+        "kubernetes": "components.kubernetes.backend",
     }
 )
 

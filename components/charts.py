@@ -36,7 +36,7 @@ class Chart:
 
 
 CHARTS: dict[str, Chart] = {
-    # In-cluster layer (components/kubernetes).
+    # In-cluster layer (components/incluster).
     "gpu-operator": Chart("https://helm.ngc.nvidia.com/nvidia", "gpu-operator", "v26.7.0"),
     "kube-prometheus-stack": Chart(
         "https://prometheus-community.github.io/helm-charts", "kube-prometheus-stack", "88.5.3"

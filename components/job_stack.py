@@ -49,7 +49,7 @@ def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):
     """Register the job on its platform's cluster; ConfigError if the platform cannot run it."""
     import pulumi_kubernetes as k8s
 
-    from components.kubernetes.training_job import TrainingJob, TrainingJobArgs
+    from components.incluster.training_job import TrainingJob, TrainingJobArgs
 
     ref = pulumi.StackReference("platform", stack_name=job.platform_stack)
     platform = read_platform(ref, job.platform_stack)

@@ -27,7 +27,7 @@ from components.bundle import (
     team_local_queue,
     team_namespace,
 )
-from components.kubernetes.incluster import InClusterArgs, InClusterPlatform
+from components.incluster.platform import InClusterArgs, InClusterPlatform
 from components.outputs import (
     FabricOutput,
     NodePoolOutput,

@@ -3,7 +3,7 @@
 The preflight is the job's JobSet with the trainer replaced by ``trainer.collectives`` (same image, pool,
 nodes, fabric annotations, sidecars, NCCL environment, topology and queue): it sweeps all_gather (or
 all_reduce) message sizes across the nodes, prints the bus bandwidth per size, and fails when the peak is
-below the floor of the pool's fabric kind (components/fabrics.py, each floor with its published source).
+below the floor of the pool's fabric kind (components/nccl_floors.py, each floor with its published source).
 
     trainplane nccl-test gpt-small-aws-dev                  what would run: pool, fabric, floor, manifest
     trainplane nccl-test JOB --kubeconfig ~/.kube/config    run it, print the sweep, exit 1 below the floor
@@ -68,7 +68,7 @@ def platform_outputs(outputs: dict[str, Any]) -> PlatformOutputs:
 def _floor(pool_out: dict[str, Any], collective: str, machines: list[str]) -> tuple[str | None, Any]:
     """The pool's fabric kind and its floor; with several machine types, the lowest of their floors
     (a preflight pod can land on any of them)."""
-    from components import fabrics
+    from components import nccl_floors as fabrics
 
     kind = fabrics.pool_fabric_kind(pool_out)
     if kind is None:
@@ -88,8 +88,8 @@ def build(
 ) -> Preflight:
     """The preflight JobSet for ``job`` (pure: no cluster). Without a collective: all_gather, unless only
     all_reduce has a published floor on the job's fabric (AWS publishes EFA figures for all_reduce)."""
-    from components.kubernetes.job_pod import job_pools
-    from components.kubernetes.job_runtime import launcher_args, training_jobset
+    from components.incluster.job_pod import job_pools
+    from components.incluster.job_runtime import launcher_args, training_jobset
 
     if collective is not None and collective not in COLLECTIVES:
         raise PreflightError(f"--collective {collective!r}: one of {', '.join(COLLECTIVES)}")
@@ -167,7 +167,7 @@ def run_live(
     `api`: a client from `connect` (else one is made from kubeconfig and context)."""
     from kubernetes import client
 
-    from components.kubernetes.job_pod import CONTAINER
+    from components.incluster.job_pod import CONTAINER
 
     where = kubeconfig or "default kubeconfig"
     api = api if api is not None else connect(kubeconfig, context)

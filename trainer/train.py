@@ -25,7 +25,7 @@ from torch.nn.parallel import DistributedDataParallel as DDP
 from trainer import lifecycle, peerloss
 from trainer.build import build_loader, build_model, build_optimizer, build_scheduler, vocab_size, wrap_model
 from trainer.checkpoint import Group
-from trainer.checkpointing import Checkpointer, CollectiveConfigError, SaveFailed, probe_collectively
+from trainer.checkpoint.manager import Checkpointer, CollectiveConfigError, SaveFailed, probe_collectively
 from trainer.config import ConfigError, TrainConfig, load_config, parse_args
 from trainer.contract import (
     EXIT_CONFIG,

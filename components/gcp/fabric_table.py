@@ -27,7 +27,7 @@ PAUSE_IMAGE = "gke.gcr.io/pause:3.8@sha256:880e63f94b145e46f1b1082bb71b85e21f16b
 class GkeFabric:
     """One GPUDirect flavour: its networks, cluster objects and pod wiring."""
 
-    kind: str  # the key of components.fabrics floors: tcpx, tcpxo, rdma
+    kind: str  # the key of components.nccl_floors floors: tcpx, tcpxo, rdma
     machine_types: tuple[str, ...]
     # Extra gVNIC VPCs (one subnet each) the GPU NICs sit in, and their MTU.
     networks: int

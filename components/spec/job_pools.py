@@ -2,7 +2,7 @@
 
 A job may list several pools in its order of preference; Kueue then places it on the first of their
 ResourceFlavors with room, in the order the team's ClusterQueue lists the flavors (the platform's capacity
-order, components/kubernetes/placement.py). The pod is one template for all of them, so the pools must
+order, components/incluster/placement.py). The pod is one template for all of them, so the pools must
 agree on what shapes the pod: GPU kind and count, fabric, extended resources, fabric environment.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from components.kubernetes.placement import (
+from components.incluster.placement import (
     CAPACITY_ORDER,
     capacity_rank,
     levels_of_pool_flavor,

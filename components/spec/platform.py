@@ -100,7 +100,7 @@ class NodePoolSpec(Spec):
     # name/reservationBlocks/<block>, or projects/<project>/reservations/<name> for a shared one).
     reservation: str | None = Field(default=None, min_length=1, max_length=300)
     # capacity-block: the block's start and end (ISO 8601 with a time zone, as EC2 shows them): Kueue
-    # admits jobs to the block's flavor only between them (components/kubernetes/block_window.py).
+    # admits jobs to the block's flavor only between them (components/incluster/block_window.py).
     block_start: AwareDatetime | None = None
     block_end: AwareDatetime | None = None
     min_nodes: int = Field(default=0, ge=0, le=1000)
@@ -190,7 +190,7 @@ class GpuOperatorSpec(Spec):
     time_slicing: TimeSlicingSpec | None = None
 
 
-# ---- GPU node health (components/kubernetes/gpu_health.py) ------------------------------------
+# ---- GPU node health (components/incluster/gpu_health.py) ------------------------------------
 # XIDs the NVIDIA device plugin (v0.20.0, internal/rm/health.go) treats as application errors that leave
 # the GPU healthy; the health controller and the XID alert ignore them the same way.
 APPLICATION_XIDS = (13, 31, 43, 45, 68, 109)

@@ -199,7 +199,7 @@ def recovered_job_config(job: Plan, platform: Plan) -> dict[str, Any] | None:
     """What verify reads from a job's config (team, pools), recovered from the pod template it sends:
     for dumps that do not record the config (mockplan.py). One pool: the pool whose labels are the
     nodeSelector; several: one required node-affinity term per pool, in the job's order
-    (components/kubernetes/job_pod.py node_placement)."""
+    (components/incluster/job_pod.py node_placement)."""
     from infra.verify.jobs import runtime_jobs
 
     for _, obj in runtime_jobs(job):

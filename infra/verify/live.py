@@ -207,7 +207,7 @@ def live_scheduling(ctx: Context, state: ClusterState) -> CheckResult:
 def _flavor_topologies(ctx: Context) -> dict[str, tuple[str, ...]]:
     """Per GPU pool, the levels of the Topology its Kueue flavor names: () where the flavor has none (an
     autoscaling pool without a ProvisioningRequest class; TAS cannot place there, labels do not matter)."""
-    from components.kubernetes.placement import levels_of_pool_flavor
+    from components.incluster.placement import levels_of_pool_flavor
     from components.outputs import NodePoolOutput
 
     pools = [NodePoolOutput.model_validate(p) for p in ctx.platform.node_pools]

@@ -28,7 +28,7 @@ def _self_assignments(fn: ast.FunctionDef) -> set[str]:
     ("module", "cls"),
     [
         ("train.py", "Trainer"),
-        ("checkpointing.py", "Checkpointer"),
+        ("checkpoint/manager.py", "Checkpointer"),
         ("checkpoint/store.py", "CheckpointStore"),
     ],
 )

@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 
-from components.kubernetes.gpu_operator import DCGM_RELABELINGS, dcgm_exporter_values
-from components.kubernetes.observability import trainer_pod_monitor
+from components.incluster.gpu_operator import DCGM_RELABELINGS, dcgm_exporter_values
+from components.incluster.observability import trainer_pod_monitor
 
 # ---- what the exporters expose -----------------------------------------------------------------
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 import pytest
 import yaml
 
-from components.kubernetes.alerts import alert_groups
-from components.kubernetes.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+from components.incluster.alerts import alert_groups
+from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
 from tests.unit.scrape import NODE, dcgm_series, gpu, selector, trainer_series
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"

@@ -7,7 +7,7 @@ import ast
 
 from tests.conftest import ROOT
 
-KUBERNETES = ROOT / "components" / "kubernetes"
+KUBERNETES = ROOT / "components" / "incluster"
 CLOUD_NAMES = {"aws", "gcp", "kubernetes", "eks", "gke", "azure", "existing"}
 
 
@@ -70,7 +70,7 @@ def test_the_in_cluster_layer_does_not_ask_the_catalog_or_a_cloud_sdk():
                 n
                 for n in names
                 if n.startswith(
-                    ("components.catalog", "components.aws", "components.gcp", "components.existing")
+                    ("components.catalog", "components.aws", "components.gcp", "components.kubernetes")
                 )
                 or n.startswith(("pulumi_aws", "pulumi_gcp"))
             ]

@@ -10,7 +10,7 @@ import subprocess
 import sys
 import time
 
-from components.kubernetes.block_window_agent import desired, open_gpus, patch_ops
+from components.incluster.block_window_agent import desired, open_gpus, patch_ops
 from tests.conftest import planned
 from tests.unit.test_gpu_health import FakeCluster
 

@@ -18,12 +18,12 @@ import pytest
 from components.aws.node_group import NodePool as AwsNodePool
 from components.aws.node_group import NodePoolArgs as AwsNodePoolArgs
 from components.bundle import ClusterBundle
-from components.existing.cluster import ExistingCluster, ExistingClusterArgs
 from components.gcp.naming import GcpPlacement
 from components.gcp.node_pool import NodePool as GcpNodePool
 from components.gcp.node_pool import NodePoolArgs as GcpNodePoolArgs
-from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.kubernetes.tenancy import TeamTenancy, TeamTenancyArgs
+from components.incluster.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.incluster.tenancy import TeamTenancy, TeamTenancyArgs
+from components.kubernetes.cluster import ExistingCluster, ExistingClusterArgs
 from components.spec import GpuHealthSpec, GpuOperatorSpec, NodePoolSpec, PlatformSpec, TeamSpec
 from infra.mockcloud import run_function
 from tests.conftest import platform_object

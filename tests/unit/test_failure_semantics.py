@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from components.kubernetes.job_runtime import training_jobset
+from components.incluster.job_runtime import training_jobset
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 from tests.unit.jobset_sim import JobSetState, PodOutcome, job_failure, jobset_rule, run_attempt

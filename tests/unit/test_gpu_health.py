@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from components.kubernetes import gpu_health_agent as agent
-from components.kubernetes.gpu_health_agent import (
+from components.incluster import gpu_health_agent as agent
+from components.incluster.gpu_health_agent import (
     PENDING_TAINT,
     UNHEALTHY_TAINT,
     Diag,
@@ -454,7 +454,7 @@ def test_diagnostic_runs_on_every_gpu_node_once_with_the_configured_level():
 def test_diag_image_is_the_dcgm_the_operator_chart_pins():
     import yaml
 
-    from components.kubernetes.gpu_health import DCGM_IMAGE
+    from components.incluster.gpu_health import DCGM_IMAGE
 
     values = (
         Path(__file__).resolve().parents[2].parent
@@ -467,7 +467,7 @@ def test_diag_image_is_the_dcgm_the_operator_chart_pins():
 
 
 def test_diag_script_is_valid_bash():
-    from components.kubernetes.gpu_health import diag_script
+    from components.incluster.gpu_health import diag_script
 
     for level in (1, 2, 3):
         run = subprocess.run(["bash", "-n"], input=diag_script(level), text=True, capture_output=True)

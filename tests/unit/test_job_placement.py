@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from components.bundle import NodePoolInfo
-from components.kubernetes.job_runtime import training_jobset
-from components.kubernetes.kueue_objects import flavors
-from components.kubernetes.placement import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
+from components.incluster.job_runtime import training_jobset
+from components.incluster.kueue_objects import flavors
+from components.incluster.placement import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec, check_job
 from tests.unit.test_training_job import job_object, platform_outputs

@@ -173,7 +173,7 @@ def test_dcgm_exporter_collects_every_dcgm_field_rules_and_dashboards_use():
     import csv
     import io
 
-    from components.kubernetes.dashboards.metrics import DCGM_DEFAULT_FIELDS, DCGM_METRICS
+    from components.incluster.dashboards.metrics import DCGM_DEFAULT_FIELDS, DCGM_METRICS
     from tests.unit.test_k8s_observability import all_exprs, metric_names
 
     result = plan("aws-dev")
@@ -211,7 +211,7 @@ def test_operator_waits_for_the_prometheus_crds(stack):
 
 
 def test_operator_daemonsets_and_nfd_run_on_nodes_the_health_controller_holds_back():
-    from components.kubernetes.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+    from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
 
     values = operator_values(plan("onprem-dev"))
     for tolerations in (
@@ -241,7 +241,7 @@ def test_dcgm_exporter_values_fit_the_cluster_policy_schema():
 
     import jsonschema
 
-    from components.kubernetes.gpu_operator import dcgm_exporter_values
+    from components.incluster.gpu_operator import dcgm_exporter_values
 
     crd = Path(__file__).resolve().parents[3] / "shared/reference/crds/clusterpolicies.nvidia.com.json"
     if not crd.exists():

@@ -8,10 +8,10 @@ import re
 
 import pytest
 
-from components.kubernetes.alerts import alert_groups
-from components.kubernetes.dashboards import dashboards
-from components.kubernetes.dashboards.metrics import ALLOWED_METRICS, DCGM_METRICS, TRAINER_METRICS
-from components.kubernetes.logs import alloy_config
+from components.incluster.alerts import alert_groups
+from components.incluster.dashboards import dashboards
+from components.incluster.dashboards.metrics import ALLOWED_METRICS, DCGM_METRICS, TRAINER_METRICS
+from components.incluster.logs import alloy_config
 from tests.conftest import plan_object, planned, platform_object
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -200,7 +200,7 @@ def test_ignored_xids_come_from_config():
 
 
 def test_training_pod_monitor_leaves_rank_to_the_trainer():
-    from components.kubernetes.observability import trainer_pod_monitor
+    from components.incluster.observability import trainer_pod_monitor
 
     (endpoint,) = trainer_pod_monitor("gpt-small")["podMetricsEndpoints"]
     targets = {r["targetLabel"]: r["sourceLabels"] for r in endpoint["relabelings"]}
@@ -245,7 +245,7 @@ def test_prometheus_selects_every_monitor_and_rule(stack):
     crs = {
         c.inputs["kind"]: c for c in result.resources if c.type.startswith("kubernetes:monitoring.coreos.com")
     }
-    # Training jobs bring their own PodMonitor (components/kubernetes/training_job.py).
+    # Training jobs bring their own PodMonitor (components/incluster/training_job.py).
     assert set(crs) == {"PrometheusRule"}
     for cr in crs.values():  # CRDs first: the rule waits for the release that installs them
         assert r.urn in cr.deps

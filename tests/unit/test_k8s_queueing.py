@@ -98,7 +98,7 @@ def test_a_flavors_nominal_quotas_never_add_up_past_its_gpus():
 
 
 def test_three_teams_split_a_flavor_by_largest_remainder_in_team_order():
-    from components.kubernetes.kueue_quota import gpu_shares
+    from components.incluster.kueue_quota import gpu_shares
 
     teams = [(n, 16) for n in ("a", "b", "c")]
     # 32 x 16/48 = 10.67 each: floors 10, two GPUs left, equal remainders go to the first teams.
@@ -226,7 +226,7 @@ def test_cluster_queue_covers_the_pools_extended_resources():
 
 def test_extended_quota_follows_the_densest_pool_and_stops_at_what_the_flavor_has():
     from components.bundle import NodePoolInfo, gpu_taint
-    from components.kubernetes.queueing import flavors
+    from components.incluster.queueing import flavors
 
     def pool(name: str, efa: int, nodes: int) -> NodePoolInfo:
         return NodePoolInfo(
@@ -288,7 +288,7 @@ def capacity_pools():
 
 
 def _kueue_objects(pools, team_quota: int = 16) -> list[dict]:
-    from components.kubernetes.kueue_objects import (
+    from components.incluster.kueue_objects import (
         KUEUE_API,
         admission_check_spec,
         cluster_queue_spec,

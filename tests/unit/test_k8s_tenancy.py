@@ -240,7 +240,7 @@ def test_team_namespaces_admit_the_gpudirect_pods_of_a_fabric_pool_and_still_war
     host and give RxDM NET_ADMIN: `baseline` refuses all of it (Pod Security Standards)."""
     from components.bundle import NodePoolInfo
     from components.gcp.fabric import TCPXO, pod_fabric
-    from components.kubernetes.tenancy import fabric_beyond_baseline
+    from components.incluster.tenancy import fabric_beyond_baseline
 
     labels = _team_labels(stack)
     assert labels and all(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.kubernetes.dashboards.metrics import AWAITING_TRAINER, TRAINER_METRICS
+from components.incluster.dashboards.metrics import AWAITING_TRAINER, TRAINER_METRICS
 
 
 def exported() -> dict[str, str]:

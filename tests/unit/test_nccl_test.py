@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 import yaml
 
-from components import fabrics
+from components import nccl_floors as fabrics
 from infra import cli
 from infra.nccl_test import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, PreflightError, build, run_live
 from trainer.collectives import RESULT_PREFIX, Result, Row
@@ -32,7 +32,7 @@ def _container(manifest):
 
 def test_the_preflight_is_the_jobs_jobset_with_the_sweep_in_place_of_the_trainer(job_and_platform):
     job, platform = job_and_platform
-    from components.kubernetes.job_runtime import training_jobset
+    from components.incluster.job_runtime import training_jobset
 
     pf = build(job.model_copy(update={"nodes": job.nodes.model_copy(update={"min": 2, "max": 2})}), platform)
     real = training_jobset(

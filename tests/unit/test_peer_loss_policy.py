@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from components.kubernetes.job_runtime import RULE_PEER_LOST, elastic_job, jobset_failure_policy
+from components.incluster.job_runtime import RULE_PEER_LOST, elastic_job, jobset_failure_policy
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 from tests.unit.jobset_sim import PodOutcome

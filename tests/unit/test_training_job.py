@@ -134,7 +134,7 @@ def test_fixed_size_job_is_a_jobset_with_stable_pod_dns_and_static_ranks():
 
 def test_elastic_job_keeps_the_indexed_job_with_a_c10d_rendezvous():
     """JobSet cannot resize and Kueue admits a JobSet whole: an elastic job stays a batch/v1 Job that
-    Kueue may admit with nodes.min pods (components/kubernetes/job_runtime.py)."""
+    Kueue may admit with nodes.min pods (components/incluster/job_runtime.py)."""
     result = elastic_plan()
     assert not result.of_type(JOBSET)
     job = the(result, "kubernetes:batch/v1:Job")
@@ -581,7 +581,7 @@ def test_the_platform_admits_the_largest_efa_job_of_a_team():
     assert set(requests) <= set(group["coveredResources"])
     (flavor,) = [f for f in group["flavors"] if f["name"] == "h200-spot"]
     # Its share of the flavor plus what it may borrow from the other team's idle share (the flavor's GPUs
-    # are split across the teams, components/kubernetes/kueue_quota.py).
+    # are split across the teams, components/incluster/kueue_quota.py).
     reach = {
         r["name"]: parse_quantity(r["nominalQuota"]) + parse_quantity(r.get("borrowingLimit", "0"))
         for r in flavor["resources"]

@@ -432,7 +432,7 @@ def test_quantities_compare_across_suffixes():
 
 
 def test_the_tenancy_component_and_verify_share_the_baseline_capability_list():
-    from components.kubernetes.tenancy import BASELINE_CAPABILITIES
+    from components.incluster.tenancy import BASELINE_CAPABILITIES
     from infra.verify import facts as F
 
     assert set(F.facts()["admission"]["podSecurity"]["baselineCapabilities"]) == BASELINE_CAPABILITIES

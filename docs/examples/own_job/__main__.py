@@ -8,8 +8,8 @@ run, one line per problem. tests/unit/test_docs_examples.py plans it on ../own_p
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.incluster.training_job import TrainingJob, TrainingJobArgs
 from components.job_stack import read_platform
-from components.kubernetes.training_job import TrainingJob, TrainingJobArgs
 from components.spec import JobSpec, check_job
 
 job = JobSpec.load(

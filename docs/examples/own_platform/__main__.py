@@ -8,7 +8,7 @@ the mock engine; with the Pulumi CLI, `pulumi up` it from a project whose `main`
 
 import pulumi
 
-from components.kubernetes.tenancy import TeamTenancy, TeamTenancyArgs
+from components.incluster.tenancy import TeamTenancy, TeamTenancyArgs
 from components.platform import GpuPlatform, GpuPlatformArgs
 from components.spec import PlatformSpec, TeamSpec
 

@@ -25,7 +25,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from components.kubernetes.job_runtime import COMPLETIONS_EQUAL_PARALLELISM, MIN_PARALLELISM
+from components.incluster.job_runtime import COMPLETIONS_EQUAL_PARALLELISM, MIN_PARALLELISM
 from components.spec.platform import PODS_READY_FLOOR_MINUTES
 from infra.verify import facts as F
 from infra.verify.checks.kueue_admission import kueue_configs, pod_lands_on

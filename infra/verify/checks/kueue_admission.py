@@ -19,8 +19,8 @@ from typing import Any
 
 import yaml
 
-from components.kubernetes.kueue_objects import PROVISIONING_NODE_LABELS
-from components.kubernetes.placement import (
+from components.incluster.kueue_objects import PROVISIONING_NODE_LABELS
+from components.incluster.placement import (
     CAPACITY_ORDER,
     PREFERRED_TOPOLOGY,
     REQUIRED_TOPOLOGY,

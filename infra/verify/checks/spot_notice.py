@@ -11,7 +11,7 @@ notice is sent to GKE"; GKE's graceful node shutdown then gives pods 30 s by def
 seconds to shut down your Pods and then 15 seconds for critical system Pods", extendable to 120 s on
 Standard node pools whose control plane runs GKE 1.35.0-gke.1171000 or later (GKE docs, "Spot VMs",
 Termination and graceful shutdown of Spot VMs; the node pool's kubelet shutdownGracePeriodSeconds). A
-training pod asks more (terminationGracePeriodSeconds >= 60 s, components/kubernetes/job_pod.py): on such
+training pod asks more (terminationGracePeriodSeconds >= 60 s, components/incluster/job_pod.py): on such
 a pool its preemption checkpoint may be cut off. That is a property of the cluster version, not a wrong
 plan, so verify says it as a note.
 """

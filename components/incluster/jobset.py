@@ -1,7 +1,7 @@
 """The JobSet controller (kubernetes-sigs/jobset), the runtime of trainplane's fixed-size training jobs.
 
 A JobSet restarts all of a job's pods together when one fails (its failure policy encodes the trainer's
-exit contract, components/kubernetes/job_runtime.py) and gives every pod a stable DNS name through a
+exit contract, components/incluster/job_runtime.py) and gives every pod a stable DNS name through a
 headless Service it creates itself. Kueue's `jobset.x-k8s.io/jobset` integration (kueue_objects.py
 KUEUE_FRAMEWORKS) queues JobSets; the Kueue release waits for this one (queueing.py), so the JobSet CRD
 exists when Kueue sets up its integrations.
@@ -23,7 +23,7 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle
 from components.charts import CHARTS
-from components.kubernetes.names import JOBSET_NAMESPACE, JOBSET_RELEASE, RELEASE_TIMEOUT_S
+from components.incluster.names import JOBSET_NAMESPACE, JOBSET_RELEASE, RELEASE_TIMEOUT_S
 
 
 @dataclass(frozen=True, kw_only=True)

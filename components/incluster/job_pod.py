@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from components.kubernetes.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
-from components.kubernetes.placement import (
+from components.incluster.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
+from components.incluster.placement import (
     PREFERRED_TOPOLOGY,
     REQUIRED_TOPOLOGY,
     common_labels,

@@ -19,9 +19,9 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, NodePoolInfo, gpu_taint_tolerations
 from components.charts import CHARTS
-from components.kubernetes.alerts import alert_groups
-from components.kubernetes.dashboards import dashboards
-from components.kubernetes.names import (
+from components.incluster.alerts import alert_groups
+from components.incluster.dashboards import dashboards
+from components.incluster.names import (
     JOB_NAME_LABEL,
     LOKI_URL,
     PROMETHEUS_RELEASE,

@@ -23,10 +23,10 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import NodePoolInfo
-from components.kubernetes import agent_runtime, kueue_quota
-from components.kubernetes import block_window_agent as agent
-from components.kubernetes.gpu_health import PYTHON_IMAGE
-from components.kubernetes.placement import flavor_groups
+from components.incluster import agent_runtime, kueue_quota
+from components.incluster import block_window_agent as agent
+from components.incluster.gpu_health import PYTHON_IMAGE
+from components.incluster.placement import flavor_groups
 from components.spec import QueueingSpec, TeamSpec
 
 CONTROLLER = "trainplane-block-window"

@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, SystemObject
-from components.kubernetes.gpu_operator import SYSTEM_OBJECT_KINDS
+from components.incluster.gpu_operator import SYSTEM_OBJECT_KINDS
 
 
 def fabric_object(

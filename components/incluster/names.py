@@ -20,7 +20,7 @@ JOBSET_RELEASE = "jobset"
 # NetworkPolicy admits the monitoring namespace to it.
 TRAINER_METRICS_PORT = 9090
 TRAINER_METRICS_PORT_NAME = "metrics"
-# trainplane's training jobs label their objects and pods with the job name (components/kubernetes/training_job.py).
+# trainplane's training jobs label their objects and pods with the job name (components/incluster/training_job.py).
 JOB_LABEL = "trainplane.dev/job"
 # The labels the PodMonitor and Alloy turn into the `job` and `node_rank` labels of metrics and logs.
 # `job`: trainplane's own job label, on the pods of both runtimes (a JobSet's pods carry the child Job's

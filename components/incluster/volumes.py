@@ -18,7 +18,7 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, StorageHandle
 from components.charts import CHARTS
-from components.kubernetes.names import RELEASE_TIMEOUT_S
+from components.incluster.names import RELEASE_TIMEOUT_S
 from components.spec import TeamSpec
 
 STORAGE_LABEL = "trainplane.dev/storage"

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.kubernetes.job_pod import (
+from components.incluster.job_pod import (
     CONFIG_FILE,
     MASTER_PORT,
     RDZV_PORT,
@@ -27,9 +27,9 @@ from components.kubernetes.job_pod import (
     trainer_config,
     validate_trainer_config,
 )
-from components.kubernetes.job_runtime import elastic_job, is_elastic, training_jobset
-from components.kubernetes.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
-from components.kubernetes.observability import trainer_pod_monitor
+from components.incluster.job_runtime import elastic_job, is_elastic, training_jobset
+from components.incluster.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
+from components.incluster.observability import trainer_pod_monitor
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 

@@ -1,7 +1,7 @@
 """Where a training job may run, as Kueue sees it: flavors, their order, and topology-aware placement.
 
-The platform's queueing (components/kubernetes/queueing.py) and the job builder
-(components/kubernetes/job_pod.py) both decide from these functions, on the platform's own pools
+The platform's queueing (components/incluster/queueing.py) and the job builder
+(components/incluster/job_pod.py) both decide from these functions, on the platform's own pools
 (`NodePoolInfo`) and on the pools a job stack reads back (`NodePoolOutput`), so the ResourceFlavors and
 Topologies the platform creates and the selectors and annotations a job carries always agree.
 

@@ -37,8 +37,8 @@ import urllib.parse
 from typing import Any
 
 try:
-    from components.kubernetes.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
-    from components.kubernetes.kueue_quota import borrowing_limit, gpu_shares
+    from components.incluster.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
+    from components.incluster.kueue_quota import borrowing_limit, gpu_shares
 except ImportError:  # in the controller pod: shipped next to this file
     from agent_runtime import JSON_PATCH, KubeApi, log, quantity, run  # type: ignore[import-not-found,no-redef]
     from kueue_quota import borrowing_limit, gpu_shares  # type: ignore[import-not-found,no-redef]

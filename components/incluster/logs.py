@@ -11,7 +11,7 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import LOKI_SERVICE_ACCOUNT, ClusterBundle
 from components.charts import CHARTS
-from components.kubernetes.names import (
+from components.incluster.names import (
     ALLOY_RELEASE,
     JOB_NAME_LABEL,
     LOKI_RELEASE,

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.kubernetes.job_pod import (
+from components.incluster.job_pod import (
     CONFIG_DIR,
     CONFIG_FILE,
     CONTAINER,

@@ -21,8 +21,8 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle, team_local_queue
 from components.charts import CHARTS
-from components.kubernetes.block_window import BlockWindow, BlockWindowArgs
-from components.kubernetes.kueue_objects import (
+from components.incluster.block_window import BlockWindow, BlockWindowArgs
+from components.incluster.kueue_objects import (
     GPU,
     KUEUE_API,
     KUEUE_FRAMEWORKS,
@@ -35,7 +35,7 @@ from components.kubernetes.kueue_objects import (
     provisioning_config_spec,
     topologies,
 )
-from components.kubernetes.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
+from components.incluster.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
 from components.spec import QueueingSpec, TeamSpec
 
 __all__ = [

@@ -10,7 +10,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from components.backends import BuildArgs, load_data_file
-from components.existing import rules
+from components.kubernetes import rules
 
 if TYPE_CHECKING:
     import pulumi
@@ -40,7 +40,7 @@ class ExistingClusterBackend:
         return None  # the nodes exist; the catalog does not know them
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
-        from components.existing.cluster import ExistingCluster, ExistingClusterArgs
+        from components.kubernetes.cluster import ExistingCluster, ExistingClusterArgs
 
         return ExistingCluster(
             name, ExistingClusterArgs(spec=args.spec, kubeconfig=args.kubeconfig), opts
@@ -48,7 +48,7 @@ class ExistingClusterBackend:
 
     @cache  # noqa: B019 - one instance for the life of the process
     def verify_facts(self) -> Mapping[str, Any]:
-        return load_data_file("components.existing", "verify_facts.yaml")
+        return load_data_file("components.kubernetes", "verify_facts.yaml")
 
 
 BACKEND = ExistingClusterBackend()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.fabrics import FLOORS, IMAGES, floor_gbps, pool_fabric_kind
 from components.gcp.fabric import FABRICS
+from components.nccl_floors import FLOORS, IMAGES, floor_gbps, pool_fabric_kind
 
 
 @pytest.mark.parametrize(
@@ -54,5 +54,5 @@ def test_the_module_imports_without_pulumi():
     import subprocess
     import sys
 
-    code = "import sys, components.fabrics; assert not any(m.startswith('pulumi') for m in sys.modules)"
+    code = "import sys, components.nccl_floors; assert not any(m.startswith('pulumi') for m in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

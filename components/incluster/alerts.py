@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.kubernetes.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
 from components.spec import APPLICATION_XIDS
 
 GPU = 'resource="nvidia_com_gpu"'
@@ -156,7 +156,7 @@ def node_rules() -> list[dict[str, Any]]:
             "critical",
             "GPU node {{ $labels.node }} offers only {{ $value }} of its GPUs",
         ),
-        # The health controller's taints (components/kubernetes/gpu_health.py); the value is the reason.
+        # The health controller's taints (components/incluster/gpu_health.py); the value is the reason.
         _rule(
             "GpuNodeQuarantined",
             f'max by (node, value) (kube_node_spec_taint{{key="{UNHEALTHY_TAINT}"}}) > 0',

@@ -35,7 +35,7 @@ from components.bundle import (
     NodePoolInfo,
     team_namespace,
 )
-from components.kubernetes.names import TRAINER_METRICS_PORT
+from components.incluster.names import TRAINER_METRICS_PORT
 from components.spec import TeamSpec
 
 # Used where the GPU machines are unknown (existing clusters): a typical 8-GPU server has ~96-128 vCPUs

@@ -37,9 +37,9 @@ from components.bundle import (
     NodePoolInfo,
     gpu_taint_tolerations,
 )
-from components.kubernetes import agent_runtime
-from components.kubernetes import gpu_health_agent as agent
-from components.kubernetes.names import PROMETHEUS_RELEASE
+from components.incluster import agent_runtime
+from components.incluster import gpu_health_agent as agent
+from components.incluster.names import PROMETHEUS_RELEASE
 from components.spec import GpuHealthSpec, GpuOperatorSpec
 
 CONTROLLER = "trainplane-gpu-health"

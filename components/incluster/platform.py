@@ -13,14 +13,14 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import MONITORING_NAMESPACE, ClusterBundle
-from components.kubernetes.fabric import FabricObjects, FabricObjectsArgs
-from components.kubernetes.gpu_operator import GpuOperator, GpuOperatorArgs
-from components.kubernetes.jobset import JobSetController, JobSetControllerArgs
-from components.kubernetes.logs import Logs, LogsArgs
-from components.kubernetes.observability import Observability, ObservabilityArgs
-from components.kubernetes.queueing import Queueing, QueueingArgs
-from components.kubernetes.tenancy import TeamTenancy, TeamTenancyArgs
-from components.kubernetes.volumes import SharedVolumes, SharedVolumesArgs
+from components.incluster.fabric import FabricObjects, FabricObjectsArgs
+from components.incluster.gpu_operator import GpuOperator, GpuOperatorArgs
+from components.incluster.jobset import JobSetController, JobSetControllerArgs
+from components.incluster.logs import Logs, LogsArgs
+from components.incluster.observability import Observability, ObservabilityArgs
+from components.incluster.queueing import Queueing, QueueingArgs
+from components.incluster.tenancy import TeamTenancy, TeamTenancyArgs
+from components.incluster.volumes import SharedVolumes, SharedVolumesArgs
 from components.spec import PlatformSpec
 
 

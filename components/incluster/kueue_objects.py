@@ -27,9 +27,9 @@ from typing import Any
 import yaml
 
 from components.bundle import NodePoolInfo
-from components.kubernetes.kueue_quota import borrowing_limit, gpu_shares
-from components.kubernetes.placement import common_labels, flavor_groups, flavor_levels, topology_name
-from components.kubernetes.tenancy import TEAM_LABEL, team_quota
+from components.incluster.kueue_quota import borrowing_limit, gpu_shares
+from components.incluster.placement import common_labels, flavor_groups, flavor_levels, topology_name
+from components.incluster.tenancy import TEAM_LABEL, team_quota
 from components.spec import QueueingSpec, TeamSpec
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"

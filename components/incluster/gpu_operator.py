@@ -5,7 +5,7 @@ What differs per cloud comes from the bundle's CloudProfile, never from a cloud 
 that decide driver, toolkit and CDI (`gpu_operator_values`, merged over the cloud-neutral ones) and the
 objects the GPU stack needs beside the release (`system_objects`, e.g. GKE's COS driver installer and a
 quota for system priority classes). See components/aws/profile.py, components/gcp/profile.py and
-components/existing/cluster.py for what each cloud sends.
+components/kubernetes/cluster.py for what each cloud sends.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import yaml
 
 from components.bundle import GPU_TAINT_KEY, ClusterBundle, SystemObject, gpu_taint_tolerations
 from components.charts import CHARTS
-from components.kubernetes.dashboards.metrics import dcgm_exporter_csv
-from components.kubernetes.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
-from components.kubernetes.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
+from components.incluster.dashboards.metrics import dcgm_exporter_csv
+from components.incluster.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
+from components.incluster.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
 from components.spec import GpuHealthSpec, GpuOperatorSpec
 
 # The exporter's metrics list. dcgm-exporter reads it from this ConfigMap (key `metrics`) through the API

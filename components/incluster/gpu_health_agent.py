@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 try:
-    from components.kubernetes.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
+    from components.incluster.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
 except ImportError:  # in the controller pod: shipped next to this file
     from agent_runtime import JSON_PATCH, KubeApi, log, quantity, run  # type: ignore[import-not-found,no-redef]
 
