@@ -1,7 +1,8 @@
 """The typed bundle a cloud layer hands to the in-cluster layer, and the names both sides agree on.
 
 The in-cluster layer (GPU operator, volumes, observability, tenancy, queueing, jobs) never branches on the
-cloud beyond `CloudProfile`; everything else it needs about the cluster arrives here.
+cloud beyond `CloudProfile`; everything else it needs about the cluster arrives here. Its pools and file
+systems (`NodePoolInfo`, `StorageHandle`) are the models the platform stack exports (components.outputs).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from typing import Any, Literal
 
 import pulumi
 
-from components.spec import Capacity, NodePoolSpec, TeamSpec
+# The pool and storage records are the platform outputs' own models: what a backend hands the in-cluster
+# layer here is what the platform stack exports and a job stack parses back (components.outputs).
+from components.outputs import NodePoolInfo as NodePoolInfo
+from components.outputs import PodFabric as PodFabric
+from components.outputs import StorageHandle as StorageHandle
+from components.outputs import TaintInfo as TaintInfo
+from components.spec import NodePoolSpec, TeamSpec
 
 # Every GPU node carries this taint, on every cloud, so only pods that ask for GPUs land there.
 GPU_TAINT_KEY = "nvidia.com/gpu"
@@ -40,16 +47,6 @@ def team_local_queue(team: TeamSpec | str) -> str:
     return f"{team_namespace(team)}-gpus"
 
 
-@dataclass(frozen=True)
-class TaintInfo:
-    key: str
-    value: str
-    effect: str
-
-    def as_k8s(self) -> dict[str, str]:
-        return {"key": self.key, "value": self.value, "effect": self.effect}
-
-
 def gpu_taint_tolerations(
     pools: Sequence[NodePoolInfo], keys: Iterable[str] = (), effect: str = "NoSchedule"
 ) -> list[dict[str, str]]:
@@ -58,85 +55,6 @@ def gpu_taint_tolerations(
     matches the effect when one is given), plus `keys` (taints of ours) with `effect`."""
     wanted = {(k, effect) for k in keys} | {(t.key, t.effect) for p in pools if p.gpu for t in p.taints}
     return [{"key": k, "operator": "Exists", "effect": e} for k, e in sorted(wanted)]
-
-
-@dataclass(frozen=True, kw_only=True)
-class PodFabric:
-    """How a training pod on a pool uses the pool's GPU-to-GPU fabric, set by the backend that built it.
-
-    The in-cluster job builder applies it as given, without knowing the fabric: annotations on the pod
-    (e.g. GKE multi-network interfaces), volumes and the trainer container's mounts (NCCL plugin
-    libraries), and native sidecars (init containers with `restartPolicy: Always`, e.g. TCPXO's RxDM).
-    The fabric's environment is `NodePoolInfo.pod_env` and its devices `NodePoolInfo.extended_resources`.
-    """
-
-    # "efa", "tcpx", "tcpxo", "rdma", ...: what the NCCL preflight's bandwidth floors are keyed by.
-    kind: str
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    volumes: tuple[Mapping[str, Any], ...] = ()
-    volume_mounts: tuple[Mapping[str, Any], ...] = ()
-    sidecars: tuple[Mapping[str, Any], ...] = ()
-
-
-@dataclass(frozen=True)
-class NodePoolInfo:
-    """What a workload needs to know to land on a pool: its labels, taints and GPU shape."""
-
-    name: str
-    gpu: str | None
-    gpus_per_node: int
-    capacity: Capacity
-    min_nodes: int
-    max_nodes: int
-    labels: Mapping[str, str]
-    taints: tuple[TaintInfo, ...]
-    machine_types: tuple[str, ...] = ()
-    # Extended resources every node of the pool has besides GPUs, which a job pod must request to use
-    # them (e.g. {"vpc.amazonaws.com/efa": 32} on p5: all of the node's EFA devices). The in-cluster layer
-    # requests and queues them without knowing what they are.
-    extended_resources: Mapping[str, int] = field(default_factory=dict)
-    # Environment a training pod on this pool needs for the pool's GPU fabric (libfabric/NCCL settings for
-    # EFA, ...), set by the cloud backend that built the fabric.
-    pod_env: Mapping[str, str] = field(default_factory=dict)
-    # The smallest machine type of the pool (vCPUs, GiB of memory): a pod sized for it fits on every
-    # node. None where the machines are unknown (existing clusters).
-    node_vcpus: int | None = None
-    node_memory_gib: float | None = None
-    # The reservation the pool draws from (capacity reservation / capacity-block: AWS ODCR or Capacity
-    # Block id; GCP reservation name), as the stack names it.
-    reservation: str | None = None
-    # The pool's GPU fabric wiring for training pods; None when pods need nothing beyond GPUs (and TCP).
-    fabric: PodFabric | None = None
-    # Node labels of the pool's network topology, broadest first, ending with kubernetes.io/hostname
-    # (GKE cloud.google.com/gce-topology-block|subblock|host, EKS topology.k8s.aws/network-node-layer-1..3);
-    # the in-cluster layer makes a Kueue Topology of them. Empty: no topology-aware placement.
-    topology_levels: tuple[str, ...] = ()
-    # The Kueue ProvisioningRequest class the pool's nodes are requested through before a job is admitted
-    # (GKE queued provisioning: "queued-provisioning.gke.io"); None: nodes come from the autoscaler.
-    provisioning_class: str | None = None
-    # Annotations every workload on this pool must carry (e.g. the max run duration of DWS capacity).
-    workload_annotations: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class StorageHandle:
-    """A shared file system, ready to be bound statically to a PersistentVolume (ReadWriteMany)."""
-
-    name: str
-    kind: Literal["lustre", "nfs"]
-    capacity_gib: int
-    # CSI driver name, or None for the in-tree `nfs` volume source (server + path).
-    csi_driver: str | None
-    volume_handle: pulumi.Input[str]
-    volume_attributes: Mapping[str, pulumi.Input[str]] = field(default_factory=dict)
-    mount_options: tuple[str, ...] = ()
-    # Address and ports clients connect to (outputs and docs). The client is the node, not the pod (the
-    # kubelet and CSI node plugin mount it), so no pod NetworkPolicy is made from these.
-    endpoint: pulumi.Input[str] | None = None
-    ports: tuple[int, ...] = ()
-    # Where a DNS-name endpoint's addresses lie (the file system's VPC). Unused since team NetworkPolicies
-    # stopped opening file servers (they were the only reader); kept until the AWS layer stops setting it.
-    endpoint_cidr: pulumi.Input[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -242,4 +160,4 @@ def pool_labels(pool: NodePoolSpec) -> dict[str, str]:
 
 
 def gpu_taint() -> TaintInfo:
-    return TaintInfo(GPU_TAINT_KEY, GPU_TAINT_VALUE, GPU_TAINT_EFFECT)
+    return TaintInfo(key=GPU_TAINT_KEY, value=GPU_TAINT_VALUE, effect=GPU_TAINT_EFFECT)

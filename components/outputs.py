@@ -23,7 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+import pulumi
+from pydantic import BaseModel, ConfigDict, Field, SkipValidation, model_validator
 from pydantic.alias_generators import to_camel
 
 from components.catalog import catalog
@@ -34,14 +35,18 @@ DEFAULT_GRACE_SECONDS = 120
 
 
 class _Output(BaseModel):
-    """camelCase keys as exported; unknown keys (from a newer platform) ignored; immutable."""
+    """camelCase keys as exported; unknown keys (from a newer platform) ignored; immutable.
+
+    A key the camelCase generator does not spell (`GiB`) is given as validation_alias and
+    serialization_alias, not `alias`: backends build the records by field name, and type checkers take
+    `alias` for the name `__init__` accepts."""
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
 
     def exports(self) -> dict[str, Any]:
         """The stack outputs, by their exported names; values may be pulumi Outputs on the writing side."""
         return {
-            (info.alias or name): _export(getattr(self, name))
+            (info.serialization_alias or name): _export(getattr(self, name))
             for name, info in type(self).model_fields.items()
         }
 
@@ -56,21 +61,45 @@ def _export(value: Any) -> Any:
     return value
 
 
-class TaintOutput(_Output):
+# A value the platform stack may only know once deployed: a pulumi Output while the stack builds the record
+# (not validated then, as pydantic cannot look inside it), the plain string a job stack reads back.
+Deployed = SkipValidation[str | pulumi.Output[str]]
+
+
+class TaintInfo(_Output):
+    """A node taint of a pool (core/v1 Taint)."""
+
     key: str
     value: str = ""
     effect: str = "NoSchedule"
 
+    def as_k8s(self) -> dict[str, str]:
+        return {"key": self.key, "value": self.value, "effect": self.effect}
 
-class FabricOutput(_Output):
+
+class PodFabric(_Output):
+    """How a training pod on a pool uses the pool's GPU-to-GPU fabric, set by the backend that built it.
+
+    The in-cluster job builder applies it as given, without knowing the fabric: annotations on the pod
+    (e.g. GKE multi-network interfaces), volumes and the trainer container's mounts (NCCL plugin
+    libraries), and native sidecars (init containers with `restartPolicy: Always`, e.g. TCPXO's RxDM).
+    The fabric's environment is `NodePoolInfo.pod_env` and its devices `NodePoolInfo.extended_resources`.
+    """
+
+    # "efa", "tcpx", "tcpxo", "rdma", ...: what the NCCL preflight's bandwidth floors are keyed by.
     kind: str
     annotations: dict[str, str] = Field(default_factory=dict)
-    volumes: list[dict[str, Any]] = Field(default_factory=list)
-    volume_mounts: list[dict[str, Any]] = Field(default_factory=list)
-    sidecars: list[dict[str, Any]] = Field(default_factory=list)
+    volumes: tuple[dict[str, Any], ...] = ()
+    volume_mounts: tuple[dict[str, Any], ...] = ()
+    sidecars: tuple[dict[str, Any], ...] = ()
 
 
-class NodePoolOutput(_Output):
+class NodePoolInfo(_Output):
+    """What a workload needs to know to land on a pool: its labels, taints and GPU shape.
+
+    The backend that built the pool makes it (`ClusterBundle.node_pools`), the in-cluster layer reads it,
+    the platform stack exports it and a job stack parses it back."""
+
     name: str
     gpu: str | None = None
     gpus_per_node: int = 0
@@ -78,21 +107,38 @@ class NodePoolOutput(_Output):
     min_nodes: int = 0
     max_nodes: int = 0
     labels: dict[str, str] = Field(default_factory=dict)
-    taints: list[TaintOutput] = Field(default_factory=list)
-    machine_types: list[str] = Field(default_factory=list)
+    taints: tuple[TaintInfo, ...] = ()
+    machine_types: tuple[str, ...] = ()
+    # Extended resources every node of the pool has besides GPUs, which a job pod must request to use
+    # them (e.g. {"vpc.amazonaws.com/efa": 32} on p5: all of the node's EFA devices). The in-cluster layer
+    # requests and queues them without knowing what they are.
     extended_resources: dict[str, int] = Field(default_factory=dict)
+    # Environment a training pod on this pool needs for the pool's GPU fabric (libfabric/NCCL settings for
+    # EFA, ...), set by the cloud backend that built the fabric.
     pod_env: dict[str, str] = Field(default_factory=dict)
-    # The pool's smallest machine (a pod sized for it fits every node); None where machines are unknown.
+    # The smallest machine type of the pool (vCPUs, GiB of memory): a pod sized for it fits on every
+    # node. None where the machines are unknown (existing clusters).
     node_vcpus: int | None = None
-    node_memory_gib: float | None = Field(default=None, alias="nodeMemoryGiB")
+    node_memory_gib: float | None = Field(
+        default=None, validation_alias="nodeMemoryGiB", serialization_alias="nodeMemoryGiB"
+    )
+    # The reservation the pool draws from (capacity reservation / capacity-block: AWS ODCR or Capacity
+    # Block id; GCP reservation name), as the stack names it.
     reservation: str | None = None
-    fabric: FabricOutput | None = None
-    topology_levels: list[str] = Field(default_factory=list)
+    # The pool's GPU fabric wiring for training pods; None when pods need nothing beyond GPUs (and TCP).
+    fabric: PodFabric | None = None
+    # Node labels of the pool's network topology, broadest first, ending with kubernetes.io/hostname
+    # (GKE cloud.google.com/gce-topology-block|subblock|host, EKS topology.k8s.aws/network-node-layer-1..3);
+    # the in-cluster layer makes a Kueue Topology of them. Empty: no topology-aware placement.
+    topology_levels: tuple[str, ...] = ()
+    # The Kueue ProvisioningRequest class the pool's nodes are requested through before a job is admitted
+    # (GKE queued provisioning: "queued-provisioning.gke.io"); None: nodes come from the autoscaler.
     provisioning_class: str | None = None
+    # Annotations every workload on this pool must carry (e.g. the max run duration of DWS capacity).
     workload_annotations: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _machine_facts(self) -> NodePoolOutput:
+    def _machine_facts(self) -> NodePoolInfo:
         """Platforms deployed before nodeVcpus/nodeMemoryGiB existed: the catalog's smallest machine."""
         if self.node_vcpus is not None or not self.machine_types:
             return self
@@ -103,15 +149,24 @@ class NodePoolOutput(_Output):
         return self
 
 
-class StorageOutput(_Output):
+class StorageHandle(_Output):
+    """A shared file system, ready to be bound statically to a PersistentVolume (ReadWriteMany)."""
+
+    # `Deployed` fields hold pulumi Outputs on the writing side (merged with _Output's config).
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     name: str
+    # "lustre" or "nfs" today; a job stack reads any kind a newer platform exports.
     kind: str
-    capacity_gib: int = Field(default=0, alias="capacityGiB")
+    capacity_gib: int = Field(default=0, validation_alias="capacityGiB", serialization_alias="capacityGiB")
+    # CSI driver name, or None for the in-tree `nfs` volume source (server + path).
     csi_driver: str | None = None
-    volume_handle: str | None = None
-    volume_attributes: dict[str, str] = Field(default_factory=dict)
-    mount_options: list[str] = Field(default_factory=list)
-    endpoint: str | None = None
+    volume_handle: Deployed | None = None
+    volume_attributes: dict[str, Deployed] = Field(default_factory=dict)
+    mount_options: tuple[str, ...] = ()
+    # Address clients connect to (outputs and docs). The client is the node, not the pod (the kubelet and
+    # CSI node plugin mount it), so no pod NetworkPolicy is made from it.
+    endpoint: Deployed | None = None
 
 
 class TeamOutput(_Output):
@@ -132,8 +187,8 @@ class PlatformOutputs(_Output):
     region: str | None = None
     # The cluster's kubeconfig, a secret; job stacks read it as an Output, not through this model.
     kubeconfig: str | None = None
-    node_pools: list[NodePoolOutput] = Field(default_factory=list)
-    storage: list[StorageOutput] = Field(default_factory=list)
+    node_pools: list[NodePoolInfo] = Field(default_factory=list)
+    storage: list[StorageHandle] = Field(default_factory=list)
     # purpose ("checkpoints", "logs") -> bucket name
     buckets: dict[str, str] = Field(default_factory=dict)
     object_store: str | None = None
@@ -148,7 +203,7 @@ class PlatformOutputs(_Output):
             object.__setattr__(self, "preemption_grace_seconds", _backend_grace(self.cloud))
         return self
 
-    def pool(self, name: str) -> NodePoolOutput | None:
+    def pool(self, name: str) -> NodePoolInfo | None:
         return next((p for p in self.node_pools if p.name == name), None)
 
     def team(self, name: str) -> TeamOutput | None:
@@ -163,5 +218,7 @@ def _backend_grace(cloud: str) -> int:
 
 # The keys a job stack reads from its platform stack (the kubeconfig travels as a secret Output).
 READ_KEYS = tuple(
-    (info.alias or name) for name, info in PlatformOutputs.model_fields.items() if name != "kubeconfig"
+    (info.serialization_alias or name)
+    for name, info in PlatformOutputs.model_fields.items()
+    if name != "kubeconfig"
 )

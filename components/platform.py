@@ -13,29 +13,13 @@ Example, in a user's own Pulumi program:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 
 from components.backends import BuildArgs, backend
-from components.bundle import (
-    TEAM_SERVICE_ACCOUNT,
-    ClusterBundle,
-    NodePoolInfo,
-    PodFabric,
-    StorageHandle,
-    team_local_queue,
-    team_namespace,
-)
+from components.bundle import TEAM_SERVICE_ACCOUNT, ClusterBundle, team_local_queue, team_namespace
 from components.incluster.platform import InClusterArgs, InClusterPlatform
-from components.outputs import (
-    FabricOutput,
-    NodePoolOutput,
-    PlatformOutputs,
-    StorageOutput,
-    TaintOutput,
-    TeamOutput,
-)
+from components.outputs import PlatformOutputs, TeamOutput
 from components.spec import PlatformSpec
 
 
@@ -85,8 +69,9 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutpu
         cluster_name=bundle.name,
         region=bundle.region,
         kubeconfig=pulumi.Output.secret(bundle.kubeconfig),
-        node_pools=[_pool_output(p) for p in bundle.node_pools],
-        storage=[_storage_output(s) for s in bundle.storage],
+        # The bundle's own records: the backend built them as the models job stacks parse back.
+        node_pools=list(bundle.node_pools),
+        storage=list(bundle.storage),
         buckets=dict(bundle.buckets),
         object_store=bundle.profile.object_store,
         teams=[
@@ -102,50 +87,4 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutpu
             for t in spec.teams
         ],
         preemption_grace_seconds=bundle.profile.preemption_grace_seconds,
-    )
-
-
-def _pool_output(p: NodePoolInfo) -> NodePoolOutput:
-    return NodePoolOutput.model_construct(
-        name=p.name,
-        gpu=p.gpu,
-        gpus_per_node=p.gpus_per_node,
-        capacity=p.capacity,
-        min_nodes=p.min_nodes,
-        max_nodes=p.max_nodes,
-        labels=dict(p.labels),
-        taints=[TaintOutput.model_construct(key=t.key, value=t.value, effect=t.effect) for t in p.taints],
-        machine_types=list(p.machine_types),
-        extended_resources=dict(p.extended_resources),
-        pod_env=dict(p.pod_env),
-        node_vcpus=p.node_vcpus,
-        node_memory_gib=p.node_memory_gib,
-        reservation=p.reservation,
-        fabric=FabricOutput.model_construct(**_fabric_fields(p.fabric)) if p.fabric else None,
-        topology_levels=list(p.topology_levels),
-        provisioning_class=p.provisioning_class,
-        workload_annotations=dict(p.workload_annotations),
-    )
-
-
-def _fabric_fields(f: PodFabric) -> dict[str, Any]:
-    return {
-        "kind": f.kind,
-        "annotations": dict(f.annotations),
-        "volumes": [dict(v) for v in f.volumes],
-        "volume_mounts": [dict(m) for m in f.volume_mounts],
-        "sidecars": [dict(c) for c in f.sidecars],
-    }
-
-
-def _storage_output(s: StorageHandle) -> StorageOutput:
-    return StorageOutput.model_construct(
-        name=s.name,
-        kind=s.kind,
-        capacity_gib=s.capacity_gib,
-        csi_driver=s.csi_driver,
-        volume_handle=s.volume_handle,
-        volume_attributes=dict(s.volume_attributes),
-        mount_options=list(s.mount_options),
-        endpoint=s.endpoint,
     )

@@ -96,7 +96,6 @@ class AwsCloud(pulumi.ComponentResource):
                 node_security_group_id=network.node_security_group_id,
                 kms_key_arn=data_key.arn,
                 tags=tags,
-                vpc_cidr=network.cidr or None,
             )
             kind = LustreStorage if st.kind == "lustre" else EfsStorage
             storage.append(kind(f"{name}-{st.name}", storage_args, child).handle)

@@ -204,7 +204,7 @@ class NodePool(pulumi.ComponentResource):
             # First, so a user's own value for it (already in `labels`) wins.
             node_labels = {ACCELERATOR_LABEL: accelerator_label(pool.gpu), **labels}
         taints = [gpu_taint()] if pool.is_gpu else []
-        taints += [TaintInfo(t.key, t.value, t.effect) for t in pool.taints]
+        taints += [TaintInfo(key=t.key, value=t.value, effect=t.effect) for t in pool.taints]
         efa_counts = {s.efa_interfaces for s in shapes} if pool.efa else {0}
         assert len(efa_counts) == 1, f"pool {pool.name} mixes EFA layouts {sorted(efa_counts)}"
         (efa_count,) = efa_counts

@@ -18,8 +18,6 @@ from components.bundle import StorageHandle
 from components.spec import StorageSpec
 
 EFS_CSI = "efs.csi.aws.com"
-# Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide).
-LUSTRE_PORTS = (988, *range(1018, 1024))
 NFS_PORT = 2049
 DEFAULT_LUSTRE_GIB = 1200
 DEFAULT_THROUGHPUT = 250
@@ -36,9 +34,6 @@ class StorageArgs:
     node_security_group_id: pulumi.Input[str]
     kms_key_arn: pulumi.Input[str]
     tags: dict[str, str] = field(default_factory=dict)
-    # The VPC's CIDR when trainplane made it: the file system's DNS name resolves into it, so team
-    # egress to it narrows to the VPC (None for a VPC brought along).
-    vpc_cidr: str | None = None
 
 
 def _client_rules(
@@ -87,6 +82,7 @@ class LustreStorage(pulumi.ComponentResource):
             f"{name}-sg",
             sg,
             {"nodes": args.node_security_group_id, "self": sg.id},
+            # Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide).
             [(988, 988), (1018, 1023)],
             child,
         )
@@ -150,8 +146,6 @@ class LustreStorage(pulumi.ComponentResource):
             # flock: training code and DCP take POSIX locks on shared files.
             mount_options=("flock",),
             endpoint=fs.dns_name,
-            endpoint_cidr=args.vpc_cidr,
-            ports=LUSTRE_PORTS,
         )
         self.register_outputs({"fileSystemId": fs.id})
 
@@ -219,7 +213,5 @@ class EfsStorage(pulumi.ComponentResource):
             volume_handle=fs.id,
             mount_options=tuple(st.mount_options),
             endpoint=fs.dns_name,
-            endpoint_cidr=args.vpc_cidr,
-            ports=(NFS_PORT,),
         )
         self.register_outputs({"fileSystemId": fs.id})

@@ -45,7 +45,7 @@ from components.spec.capacity import DWS
 RESERVATION_KEY = "compute.googleapis.com/reservation-name"
 FLEX_START_LABEL = "cloud.google.com/gke-flex-start"
 QUEUED_LABEL = "cloud.google.com/gke-queued"
-QUEUED_TAINT = TaintInfo(QUEUED_LABEL, "true", "NoSchedule")
+QUEUED_TAINT = TaintInfo(key=QUEUED_LABEL, value="true", effect="NoSchedule")
 SPOT_LABEL = "cloud.google.com/gke-spot"
 # Kueue ProvisioningRequestConfig.provisioningClassName for GKE queued provisioning.
 QUEUED_PROVISIONING_CLASS = "queued-provisioning.gke.io"

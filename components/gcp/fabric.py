@@ -134,9 +134,9 @@ def pod_fabric(fabric: GkeFabric) -> PodFabric:
     return PodFabric(
         kind=fabric.kind,
         annotations=annotations,
-        volumes=fabric.volumes,
-        volume_mounts=fabric.volume_mounts,
-        sidecars=(fabric.sidecar,) if fabric.sidecar is not None else (),
+        volumes=tuple(dict(v) for v in fabric.volumes),
+        volume_mounts=tuple(dict(m) for m in fabric.volume_mounts),
+        sidecars=(dict(fabric.sidecar),) if fabric.sidecar is not None else (),
     )
 
 

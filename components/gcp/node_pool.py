@@ -176,7 +176,11 @@ class NodePool(pulumi.ComponentResource):
         fabric = pool_fabric(machine_type, is_gpu)
 
         taints: tuple[TaintInfo, ...] = (gpu_taint(),) if is_gpu else ()
-        taints += tuple(TaintInfo(t.key, t.value, t.effect) for t in pool.taints if t.key != gpu_taint().key)
+        taints += tuple(
+            TaintInfo(key=t.key, value=t.value, effect=t.effect)
+            for t in pool.taints
+            if t.key != gpu_taint().key
+        )
         labels = pool_labels(pool)
         node_labels = dict(labels)
         if is_gpu:

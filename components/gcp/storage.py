@@ -17,7 +17,7 @@ import pulumi_gcp as gcp
 
 from components.bundle import StorageHandle
 from components.gcp.naming import GcpPlacement, short_id
-from components.gcp.network import LUSTRE_LEGACY_PORT, LUSTRE_PORT, Network
+from components.gcp.network import Network
 from components.gcp.rules import (
     FILESTORE_DEFAULT_TIER,
     FILESTORE_LIMITS_GIB,
@@ -29,8 +29,6 @@ from components.spec import StorageSpec
 
 FILESTORE_CSI_DRIVER = "filestore.csi.storage.gke.io"
 LUSTRE_CSI_DRIVER = "lustre.csi.storage.gke.io"
-# NFSv3 on Filestore: portmapper, nlockmgr, nfs, mountd, statd (Filestore firewall documentation).
-FILESTORE_PORTS = (111, 2046, 2049, 2050, 4045)
 
 
 def share_name(storage: str) -> str:
@@ -115,7 +113,6 @@ class FilestoreStorage(pulumi.ComponentResource):
             volume_attributes={"ip": ip, "volume": share},
             mount_options=tuple(st.mount_options),
             endpoint=ip,
-            ports=FILESTORE_PORTS,
         )
         self.register_outputs({"ip": ip})
 
@@ -172,6 +169,5 @@ class LustreStorage(pulumi.ComponentResource):
             volume_attributes={"ip": ip, "filesystem": fsname},
             mount_options=tuple(st.mount_options),
             endpoint=ip,
-            ports=(LUSTRE_LEGACY_PORT if args.legacy_port else LUSTRE_PORT,),
         )
         self.register_outputs({"ip": ip, "mountPoint": self.instance.mount_point})

@@ -1,7 +1,7 @@
 """The pod of a training job, as plain manifests: pulumi-free, shared by both runtimes (job_runtime.py).
 
 One pod per node, running the trainer's launcher (`python -m trainer.launch`, a torchrun wrapper whose
-exit code tells the truth: trainer/contract.py). What the pod gets from its pool (`NodePoolOutput`), applied
+exit code tells the truth: trainer/contract.py). What the pod gets from its pool (`NodePoolInfo`), applied
 without knowing the cloud: the pool's labels and taints, every extended resource of its nodes, the
 fabric's environment (`pod_env`) and the fabric itself (`fabric`: pod annotations, volumes, the trainer's
 mounts, native sidecars).
@@ -21,7 +21,7 @@ from components.incluster.placement import (
     levels_of_pool_flavor,
     named_levels,
 )
-from components.outputs import NodePoolOutput, PlatformOutputs
+from components.outputs import NodePoolInfo, PlatformOutputs
 from components.spec import ConfigError, JobSpec
 from trainer import contract
 
@@ -73,7 +73,7 @@ def checkpoint_uri(job: JobSpec, platform: PlatformOutputs) -> str | None:
     return uri
 
 
-def fabric_resources(pool: NodePoolOutput) -> dict[str, str]:
+def fabric_resources(pool: NodePoolInfo) -> dict[str, str]:
     """Every extended resource of the pool's nodes (e.g. their fabric devices) at the node's full count.
 
     One pod per node owns the node's fabric: devices a pod does not request are invisible to it, so NCCL
@@ -82,7 +82,7 @@ def fabric_resources(pool: NodePoolOutput) -> dict[str, str]:
     return {name: str(int(count)) for name, count in sorted(pool.extended_resources.items())}
 
 
-def pod_env(job: JobSpec, pool: NodePoolOutput, reserved: set[str]) -> list[dict[str, Any]]:
+def pod_env(job: JobSpec, pool: NodePoolInfo, reserved: set[str]) -> list[dict[str, Any]]:
     """The pool's fabric environment, then the job's own env, which wins on a conflict."""
     fabric = {k: str(v) for k, v in pool.pod_env.items() if k not in job.env and k not in reserved}
     return [{"name": k, "value": v} for k, v in sorted(fabric.items())] + [
@@ -90,7 +90,7 @@ def pod_env(job: JobSpec, pool: NodePoolOutput, reserved: set[str]) -> list[dict
     ]
 
 
-def pod_resources(job: JobSpec, pool: NodePoolOutput) -> tuple[str, str, str]:
+def pod_resources(job: JobSpec, pool: NodePoolInfo) -> tuple[str, str, str]:
     """CPU, memory and /dev/shm for one pod: the job's values, or its GPU share of the node's machine."""
     share = job.gpus_per_node / max(pool.gpus_per_node or job.gpus_per_node, 1)
     # The pool's smallest machine (the platform knows it; several types in a spot pool): the pod fits on
@@ -144,7 +144,7 @@ def grace_seconds(job: JobSpec, platform: PlatformOutputs) -> int:
     return max(job.grace_period_seconds or platform.preemption_grace_seconds, MIN_GRACE_SECONDS)
 
 
-def _env(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutput, grace: int) -> list[dict[str, Any]]:
+def _env(job: JobSpec, platform: PlatformOutputs, pool: NodePoolInfo, grace: int) -> list[dict[str, Any]]:
     env: list[dict[str, Any]] = [
         {"name": contract.ENV_CONFIG, "value": f"{CONFIG_DIR}/{CONFIG_FILE}"},
         {"name": contract.ENV_JOB_NAME, "value": job.name},
@@ -164,9 +164,7 @@ def _env(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutput, grace: i
     return env + pod_env(job, pool, {e["name"] for e in env})
 
 
-def _volumes(
-    job: JobSpec, pool: NodePoolOutput, shm: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _volumes(job: JobSpec, pool: NodePoolInfo, shm: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The pod's volumes and the trainer's mounts: config, /dev/shm, the job's storage, the fabric's."""
     volumes: list[dict[str, Any]] = [
         {"name": "config", "configMap": {"name": config_map_name(job)}},
@@ -199,7 +197,7 @@ def _volumes(
 def trainer_container(
     job: JobSpec,
     platform: PlatformOutputs,
-    pool: NodePoolOutput,
+    pool: NodePoolInfo,
     *,
     args: list[str],
     command: list[str] | None,
@@ -232,19 +230,19 @@ def trainer_container(
     return c
 
 
-def job_pools(job: JobSpec, platform: PlatformOutputs) -> list[NodePoolOutput]:
+def job_pools(job: JobSpec, platform: PlatformOutputs) -> list[NodePoolInfo]:
     """The job's pools, in its order of preference (check_job refuses unknown ones)."""
     pools = [platform.pool(name) for name in job.pools]
     assert pools and all(p is not None for p in pools), "check_job refuses unknown pools"
     return [p for p in pools if p is not None]
 
 
-def _sizing_pool(pools: list[NodePoolOutput]) -> NodePoolOutput:
+def _sizing_pool(pools: list[NodePoolInfo]) -> NodePoolInfo:
     """The pool with the smallest machine: a pod sized for it fits every pool of the job."""
     return min(pools, key=lambda p: (p.node_vcpus or 0, p.node_memory_gib or 0))
 
 
-def node_placement(job_name: str, pools: list[NodePoolOutput]) -> dict[str, Any]:
+def node_placement(job_name: str, pools: list[NodePoolInfo]) -> dict[str, Any]:
     """nodeSelector, affinity and tolerations that keep the pod on the job's pools.
 
     One pool: its labels. Several: the labels all of them share in the nodeSelector, and one required
@@ -289,7 +287,7 @@ def node_placement(job_name: str, pools: list[NodePoolOutput]) -> dict[str, Any]
 
 
 def topology_annotations(
-    job: JobSpec, platform: PlatformOutputs, pools: list[NodePoolOutput]
+    job: JobSpec, platform: PlatformOutputs, pools: list[NodePoolInfo]
 ) -> dict[str, str]:
     """Kueue TAS podset annotation: the job's `topology`, else preferred at the tightest level above the
     node. Only when every pool's flavor has the same Topology: Kueue refuses a topology request on a
@@ -303,7 +301,7 @@ def topology_annotations(
     return {REQUIRED_TOPOLOGY if mode == "required" else PREFERRED_TOPOLOGY: label}
 
 
-def workload_annotations(pools: list[NodePoolOutput]) -> dict[str, str]:
+def workload_annotations(pools: list[NodePoolInfo]) -> dict[str, str]:
     """What the pools ask of the job's workload object (e.g. GKE queued provisioning's
     `provreq.kueue.x-k8s.io/maxRunDurationSeconds`, which Kueue copies to the ProvisioningRequest)."""
     out: dict[str, str] = {}

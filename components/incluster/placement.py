@@ -2,8 +2,8 @@
 
 The platform's queueing (components/incluster/queueing.py) and the job builder
 (components/incluster/job_pod.py) both decide from these functions, on the platform's own pools
-(`NodePoolInfo`) and on the pools a job stack reads back (`NodePoolOutput`), so the ResourceFlavors and
-Topologies the platform creates and the selectors and annotations a job carries always agree.
+and on the pools a job stack reads back (one model, `NodePoolInfo`), so the ResourceFlavors and Topologies
+the platform creates and the selectors and annotations a job carries always agree.
 
 - One ResourceFlavor per (GPU kind, capacity kind), whose node labels are the labels every pool of the
   group carries. Kueue (v0.19.2 flavorassigner.go checkFlavorForPodSets) matches a pod against a flavor
@@ -20,10 +20,12 @@ Example:
     >>> from components.bundle import NodePoolInfo
     >>> levels = ("cloud.google.com/gce-topology-block", "cloud.google.com/gce-topology-subblock",
     ...           "cloud.google.com/gce-topology-host", "kubernetes.io/hostname")
-    >>> pool = NodePoolInfo("h100", "H100", 8, "reservation", 4, 4, {}, (), topology_levels=levels)
+    >>> pool = NodePoolInfo(name="h100", gpu="H100", gpus_per_node=8, capacity="reservation", min_nodes=4,
+    ...                     max_nodes=4, topology_levels=levels)
     >>> named_levels(tas_levels(pool))["subblock"]
     'cloud.google.com/gce-topology-subblock'
-    >>> tas_blocker(NodePoolInfo("spot", "H100", 8, "spot", 0, 4, {}, (), topology_levels=levels))
+    >>> tas_blocker(NodePoolInfo(name="spot", gpu="H100", gpus_per_node=8, capacity="spot", max_nodes=4,
+    ...                          topology_levels=levels))
     'it scales from 0 to 4 nodes without a ProvisioningRequest class, and Kueue TAS places jobs only on nodes that exist'
 """
 
@@ -31,8 +33,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 
@@ -57,48 +62,6 @@ PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 
 
-class _Taint(Protocol):
-    @property
-    def key(self) -> str: ...
-
-    @property
-    def value(self) -> str: ...
-
-    @property
-    def effect(self) -> str: ...
-
-
-class PoolLike(Protocol):
-    """What placement reads of a pool: `NodePoolInfo` on the platform side, `NodePoolOutput` in a job."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def gpu(self) -> str | None: ...
-
-    @property
-    def capacity(self) -> Any: ...
-
-    @property
-    def min_nodes(self) -> int: ...
-
-    @property
-    def max_nodes(self) -> int: ...
-
-    @property
-    def provisioning_class(self) -> str | None: ...
-
-    @property
-    def labels(self) -> Mapping[str, str]: ...
-
-    @property
-    def taints(self) -> Sequence[_Taint]: ...
-
-    @property
-    def topology_levels(self) -> Sequence[str]: ...
-
-
 def capacity_rank(capacity: str) -> int:
     return CAPACITY_ORDER.index(capacity) if capacity in CAPACITY_ORDER else len(CAPACITY_ORDER)
 
@@ -107,21 +70,21 @@ def flavor_name(gpu: str, capacity: str) -> str:
     return re.sub(r"[^a-z0-9-]", "-", f"{gpu.lower()}-{capacity}")
 
 
-def flavor_of(pool: PoolLike) -> str:
+def flavor_of(pool: NodePoolInfo) -> str:
     assert pool.gpu, "CPU pools have no flavor"
     return flavor_name(pool.gpu, str(pool.capacity))
 
 
-def flavor_groups(pools: Iterable[PoolLike]) -> list[tuple[str, list[PoolLike]]]:
+def flavor_groups(pools: Iterable[NodePoolInfo]) -> list[tuple[str, list[NodePoolInfo]]]:
     """GPU pools grouped per flavor, in the order a ClusterQueue lists them (capacity order, then GPU)."""
-    groups: dict[tuple[int, str, str], list[PoolLike]] = {}
+    groups: dict[tuple[int, str, str], list[NodePoolInfo]] = {}
     for p in pools:
         if p.gpu:
             groups.setdefault((capacity_rank(str(p.capacity)), p.gpu, str(p.capacity)), []).append(p)
     return [(flavor_name(gpu, cap), members) for (_, gpu, cap), members in sorted(groups.items())]
 
 
-def common_labels(pools: Sequence[PoolLike]) -> dict[str, str]:
+def common_labels(pools: Sequence[NodePoolInfo]) -> dict[str, str]:
     """Labels every pool of `pools` carries with the same value."""
     common = dict(pools[0].labels)
     for p in pools[1:]:
@@ -129,7 +92,7 @@ def common_labels(pools: Sequence[PoolLike]) -> dict[str, str]:
     return common
 
 
-def tas_blocker(pool: PoolLike) -> str | None:
+def tas_blocker(pool: NodePoolInfo) -> str | None:
     """Why Kueue cannot place jobs on `pool` by topology (None: it can)."""
     if not pool.topology_levels:
         return "its nodes carry no topology labels"
@@ -141,18 +104,18 @@ def tas_blocker(pool: PoolLike) -> str | None:
     return None
 
 
-def tas_levels(pool: PoolLike) -> tuple[str, ...]:
+def tas_levels(pool: NodePoolInfo) -> tuple[str, ...]:
     """The pool's topology levels when Kueue can place jobs on it by topology, else ()."""
     return () if tas_blocker(pool) else tuple(pool.topology_levels)
 
 
-def flavor_levels(members: Sequence[PoolLike]) -> tuple[str, ...]:
+def flavor_levels(members: Sequence[NodePoolInfo]) -> tuple[str, ...]:
     """A flavor's topology: its pools' levels when all of them can use TAS with the same levels."""
     levels = {tas_levels(p) for p in members}
     return levels.pop() if len(levels) == 1 else ()
 
 
-def levels_of_pool_flavor(pool: PoolLike, all_pools: Iterable[PoolLike]) -> tuple[str, ...]:
+def levels_of_pool_flavor(pool: NodePoolInfo, all_pools: Iterable[NodePoolInfo]) -> tuple[str, ...]:
     """The topology of the flavor `pool` belongs to, on a platform with `all_pools`."""
     key = flavor_of(pool)
     members = [p for p in all_pools if p.gpu and flavor_of(p) == key]

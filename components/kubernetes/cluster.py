@@ -72,7 +72,7 @@ class ExistingCluster(pulumi.ComponentResource):
                 min_nodes=p.min_nodes,
                 max_nodes=p.effective_max_nodes,
                 labels=dict(p.selector),
-                taints=tuple(TaintInfo(t.key, t.value, t.effect) for t in p.taints),
+                taints=tuple(TaintInfo(key=t.key, value=t.value, effect=t.effect) for t in p.taints),
                 # The stack's own topology labels (the clouds' backends know theirs).
                 topology_levels=tuple(p.topology_levels),
             )
@@ -88,7 +88,6 @@ class ExistingCluster(pulumi.ComponentResource):
                 volume_attributes={"server": s.server or "", "path": s.path or ""},
                 mount_options=tuple(s.mount_options or ("nfsvers=4.1", "hard", "noatime")),
                 endpoint=s.server,
-                ports=(2049,),
             )
             for s in spec.storage
         )

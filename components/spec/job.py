@@ -15,7 +15,7 @@ from pydantic import Field
 from components.spec.base import DNS_LABEL, Spec, alias_set, duplicates, load_checked
 
 if TYPE_CHECKING:
-    from components.outputs import NodePoolOutput, PlatformOutputs, TeamOutput
+    from components.outputs import NodePoolInfo, PlatformOutputs, TeamOutput
 
 
 class NodeRange(Spec):
@@ -169,7 +169,7 @@ def check_job(job: JobSpec, platform: PlatformOutputs, root: str = "job") -> lis
     return problems
 
 
-def _check_pool_fit(job: JobSpec, platform: PlatformOutputs, pool: NodePoolOutput, root: str) -> list[str]:
+def _check_pool_fit(job: JobSpec, platform: PlatformOutputs, pool: NodePoolInfo, root: str) -> list[str]:
     problems = []
     key = job.pool_key
     if not pool.gpu:

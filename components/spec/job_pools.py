@@ -20,17 +20,17 @@ from components.incluster.placement import (
 )
 
 if TYPE_CHECKING:
-    from components.outputs import NodePoolOutput, PlatformOutputs
+    from components.outputs import NodePoolInfo, PlatformOutputs
     from components.spec.job import JobSpec
 
 
-def _shape(pool: NodePoolOutput) -> tuple[object, ...]:
+def _shape(pool: NodePoolInfo) -> tuple[object, ...]:
     fabric = pool.fabric.exports() if pool.fabric is not None else None
     return (repr(fabric), sorted(pool.extended_resources.items()), sorted(pool.pod_env.items()))
 
 
 def check_pools(
-    job: JobSpec, platform: PlatformOutputs, pools: Sequence[NodePoolOutput], root: str
+    job: JobSpec, platform: PlatformOutputs, pools: Sequence[NodePoolInfo], root: str
 ) -> list[str]:
     problems: list[str] = []
     first = pools[0]
@@ -59,7 +59,7 @@ def check_pools(
 
 
 def _check_topology(
-    job: JobSpec, platform: PlatformOutputs, pools: Sequence[NodePoolOutput], root: str
+    job: JobSpec, platform: PlatformOutputs, pools: Sequence[NodePoolInfo], root: str
 ) -> list[str]:
     assert job.topology is not None
     labels = set()

@@ -208,9 +208,9 @@ def _flavor_topologies(ctx: Context) -> dict[str, tuple[str, ...]]:
     """Per GPU pool, the levels of the Topology its Kueue flavor names: () where the flavor has none (an
     autoscaling pool without a ProvisioningRequest class; TAS cannot place there, labels do not matter)."""
     from components.incluster.placement import levels_of_pool_flavor
-    from components.outputs import NodePoolOutput
+    from components.outputs import NodePoolInfo
 
-    pools = [NodePoolOutput.model_validate(p) for p in ctx.platform.node_pools]
+    pools = [NodePoolInfo.model_validate(p) for p in ctx.platform.node_pools]
     return {p.name: levels_of_pool_flavor(p, pools) for p in pools if p.gpu}
 
 

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from components.bundle import NodePoolInfo
 from components.incluster.job_runtime import training_jobset
 from components.incluster.kueue_objects import flavors
 from components.incluster.placement import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
@@ -95,10 +94,6 @@ def kueue_fits(pod: dict[str, Any], node_labels: dict[str, str]) -> bool:
     )
 
 
-def as_info(p: Any) -> NodePoolInfo:
-    return NodePoolInfo(p.name, p.gpu, p.gpus_per_node, p.capacity, p.min_nodes, p.max_nodes, p.labels, ())
-
-
 def test_a_job_on_several_pools_fits_their_flavors_only_and_in_the_platforms_order():
     outputs = platform(*THREE)
     js = build(job(nodePools=["h100-res", "h100-od", "h100"]), outputs)
@@ -115,7 +110,8 @@ def test_a_job_on_several_pools_fits_their_flavors_only_and_in_the_platforms_ord
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule", "operator": "Equal"}
     ]
     # Kueue tries the ClusterQueue's flavors in order: reserved first, spot last.
-    fl = flavors([as_info(p) for p in outputs.node_pools])
+    # The pools a job stack reads back are the platform's own pool model: the same flavors come of them.
+    fl = flavors(outputs.node_pools)
     assert [f.name for f in fl] == ["h100-reservation", "h100-on-demand", "h100-spot"]
     assert all(kueue_fits(pod, f.node_labels) for f in fl)
     # A job on two of the three pools does not fit the third pool's flavor.

@@ -264,8 +264,18 @@ def _pool(name: str, capacity: str, min_nodes: int, max_nodes: int, **extra):
     from components.bundle import NodePoolInfo, TaintInfo
 
     labels = {"trainplane.dev/pool": name, "trainplane.dev/gpu": "H100", "trainplane.dev/capacity": capacity}
-    taints = (TaintInfo("nvidia.com/gpu", "present", "NoSchedule"),)
-    return NodePoolInfo(name, "H100", 8, capacity, min_nodes, max_nodes, labels, taints, **extra)
+    taints = (TaintInfo(key="nvidia.com/gpu", value="present", effect="NoSchedule"),)
+    return NodePoolInfo(
+        name=name,
+        gpu="H100",
+        gpus_per_node=8,
+        capacity=capacity,
+        min_nodes=min_nodes,
+        max_nodes=max_nodes,
+        labels=labels,
+        taints=taints,
+        **extra,
+    )
 
 
 def capacity_pools():

@@ -246,7 +246,9 @@ def test_team_namespaces_admit_the_gpudirect_pods_of_a_fabric_pool_and_still_war
     assert labels and all(
         lb[ENFORCE] == "privileged" and lb[WARN] == "baseline" and lb[AUDIT] == "baseline" for lb in labels
     ), labels
-    pool = NodePoolInfo("mega", "h100", 8, "on-demand", 0, 2, {}, (), fabric=pod_fabric(TCPXO))
+    pool = NodePoolInfo(
+        name="mega", gpu="h100", gpus_per_node=8, capacity="on-demand", max_nodes=2, fabric=pod_fabric(TCPXO)
+    )
     needs = " ".join(fabric_beyond_baseline([pool]))
     for what in ("/sys", "/proc/sys", "/dev/aperture_devices", "/home/kubernetes/bin/nvidia", "NET_ADMIN"):
         assert what in needs, needs

@@ -57,7 +57,9 @@ class ToyCluster(pulumi.ComponentResource):
                     min_nodes=p.min_nodes,
                     max_nodes=p.effective_max_nodes,
                     labels=dict(p.selector),
-                    taints=(TaintInfo("nvidia.com/gpu", "present", "NoSchedule"),) if p.gpu else (),
+                    taints=(TaintInfo(key="nvidia.com/gpu", value="present", effect="NoSchedule"),)
+                    if p.gpu
+                    else (),
                     machine_types=(TOY_MACHINE.name,),
                     node_vcpus=TOY_MACHINE.vcpus,
                     node_memory_gib=TOY_MACHINE.memory_gib,
