@@ -4,11 +4,18 @@ before a key existed still parses (defaults), so its job stacks plan as before."
 from __future__ import annotations
 
 import copy
+import json
+import sys
+from pathlib import Path
 
 import pytest
 
-from components.outputs import READ_KEYS, PlatformOutputs
-from tests.conftest import planned
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from components.outputs import READ_KEYS, PlatformOutputs  # noqa: E402
+from tests.conftest import JOB_STACKS, planned, stack_files  # noqa: E402
 
 NEWER_POOL_KEYS = ("nodeVcpus", "nodeMemoryGiB")
 
@@ -53,3 +60,36 @@ def test_a_job_plans_the_same_on_an_older_platform(plan_stack):
 def test_keys_a_newer_platform_adds_are_ignored():
     outputs = {**planned("onprem-dev").outputs, "someFutureKey": {"x": 1}}
     assert PlatformOutputs.model_validate(outputs).cluster_name == "lab"
+
+
+# ---- what each reference platform exports, pinned --------------------------------------------------
+
+OUTPUTS = ROOT / "tests" / "data" / "outputs"
+PLATFORM_STACKS = sorted(p.stem for p in OUTPUTS.glob("*.json"))
+
+
+def _exported(stack: str) -> str:
+    return json.dumps(planned(stack).outputs, indent=1) + "\n"
+
+
+def test_every_platform_stack_has_its_exports_recorded():
+    platforms = {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stack_files()} - set(
+        JOB_STACKS
+    )
+    assert set(PLATFORM_STACKS) == platforms
+
+
+@pytest.mark.parametrize("stack", PLATFORM_STACKS)
+def test_what_a_platform_exports_is_byte_for_byte_what_is_recorded(stack):
+    """Job stacks of deployed platforms parse these keys and values: a change of either (a renamed key, an
+    int that became a float, a list order) must be deliberate. Regenerate only then, and review the diff:
+    `python tests/unit/test_outputs.py --update`."""
+    assert _exported(stack) == (OUTPUTS / f"{stack}.json").read_text()
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
+    OUTPUTS.mkdir(exist_ok=True)
+    for path in stack_files():
+        name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
+        if name not in JOB_STACKS:
+            (OUTPUTS / f"{name}.json").write_text(_exported(name))
