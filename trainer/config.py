@@ -7,7 +7,7 @@ camelCase (job stacks write ``globalBatchSize``) or snake_case. Every layer is n
 the spelling of the validation aliases, before the layers are merged, so an error names the key the way
 a job's YAML spells it. A YAML file may hold the fields at top level or under a ``trainer:`` key (the job
 stack layout). Errors are formatted by ``trainer.contract.format_validation_error``, the project's one
-formatter; the job stack validates its block with ``trainer.contract.validate_trainer_config``.
+formatter; the job stack validates its block with ``validate_trainer_config`` (here).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import argparse
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -288,6 +289,32 @@ def load_config(
         return TrainConfig.model_validate(tree)
     except ValidationError as e:
         raise ConfigError("config error: " + "; ".join(format_validation_error(e, TrainConfig, ""))) from None
+
+
+def validate_trainer_config(raw: object, root: str = CONFIG_SECTION) -> list[str]:
+    """The problems of a ``trainer:`` block, one line each with its key path under ``root``; [] if none.
+
+    The same validation the trainer runs at start-up (camelCase or snake_case keys; the job stack's
+    additions such as ``worldSizes`` included), so a block that passes here is not refused by the pods.
+
+    >>> validate_trainer_config({"model": "gpt-small", "globalBatchSize": 512, "microBatchSize": 8})
+    []
+    >>> validate_trainer_config({"globalBatchSise": 512})
+    ["trainer.globalBatchSise: unknown key; did you mean 'globalBatchSize'?"]
+    >>> validate_trainer_config({"checkpoint": {"keep": 1}, "precision": "fp8"}, root="job.trainer")
+    ["job.trainer.precision: 'fp8' is not allowed; allowed: 'auto', 'fp32' or 'bf16'", \
+'job.trainer.checkpoint.keep: Input should be greater than or equal to 2 (got 1)']
+    >>> validate_trainer_config({"globalBatchSize": 24, "microBatchSize": 8, "worldSizes": [2, 4]})
+    ['trainer: globalBatchSize 24 = microBatchSize 8 x accumulation x world size has no solution for \
+any allowed world size [2, 4]']
+    """
+    if not isinstance(raw, Mapping):
+        return [f"{root}: expected a mapping of trainer keys, got {type(raw).__name__}"]
+    try:
+        TrainConfig.model_validate(normalise_keys(dict(raw)))
+    except ValidationError as e:
+        return format_validation_error(e, TrainConfig, root)
+    return []
 
 
 def parse_args(argv: list[str] | None) -> tuple[str | None, list[str]]:

@@ -1,9 +1,11 @@
-"""The trainer's contract with the platform: exit codes, environment variables, config validation.
+"""The trainer's contract with the platform: exit codes, environment variables, config error lines.
 
-The job stack (``components/``) imports this module at plan time to build the pod's failure policy, set
-the container's environment and reject a bad ``trainer:`` block before anything is deployed; the
-trainer, its launcher and its tests import the same names. It therefore stays light: standard library,
-pydantic and yaml only, never torch (a test imports it in a fresh interpreter and checks).
+The job stack (``components/``) imports this module at plan time to build the pod's failure policy and set
+the container's environment, and ``trainer.config.validate_trainer_config`` (which formats its errors
+with ``format_validation_error`` here) to reject a bad ``trainer:`` block before anything is deployed; the
+trainer, its launcher and its tests import the same names. Both modules therefore stay light: standard
+library, pydantic and yaml only, never torch (a test imports them in a fresh interpreter and checks).
+This module imports nothing of the trainer's: ``trainer.config`` imports it, not the other way round.
 
 Exit codes of ``python -m trainer.launch`` (workers use the same ones), and what the platform does:
 
@@ -148,35 +150,7 @@ ENV_FAULT_COMMIT_DELAY: Final = "TRAINPLANE_FAULT_COMMIT_DELAY_S"
 CONFIG_SECTION: Final = "trainer"
 
 
-# ---- config validation ---------------------------------------------------------------------------
-def validate_trainer_config(raw: object, root: str = CONFIG_SECTION) -> list[str]:
-    """The problems of a ``trainer:`` block, one line each with its key path under ``root``; [] if none.
-
-    The same validation the trainer runs at start-up (camelCase or snake_case keys; the job stack's
-    additions such as ``worldSizes`` included), so a block that passes here is not refused by the pods.
-
-    >>> validate_trainer_config({"model": "gpt-small", "globalBatchSize": 512, "microBatchSize": 8})
-    []
-    >>> validate_trainer_config({"globalBatchSise": 512})
-    ["trainer.globalBatchSise: unknown key; did you mean 'globalBatchSize'?"]
-    >>> validate_trainer_config({"checkpoint": {"keep": 1}, "precision": "fp8"}, root="job.trainer")
-    ["job.trainer.precision: 'fp8' is not allowed; allowed: 'auto', 'fp32' or 'bf16'", \
-'job.trainer.checkpoint.keep: Input should be greater than or equal to 2 (got 1)']
-    >>> validate_trainer_config({"globalBatchSize": 24, "microBatchSize": 8, "worldSizes": [2, 4]})
-    ['trainer: globalBatchSize 24 = microBatchSize 8 x accumulation x world size has no solution for \
-any allowed world size [2, 4]']
-    """
-    if not isinstance(raw, Mapping):
-        return [f"{root}: expected a mapping of trainer keys, got {type(raw).__name__}"]
-    from trainer.config import TrainConfig, normalise_keys  # config.py imports this module
-
-    try:
-        TrainConfig.model_validate(normalise_keys(dict(raw)))
-    except ValidationError as e:
-        return format_validation_error(e, TrainConfig, root)
-    return []
-
-
+# ---- config validation (the model and validate_trainer_config are trainer/config.py's) --------------
 def format_validation_error(
     err: ValidationError,
     model: type[BaseModel],

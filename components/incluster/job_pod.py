@@ -24,6 +24,7 @@ from components.incluster.placement import (
 from components.outputs import NodePoolInfo, PlatformOutputs
 from components.spec import ConfigError, JobSpec
 from trainer import contract
+from trainer.config import validate_trainer_config as trainer_config_problems
 
 CONTAINER = "trainer"
 CONFIG_DIR = "/etc/trainplane"
@@ -132,7 +133,7 @@ def trainer_config(job: JobSpec) -> dict[str, Any]:
 
 def validate_trainer_config(job: JobSpec) -> None:
     """Run the trainer's own validation now, so a bad `trainer:` block fails the deploy, not the pods."""
-    problems = contract.validate_trainer_config(trainer_config(job)["trainer"], root="job.trainer")
+    problems = trainer_config_problems(trainer_config(job)["trainer"], root="job.trainer")
     if problems:
         raise ConfigError(problems)
 

@@ -1,4 +1,5 @@
-"""trainer.contract: what the job stack imports at plan time (exit codes, env names, config validation)."""
+"""trainer.contract and trainer.config.validate_trainer_config: what the job stack imports at plan time (exit
+codes, env names, config validation)."""
 
 from __future__ import annotations
 
@@ -13,15 +14,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.trainer.conftest import ROOT, env
-from trainer.config import ConfigError, load_config
-from trainer.contract import validate_trainer_config
+from trainer.config import ConfigError, load_config, validate_trainer_config
 
 TRAINER = ROOT / "trainer"
 
 
 def test_importing_the_contract_and_validating_loads_neither_torch_nor_pulumi():
     code = (
-        "import sys, trainer.contract as c\n"
+        "import sys, trainer.contract, trainer.config as c\n"
         "assert c.validate_trainer_config({'steps': 0})\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'torch', 'pulumi', 'numpy', 'fsspec'}))\n"
     )

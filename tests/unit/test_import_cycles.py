@@ -36,7 +36,6 @@ KNOWN: dict[frozenset[str], str] = {
             "components.gcp.storage",
         }
     ): "d",
-    frozenset({"trainer.config", "trainer.contract"}): "d",
 }
 
 
