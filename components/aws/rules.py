@@ -93,9 +93,9 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
     if not pool.gpu and pool.efa:
         yield f"{path}.efa: EFA is for GPU pools"
     if shape_known and pool.efa:
-        from components.aws.backend import BACKEND
+        from components.backends import backend  # the registry: this module is the backend's own rules
 
-        shape = BACKEND.machine_of(pool)
+        shape = backend(spec.cloud).machine_of(pool)
         if shape is not None and shape.efa_interfaces == 0:
             yield f"{path}.efa: {shape.name} has no EFA interfaces; EFA needs e.g. p4d, p5, p5e, p5en"
 

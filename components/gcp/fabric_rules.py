@@ -23,16 +23,17 @@ from components.gcp.fabric import (
     gvnic_network_count,
 )
 from components.gcp.maintenance import NEWEST_MINOR
+from components.gcp.ranges import GCP_DEFAULT_PODS_CIDR, GCP_DEFAULT_SERVICES_CIDR
 from components.spec.platform import PlatformSpec
 
 
 def platform_fabrics(spec: PlatformSpec) -> tuple[GkeFabric, ...]:
     """The GPUDirect fabrics of the stack's GPU pools, each once, in pool order."""
-    from components.gcp.backend import BACKEND
+    from components.backends import backend  # the registry: the rules belong to the gcp backend
 
     found: list[GkeFabric] = []
     for pool in spec.gpu_pools():
-        shape = BACKEND.machine_of(pool)
+        shape = backend(spec.cloud).machine_of(pool)
         fabric = fabric_of(shape.name) if shape is not None and shape.accelerator_type else None
         if fabric is not None and fabric not in found:
             found.append(fabric)
@@ -40,11 +41,11 @@ def platform_fabrics(spec: PlatformSpec) -> tuple[GkeFabric, ...]:
 
 
 def _fabric_pools(spec: PlatformSpec) -> list[tuple[int, GkeFabric]]:
-    from components.gcp.backend import BACKEND
+    from components.backends import backend  # the registry: the rules belong to the gcp backend
 
     out = []
     for i, pool in enumerate(spec.node_pools):
-        shape = BACKEND.machine_of(pool) if pool.is_gpu else None
+        shape = backend(spec.cloud).machine_of(pool) if pool.is_gpu else None
         fabric = fabric_of(shape.name) if shape is not None and shape.accelerator_type else None
         if fabric is not None:
             out.append((i, fabric))
@@ -111,8 +112,6 @@ def check_fabric(spec: PlatformSpec, root: str) -> Iterable[str]:
 
 
 def _check_fabric_cidr(spec: PlatformSpec, root: str, count: int) -> Iterable[str]:
-    from components.gcp.rules import GCP_DEFAULT_PODS_CIDR, GCP_DEFAULT_SERVICES_CIDR
-
     net = spec.network
     cidr = net.fabric_cidr or DEFAULT_FABRIC_CIDR
     if fabric_capacity(cidr) < count:

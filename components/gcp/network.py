@@ -17,7 +17,7 @@ import pulumi
 import pulumi_gcp as gcp
 
 from components.gcp.naming import GcpPlacement, network_name, network_path, subnetwork_path
-from components.gcp.rules import (
+from components.gcp.ranges import (
     GCP_DEFAULT_PODS_CIDR,
     GCP_DEFAULT_PRIVATE_SERVICES_CIDR,
     GCP_DEFAULT_SERVICES_CIDR,

@@ -78,9 +78,9 @@ class NodePoolArgs:
 
 
 def pool_shape(pool: NodePoolSpec) -> MachineShape | None:
-    from components.gcp.backend import BACKEND
+    from components.backends import backend  # the registry, which imports this package's backend module
 
-    return BACKEND.machine_of(pool)
+    return backend("gcp").machine_of(pool)
 
 
 def pool_zones(pool: NodePoolSpec, zones: Sequence[str]) -> list[str]:

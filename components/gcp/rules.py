@@ -11,6 +11,11 @@ import ipaddress
 import re
 from collections.abc import Iterable
 
+from components.gcp.ranges import (
+    GCP_DEFAULT_PODS_CIDR,
+    GCP_DEFAULT_PRIVATE_SERVICES_CIDR,
+    GCP_DEFAULT_SERVICES_CIDR,
+)
 from components.regions import gcp_zone_problems, region_problems
 from components.spec.base import Spec, alias_set
 from components.spec.capacity import DWS, GCP_KINDS, check_capacity, zone_count_problem
@@ -48,10 +53,6 @@ FILESTORE_LIMITS_GIB = {
 FILESTORE_STEP_GIB = {"ENTERPRISE": 256}
 FILESTORE_LARGE_FROM_GIB, FILESTORE_LARGE_STEP_GIB = 10240, 2560
 FILESTORE_DEFAULT_TIER = "BASIC_SSD"
-# Secondary and peering ranges of a GCP network trainplane creates, when the stack names none.
-GCP_DEFAULT_PODS_CIDR = ipaddress.IPv4Network("10.64.0.0/14")
-GCP_DEFAULT_SERVICES_CIDR = ipaddress.IPv4Network("10.68.0.0/20")
-GCP_DEFAULT_PRIVATE_SERVICES_CIDR = ipaddress.IPv4Network("10.72.0.0/20")
 # Filestore tiers that live in one zone (the others are regional).
 FILESTORE_ZONAL_TIERS = ("BASIC_HDD", "BASIC_SSD", "ZONAL")
 
@@ -190,9 +191,9 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
     yield from problems
     yield from _check_capacity(spec, pool, path)
     if shape_known and pool.local_ssd_count:
-        from components.gcp.backend import BACKEND
+        from components.backends import backend  # the registry: this module is the backend's own rules
 
-        shape = BACKEND.machine_of(pool)
+        shape = backend(spec.cloud).machine_of(pool)
         if shape is not None and shape.local_ssd_count and pool.local_ssd_count != shape.local_ssd_count:
             yield (
                 f"{path}.localSsdCount: {shape.name} comes with {shape.local_ssd_count} local SSDs, "
@@ -230,9 +231,9 @@ def _check_dws(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
     if pool.capacity == "queued":
         yield f"{path}.placement: queued provisioning does not take compact placement on GPUs; use spread"
         return
-    from components.gcp.backend import BACKEND
+    from components.backends import backend  # the registry: this module is the backend's own rules
 
-    shape = BACKEND.machine_of(pool)
+    shape = backend(spec.cloud).machine_of(pool)
     if shape is not None and not shape.name.startswith(FLEX_START_COMPACT_PREFIXES):
         yield (
             f"{path}.placement: compact placement with flex-start is for A3 Ultra, A4 and H4D machines, "

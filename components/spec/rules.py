@@ -9,12 +9,15 @@ stack's cloud has a twin of it (`instanceType` on gcp: use machineType).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from components.backends import CloudBackend, backend, backends
 from components.catalog import catalog
 from components.regions import did_you_mean, machine_type_problem
 from components.spec.base import Spec, alias_of, duplicates
-from components.spec.platform import NodePoolSpec, PlatformSpec
+
+if TYPE_CHECKING:  # PlatformSpec.load calls check_platform: the models import this module, not back
+    from components.spec.platform import NodePoolSpec, PlatformSpec
 
 # GPUs per node of a real server, where no catalog machine says (existing clusters, toy backends).
 SERVER_GPU_COUNTS = (1, 2, 4, 8, 16)

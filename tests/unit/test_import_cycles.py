@@ -21,21 +21,6 @@ KNOWN: dict[frozenset[str], str] = {
     frozenset(
         {"infra.verify.dump", "infra.verify.jobs", "infra.verify.model"}
     ): "v1/b2: verify model and dump",
-    frozenset({"components.spec.platform", "components.spec.rules"}): "d",
-    frozenset({"components.aws.backend", "components.aws.rules"}): "d",
-    frozenset(
-        {
-            "components.gcp.backend",
-            "components.gcp.cloud",
-            "components.gcp.cluster",
-            "components.gcp.fabric_rules",
-            "components.gcp.identity",
-            "components.gcp.network",
-            "components.gcp.node_pool",
-            "components.gcp.rules",
-            "components.gcp.storage",
-        }
-    ): "d",
 }
 
 
