@@ -14,7 +14,17 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from components.outputs import READ_KEYS, PlatformOutputs  # noqa: E402
+from components.bundle import CloudProfile, ClusterBundle  # noqa: E402
+from components.outputs import (  # noqa: E402
+    READ_KEYS,
+    NodePoolInfo,
+    PlatformOutputs,
+    PodFabric,
+    StorageHandle,
+    TaintInfo,
+)
+from components.platform import platform_outputs  # noqa: E402
+from components.spec import PlatformSpec  # noqa: E402
 from tests.conftest import JOB_STACKS, planned, stack_files  # noqa: E402
 
 NEWER_POOL_KEYS = ("nodeVcpus", "nodeMemoryGiB")
@@ -93,3 +103,70 @@ if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
         name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
         if name not in JOB_STACKS:
             (OUTPUTS / f"{name}.json").write_text(_exported(name))
+
+
+def test_the_platform_exports_its_backends_pool_and_storage_records_themselves():
+    """One model per concept: the pools and file systems a backend puts in its bundle are the records the
+    platform exports and a job stack parses back, not copies made field by field (where a field the
+    backend sets could be dropped on the way out)."""
+    spec = PlatformSpec.load(
+        {
+            "cloud": "kubernetes",
+            "cluster": {"name": "lab"},
+            "nodePools": [{"name": "gpu", "selector": {"pool": "gpu"}, "gpu": "H100", "gpusPerNode": 8}],
+            "teams": [{"name": "research", "gpuQuota": 8}],
+        }
+    )
+    fabric = PodFabric(
+        kind="rdma",
+        annotations={"a": "b"},
+        volumes=({"name": "lib", "hostPath": {"path": "/lib"}},),
+        volume_mounts=({"name": "lib", "mountPath": "/lib"},),
+        sidecars=({"name": "agent", "image": "agent:1"},),
+    )
+    pool = NodePoolInfo(
+        name="gpu",
+        gpu="H100",
+        gpus_per_node=8,
+        capacity="reservation",
+        min_nodes=2,
+        max_nodes=2,
+        labels={"pool": "gpu"},
+        taints=(TaintInfo(key="nvidia.com/gpu", value="present", effect="NoSchedule"),),
+        machine_types=("dgx-h100",),
+        extended_resources={"rdma/ib": 8},
+        pod_env={"NCCL_IB_HCA": "mlx5"},
+        node_vcpus=224,
+        node_memory_gib=2048.0,
+        reservation="lab-h100",
+        fabric=fabric,
+        topology_levels=("rack", "kubernetes.io/hostname"),
+        provisioning_class="example.com/queued",
+        workload_annotations={"x": "y"},
+    )
+    storage = StorageHandle(
+        name="datasets",
+        kind="nfs",
+        capacity_gib=1024,
+        csi_driver="nfs.csi.k8s.io",
+        volume_handle="nfs:/export",
+        volume_attributes={"server": "nfs"},
+        mount_options=("hard",),
+        endpoint="nfs",
+    )
+    # The test sets every field, so the round trip below covers each one.
+    assert pool.model_fields_set == set(NodePoolInfo.model_fields)
+    assert storage.model_fields_set == set(StorageHandle.model_fields)
+    bundle = ClusterBundle(
+        name="lab",
+        region=None,
+        provider=None,  # neither read by the outputs
+        kubeconfig=None,
+        profile=CloudProfile(name="lab"),
+        node_pools=(pool,),
+        storage=(storage,),
+    )
+    out = platform_outputs(spec, bundle)
+    assert out.node_pools[0] is pool and out.storage[0] is storage
+    parsed = PlatformOutputs.model_validate({**out.exports(), "kubeconfig": None})
+    assert (parsed.node_pools, parsed.storage) == ([pool], [storage])
