@@ -44,12 +44,12 @@ def test_the_installed_metadata_declares_them_too():
     assert backend_names()[:3] == ("aws", "gcp", "kubernetes")
 
 
-PLUGIN = '''
+PLUGIN = """
 class PluginBackend:
     name = "plug"
 
 BACKEND = PluginBackend()
-'''
+"""
 
 
 def test_another_distribution_adds_a_cloud_by_its_entry_point(tmp_path, monkeypatch):
