@@ -8,10 +8,11 @@ the template programs prefer that object when it is there. What a first platform
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-Get = Callable[[str], "str | None"]
+from components.backends import Prompt, backend, backend_names
+
+Get = Prompt  # the answer to a template question, None when not answered
 
 
 def prompt_bool(text: str | None, default: bool) -> bool:
@@ -31,10 +32,8 @@ def _int(get: Get, key: str, default: int) -> int | str:
 
 def platform_from_prompts(get: Get) -> dict[str, Any]:
     """`trainplane:platform` from the gpu-platform template's prompts."""
-    from components.backends import backend, backend_names
-
     # No answer: the template's default (stacks/templates/gpu-platform/Pulumi.yaml), the first cloud.
-    cloud = get("cloud") or backend_names()[0]
+    cloud = get("cloud") or next(iter(backend_names()), "")
     gpus_per_node = _int(get, "gpusPerNode", 8)
     max_nodes = _int(get, "maxGpuNodes", 2)
     gpu_pool: dict[str, Any] = {
