@@ -5,8 +5,12 @@ already exists): the stack keys only it understands and its rules for them, the 
 made of, and how it builds the cloud layer whose `ClusterBundle` (with its `CloudProfile`) the in-cluster
 layer runs on. Nothing outside a backend's own package names its cloud.
 
-The built-in backends are registered by module path and imported on first use, so an AWS stack never
-loads the GCP backend's SDK (and a backend module itself imports its SDK only in `build`).
+Backends are plug-ins: a distribution declares each of its backends as an entry point of the group
+`trainplane.backends` (name = "module:BACKEND"; trainplane's own three are in its pyproject.toml), the
+Python packaging mechanism for plug-ins ("Entry points specification", packaging.python.org). The registry
+reads the names from the installed metadata and imports a backend's module on first use, so an AWS stack
+never loads the GCP backend (and a backend module itself imports its SDK only in `build`). A new cloud is
+a package and one entry point: no edit outside it.
 
 Example: a backend of your own, registered from your program (or a test) before the stack is loaded:
 
@@ -21,8 +25,8 @@ Example: a backend of your own, registered from your program (or a test) before 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -31,8 +35,15 @@ if TYPE_CHECKING:
     import pulumi
 
     from components.bundle import ClusterBundle
-    from components.catalog import Cloud, MachineShape
+    from components.catalog import CatalogSection, MachineShape
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
+    from components.spec.capacity import CapacityKinds
+
+# The entry-point group a distribution declares its backends in (pyproject.toml
+# [project.entry-points."trainplane.backends"]).
+ENTRY_POINT_GROUP = "trainplane.backends"
+# A template prompt: the answer to a `trainplane:<key>` question, None when not answered.
+Prompt = Callable[[str], "str | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,46 +94,138 @@ class CloudBackend(Protocol):
         """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
         ...
 
+    # catalog, spec keys, regions, quickstart (b1)
+    def catalog_section(self) -> CatalogSection | None:
+        """This cloud's machines for the GPU catalog (components.catalog); None: its pools' machines
+        are not in the catalog (nodes that already exist)."""
+        ...
+
+    def display_name(self) -> str:
+        """The cloud's name in prose ("AWS"), for messages such as "not an AWS region"."""
+        ...
+
+    def regions(self) -> Sequence[str]:
+        """The regions a platform on this cloud may name; empty: any (the cloud has no list)."""
+        ...
+
+    def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        """Why `name`, which the catalog does not know (`known`: the names it does), is no machine type
+        of this cloud, with a did-you-mean; None when it may be one."""
+        ...
+
+    def capacity_kinds(self) -> CapacityKinds:
+        """The capacity kinds pools may have here, and how this cloud explains its kinds (and what it
+        offers instead of other clouds' kinds) to stacks elsewhere."""
+        ...
+
+    def object_store_scheme(self) -> str | None:
+        """The URI scheme of this cloud's object store ("s3" for s3://...); None: it has none."""
+        ...
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        """The keys of a first platform on this cloud from the template's prompts (`get`), given its
+        cloud-neutral GPU pool (components/quickstart.py merges them into the platform object)."""
+        ...
+
+
+# The nodes of a cluster that exists, labelled for trainplane by a platform engineer:
+#   kubectl label nodes <gpu nodes> trainplane.dev/pool=gpu
+EXISTING_GPU_SELECTOR = {"trainplane.dev/pool": "gpu"}
+
+
+class BackendDefaults:
+    """What a backend answers for a hook it does not implement: what a plain cluster with no cloud
+    features answers. Every built-in backend inherits it."""
+
+    name: str
+
+    # catalog, spec keys, regions, quickstart (b1)
+    def catalog_section(self) -> CatalogSection | None:
+        return None
+
+    def display_name(self) -> str:
+        return self.name
+
+    def regions(self) -> Sequence[str]:
+        return ()
+
+    def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        return None
+
+    def capacity_kinds(self) -> CapacityKinds:
+        from components.spec.capacity import CapacityKinds
+
+        return CapacityKinds(offered=("on-demand",))
+
+    def object_store_scheme(self) -> str | None:
+        return None
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        """Nodes that exist, selected by label; no object store for Loki's chunks."""
+        cluster = {"context": context} if (context := get("context")) else {}
+        pool = {**gpu_pool, "selector": dict(EXISTING_GPU_SELECTOR), "minNodes": gpu_pool["maxNodes"]}
+        return {"cluster": cluster, "observability": {"loki": False}, "nodePools": [pool]}
+
 
 @dataclass
 class _Registry:
-    # name -> module path (imported lazily; the module's `BACKEND` is the backend) or the backend itself
-    entries: dict[str, str | CloudBackend] = field(default_factory=dict)
+    # name -> "module:attribute" (imported on first use) or the backend itself; None until first asked,
+    # then the installed entry points, sorted by name, and what programs registered after them.
+    entries: dict[str, str | CloudBackend] | None = None
+
+    def loaded(self) -> dict[str, str | CloudBackend]:
+        if self.entries is None:
+            self.entries = dict(installed_backends())
+        return self.entries
 
 
-_REGISTRY = _Registry(
-    {
-        "aws": "components.aws.backend",
-        "gcp": "components.gcp.backend",
-        "kubernetes": "components.kubernetes.backend",
-    }
-)
+_REGISTRY = _Registry()
+
+
+def installed_backends() -> dict[str, str]:
+    """name -> "module:attribute" of every backend an installed distribution declares, sorted by name
+    (so the order does not depend on the order of sys.path). Reads metadata only, imports nothing: the
+    entry_points.txt of each dist-info directory on sys.path (python/cpython@v3.11
+    Doc/library/importlib.metadata.rst, "Entry points": `entry_points(group=...)`, Python 3.10+)."""
+    from importlib.metadata import entry_points
+
+    found: dict[str, str] = {}
+    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
+        if found.setdefault(ep.name, ep.value) != ep.value:
+            raise ValueError(
+                f"cloud backend {ep.name!r} is declared twice ({found[ep.name]} and {ep.value}, "
+                f"entry points {ENTRY_POINT_GROUP}); uninstall one of the two distributions"
+            )
+    return found
 
 
 def register_backend(name: str, backend: str | CloudBackend) -> None:
-    """Make `cloud: <name>` available: `backend` is a CloudBackend, or the path of a module whose
-    `BACKEND` attribute is one (imported when a stack first asks for it). Re-registering replaces."""
-    _REGISTRY.entries[name] = backend
+    """Make `cloud: <name>` available: `backend` is a CloudBackend, or "module" / "module:attribute"
+    naming one (attribute default `BACKEND`, imported when a stack first asks for it). Re-registering
+    replaces, an installed backend too."""
+    _REGISTRY.loaded()[name] = backend
 
 
 def unregister_backend(name: str) -> None:
     """Remove a backend registered with `register_backend` (tests clean up with it)."""
-    _REGISTRY.entries.pop(name, None)
+    _REGISTRY.loaded().pop(name, None)
 
 
 def backend_names() -> tuple[str, ...]:
-    """Every registered cloud name, in registration order (built-ins first)."""
-    return tuple(_REGISTRY.entries)
+    """Every registered cloud name: the installed ones by name, then those programs registered."""
+    return tuple(_REGISTRY.loaded())
 
 
 def backend(name: str) -> CloudBackend:
     """The backend registered as `name`; KeyError when there is none."""
-    entry = _REGISTRY.entries[name]
+    entries = _REGISTRY.loaded()
+    entry = entries[name]
     if isinstance(entry, str):
-        loaded = importlib.import_module(entry).BACKEND
+        module, _, attribute = entry.partition(":")
+        loaded = getattr(importlib.import_module(module), attribute or "BACKEND")
         if loaded.name != name:
-            raise ValueError(f"module {entry} provides backend {loaded.name!r}, registered as {name!r}")
-        _REGISTRY.entries[name] = loaded
+            raise ValueError(f"{entry} provides backend {loaded.name!r}, registered as {name!r}")
+        entries[name] = loaded
         return loaded
     return entry
 
@@ -141,17 +244,29 @@ def load_data_file(package: str, filename: str) -> dict[str, Any]:
     return yaml.safe_load(resources.files(package).joinpath(filename).read_text()) or {}
 
 
-class CatalogBackend:
+class CatalogBackend(BackendDefaults):
     """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
-    verify facts in its `verify_facts.yaml`, and pools made of catalog machines. A subclass names its
-    cloud, package, rules module and grace, says which key names a pool's machine, and builds."""
+    verify facts in its `verify_facts.yaml`, pools made of catalog machines, regions from a list. A
+    subclass names its cloud, package, rules module, grace, the key that names a pool's machine, its
+    object store and quickstart defaults, and builds."""
 
-    name: Cloud  # also the catalog's name for the cloud
+    name: str  # also the name of the cloud's sections in the shared data files below
+    title: str  # the cloud's name in prose ("AWS")
     package: str  # e.g. "components.aws": holds rules.py and verify_facts.yaml
-    rules: ModuleType  # KEYS, TWINS, check, check_pool, check_storage
+    rules: ModuleType  # KEYS, TWINS, CAPACITY, check, check_pool, check_storage
     keys: Mapping[type[Spec], frozenset[str]]
     twins: Mapping[str, str]
     preemption_grace_seconds: int
+    # The pool key that names a machine, which also names each machine of the cloud's catalog section.
+    machine_key: str
+    object_store: str  # the scheme of its object store
+    # Quickstart: the CPU pool that runs the operators, Prometheus and Kueue; the region when none is given.
+    system_pool: Mapping[str, Any]
+    default_region: str
+    # The built-in clouds keep their data side by side, one section per cloud name, in these files of
+    # the components package (data, reviewed together): machines and prices, and regions.
+    CATALOG_FILE = "data/gpus.yaml"
+    REGIONS_FILE = "data/regions.yaml"
 
     def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
         return self.rules.check(spec, root)
@@ -163,8 +278,9 @@ class CatalogBackend:
         return self.rules.check_storage(spec, storage, path)
 
     def machine_type_of(self, pool: NodePoolSpec) -> str | None:
-        """The machine the pool's config names (`instanceType`, `machineType`), if any."""
-        raise NotImplementedError
+        """The machine the pool's config names under `machine_key` (`instanceType`...), if any."""
+        fields = type(pool).model_fields
+        return next(getattr(pool, f) for f, info in fields.items() if (info.alias or f) == self.machine_key)
 
     def machine_of(self, pool: NodePoolSpec) -> MachineShape | None:
         """The pool's named machine, else the cheapest one carrying its GPUs."""
@@ -181,3 +297,33 @@ class CatalogBackend:
     @cache  # noqa: B019 - one instance per backend for the life of the process
     def verify_facts(self) -> Mapping[str, Any]:
         return load_data_file(self.package, "verify_facts.yaml")
+
+    # catalog, spec keys, regions, quickstart (b1)
+    @cache  # noqa: B019
+    def catalog_section(self) -> CatalogSection | None:
+        from components.catalog import CatalogSection
+
+        return CatalogSection.of_doc(
+            load_data_file("components", self.CATALOG_FILE), self.name, self.machine_key
+        )
+
+    def display_name(self) -> str:
+        return self.title
+
+    @cache  # noqa: B019
+    def regions(self) -> Sequence[str]:
+        section = load_data_file("components", self.REGIONS_FILE).get(self.name) or {}
+        return sorted(section.get("regions") or [])
+
+    def capacity_kinds(self) -> CapacityKinds:
+        return self.rules.CAPACITY
+
+    def object_store_scheme(self) -> str | None:
+        return self.object_store
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        """A CPU system pool beside the GPU pool, which takes spot capacity unless told otherwise."""
+        from components.quickstart import prompt_bool
+
+        pool = {**gpu_pool, "capacity": "spot" if prompt_bool(get("spot"), True) else "on-demand"}
+        return {"region": get("region") or self.default_region, "nodePools": [dict(self.system_pool), pool]}

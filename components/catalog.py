@@ -1,7 +1,10 @@
-"""GPU catalog: which AWS instance types and GCP machine types carry which GPU, and what they cost.
+"""GPU catalog: which machines of each cloud carry which GPU, and what they cost.
 
-The data lives in `data/gpus.yaml` so it can be reviewed and updated without touching code. Prices are
-list prices for planning; `trainplane plan` shows them as assumptions and stack config can override them.
+The catalog is open: the GPU kinds are cloud-neutral (`data/gpus.yaml`, `gpus:` with their memory and
+peak throughput), and each cloud's backend brings its section (`CloudBackend.catalog_section`): its GPU
+machines, CPU machines and price basis. The built-in clouds keep their sections in the same file, keyed
+by the cloud's name, so they can be reviewed and updated without touching code. Prices are list prices
+for planning; `trainplane plan` shows them as assumptions and stack config can override them.
 
 Example:
     >>> from components.catalog import catalog
@@ -11,23 +14,23 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
-from typing import Literal
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-Cloud = Literal["aws", "gcp"]
-# Each cloud of the catalog file and the key its machine entries are named by.
-CLOUD_KEYS: tuple[tuple[Cloud, str], ...] = (("aws", "instanceType"), ("gcp", "machineType"))
+if TYPE_CHECKING:
+    from components.backends import CloudBackend
 
 
 @dataclass(frozen=True)
 class MachineShape:
     """One machine type on one cloud (GPU fields are 0/None for CPU machines)."""
 
-    cloud: Cloud
+    cloud: str
     name: str
     vcpus: int
     memory_gib: float
@@ -45,14 +48,43 @@ class GpuKind:
     name: str
     memory_gib: float
     peak_bf16_tflops: float
-    aws: tuple[MachineShape, ...]
-    gcp: tuple[MachineShape, ...]
+    # cloud -> the machines of that cloud carrying this GPU, for every cloud with a catalog section
+    on: Mapping[str, tuple[MachineShape, ...]] = field(default_factory=dict)
 
-    def shapes(self, cloud: Cloud) -> tuple[MachineShape, ...]:
-        return self.aws if cloud == "aws" else self.gcp
+    def shapes_on(self, cloud: str) -> tuple[MachineShape, ...]:
+        """The machines of `cloud` carrying this GPU (none for a cloud without a catalog section)."""
+        return self.on.get(cloud, ())
 
-    def counts(self, cloud: Cloud) -> list[int]:
-        return sorted({m.gpus for m in self.shapes(cloud)})
+    def counts(self, cloud: str) -> list[int]:
+        return sorted({m.gpus for m in self.shapes_on(cloud)})
+
+    def offered_on(self) -> list[str]:
+        """The clouds that have a machine with this GPU, in the registry's order."""
+        return [cloud for cloud, shapes in self.on.items() if shapes]
+
+
+@dataclass(frozen=True)
+class CatalogSection:
+    """One cloud's part of the catalog, as its backend brings it: machine entries in the layout of
+    `data/gpus.yaml` (vcpus, memoryGiB, onDemandHourly, gpus, ...), each named by `machine_key`."""
+
+    cloud: str
+    machine_key: str  # the key that names a machine ("instanceType"), also the pool key that names one
+    gpus: Mapping[str, Sequence[Mapping[str, Any]]]  # GPU kind -> its machines on this cloud
+    cpu: Sequence[Mapping[str, Any]] = ()
+    pricing: Mapping[str, Any] | None = None  # where the prices come from (a PriceBasis)
+
+    @classmethod
+    def of_doc(cls, doc: Mapping[str, Any], cloud: str, machine_key: str) -> CatalogSection:
+        """The section of `cloud` in a catalog file that holds several clouds side by side, each under
+        its name (the layout of data/gpus.yaml)."""
+        return cls(
+            cloud=cloud,
+            machine_key=machine_key,
+            gpus={kind: entry.get(cloud) or [] for kind, entry in (doc.get("gpus") or {}).items()},
+            cpu=(doc.get("cpu") or {}).get(cloud) or [],
+            pricing=(doc.get("pricing") or {}).get(cloud),
+        )
 
 
 @dataclass(frozen=True)
@@ -67,58 +99,39 @@ class PriceBasis:
 
 
 class Catalog:
-    def __init__(self, doc: dict) -> None:
-        self._gpus: dict[str, GpuKind] = {}
+    def __init__(self, doc: Mapping[str, Any], sections: Iterable[CatalogSection]) -> None:
+        """`doc`: the GPU kinds (data/gpus.yaml `gpus:`); `sections`: each cloud's machines."""
+        sections = list(sections)
         self._by_name: dict[tuple[str, str], MachineShape] = {}
-        for kind, entry in doc["gpus"].items():
-            per_cloud: dict[str, tuple[MachineShape, ...]] = {}
-            for cloud, key in CLOUD_KEYS:
-                per_cloud[cloud] = tuple(
-                    MachineShape(
-                        cloud=cloud,
-                        name=m[key],
-                        vcpus=int(m["vcpus"]),
-                        memory_gib=float(m["memoryGiB"]),
-                        on_demand_hourly=float(m["onDemandHourly"]),
-                        gpu=kind,
-                        gpus=int(m["gpus"]),
-                        gpu_memory_gib=entry["memoryMiB"] / 1024,
-                        efa_interfaces=int(m.get("efaInterfaces", 0)),
-                        accelerator_type=m.get("acceleratorType"),
-                        local_ssd_count=int(m.get("localSsdCount", 0)),
-                    )
-                    for m in entry.get(cloud) or []
+        self.pricing: dict[str, PriceBasis] = {}
+        per_kind: dict[str, dict[str, tuple[MachineShape, ...]]] = {kind: {} for kind in doc["gpus"]}
+        for section in sections:
+            for kind, machines in section.gpus.items():
+                if kind not in per_kind:
+                    raise ValueError(f"catalog section {section.cloud}: {kind!r} is not a known GPU kind")
+                memory_gib = doc["gpus"][kind]["memoryMiB"] / 1024
+                per_kind[kind][section.cloud] = tuple(
+                    _shape(section, m, gpu=kind, gpus=int(m["gpus"]), gpu_memory_gib=memory_gib)
+                    for m in machines
                 )
-            self._gpus[kind] = GpuKind(
+            for m in section.cpu:
+                shape = _shape(section, m)
+                self._by_name[(section.cloud, shape.name)] = shape
+            if section.pricing is not None:
+                self.pricing[section.cloud] = _price_basis(section.pricing)
+        self._gpus = {
+            kind: GpuKind(
                 name=kind,
                 memory_gib=entry["memoryMiB"] / 1024,
                 peak_bf16_tflops=float(entry["peakBf16Tflops"]),
-                aws=per_cloud["aws"],
-                gcp=per_cloud["gcp"],
+                on=per_kind[kind],
             )
-        for cloud, key in CLOUD_KEYS:
-            for m in doc.get("cpu", {}).get(cloud, []):
-                shape = MachineShape(
-                    cloud=cloud,
-                    name=m[key],
-                    vcpus=int(m["vcpus"]),
-                    memory_gib=float(m["memoryGiB"]),
-                    on_demand_hourly=float(m["onDemandHourly"]),
-                )
-                self._by_name[(cloud, shape.name)] = shape
-        for kind in self._gpus.values():
-            for shape in kind.aws + kind.gcp:
-                self._by_name[(shape.cloud, shape.name)] = shape
-        self.pricing = {
-            cloud: PriceBasis(
-                region=p["region"],
-                source=p["source"],
-                as_of=str(p["asOf"]),
-                spot_fraction=float(p["spotFraction"]),
-                spot_source=p["spotSource"],
-            )
-            for cloud, p in doc["pricing"].items()
+            for kind, entry in doc["gpus"].items()
         }
+        for gpu in self._gpus.values():
+            for shapes in gpu.on.values():
+                for shape in shapes:
+                    self._by_name[(shape.cloud, shape.name)] = shape
 
     def gpu_names(self) -> list[str]:
         return list(self._gpus)
@@ -126,15 +139,15 @@ class Catalog:
     def gpu(self, name: str) -> GpuKind | None:
         return self._gpus.get(name)
 
-    def machine_names(self, cloud: Cloud) -> list[str]:
+    def machine_names(self, cloud: str) -> list[str]:
         """Every instance/machine type of `cloud` the catalog knows (GPU and CPU), sorted."""
         return sorted(name for c, name in self._by_name if c == cloud)
 
-    def machine(self, cloud: Cloud, name: str) -> MachineShape | None:
+    def machine(self, cloud: str, name: str) -> MachineShape | None:
         """The shape of an instance/machine type, GPU or CPU; None when the catalog does not know it."""
         return self._by_name.get((cloud, name))
 
-    def shapes(self, cloud: Cloud, gpu: str, gpus: int | None = None) -> list[MachineShape]:
+    def shapes(self, cloud: str, gpu: str, gpus: int | None = None) -> list[MachineShape]:
         """Machines of `cloud` carrying `gpu` (optionally exactly `gpus` of them), cheapest first.
 
         Machines with the same GPU kind and count are interchangeable for a training job, which is what
@@ -143,12 +156,42 @@ class Catalog:
         kind = self._gpus.get(gpu)
         if kind is None:
             return []
-        found = [m for m in kind.shapes(cloud) if gpus is None or m.gpus == gpus]
+        found = [m for m in kind.shapes_on(cloud) if gpus is None or m.gpus == gpus]
         return sorted(found, key=lambda m: m.on_demand_hourly)
 
 
-@cache
+def _shape(section: CatalogSection, m: Mapping[str, Any], **gpu: Any) -> MachineShape:
+    return MachineShape(
+        cloud=section.cloud,
+        name=m[section.machine_key],
+        vcpus=int(m["vcpus"]),
+        memory_gib=float(m["memoryGiB"]),
+        on_demand_hourly=float(m["onDemandHourly"]),
+        efa_interfaces=int(m.get("efaInterfaces", 0)),
+        accelerator_type=m.get("acceleratorType"),
+        local_ssd_count=int(m.get("localSsdCount", 0)),
+        **gpu,
+    )
+
+
+def _price_basis(p: Mapping[str, Any]) -> PriceBasis:
+    return PriceBasis(
+        region=p["region"],
+        source=p["source"],
+        as_of=str(p["asOf"]),
+        spot_fraction=float(p["spotFraction"]),
+        spot_source=p["spotSource"],
+    )
+
+
 def catalog() -> Catalog:
-    """The packaged catalog, parsed once per process."""
+    """The catalog of the registered backends' sections (parsed once per set of backends)."""
+    from components.backends import backends
+
+    return _catalog(backends())
+
+
+@cache
+def _catalog(clouds: tuple[CloudBackend, ...]) -> Catalog:
     text = resources.files("components").joinpath("data/gpus.yaml").read_text()
-    return Catalog(yaml.safe_load(text))
+    return Catalog(yaml.safe_load(text), [s for b in clouds if (s := b.catalog_section()) is not None])

@@ -137,17 +137,6 @@ class NodePoolInfo(_Output):
     # Annotations every workload on this pool must carry (e.g. the max run duration of DWS capacity).
     workload_annotations: dict[str, str] = Field(default_factory=dict)
 
-    @model_validator(mode="after")
-    def _machine_facts(self) -> NodePoolInfo:
-        """Platforms deployed before nodeVcpus/nodeMemoryGiB existed: the catalog's smallest machine."""
-        if self.node_vcpus is not None or not self.machine_types:
-            return self
-        shapes = [s for m in self.machine_types for c in ("aws", "gcp") if (s := catalog().machine(c, m))]
-        if shapes:
-            object.__setattr__(self, "node_vcpus", min(s.vcpus for s in shapes))
-            object.__setattr__(self, "node_memory_gib", float(min(s.memory_gib for s in shapes)))
-        return self
-
 
 class StorageHandle(_Output):
     """A shared file system, ready to be bound statically to a PersistentVolume (ReadWriteMany)."""
@@ -201,6 +190,19 @@ class PlatformOutputs(_Output):
     def _grace_default(self) -> PlatformOutputs:
         if not self.preemption_grace_seconds:
             object.__setattr__(self, "preemption_grace_seconds", _backend_grace(self.cloud))
+        return self
+
+    @model_validator(mode="after")
+    def _machine_facts(self) -> PlatformOutputs:
+        """Platforms deployed before nodeVcpus/nodeMemoryGiB existed: the smallest machine of each pool,
+        as the catalog knows the machines of this platform's cloud."""
+        for pool in self.node_pools:
+            if pool.node_vcpus is not None or not pool.machine_types:
+                continue
+            shapes = [s for m in pool.machine_types if (s := catalog().machine(self.cloud, m))]
+            if shapes:
+                object.__setattr__(pool, "node_vcpus", min(s.vcpus for s in shapes))
+                object.__setattr__(pool, "node_memory_gib", float(min(s.memory_gib for s in shapes)))
         return self
 
     def pool(self, name: str) -> NodePoolInfo | None:

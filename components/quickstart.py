@@ -2,27 +2,21 @@
 
 A template's stack starts with flat keys (`trainplane:cloud`, `trainplane:gpu`, ...). Once a team needs
 more, it replaces them with the full `trainplane:platform` / `trainplane:job` object (docs/configuration.md);
-the template programs prefer that object when it is there.
+the template programs prefer that object when it is there. What a first platform needs on each cloud
+(a system pool, a region, a project...) comes from its backend (`CloudBackend.quickstart`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-Get = Callable[[str], "str | None"]
+from components.backends import Prompt, backend, backend_names
 
-# The CPU pool that runs the operators, Prometheus and Kueue, per cloud.
-SYSTEM_POOL = {
-    "aws": {"name": "system", "instanceType": "m6i.xlarge", "minNodes": 2, "maxNodes": 3},
-    "gcp": {"name": "system", "machineType": "e2-standard-4", "minNodes": 1, "maxNodes": 3},
-}
-# Nodes of an existing cluster that a platform engineer labelled for trainplane:
-#   kubectl label nodes <gpu nodes> trainplane.dev/pool=gpu
-EXISTING_GPU_SELECTOR = {"trainplane.dev/pool": "gpu"}
+Get = Prompt  # the answer to a template question, None when not answered
 
 
-def _bool(text: str | None, default: bool) -> bool:
+def prompt_bool(text: str | None, default: bool) -> bool:
+    """A yes/no answer of a template prompt."""
     return default if text in (None, "") else str(text).strip().lower() in ("1", "true", "yes", "y")
 
 
@@ -38,7 +32,8 @@ def _int(get: Get, key: str, default: int) -> int | str:
 
 def platform_from_prompts(get: Get) -> dict[str, Any]:
     """`trainplane:platform` from the gpu-platform template's prompts."""
-    cloud = get("cloud") or "aws"
+    # No answer: the template's default (stacks/templates/gpu-platform/Pulumi.yaml), the first cloud.
+    cloud = get("cloud") or next(iter(backend_names()), "")
     gpus_per_node = _int(get, "gpusPerNode", 8)
     max_nodes = _int(get, "maxGpuNodes", 2)
     gpu_pool: dict[str, Any] = {
@@ -54,19 +49,15 @@ def platform_from_prompts(get: Get) -> dict[str, Any]:
             "name": get("clusterName") or "ml",
             "kubernetesVersion": get("kubernetesVersion") or "1.33",
         },
-        "observability": {"grafana": True, "loki": cloud != "kubernetes"},
+        "observability": {"grafana": True, "loki": True},
     }
-    if cloud == "kubernetes":
-        gpu_pool.update(selector=dict(EXISTING_GPU_SELECTOR), minNodes=max_nodes)
-        if get("context"):
-            platform["cluster"]["context"] = get("context")
-        platform["nodePools"] = [gpu_pool]
-    else:
-        gpu_pool["capacity"] = "spot" if _bool(get("spot"), True) else "on-demand"
-        platform["region"] = get("region") or ("us-east-1" if cloud == "aws" else "us-central1")
-        if cloud == "gcp":
-            platform["project"] = get("project") or ""
-        platform["nodePools"] = [dict(SYSTEM_POOL.get(cloud, {})), gpu_pool]
+    # A cloud that is not registered gets the GPU pool alone: validation then names the cloud.
+    part = backend(cloud).quickstart(get, gpu_pool) if cloud in backend_names() else {"nodePools": [gpu_pool]}
+    for key, value in part.items():
+        if isinstance(value, dict) and isinstance(platform.get(key), dict):
+            platform[key].update(value)
+        else:
+            platform[key] = value
     quota = gpus_per_node * max_nodes if isinstance(gpus_per_node, int) and isinstance(max_nodes, int) else 0
     platform["teams"] = [{"name": get("team") or "ml", "gpuQuota": quota}]
     return platform
@@ -94,7 +85,7 @@ def job_from_prompts(get: Get) -> dict[str, Any]:
             "microBatchSize": _int(get, "microBatchSize", 8),
             "steps": _int(get, "steps", 20000),
         },
-        "spot": _bool(get("spot"), True),
+        "spot": prompt_bool(get("spot"), True),
     }
     if get("checkpointUri"):
         job["checkpoint"] = {

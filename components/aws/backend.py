@@ -11,23 +11,31 @@ from components.aws import rules
 from components.backends import BuildArgs, CatalogBackend
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pulumi
 
     from components.bundle import ClusterBundle
-    from components.spec import NodePoolSpec
 
 
 class AwsBackend(CatalogBackend):
     name = "aws"
+    title = "AWS"
     package = "components.aws"
     rules = rules
     keys = rules.KEYS
     twins = rules.TWINS
     # A spot instance gets a two-minute interruption notice (EC2 user guide, "Spot Instance interruptions").
     preemption_grace_seconds = 120
+    machine_key = "instanceType"
+    object_store = "s3"
+    system_pool = {"name": "system", "instanceType": "m6i.xlarge", "minNodes": 2, "maxNodes": 3}
+    default_region = "us-east-1"
 
-    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
-        return pool.instance_type
+    def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        from components.aws.regions import instance_type_problem
+
+        return instance_type_problem(name, known)
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
         from components.aws.cloud import AwsCloud, AwsCloudArgs

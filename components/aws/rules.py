@@ -8,10 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from components.aws.regions import aws_zone_problems
 from components.catalog import catalog
-from components.regions import aws_zone_problems, region_problems
+from components.regions import region_problems
 from components.spec.base import Spec
-from components.spec.capacity import AWS_KINDS, RESERVED, check_capacity, zone_count_problem
+from components.spec.capacity import RESERVED, CapacityKinds, check_capacity, zone_count_problem
 from components.spec.platform import (
     ClusterSpec,
     NetworkSpec,
@@ -43,6 +44,15 @@ KEYS: dict[type[Spec], frozenset[str]] = {
     StorageSpec: frozenset({"importPath", "exportPath"}),
 }
 TWINS = {"machineType": "instanceType"}
+# The capacity kinds of an AWS pool, and how AWS explains them to other clouds' stacks (and its own
+# answer to theirs): Capacity Blocks for ML are reservations with dates (EC2 user guide, "Capacity
+# Blocks for ML"), whose instances exist only inside them.
+CAPACITY = CapacityKinds(
+    offered=("on-demand", "spot", "reservation", "capacity-block"),
+    about={"capacity-block": "AWS Capacity Blocks for ML"},
+    instead={"flex-start": "capacity-block or reservation", "queued": "capacity-block or reservation"},
+    from_zero={"capacity-block": "the block's instances exist only between its start and end"},
+)
 
 
 def check(spec: PlatformSpec, root: str) -> Iterable[str]:
@@ -104,7 +114,7 @@ def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str, shape_kno
     """Reservations and Capacity Blocks are zonal and of one instance type (EC2 user guide, "Work with
     Capacity Blocks": "delivered as targeted Capacity Reservations in a single Availability Zone";
     "Launch instances into an existing Capacity Reservation": matching instance type, platform, zone)."""
-    yield from check_capacity(pool, path, "aws", AWS_KINDS)
+    yield from check_capacity(pool, path, "aws", CAPACITY)
     if pool.capacity not in RESERVED:
         return
     if pool.placement == "compact":

@@ -5,29 +5,43 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.backends import BuildArgs, CatalogBackend
 from components.gcp import rules
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pulumi
 
+    from components.backends import Prompt
     from components.bundle import ClusterBundle
-    from components.spec import NodePoolSpec
 
 
 class GcpBackend(CatalogBackend):
     name = "gcp"
+    title = "GCP"
     package = "components.gcp"
     rules = rules
     keys = rules.KEYS
     twins = rules.TWINS
     # GKE gives non-system pods of a spot VM about 15-30 s by default (GKE docs, "Spot VMs").
     preemption_grace_seconds = 30
+    machine_key = "machineType"
+    object_store = "gs"
+    system_pool = {"name": "system", "machineType": "e2-standard-4", "minNodes": 1, "maxNodes": 3}
+    default_region = "us-central1"
 
-    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
-        return pool.machine_type
+    def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        from components.gcp.regions import machine_type_problem
+
+        return machine_type_problem(name, known)
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        """The project to deploy into, beside the region (empty: the platform's rules ask for it)."""
+        part = super().quickstart(get, gpu_pool)
+        return {"region": part["region"], "project": get("project") or "", "nodePools": part["nodePools"]}
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
         from components.gcp.cloud import GcpCloud, GcpCloudArgs

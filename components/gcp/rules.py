@@ -16,9 +16,10 @@ from components.gcp.ranges import (
     GCP_DEFAULT_PRIVATE_SERVICES_CIDR,
     GCP_DEFAULT_SERVICES_CIDR,
 )
-from components.regions import gcp_zone_problems, region_problems
+from components.gcp.regions import gcp_zone_problems
+from components.regions import region_problems
 from components.spec.base import Spec, alias_set
-from components.spec.capacity import DWS, GCP_KINDS, check_capacity, zone_count_problem
+from components.spec.capacity import DWS, CapacityKinds, check_capacity, zone_count_problem
 from components.spec.platform import (
     ClusterSpec,
     NetworkSpec,
@@ -88,6 +89,18 @@ KEYS: dict[type[Spec], frozenset[str]] = {
     StorageSpec: frozenset({"tier"}),
 }
 TWINS = {"instanceType": "machineType"}
+# The capacity kinds of a GKE pool, and how GCP explains them to other clouds' stacks (and its own
+# answer to theirs): flex-start and queued provisioning are GKE's Dynamic Workload Scheduler (GKE docs,
+# "About GPU obtainability with flex-start"), whose nodes are provisioned from zero.
+CAPACITY = CapacityKinds(
+    offered=("on-demand", "spot", "reservation", "flex-start", "queued"),
+    about={"flex-start": "GKE Dynamic Workload Scheduler", "queued": "GKE Dynamic Workload Scheduler"},
+    instead={"capacity-block": "reservation (a future reservation) or flex-start"},
+    from_zero={
+        "flex-start": "GKE provisions flex-start nodes on demand from zero",
+        "queued": "queued provisioning grants nodes per workload, from zero",
+    },
+)
 # A Compute Engine reservation: an RFC 1035 name (Compute Engine API, reservations: name), optionally one
 # block of it (`name/reservationBlocks/<block>`, GKE "Consume reserved zonal resources": reservation
 # blocks of A3 Ultra / A4 reservations), optionally in another project (a shared reservation,
@@ -202,7 +215,7 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
 
 
 def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
-    yield from check_capacity(pool, path, "gcp", GCP_KINDS)
+    yield from check_capacity(pool, path, "gcp", CAPACITY)
     if pool.max_run_hours is not None and pool.capacity not in DWS:
         yield f"{path}.maxRunHours: only for capacity flex-start or queued (how long their nodes may run)"
     if pool.capacity == "reservation":

@@ -1,21 +1,26 @@
 """The cloud-neutral rules of a pool's `capacity` and `reservation` keys (docs/configuration.md "Capacity").
 
-Each cloud backend calls `check_capacity` with the capacity kinds it offers and adds its own rules (the
-format of a reservation id, zones, machine types). The kinds:
+Each cloud backend calls `check_capacity` with the capacity kinds it offers (its `CapacityKinds`, which
+it also answers to `CloudBackend.capacity_kinds`) and adds its own rules (the format of a reservation
+id, zones, machine types). The kinds:
 
 - `on-demand`, `spot`: bought by the hour; spot may be taken back.
-- `reservation`: an existing AWS On-Demand Capacity Reservation or GCP reservation (`reservation` names it).
-- `capacity-block`: an existing AWS Capacity Block for ML, a reservation with a start and an end.
-- `flex-start`, `queued`: GKE's Dynamic Workload Scheduler (flex-start VMs; flex-start with queued
+- `reservation`: an existing reservation of machines (`reservation` names it).
+- `capacity-block`: an existing reservation with a start and an end.
+- `flex-start`, `queued`: nodes come when the cloud finds capacity, for a bounded time (with queued
   provisioning through Kueue's ProvisioningRequest admission check).
+
+A stack that asks for a kind its cloud lacks is told what the kind is on the clouds that offer it and
+what the others offer instead, each in its backend's words.
 
 trainplane never creates or buys a reservation (a Capacity Block cannot be deleted once bought): the
 stack names one that exists, and `trainplane verify STACK --cloud` checks it against the cloud.
 
 Example:
     >>> from components.spec.platform import NodePoolSpec
+    >>> from components.backends import backend
     >>> pool = NodePoolSpec(name="h100", gpu="H100", gpusPerNode=8, capacity="capacity-block")
-    >>> for line in check_capacity(pool, "platform.nodePools[1]", "aws", AWS_KINDS):
+    >>> for line in check_capacity(pool, "platform.nodePools[1]", "aws", backend("aws").capacity_kinds()):
     ...     print(line.split(" (")[0])
     platform.nodePools[1].reservation: required for capacity capacity-block
     platform.nodePools[1].blockStart: required for capacity capacity-block
@@ -24,47 +29,58 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 
 from components.spec.platform import NodePoolSpec
 
 # Capacity drawn from a reservation the stack names (`reservation` required).
 RESERVED = ("reservation", "capacity-block")
-# GKE Dynamic Workload Scheduler: nodes come when capacity is found, for a bounded time.
+# Nodes come when capacity is found, for a bounded time (GKE's Dynamic Workload Scheduler).
 DWS = ("flex-start", "queued")
-AWS_KINDS = ("on-demand", "spot", "reservation", "capacity-block")
-GCP_KINDS = ("on-demand", "spot", "reservation", "flex-start", "queued")
-# What a kind is called on the cloud that lacks it, and what that cloud offers instead.
-ELSEWHERE = {
-    "capacity-block": "AWS Capacity Blocks for ML; on gcp use reservation (a future reservation) or flex-start",
-    "flex-start": "GKE Dynamic Workload Scheduler; on aws use capacity-block or reservation",
-    "queued": "GKE Dynamic Workload Scheduler; on aws use capacity-block or reservation",
-}
-# Why a kind starts from zero nodes: its nodes exist only while the cloud grants them.
-ZERO_MIN_REASON = {
-    "capacity-block": "the block's instances exist only between its start and end",
-    "flex-start": "GKE provisions flex-start nodes on demand from zero",
-    "queued": "queued provisioning grants nodes per workload, from zero",
-}
 
 
-def check_capacity(pool: NodePoolSpec, path: str, cloud: str, kinds: Sequence[str]) -> Iterable[str]:
+@dataclass(frozen=True)
+class CapacityKinds:
+    """The capacity kinds one cloud offers, and how its backend explains them to other clouds' stacks."""
+
+    offered: tuple[str, ...]
+    # An offered kind -> what it is on this cloud, told to a stack on a cloud that lacks it.
+    about: Mapping[str, str] = field(default_factory=dict)
+    # Another cloud's kind -> what to use here instead, told to stacks that ask for it on a cloud without it.
+    instead: Mapping[str, str] = field(default_factory=dict)
+    # An offered kind -> why its pools start from zero nodes (minNodes must be 0).
+    from_zero: Mapping[str, str] = field(default_factory=dict)
+
+
+def elsewhere(kind: str) -> str:
+    """What `kind` is on the clouds that offer it and what the others use instead ("" when no backend
+    says), e.g. "AWS Capacity Blocks for ML; on gcp use reservation ... or flex-start"."""
+    from components.backends import backends
+
+    answers = [(b.name, b.capacity_kinds()) for b in backends()]
+    notes = [k.about[kind] for _, k in answers if kind in k.about]
+    notes += [f"on {name} use {k.instead[kind]}" for name, k in answers if kind in k.instead]
+    return "; ".join(notes)
+
+
+def check_capacity(pool: NodePoolSpec, path: str, cloud: str, kinds: CapacityKinds) -> Iterable[str]:
     """The rules of `capacity` and `reservation` every cloud shares, one line each."""
     cap = pool.capacity
-    if cap not in kinds:
-        hint = f" ({ELSEWHERE[cap]})" if cap in ELSEWHERE else ""
-        yield f"{path}.capacity: {cap} is not offered on {cloud}; allowed: {', '.join(kinds)}{hint}"
+    if cap not in kinds.offered:
+        hint = f" ({note})" if (note := elsewhere(cap)) else ""
+        yield f"{path}.capacity: {cap} is not offered on {cloud}; allowed: {', '.join(kinds.offered)}{hint}"
         return
     if cap in RESERVED and not pool.reservation:
         yield f"{path}.reservation: required for capacity {cap} (the id of the reservation the pool draws from)"
     if cap not in RESERVED and pool.reservation:
         yield f"{path}.reservation: only for capacity reservation or capacity-block, this pool is {cap}"
     yield from _block_window(pool, path)
-    if cap in ZERO_MIN_REASON:
+    if cap in kinds.from_zero:
         if not pool.is_gpu:
             yield f"{path}.capacity: {cap} is for GPU pools (set gpu, or use on-demand for a CPU pool)"
         if pool.min_nodes:
-            yield f"{path}.minNodes: must be 0 for capacity {cap}: {ZERO_MIN_REASON[cap]}"
+            yield f"{path}.minNodes: must be 0 for capacity {cap}: {kinds.from_zero[cap]}"
 
 
 def zone_count_problem(path: str, cap: str, zones: Sequence[str], what: str) -> Iterable[str]:

@@ -31,8 +31,9 @@ class JobVolume(Spec):
 
 
 class JobCheckpoint(Spec):
-    # s3://auto / gs://auto: the platform's checkpoint bucket, prefix <team>/<job>; or s3://, gs:// URIs;
-    # or a path under one of the job's writable volumes (Lustre/NFS).
+    # <scheme>://auto: the platform's checkpoint bucket, prefix <team>/<job>; or a URI of an object store
+    # (the schemes the backends' object stores use, e.g. s3://, gs://); or a path under one of the job's
+    # writable volumes (Lustre/NFS).
     uri: str
     interval_steps: int = Field(default=500, ge=1)
     keep: int = Field(default=3, ge=2)
@@ -124,12 +125,39 @@ def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
 RESERVED_MOUNTS = ("/", "/dev", "/dev/shm", "/proc", "/sys", "/etc", "/config")
 
 
+def object_store_schemes() -> list[str]:
+    """The URI schemes of the registered clouds' object stores, in the registry's order."""
+    from components.backends import backends
+
+    return [scheme for b in backends() if (scheme := b.object_store_scheme())]
+
+
+def _a(word: str) -> str:
+    """The article before a scheme read letter by letter: an s3:// URI, a gs:// URI."""
+    return "an" if word[:1] in tuple("aefhilmnorsx") else "a"
+
+
+def _either(words: list[str]) -> str:
+    return " or ".join(words) if len(words) < 3 else f"{', '.join(words[:-1])} or {words[-1]}"
+
+
 def _check_checkpoint_uri(job: JobSpec, uri: str, root: str) -> Iterable[str]:
-    if "://" in uri and not re.match(r"^(s3|gs)://[a-z0-9][a-z0-9._-]{1,62}(/.*)?$", uri):
-        yield f"{root}.checkpoint.uri: {uri!r} is not an s3:// or gs:// URI (or s3://auto, gs://auto, or a path)"
-    elif "://" not in uri and not uri.startswith("/"):
-        yield f"{root}.checkpoint.uri: {uri!r} must be s3://auto, gs://auto, an s3:// or gs:// URI, or an absolute path"
-    elif uri.startswith("/"):
+    schemes = object_store_schemes()
+    if not schemes:  # no registered cloud has an object store
+        if not uri.startswith("/"):
+            yield f"{root}.checkpoint.uri: {uri!r} must be an absolute path (no cloud here has an object store)"
+            return
+    else:
+        uris = _either([f"{s}://" for s in schemes])
+        autos = ", ".join(f"{s}://auto" for s in schemes)
+        pattern = rf"^({'|'.join(map(re.escape, schemes))})://[a-z0-9][a-z0-9._-]{{1,62}}(/.*)?$"
+        if "://" in uri and not re.match(pattern, uri):
+            yield f"{root}.checkpoint.uri: {uri!r} is not {_a(schemes[0])} {uris} URI (or {autos}, or a path)"
+            return
+        if "://" not in uri and not uri.startswith("/"):
+            yield f"{root}.checkpoint.uri: {uri!r} must be {autos}, {_a(schemes[0])} {uris} URI, or an absolute path"
+            return
+    if uri.startswith("/"):
         writable = [v.mount_path for v in job.volumes if not v.read_only]
         if not any(uri == m or uri.startswith(m.rstrip("/") + "/") for m in writable):
             yield (

@@ -255,7 +255,7 @@ class PricingSpec(Spec):
 
 
 class PlatformSpec(Spec):
-    # The backend that builds the cluster: a name registered in components.backends (aws, gcp, kubernetes).
+    # The backend that builds the cluster: a name registered in components.backends (entry points).
     cloud: str
     region: str | None = None
     cluster: ClusterSpec
@@ -276,9 +276,14 @@ class PlatformSpec(Spec):
     @field_validator("cloud")
     @classmethod
     def _registered_cloud(cls, v: str) -> str:
-        from components.backends import backend_names
+        from components.backends import ENTRY_POINT_GROUP, backend_names
 
         names = backend_names()
+        if not names:
+            raise ValueError(
+                f"{v!r} is not allowed: no cloud backend is installed (entry points {ENTRY_POINT_GROUP}); "
+                "install trainplane again (pip install -e .) to write its entry points"
+            )
         if v not in names:
             allowed = (
                 ", ".join(repr(n) for n in names[:-1]) + f" or {names[-1]!r}"

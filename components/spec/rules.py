@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from components.backends import CloudBackend, backend, backends
 from components.catalog import catalog
-from components.regions import did_you_mean, machine_type_problem
+from components.regions import did_you_mean
 from components.spec.base import Spec, alias_of, duplicates
 
 if TYPE_CHECKING:  # PlatformSpec.load calls check_platform: the models import this module, not back
@@ -170,8 +170,8 @@ def check_catalog_pool(
         return list(_check_cpu_pool(pool, path, cloud, type_key, type_name)), False
     kind = catalog().gpu(pool.gpu)
     assert kind is not None  # the field validator already rejected unknown kinds
-    if not kind.counts(cloud):  # type: ignore[arg-type]
-        others = [c for c in ("aws", "gcp") if kind.counts(c)]
+    if not kind.counts(cloud):
+        others = kind.offered_on()
         return [
             f"{path}.gpu: {pool.gpu} is not offered on {cloud}; it is on {', '.join(others) or 'no cloud'}"
         ], False
@@ -186,9 +186,9 @@ def _check_gpu_machine(
     """A GPU pool that names its machine type: the type must carry the pool's GPUs, in its count."""
     kind = catalog().gpu(pool.gpu or "")
     assert kind is not None
-    shape = catalog().machine(cloud, type_name)  # type: ignore[arg-type]
+    shape = catalog().machine(cloud, type_name)
     if shape is None or shape.gpu != pool.gpu:
-        names = [m.name for m in kind.shapes(cloud)]  # type: ignore[arg-type]
+        names = [m.name for m in kind.shapes_on(cloud)]
         hint = did_you_mean(type_name, names) if shape is None else ""
         return [
             f"{path}.{type_key}: {type_name!r} does not carry {pool.gpu}; {pool.gpu} comes in: "
@@ -203,7 +203,7 @@ def _check_gpu_count(pool: NodePoolSpec, path: str, cloud: str, type_key: str) -
     """A GPU pool by kind and count: the cloud must offer machines with that many."""
     kind = catalog().gpu(pool.gpu or "")
     assert kind is not None
-    counts = kind.counts(cloud)  # type: ignore[arg-type]
+    counts = kind.counts(cloud)
     if not pool.gpus_per_node:
         yield f"{path}.gpusPerNode: required with gpu (or name the {type_key}); {pool.gpu} on {cloud} comes in {counts}"
     elif pool.gpus_per_node not in counts:
@@ -218,10 +218,10 @@ def _check_cpu_pool(
         yield f"{path}.gpu: required when gpusPerNode is set"
     if not type_name:
         yield f"{path}.{type_key}: required for a CPU pool (or set gpu for a GPU pool)"
-    elif (shape := catalog().machine(cloud, type_name)) is not None and shape.gpus:  # type: ignore[arg-type]
+    elif (shape := catalog().machine(cloud, type_name)) is not None and shape.gpus:
         yield f"{path}.gpu: {type_name} carries {shape.gpus}x {shape.gpu}; set gpu: {shape.gpu}"
     elif shape is None:
         # A typo used to plan, and price every total as n/a without a word.
-        names = catalog().machine_names(cloud)  # type: ignore[arg-type]
-        if problem := machine_type_problem(cloud, type_name, type_key, names):
+        names = catalog().machine_names(cloud)
+        if problem := backend(cloud).machine_type_problem(type_name, names):
             yield f"{path}.{type_key}: {problem}"

@@ -86,3 +86,59 @@ def test_no_module_of_the_components_is_above_400_lines():
         if (n := len(p.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+# The cloud-neutral core a new cloud plugs into: the registry, the catalog, the spec and its rules, the
+# regions check, the quickstart and the platform outputs ask the backends and never name a cloud.
+NEUTRAL = [
+    *(
+        ROOT / "components" / n
+        for n in ("backends.py", "catalog.py", "regions.py", "quickstart.py", "outputs.py")
+    ),
+    *sorted((ROOT / "components" / "spec").glob("*.py")),
+]
+BACKEND_PACKAGES = ("components.aws", "components.gcp", "components.kubernetes", "pulumi_aws", "pulumi_gcp")
+
+
+def cloud_names(source: str) -> list[str]:
+    """Any use of a cloud's name in code (docstrings and comments aside): a string constant that is one
+    (in a loop's tuple too, which `cloud_branches` does not see), a `.aws`/`.gcp` attribute, an import of
+    a backend's package or a cloud SDK."""
+    tree = ast.parse(source)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and id(node) not in docstrings
+            and node.value in CLOUD_NAMES | {"s3", "gs"}
+        ):
+            found.append(f"line {node.lineno}: {node.value!r}")
+        elif isinstance(node, ast.Attribute) and node.attr in CLOUD_NAMES:
+            found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names = [a.name for a in node.names] + (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            )
+            found += [f"line {node.lineno}: imports {n}" for n in names if n.startswith(BACKEND_PACKAGES)]
+    return found
+
+
+def test_the_stricter_check_finds_a_loop_over_clouds():
+    assert cloud_names('for c in ("aws", "gcp"):\n    pass') == ["line 1: 'aws'", "line 1: 'gcp'"]
+    assert cloud_names("shapes = kind.aws + kind.gcp") == ["line 1: .aws", "line 1: .gcp"]
+    assert cloud_names('"""On aws and gcp."""\nfrom components.aws import rules') == [
+        "line 2: imports components.aws"
+    ]
+
+
+def test_the_catalog_spec_and_registry_never_name_a_cloud():
+    found = {str(p.relative_to(ROOT)): hits for p in NEUTRAL if (hits := cloud_names(p.read_text()))}
+    assert found == {}

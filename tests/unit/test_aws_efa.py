@@ -51,7 +51,7 @@ def test_every_node_of_an_efa_pool_has_the_efa_count_the_pool_reports():
     assert pools["h200-spot"]["extendedResources"] == {EFA: 16}
 
 
-@pytest.mark.parametrize("gpu", [g for g in catalog().gpu_names() if catalog().gpu(g).aws])
+@pytest.mark.parametrize("gpu", [g for g in catalog().gpu_names() if catalog().gpu(g).shapes_on("aws")])
 def test_no_efa_pool_of_the_catalog_mixes_efa_layouts(gpu):
     for count in catalog().gpu(gpu).counts("aws"):
         with_efa = [s for s in catalog().shapes("aws", gpu, count) if s.efa_interfaces]

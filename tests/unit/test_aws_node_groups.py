@@ -228,7 +228,7 @@ def test_gpu_pools_carry_the_autoscaler_gpu_label_on_nodes_and_asg_templates():
 def test_every_aws_gpu_of_the_catalog_has_an_accelerator_label_value():
     from components.aws.node_group import ACCELERATOR_VALUES
 
-    aws_gpus = {g for g in catalog().gpu_names() if catalog().gpu(g).aws}
+    aws_gpus = {g for g in catalog().gpu_names() if catalog().gpu(g).shapes_on("aws")}
     assert aws_gpus <= set(ACCELERATOR_VALUES)
     # Upstream's spelling where it has one (aws_cloud_provider.go availableGPUTypes).
     assert ACCELERATOR_VALUES["A10G"] == "nvidia-a10g" and ACCELERATOR_VALUES["L40S"] == "nvidia-l40s"

@@ -35,7 +35,7 @@ def aws_instance_types() -> dict:
 
 def aws_shapes():
     for kind in catalog().gpu_names():
-        for shape in catalog().gpu(kind).aws:
+        for shape in catalog().gpu(kind).shapes_on("aws"):
             yield pytest.param(kind, shape, id=shape.name)
 
 
@@ -58,7 +58,7 @@ def test_aws_entry_matches_aws_instance_data(kind, shape):
 
 def test_catalog_lists_every_aws_size_of_the_families_it_covers():
     # A family half-listed would make spot pools draw from fewer instance types than they could.
-    listed = {s.name for k in catalog().gpu_names() for s in catalog().gpu(k).aws}
+    listed = {s.name for k in catalog().gpu_names() for s in catalog().gpu(k).shapes_on("aws")}
     families = {n.split(".")[0] for n in listed}
     by_name = {v: k for k, v in AWS_GPU_NAME.items()}
     missing = sorted(
@@ -79,7 +79,7 @@ def test_gcp_shapes_carry_accelerator_strings_and_counts():
     assert catalog().machine("gcp", "a2-megagpu-16g").gpus == 16
     assert catalog().gpu("L4").counts("gcp") == [1, 2, 4, 8]
     for kind in catalog().gpu_names():
-        for shape in catalog().gpu(kind).gcp:
+        for shape in catalog().gpu(kind).shapes_on("gcp"):
             assert shape.accelerator_type and shape.accelerator_type.startswith("nvidia-")
 
 
@@ -88,7 +88,7 @@ def test_every_price_has_a_source_and_date():
         basis = catalog().pricing[cloud]
         assert basis.source and basis.as_of and 0 < basis.spot_fraction < 1
     for kind in catalog().gpu_names():
-        for shape in catalog().gpu(kind).aws + catalog().gpu(kind).gcp:
+        for shape in catalog().gpu(kind).shapes_on("aws") + catalog().gpu(kind).shapes_on("gcp"):
             assert shape.on_demand_hourly > 0, shape.name
 
 

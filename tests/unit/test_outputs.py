@@ -3,6 +3,7 @@ before a key existed still parses (defaults), so its job stacks plan as before."
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import sys
@@ -105,7 +106,16 @@ if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
             (OUTPUTS / f"{name}.json").write_text(_exported(name))
 
 
-def test_the_platform_exports_its_backends_pool_and_storage_records_themselves():
+@pytest.fixture
+def event_loop():
+    """platform_outputs wraps the kubeconfig in a pulumi secret Output, which needs a current event loop;
+    outside the mock engine (this test alone, `-p no:xdist`) there is none."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    return loop
+
+
+def test_the_platform_exports_its_backends_pool_and_storage_records_themselves(event_loop):
     """One model per concept: the pools and file systems a backend puts in its bundle are the records the
     platform exports and a job stack parses back, not copies made field by field (where a field the
     backend sets could be dropped on the way out)."""

@@ -27,7 +27,9 @@ def problems(obj) -> list[str]:
 def test_aws_instance_types_are_the_provider_sdks():
     from pulumi_aws.ec2._enums import InstanceType
 
-    assert regions.aws_instance_types() == {m.value for m in InstanceType}
+    from components.aws.regions import aws_instance_types
+
+    assert aws_instance_types() == {m.value for m in InstanceType}
 
 
 def test_aws_regions_are_botocores():

@@ -1,4 +1,5 @@
-"""A fourth cloud, written and registered here and nowhere else: the registry, the spec rules, the
+"""A fourth cloud, written and registered here and nowhere else: the registry, the catalog (its own
+machines and prices), the spec rules (its capacity kinds, regions, object store), the quickstart, the
 in-cluster layer and the platform outputs take it without an edit outside this module."""
 
 from __future__ import annotations
@@ -10,14 +11,56 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.backends import BuildArgs, backend_names, register_backend, unregister_backend
+from components.backends import (
+    BackendDefaults,
+    BuildArgs,
+    Prompt,
+    backend_names,
+    register_backend,
+    unregister_backend,
+)
 from components.bundle import CloudProfile, ClusterBundle, NodePoolInfo, SystemObject, TaintInfo
-from components.catalog import MachineShape
-from components.spec import ConfigError, NodePoolSpec, PlatformSpec, Spec, StorageSpec
+from components.catalog import CatalogSection, MachineShape, catalog
+from components.outputs import PlatformOutputs
+from components.quickstart import platform_from_prompts
+from components.regions import region_problems
+from components.spec import ConfigError, JobSpec, NodePoolSpec, PlatformSpec, Spec, StorageSpec, check_job
+from components.spec.capacity import CapacityKinds, check_capacity
 from components.spec.rules import check_declared_pool
 from tests.conftest import one, plan_object
 
-TOY_MACHINE = MachineShape(cloud="aws", name="toy-8gpu", vcpus=64, memory_gib=512, on_demand_hourly=1.0)
+# The toy cloud's own catalog section: its machines are named by the key `machine`.
+TOY_SECTION = CatalogSection(
+    cloud="toy",
+    machine_key="machine",
+    gpus={
+        "H100": [{"machine": "toy-8gpu", "gpus": 8, "vcpus": 64, "memoryGiB": 512, "onDemandHourly": 1.0}],
+        "A10G": [{"machine": "toy-1gpu", "gpus": 1, "vcpus": 8, "memoryGiB": 32, "onDemandHourly": 0.25}],
+    },
+    cpu=[{"machine": "toy-cpu", "vcpus": 4, "memoryGiB": 16, "onDemandHourly": 0.05}],
+    pricing={
+        "region": "toy-east",
+        "source": "the toy price list",
+        "asOf": "2026-11",
+        "spotFraction": 0.5,
+        "spotSource": "toy spot",
+    },
+)
+TOY_MACHINE = MachineShape(
+    cloud="toy",
+    name="toy-8gpu",
+    vcpus=64,
+    memory_gib=512,
+    on_demand_hourly=1.0,
+    gpu="H100",
+    gpus=8,
+    gpu_memory_gib=80.0,  # data/gpus.yaml H100 memoryMiB 81920
+)
+# Spot is all it sells; a stack asking for another cloud's reservation kinds is told to use it.
+TOY_CAPACITY = CapacityKinds(
+    offered=("on-demand", "spot"),
+    instead={"capacity-block": "spot", "flex-start": "spot"},
+)
 
 
 class ToyCluster(pulumi.ComponentResource):
@@ -73,19 +116,21 @@ class ToyCluster(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-class ToyBackend:
+class ToyBackend(BackendDefaults):
     name = "toy"
-    # Pools select existing nodes by label, like on an existing cluster.
-    keys: Mapping[type[Spec], frozenset[str]] = {NodePoolSpec: frozenset({"selector"})}
+    # Pools select existing nodes by label, like on an existing cluster, and take spot capacity.
+    keys: Mapping[type[Spec], frozenset[str]] = {NodePoolSpec: frozenset({"selector", "capacity"})}
     twins: Mapping[str, str] = {}
     preemption_grace_seconds = 45
 
     def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
         if not spec.region:
             yield f"{root}.region: required for cloud toy"
+        yield from region_problems("toy", spec.region, f"{root}.region")
 
     def check_pool(self, spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
         yield from check_declared_pool(pool, path, "toy")
+        yield from check_capacity(pool, path, "toy", TOY_CAPACITY)
 
     def check_storage(self, spec: PlatformSpec, storage: StorageSpec, path: str) -> Iterable[str]:
         yield f"{path}: the toy cloud has no shared file systems"
@@ -98,6 +143,25 @@ class ToyBackend:
 
     def verify_facts(self) -> Mapping[str, Any]:
         return {"storageClasses": "unknown", "taints": [], "addonDaemonSets": {}}
+
+    def catalog_section(self) -> CatalogSection:
+        return TOY_SECTION
+
+    def display_name(self) -> str:
+        return "Toy"
+
+    def regions(self) -> list[str]:
+        return ["toy-east", "toy-west"]
+
+    def capacity_kinds(self) -> CapacityKinds:
+        return TOY_CAPACITY
+
+    def object_store_scheme(self) -> str:
+        return "toy"
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        pool = {**gpu_pool, "selector": {"pool": "gpu"}}
+        return {"region": get("region") or "toy-east", "nodePools": [pool]}
 
 
 TOY_PLATFORM = {
@@ -161,3 +225,146 @@ def test_a_platform_plans_on_the_toy_cloud(toy):
     assert result.outputs["cloud"] == "toy"
     assert result.outputs["preemptionGraceSeconds"] == 45
     assert result.outputs["nodePools"][1]["nodeVcpus"] == 64
+
+
+# ---- the open catalog and spec: the toy cloud's machines, kinds, regions and object store -----------
+
+
+def test_the_catalog_takes_the_toy_clouds_section(toy):
+    assert catalog().machine("toy", "toy-8gpu") == TOY_MACHINE
+    assert [m.name for m in catalog().shapes("toy", "H100", 8)] == ["toy-8gpu"]
+    assert catalog().machine_names("toy") == ["toy-1gpu", "toy-8gpu", "toy-cpu"]
+    assert catalog().gpu("H100").counts("toy") == [8]
+    assert catalog().pricing["toy"].spot_fraction == 0.5
+    # A GCP stack asking for a GPU GCP lacks hears where it is, the toy cloud included.
+    gcp = {
+        "cloud": "gcp",
+        "project": "my-project",
+        "region": "us-central1",
+        "cluster": {"name": "ml"},
+        "nodePools": [{"name": "a10g", "gpu": "A10G", "gpusPerNode": 1}],
+    }
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(gcp)
+    assert e.value.problems == ["platform.nodePools[0].gpu: A10G is not offered on gcp; it is on aws, toy"]
+
+
+def test_the_toy_section_leaves_with_the_toy_cloud():
+    register_backend("toy", ToyBackend())
+    assert catalog().gpu("A10G").offered_on() == ["aws", "toy"]
+    unregister_backend("toy")
+    assert catalog().gpu("A10G").offered_on() == ["aws"]
+    assert catalog().machine("toy", "toy-8gpu") is None
+
+
+def test_capacity_hints_are_the_backends_answers(toy):
+    aws = {
+        "cloud": "aws",
+        "region": "us-east-1",
+        "cluster": {"name": "ml"},
+        "nodePools": [{"name": "h100", "gpu": "H100", "gpusPerNode": 8, "capacity": "flex-start"}],
+    }
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(aws)
+    assert e.value.problems == [
+        "platform.nodePools[0].capacity: flex-start is not offered on aws; allowed: on-demand, spot, "
+        "reservation, capacity-block (GKE Dynamic Workload Scheduler; on aws use capacity-block or "
+        "reservation; on toy use spot)"
+    ]
+    block = {**TOY_PLATFORM, "nodePools": [{**TOY_PLATFORM["nodePools"][1], "capacity": "capacity-block"}]}
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(block)
+    assert e.value.problems == [
+        "platform.nodePools[0].capacity: capacity-block is not offered on toy; allowed: on-demand, spot "
+        "(AWS Capacity Blocks for ML; on gcp use reservation (a future reservation) or flex-start; "
+        "on toy use spot)"
+    ]
+    spot = {**TOY_PLATFORM, "nodePools": [{**TOY_PLATFORM["nodePools"][1], "capacity": "spot"}]}
+    assert PlatformSpec.load(spot).node_pools[0].capacity == "spot"
+
+
+def test_regions_are_the_backends(toy):
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load({**TOY_PLATFORM, "region": "toy-eats"})
+    assert e.value.problems == ["platform.region: 'toy-eats' is not a Toy region; did you mean 'toy-east'?"]
+    aws = {
+        "cloud": "aws",
+        "region": "toy-west",
+        "cluster": {"name": "ml"},
+        "nodePools": [{"name": "cpu", "instanceType": "m6i.xlarge"}],
+    }
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(aws)
+    (line,) = e.value.problems
+    assert line.startswith("platform.region: 'toy-west' is not an AWS region (it is a Toy region); ")
+
+
+JOB = {
+    "platformStack": "org/toy/dev",
+    "name": "train",
+    "team": "research",
+    "image": "ghcr.io/example/train:1",
+    "nodePool": "gpu",
+    "nodes": {"min": 1, "max": 2},
+    "gpusPerNode": 8,
+}
+
+
+def test_a_job_checkpoints_to_the_toy_object_store(toy):
+    job = JobSpec.load({**JOB, "checkpoint": {"uri": "toy://toyland-toy-checkpoints/train"}})
+    assert job.checkpoint.uri.startswith("toy://")
+    outputs = PlatformOutputs.model_validate(
+        {
+            "cloud": "toy",
+            "clusterName": "toyland",
+            "objectStore": "toy",
+            "nodePools": [
+                {
+                    "name": "gpu",
+                    "gpu": "H100",
+                    "gpusPerNode": 8,
+                    "capacity": "on-demand",
+                    "maxNodes": 2,
+                    "machineTypes": ["toy-8gpu"],
+                }
+            ],
+            "teams": [
+                {
+                    "name": "research",
+                    "namespace": "research",
+                    "serviceAccount": "trainer",
+                    "localQueue": "research-gpus",
+                    "gpuQuota": 16,
+                }
+            ],
+        }
+    )
+    # A platform deployed before nodeVcpus: the toy catalog's machine.
+    assert outputs.pool("gpu").node_vcpus == 64
+    assert check_job(JobSpec.load({**JOB, "checkpoint": {"uri": "toy://auto"}}), outputs) == []
+    assert check_job(JobSpec.load({**JOB, "checkpoint": {"uri": "s3://auto"}}), outputs) == [
+        "job.checkpoint.uri: platform org/toy/dev keeps checkpoints in toy://; use toy://auto"
+    ]
+    with pytest.raises(ConfigError) as e:
+        JobSpec.load({**JOB, "checkpoint": {"uri": "az://bucket/x"}})
+    assert e.value.problems == [
+        "job.checkpoint.uri: 'az://bucket/x' is not an s3://, gs:// or toy:// URI "
+        "(or s3://auto, gs://auto, toy://auto, or a path)"
+    ]
+
+
+def test_a_toy_uri_is_refused_without_the_toy_cloud():
+    with pytest.raises(ConfigError) as e:
+        JobSpec.load({**JOB, "checkpoint": {"uri": "toy://toyland-toy-checkpoints/train"}})
+    assert e.value.problems == [
+        "job.checkpoint.uri: 'toy://toyland-toy-checkpoints/train' is not an s3:// or gs:// URI "
+        "(or s3://auto, gs://auto, or a path)"
+    ]
+
+
+def test_the_quickstart_asks_the_toy_cloud(toy):
+    answers = {"cloud": "toy", "gpu": "H100", "gpusPerNode": "8", "maxGpuNodes": "2"}
+    spec = PlatformSpec.load(platform_from_prompts(answers.get))
+    assert spec.region == "toy-east"
+    assert [(p.name, p.selector, p.max_nodes) for p in spec.node_pools] == [("gpu", {"pool": "gpu"}, 2)]
+    assert spec.observability.loki and spec.teams[0].gpu_quota == 16

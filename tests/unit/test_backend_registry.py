@@ -1,0 +1,110 @@
+"""The cloud backends are plug-ins found through the `trainplane.backends` entry points: trainplane's own
+three are declared in pyproject.toml, another distribution declares its own the same way, and reading
+the registry imports no backend (nor a cloud SDK) until a stack asks for one."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import subprocess
+import sys
+import tomllib
+
+import pytest
+import yaml
+
+from components import backends as registry
+from components.backends import ENTRY_POINT_GROUP, backend, backend_names, installed_backends
+from components.quickstart import platform_from_prompts
+from tests.conftest import ROOT
+
+
+def _declared() -> dict[str, str]:
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return project["entry-points"][ENTRY_POINT_GROUP]
+
+
+def test_the_built_in_clouds_are_declared_as_entry_points():
+    declared = _declared()
+    assert declared == {
+        "aws": "components.aws.backend:BACKEND",
+        "gcp": "components.gcp.backend:BACKEND",
+        "kubernetes": "components.kubernetes.backend:BACKEND",
+    }
+    for name, target in declared.items():
+        module, _, attribute = target.partition(":")
+        assert getattr(importlib.import_module(module), attribute).name == name
+
+
+def test_the_installed_metadata_declares_them_too():
+    # Entry points are read from the installed metadata, written by `pip install -e .`: after a change
+    # of pyproject.toml's entry points, install again.
+    assert installed_backends().items() >= _declared().items(), "reinstall: pip install -e ."
+    assert backend_names()[:3] == ("aws", "gcp", "kubernetes")
+
+
+PLUGIN = """
+class PluginBackend:
+    name = "plug"
+
+BACKEND = PluginBackend()
+"""
+
+
+def test_another_distribution_adds_a_cloud_by_its_entry_point(tmp_path, monkeypatch):
+    dist = tmp_path / "trainplane_plug-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: trainplane-plug\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nplug = plug_cloud.backend:BACKEND\n")
+    (tmp_path / "plug_cloud").mkdir()
+    (tmp_path / "plug_cloud" / "__init__.py").write_text("")
+    (tmp_path / "plug_cloud" / "backend.py").write_text(PLUGIN)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(registry._REGISTRY, "entries", None)  # read the entry points again
+    names = backend_names()
+    assert names[:3] == ("aws", "gcp", "kubernetes") and "plug" in names
+    assert "plug_cloud.backend" not in sys.modules  # named, not imported
+    assert backend("plug").name == "plug"
+    assert "plug_cloud.backend" in sys.modules
+    monkeypatch.delitem(sys.modules, "plug_cloud.backend")
+    monkeypatch.delitem(sys.modules, "plug_cloud")
+
+
+def test_two_distributions_declaring_one_cloud_are_refused(tmp_path, monkeypatch):
+    for n, target in (("a", "one.backend:BACKEND"), ("b", "two.backend:BACKEND")):
+        dist = tmp_path / f"trainplane_{n}-1.0.dist-info"
+        dist.mkdir()
+        (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: trainplane-{n}\nVersion: 1.0\n")
+        (dist / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nclash = {target}\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="cloud backend 'clash' is declared twice"):
+        installed_backends()
+
+
+PROBE = """
+import json, sys
+from components.backends import backend, backend_names
+names = backend_names()
+before = sorted(m for m in sys.modules if m.startswith(("components.aws", "components.gcp", "components.kubernetes", "pulumi_")))
+backend("aws")
+after = sorted(m for m in sys.modules if m.startswith(("pulumi_aws", "pulumi_gcp", "components.gcp")))
+print(json.dumps([list(names), before, after]))
+"""
+
+
+def test_reading_the_registry_imports_no_backend_and_no_sdk():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    names, before, after = json.loads(proc.stdout)
+    assert names[:3] == ["aws", "gcp", "kubernetes"]
+    assert before == [] and after == []
+
+
+def test_the_quickstarts_default_cloud_is_the_templates():
+    template = yaml.safe_load((ROOT / "stacks" / "templates" / "gpu-platform" / "Pulumi.yaml").read_text())
+    default = template["template"]["config"]["trainplane:cloud"]["default"]
+    assert platform_from_prompts(lambda _: None)["cloud"] == default
