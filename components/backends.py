@@ -21,7 +21,7 @@ Example: a backend of your own, registered from your program (or a test) before 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import pulumi
 
     from components.bundle import ClusterBundle
-    from components.catalog import Cloud, MachineShape
+    from components.catalog import Cloud, MachineShape, PriceBasis
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
 
 
@@ -42,6 +42,20 @@ class BuildArgs:
     spec: PlatformSpec
     # The kubeconfig of a cluster that already exists (a secret); backends that create clusters ignore it.
     kubeconfig: pulumi.Input[str] | None = None
+
+
+# What the offline engine calls with (resource name, inputs) or (invoke token, arguments).
+MockAnswer = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class MockAnswers:
+    """How a cloud answers the offline engine (infra/mockcloud): the outputs it computes per resource type
+    (endpoints, ARNs, ids) and its answer per invoke token. Keyed by the provider's own tokens, so the
+    engine merges every backend's answers into one table."""
+
+    computed: Mapping[str, MockAnswer] = field(default_factory=dict)
+    invokes: Mapping[str, MockAnswer] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -82,6 +96,50 @@ class CloudBackend(Protocol):
     def verify_facts(self) -> Mapping[str, Any]:
         """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
         ...
+
+    # plan, cost and the offline engine (b2)
+    def create_seconds(self) -> Mapping[str, float]:
+        """Typical creation time in seconds per resource type of this cloud (`trainplane plan`'s critical
+        path); a type not listed takes the plan's generic default."""
+        ...
+
+    def price_basis(self) -> PriceBasis | None:
+        """Where this cloud's list prices come from; None: it sells no machines, nothing is priced."""
+        ...
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        """The managed control plane's fee in USD per hour (0.0: none)."""
+        ...
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        """How this cloud bills what the plan cannot price exactly: lines `trainplane plan` prints under the
+        cost (after the generic ones)."""
+        ...
+
+    def mock_answers(self) -> MockAnswers:
+        """What this cloud answers the offline engine (infra/mockcloud) for its resources and invokes."""
+        ...
+
+
+class BackendDefaults:
+    """What a backend answers for a hook it does not implement: a plain cluster with no cloud features.
+    Every built-in backend inherits it; a backend of your own may too."""
+
+    # plan, cost and the offline engine (b2)
+    def create_seconds(self) -> Mapping[str, float]:
+        return {}
+
+    def price_basis(self) -> PriceBasis | None:
+        return None
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        return 0.0
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        return []
+
+    def mock_answers(self) -> MockAnswers:
+        return MockAnswers()
 
 
 @dataclass
@@ -141,7 +199,7 @@ def load_data_file(package: str, filename: str) -> dict[str, Any]:
     return yaml.safe_load(resources.files(package).joinpath(filename).read_text()) or {}
 
 
-class CatalogBackend:
+class CatalogBackend(BackendDefaults):
     """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
     verify facts in its `verify_facts.yaml`, and pools made of catalog machines. A subclass names its
     cloud, package, rules module and grace, says which key names a pool's machine, and builds."""
@@ -181,3 +239,9 @@ class CatalogBackend:
     @cache  # noqa: B019 - one instance per backend for the life of the process
     def verify_facts(self) -> Mapping[str, Any]:
         return load_data_file(self.package, "verify_facts.yaml")
+
+    def price_basis(self) -> PriceBasis | None:
+        """The catalog's list prices for this cloud (components/data/gpus.yaml `pricing`)."""
+        from components.catalog import catalog
+
+        return catalog().pricing.get(self.name)
