@@ -1,23 +1,40 @@
 """A fourth cloud, written and registered here and nowhere else: the registry, the spec rules, the
-in-cluster layer and the platform outputs take it without an edit outside this module."""
+in-cluster layer, the platform outputs, the offline engine (its mock answers) and `trainplane plan` (its
+prices, control plane and creation times) take it without an edit outside this module."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 
-from components.backends import BuildArgs, backend_names, register_backend, unregister_backend
+from components.backends import (
+    BackendDefaults,
+    BuildArgs,
+    MockAnswers,
+    backend_names,
+    register_backend,
+    unregister_backend,
+)
 from components.bundle import CloudProfile, ClusterBundle, NodePoolInfo, SystemObject, TaintInfo
-from components.catalog import MachineShape
+from components.catalog import MachineShape, PriceBasis
 from components.spec import ConfigError, NodePoolSpec, PlatformSpec, Spec, StorageSpec
 from components.spec.rules import check_declared_pool
 from tests.conftest import one, plan_object
 
 TOY_MACHINE = MachineShape(cloud="aws", name="toy-8gpu", vcpus=64, memory_gib=512, on_demand_hourly=1.0)
+TOY_CLUSTER = "toy:index/cluster:Cluster"
+TOY_VERSION = "toy:index/getVersion:getVersion"
+
+
+def toy_cluster_answer(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """What the toy cloud computes for a cluster it creates: its API endpoint."""
+    return {"endpoint": f"https://{inputs['name']}.toy.example"}
 
 
 class ToyCluster(pulumi.ComponentResource):
@@ -25,7 +42,18 @@ class ToyCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, spec: PlatformSpec, opts: pulumi.ResourceOptions):
         super().__init__("trainplane:toy:ToyCluster", name, None, opts)
-        provider = k8s.Provider(f"{name}-k8s", kubeconfig="(toy)", opts=pulumi.ResourceOptions(parent=self))
+        version = pulumi.runtime.invoke(TOY_VERSION, {}).value["version"]
+        cluster = pulumi.CustomResource(
+            TOY_CLUSTER,
+            f"{name}-cluster",
+            {"name": spec.cluster.name, "version": version, "endpoint": None},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=cluster.endpoint.apply(lambda e: f"(toy kubeconfig for {e})"),  # type: ignore[attr-defined]
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.bundle = ClusterBundle(
             name=spec.cluster.name,
             region=spec.region,
@@ -71,7 +99,7 @@ class ToyCluster(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-class ToyBackend:
+class ToyBackend(BackendDefaults):
     name = "toy"
     # Pools select existing nodes by label, like on an existing cluster.
     keys: Mapping[type[Spec], frozenset[str]] = {NodePoolSpec: frozenset({"selector"})}
@@ -96,6 +124,30 @@ class ToyBackend:
 
     def verify_facts(self) -> Mapping[str, Any]:
         return {"storageClasses": "unknown", "taints": [], "addonDaemonSets": {}}
+
+    def create_seconds(self) -> Mapping[str, float]:
+        return {TOY_CLUSTER: 900}
+
+    def price_basis(self) -> PriceBasis | None:
+        return PriceBasis(
+            region="toy-east",
+            source="the toy price list",
+            as_of="2026-01",
+            spot_fraction=0.5,
+            spot_source="toys",
+        )
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        return 0.25
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        return ["toy: nodes are billed by the started hour"]
+
+    def mock_answers(self) -> MockAnswers:
+        return MockAnswers(
+            computed={TOY_CLUSTER: toy_cluster_answer},
+            invokes={TOY_VERSION: lambda token, args: {"version": "1.33"}},
+        )
 
 
 TOY_PLATFORM = {
@@ -159,3 +211,42 @@ def test_a_platform_plans_on_the_toy_cloud(toy):
     assert result.outputs["cloud"] == "toy"
     assert result.outputs["preemptionGraceSeconds"] == 45
     assert result.outputs["nodePools"][1]["nodeVcpus"] == 64
+
+
+def test_the_offline_engine_answers_with_the_toy_clouds_mock_answers(toy):
+    result = plan_object(TOY_PLATFORM, "toy-dev")
+    cluster = one(result, TOY_CLUSTER)
+    assert cluster.inputs["version"] == "1.33"  # the toy invoke's answer
+    assert TOY_VERSION in result.invokes
+    provider = one(result, "pulumi:providers:kubernetes", "toyland-k8s")
+    # The endpoint only the toy cloud's computed outputs give (an unmocked output stays unknown).
+    assert provider.inputs["kubeconfig"] == "(toy kubeconfig for https://toyland.toy.example)"
+
+
+def test_plan_prices_and_times_the_toy_platform(toy, tmp_path, capsys):
+    from infra.cli import main
+
+    stack = tmp_path / "Pulumi.toy-dev.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"trainplane:platform": TOY_PLATFORM}}))
+    assert main(["plan", str(stack), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    cost = summary["cost"]
+    gpu = next(p for p in cost["pools"] if p["pool"] == "gpu")
+    assert (gpu["machine"], gpu["onDemandHourly"], gpu["spotHourly"]) == ("toy-8gpu", 1.0, 0.5)
+    assert gpu["priceSource"] == "catalog list price, toy-east, 2026-01"
+    assert cost["controlPlaneHourly"] == 0.25
+    # One cpu node at minimum; two GPU nodes more at maximum; plus the control plane.
+    assert (cost["minHourly"], cost["maxHourly"]) == (1.25, 3.25)
+    assert (
+        "control plane: $0.25/h; storage, data transfer and load balancers are not included"
+        in (cost["assumptions"])
+    )
+    assert cost["assumptions"][-1] == "toy: nodes are billed by the started hour"
+    # The toy cluster's creation time puts it at the head of the critical path.
+    steps = summary["criticalPath"]["steps"]
+    assert steps[0] == {"name": "toyland-cluster", "type": TOY_CLUSTER, "seconds": 900}
+
+    assert main(["plan", str(stack)]) == 0
+    text = capsys.readouterr().out
+    assert "$1.00/h" in text and "$0.50/h" in text
+    assert "control plane: $0.25/h" in text
