@@ -62,6 +62,12 @@ class ToyCluster(pulumi.ComponentResource):
             profile=CloudProfile(
                 name="toy",
                 object_store="toy",
+                # An S3-compatible store (loki chart 18.11.0 values.yaml: loki.storage.s3.endpoint,
+                # s3ForcePathStyle).
+                loki_storage={
+                    "type": "s3",
+                    "s3": {"endpoint": "https://objects.toy.example", "s3ForcePathStyle": True},
+                },
                 identity_annotation="toy.example.com/identity",
                 gpu_operator_values={"driver": {"enabled": True, "version": "580.65.06"}},
                 system_objects=(
@@ -92,7 +98,10 @@ class ToyCluster(pulumi.ComponentResource):
                 )
                 for p in spec.node_pools
             ),
-            buckets={"checkpoints": f"{spec.cluster.name}-toy-checkpoints"},
+            buckets={
+                "checkpoints": f"{spec.cluster.name}-toy-checkpoints",
+                "logs": f"{spec.cluster.name}-toy-logs",
+            },
             team_identities={t.name: f"{t.name}@toy" for t in spec.teams},
             storage_class="toy-block",
         )
@@ -250,3 +259,15 @@ def test_plan_prices_and_times_the_toy_platform(toy, tmp_path, capsys):
     text = capsys.readouterr().out
     assert "$1.00/h" in text and "$0.50/h" in text
     assert "control plane: $0.25/h" in text
+
+
+def test_loki_stores_logs_where_the_toy_profile_says(toy):
+    """The in-cluster layer takes Loki's object storage from the profile: no edit of logs.py per cloud."""
+    result = plan_object({**TOY_PLATFORM, "observability": {"loki": True}}, "toy-dev")
+    loki = next(r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "loki")
+    assert loki.inputs["values"]["loki"]["storage"] == {
+        "type": "s3",
+        "bucketNames": {"chunks": "toyland-toy-logs", "ruler": "toyland-toy-logs"},
+        "s3": {"endpoint": "https://objects.toy.example", "s3ForcePathStyle": True},
+    }
+    assert loki.inputs["values"]["loki"]["schemaConfig"]["configs"][0]["object_store"] == "s3"
