@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     import pulumi
 
     from components.bundle import ClusterBundle
-    from components.catalog import CatalogSection, MachineShape
+    from components.catalog import CatalogSection, MachineShape, PriceBasis
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
     from components.spec.capacity import CapacityKinds
 
@@ -53,6 +53,20 @@ class BuildArgs:
     spec: PlatformSpec
     # The kubeconfig of a cluster that already exists (a secret); backends that create clusters ignore it.
     kubeconfig: pulumi.Input[str] | None = None
+
+
+# What the offline engine calls with (resource name, inputs) or (invoke token, arguments).
+MockAnswer = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class MockAnswers:
+    """How a cloud answers the offline engine (infra/mockcloud): the outputs it computes per resource type
+    (endpoints, ARNs, ids) and its answer per invoke token. Keyed by the provider's own tokens, so the
+    engine merges every backend's answers into one table."""
+
+    computed: Mapping[str, MockAnswer] = field(default_factory=dict)
+    invokes: Mapping[str, MockAnswer] = field(default_factory=dict)
 
 
 @runtime_checkable
@@ -127,6 +141,29 @@ class CloudBackend(Protocol):
         cloud-neutral GPU pool (components/quickstart.py merges them into the platform object)."""
         ...
 
+    # plan, cost and the offline engine (b2)
+    def create_seconds(self) -> Mapping[str, float]:
+        """Typical creation time in seconds per resource type of this cloud (`trainplane plan`'s critical
+        path); a type not listed takes the plan's generic default."""
+        ...
+
+    def price_basis(self) -> PriceBasis | None:
+        """Where this cloud's list prices come from; None: it sells no machines, nothing is priced."""
+        ...
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        """The managed control plane's fee in USD per hour (0.0: none)."""
+        ...
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        """How this cloud bills what the plan cannot price exactly: lines `trainplane plan` prints under the
+        cost (after the generic ones)."""
+        ...
+
+    def mock_answers(self) -> MockAnswers:
+        """What this cloud answers the offline engine (infra/mockcloud) for its resources and invokes."""
+        ...
+
 
 # The nodes of a cluster that exists, labelled for trainplane by a platform engineer:
 #   kubectl label nodes <gpu nodes> trainplane.dev/pool=gpu
@@ -165,6 +202,22 @@ class BackendDefaults:
         cluster = {"context": context} if (context := get("context")) else {}
         pool = {**gpu_pool, "selector": dict(EXISTING_GPU_SELECTOR), "minNodes": gpu_pool["maxNodes"]}
         return {"cluster": cluster, "observability": {"loki": False}, "nodePools": [pool]}
+
+    # plan, cost and the offline engine (b2)
+    def create_seconds(self) -> Mapping[str, float]:
+        return {}
+
+    def price_basis(self) -> PriceBasis | None:
+        return None
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        return 0.0
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        return []
+
+    def mock_answers(self) -> MockAnswers:
+        return MockAnswers()
 
 
 @dataclass
@@ -327,3 +380,9 @@ class CatalogBackend(BackendDefaults):
 
         pool = {**gpu_pool, "capacity": "spot" if prompt_bool(get("spot"), True) else "on-demand"}
         return {"region": get("region") or self.default_region, "nodePools": [dict(self.system_pool), pool]}
+
+    def price_basis(self) -> PriceBasis | None:
+        """The catalog's list prices for this cloud (components/data/gpus.yaml `pricing`)."""
+        from components.catalog import catalog
+
+        return catalog().pricing.get(self.name)

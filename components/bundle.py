@@ -103,6 +103,9 @@ class CloudProfile:
     name: str
     # Object storage scheme of the platform's buckets ("s3", "gs"), None without buckets.
     object_store: str | None = None
+    # Loki's object storage on this cloud, as the Loki chart's `loki.storage` values less the bucket names
+    # (`type` and that type's block, e.g. its region); empty: Loki keeps its chunks on its volume.
+    loki_storage: Mapping[str, Any] = field(default_factory=dict)
     # Annotation that binds a Kubernetes service account to cloud identity, per team.
     identity_annotation: str | None = None
     # Where pods get their cloud credentials from, when that is a node-local endpoint the team's

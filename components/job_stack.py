@@ -64,5 +64,7 @@ def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):
     return TrainingJob(
         job.name,
         TrainingJobArgs(job=job, platform=platform),
-        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers={"kubernetes": provider})),
+        # A list, keyed by each provider's own package (pulumi 3.272.0, pulumi/resource.py
+        # Resource._get_providers: `{p.package: p for p in opts.providers}`): the same as a dict by name.
+        pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[provider])),
     )

@@ -5,10 +5,11 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from components.aws import rules
-from components.backends import BuildArgs, CatalogBackend
+from components.backends import BuildArgs, CatalogBackend, MockAnswers
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     import pulumi
 
     from components.bundle import ClusterBundle
+    from components.spec import PlatformSpec
 
 
 class AwsBackend(CatalogBackend):
@@ -41,6 +43,21 @@ class AwsBackend(CatalogBackend):
         from components.aws.cloud import AwsCloud, AwsCloudArgs
 
         return AwsCloud(name, AwsCloudArgs(spec=args.spec), opts).bundle
+
+    def create_seconds(self) -> Mapping[str, float]:
+        from components.aws.cost import CREATE_SECONDS
+
+        return CREATE_SECONDS
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        from components.aws.cost import CONTROL_PLANE_HOURLY
+
+        return CONTROL_PLANE_HOURLY
+
+    def mock_answers(self) -> MockAnswers:
+        from components.aws.mock import ANSWERS
+
+        return ANSWERS
 
 
 BACKEND = AwsBackend()

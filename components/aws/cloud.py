@@ -30,7 +30,7 @@ from components.aws.identity import WorkloadIdentities, WorkloadIdentitiesArgs
 from components.aws.network import Network, NetworkArgs
 from components.aws.node_group import NodePool, NodePoolArgs, node_repair
 from components.aws.node_role import NodeRole
-from components.aws.profile import EKS_PROFILE
+from components.aws.profile import eks_profile
 from components.aws.spot_notice import SpotNoticeHandler, SpotNoticeHandlerArgs, needs_spot_notice
 from components.aws.storage import EfsStorage, LustreStorage, StorageArgs
 from components.bundle import ClusterBundle
@@ -212,7 +212,7 @@ class AwsCloud(pulumi.ComponentResource):
             region=spec.region,
             provider=eks.provider,
             kubeconfig=eks.kubeconfig,
-            profile=EKS_PROFILE,
+            profile=eks_profile(spec.region),
             node_pools=tuple(p.info for p in pools),
             storage=tuple(storage),
             buckets=buckets.names(),

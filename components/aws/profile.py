@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from components.bundle import CloudProfile, CsiChart
@@ -56,3 +57,9 @@ EKS_PROFILE = CloudProfile(
     csi_charts=(FSX_CSI_CHART,),
     preemption_grace_seconds=120,
 )
+
+
+def eks_profile(region: str) -> CloudProfile:
+    """EKS's profile in `region`: Loki keeps its chunks in the platform's S3 logs bucket, reached in its
+    region (loki chart 18.11.0 values.yaml: `loki.storage.type: s3`, `loki.storage.s3.region`)."""
+    return replace(EKS_PROFILE, loki_storage={"type": "s3", "s3": {"region": region}})

@@ -5,9 +5,10 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from components.backends import BuildArgs, CatalogBackend
+from components.backends import BuildArgs, CatalogBackend, MockAnswers
 from components.gcp import rules
 
 if TYPE_CHECKING:
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from components.backends import Prompt
     from components.bundle import ClusterBundle
+    from components.spec import PlatformSpec
 
 
 class GcpBackend(CatalogBackend):
@@ -47,6 +49,26 @@ class GcpBackend(CatalogBackend):
         from components.gcp.cloud import GcpCloud, GcpCloudArgs
 
         return GcpCloud(name, GcpCloudArgs(spec=args.spec), opts).bundle
+
+    def create_seconds(self) -> Mapping[str, float]:
+        from components.gcp.cost import CREATE_SECONDS
+
+        return CREATE_SECONDS
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        from components.gcp.cost import CONTROL_PLANE_HOURLY
+
+        return CONTROL_PLANE_HOURLY
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        from components.gcp.cost import cost_assumptions
+
+        return cost_assumptions(spec)
+
+    def mock_answers(self) -> MockAnswers:
+        from components.gcp.mock import ANSWERS
+
+        return ANSWERS
 
 
 BACKEND = GcpBackend()

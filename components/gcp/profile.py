@@ -167,6 +167,9 @@ def gke_profile(kubernetes_version: str, fabric_objects: tuple[SystemObject, ...
     return CloudProfile(
         name="gke",
         object_store="gs",
+        # Loki keeps its chunks in the platform's GCS logs bucket (loki chart 18.11.0 values.yaml:
+        # `loki.storage.type: gcs`; the bucket's location needs no setting).
+        loki_storage={"type": "gcs"},
         identity_annotation=WORKLOAD_IDENTITY_ANNOTATION,
         identity_endpoints=(GKE_METADATA_SERVER,),
         gpu_operator_values=gpu_operator_values(kubernetes_version),

@@ -21,13 +21,12 @@ from components.incluster.names import (
 )
 from components.spec import ObservabilitySpec
 
-# CloudProfile.object_store -> Loki's storage type.
-LOKI_STORAGE = {"s3": "s3", "gs": "gcs"}
-
 
 def loki_values(obs: ObservabilitySpec, bundle: ClusterBundle) -> pulumi.Output[dict[str, Any]]:
     """Loki chart values; an Output because the bucket name and identity may be unknown until deploy."""
-    store = LOKI_STORAGE.get(bundle.profile.object_store or "")
+    # The cloud's object storage for Loki, as its backend describes it (CloudProfile.loki_storage).
+    cloud_storage = dict(bundle.profile.loki_storage)
+    store = cloud_storage.pop("type", None)
     bucket = bundle.buckets.get("logs")
     if store and bucket is None:
         store = None  # no log bucket handed over: keep logs on the volume
@@ -44,8 +43,7 @@ def loki_values(obs: ObservabilitySpec, bundle: ClusterBundle) -> pulumi.Output[
             # commented out in the chart's defaults; templates/_helpers.tpl `required`s both). No template
             # of 18.11.0 reads an `admin` bucket, so none is sent.
             storage["bucketNames"] = {"chunks": bucket_name, "ruler": bucket_name}
-        if store == "s3":
-            storage["s3"] = {"region": bundle.region}
+            storage.update(cloud_storage)
         service_account: dict[str, Any] = {"create": True, "name": LOKI_SERVICE_ACCOUNT}
         if identity is not None and bundle.profile.identity_annotation:
             service_account["annotations"] = {bundle.profile.identity_annotation: identity}

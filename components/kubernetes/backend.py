@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from components.backends import BackendDefaults, BuildArgs, load_data_file
+from components.backends import BackendDefaults, BuildArgs, MockAnswers, load_data_file
 from components.kubernetes import rules
 
 if TYPE_CHECKING:
@@ -49,6 +49,15 @@ class ExistingClusterBackend(BackendDefaults):
     @cache  # noqa: B019 - one instance for the life of the process
     def verify_facts(self) -> Mapping[str, Any]:
         return load_data_file("components.kubernetes", "verify_facts.yaml")
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        # No price basis: `trainplane plan` prices nothing and says why.
+        return ["existing cluster: the hardware is already paid for; no cloud prices apply"]
+
+    def mock_answers(self) -> MockAnswers:
+        from components.kubernetes.mock import ANSWERS
+
+        return ANSWERS
 
 
 BACKEND = ExistingClusterBackend()

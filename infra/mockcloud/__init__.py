@@ -1,13 +1,13 @@
 """Run the real Pulumi program offline under the SDK's mock engine and record what it registers.
 
 Used by `trainplane plan`/`render` and by the tests. Mocked clouds answer like the real APIs do: computed
-outputs (endpoints, ARNs, DNS names) per resource type and realistic invoke results live in one module
-per cloud beside this one.
+outputs (endpoints, ARNs, DNS names) per resource type and realistic invoke results come from each
+backend's package (components/<cloud>/mock.py, through CloudBackend.mock_answers).
 
 Example:
     >>> from infra.mockcloud import run_stack
     >>> result = run_stack("aws-dev")  # doctest: +SKIP
-    >>> [r.name for r in result.of_type("aws:eks/cluster:Cluster")]  # doctest: +SKIP
+    >>> [r.name for r in result.of_type("kubernetes:core/v1:Namespace")]  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -24,42 +24,29 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime import rpc, settings
 
+from components.backends import MockAnswer
 from infra import stackfile
-from infra.mockcloud import aws as aws_mocks
-from infra.mockcloud import gcp as gcp_mocks
-from infra.mockcloud import kubernetes as k8s_mocks
+from infra.resources import Resource, Resources, normal
+
+__all__ = [
+    "MockCloud",
+    "RecordingMonitor",
+    "Resource",
+    "RunResult",
+    "run_function",
+    "run_program",
+    "run_stack",
+]
 
 PROJECT = "trainplane"
 T = TypeVar("T")
 PROGRAM = Path(__file__).resolve().parent.parent / "__main__.py"
 
-ComputedFn = Callable[[str, dict[str, Any]], Any]
-COMPUTED: dict[str, ComputedFn] = {**aws_mocks.COMPUTED, **gcp_mocks.COMPUTED, **k8s_mocks.COMPUTED}
-INVOKES: dict[str, ComputedFn] = {**aws_mocks.INVOKES, **gcp_mocks.INVOKES, **k8s_mocks.INVOKES}
-
-
-@dataclass(frozen=True)
-class Resource:
-    urn: str
-    type: str
-    name: str
-    parent: str | None
-    custom: bool
-    deps: tuple[str, ...]
-    inputs: dict[str, Any]
-    provider: str | None = None
-    # Property paths the engine leaves to others (e.g. an autoscaler owning a node group's size).
-    ignore_changes: tuple[str, ...] = ()
-    # The URNs this resource answers to besides its own (pulumi.Alias, its own or inherited from a parent
-    # with aliases), computed as the engine does: a resource whose old URN is among them is not replaced.
-    alias_urns: tuple[str, ...] = ()
-    # The URN a real engine gives it: the mock monitor keeps only the parent's own type in `urn`, the
-    # engine the parent's whole type chain (pulumi.runtime.resource: parent URN up to "::" + "$" + type).
-    engine_urn: str = ""
-
 
 @dataclass
-class RunResult:
+class RunResult(Resources):
+    """What one run of the program registered and exported."""
+
     stack: str
     resources: list[Resource]
     outputs: dict[str, Any]
@@ -67,20 +54,19 @@ class RunResult:
     stack_references: list[str] = field(default_factory=list)
     invokes: list[str] = field(default_factory=list)
 
-    def of_type(self, type_: str) -> list[Resource]:
-        return [r for r in self.resources if r.type == type_]
 
-    def named(self, name: str) -> Resource:
-        found = [r for r in self.resources if r.name == name]
-        if len(found) != 1:
-            raise KeyError(f"{len(found)} resources named {name!r}")
-        return found[0]
+def mock_answers() -> tuple[dict[str, MockAnswer], dict[str, MockAnswer]]:
+    """(computed outputs per resource type, answers per invoke token) of every registered backend, merged:
+    each cloud brings its own (CloudBackend.mock_answers), keyed by its provider's tokens."""
+    from components.backends import backends
 
-    def by_urn(self) -> dict[str, Resource]:
-        return {r.urn: r for r in self.resources}
-
-    def children(self, parent: Resource) -> list[Resource]:
-        return [r for r in self.resources if r.parent == parent.urn]
+    computed: dict[str, MockAnswer] = {}
+    invokes: dict[str, MockAnswer] = {}
+    for b in backends():
+        answers = b.mock_answers()
+        computed.update(answers.computed)
+        invokes.update(answers.invokes)
+    return computed, invokes
 
 
 def _plain(value: Any) -> Any:
@@ -100,6 +86,7 @@ class MockCloud(pulumi_mocks.Mocks):
         self.stack_refs = stack_refs
         self.reads: list[str] = []
         self.invokes: list[str] = []
+        self.computed, self.answers = mock_answers()
 
     def new_resource(self, args: pulumi_mocks.MockResourceArgs):
         if args.typ == "pulumi:pulumi:StackReference":
@@ -110,7 +97,7 @@ class MockCloud(pulumi_mocks.Mocks):
                 raise KeyError(f"no recorded outputs for stack reference {ref!r}")
             return [ref, {"name": ref, "outputs": dict(outputs), "secretOutputNames": []}]
         state = dict(args.inputs)
-        computed = COMPUTED.get(args.typ)
+        computed = self.computed.get(args.typ)
         if computed is not None:
             state.update(computed(args.name, args.inputs))
         state.setdefault("id", f"{args.name}-id")
@@ -118,10 +105,10 @@ class MockCloud(pulumi_mocks.Mocks):
 
     def call(self, args: pulumi_mocks.MockCallArgs):
         self.invokes.append(args.token)
-        answer = INVOKES.get(args.token)
+        answer = self.answers.get(args.token)
         if answer is None:
             # An unmocked invoke silently returns {} in the SDK; fail loudly so tests notice.
-            raise NotImplementedError(f"invoke {args.token} has no mock answer in infra/mockcloud")
+            raise NotImplementedError(f"invoke {args.token} has no mock answer (CloudBackend.mock_answers)")
         return answer(args.token, dict(args.args))
 
 
@@ -217,7 +204,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     parent=request.parent or None,
                     custom=bool(request.custom),
                     deps=tuple(sorted(deps)),
-                    inputs=_plain(rpc.deserialize_properties(request.object)),
+                    inputs=normal(_plain(rpc.deserialize_properties(request.object))),
                     provider=request.provider or None,
                     ignore_changes=tuple(request.ignoreChanges),
                     alias_urns=aliases,

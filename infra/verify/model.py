@@ -15,7 +15,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
+from infra.resources import HELM_RELEASE, Resource, Resources, normal
+
+# The engine's record of a resource is the plan's: one model (infra/resources.py), under verify's name.
+PlanResource = Resource
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
@@ -23,38 +26,6 @@ GKE_CLUSTER = "gcp:container/cluster:Cluster"
 
 class PlanError(Exception):
     """A plan that cannot be read (bad dump file, unknown format): one line naming the file."""
-
-
-def normal(value: Any) -> Any:
-    """Undo the mock engine's number encoding (every number arrives as a float)."""
-    if isinstance(value, dict):
-        return {k: normal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [normal(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-@dataclass(frozen=True)
-class PlanResource:
-    urn: str
-    type: str
-    name: str
-    parent: str | None
-    custom: bool
-    deps: tuple[str, ...]
-    inputs: Mapping[str, Any]
-    provider: str | None = None
-
-    @property
-    def is_kubernetes_object(self) -> bool:
-        return (
-            self.custom
-            and self.type.startswith("kubernetes:")
-            and self.type != HELM_RELEASE
-            and not self.type.startswith("pulumi:providers:")
-        )
 
 
 @dataclass(frozen=True)
@@ -109,7 +80,7 @@ class HelmRelease:
 
 
 @dataclass(frozen=True)
-class Plan:
+class Plan(Resources):
     """A platform's or a job's plan. A job plan carries its platform's plan in `platform`."""
 
     stack: str
@@ -124,13 +95,7 @@ class Plan:
     source: str = "offline plan"
     _objects: tuple[K8sObject, ...] = field(default=(), repr=False)
 
-    # ---- lookups -------------------------------------------------------------------------------
-    def of_type(self, type_: str) -> list[PlanResource]:
-        return [r for r in self.resources if r.type == type_]
-
-    def by_urn(self) -> dict[str, PlanResource]:
-        return {r.urn: r for r in self.resources}
-
+    # ---- lookups (of_type, by_urn, named, children: Resources) -------------------------------------
     def objects(self, kind: str | None = None, namespace: str | None = None) -> list[K8sObject]:
         return [
             o
@@ -275,21 +240,9 @@ def build(
 
 
 def from_run(result: Any, config: Mapping[str, Any] | None = None, platform: Plan | None = None) -> Plan:
-    """A plan from `infra.mockcloud.RunResult` (what `trainplane plan` runs)."""
-    resources = tuple(
-        PlanResource(
-            urn=r.urn,
-            type=r.type,
-            name=r.name,
-            parent=r.parent,
-            custom=r.custom,
-            deps=tuple(r.deps),
-            inputs=normal(dict(r.inputs)),
-            provider=r.provider,
-        )
-        for r in result.resources
-    )
-    return build(result.stack, resources, result.outputs, config, platform, "offline plan")
+    """A plan from `infra.mockcloud.RunResult` (what `trainplane plan` runs): its very records, which the
+    engine already holds with the program's numbers (infra/resources.py)."""
+    return build(result.stack, tuple(result.resources), result.outputs, config, platform, "offline plan")
 
 
 def load_dump(path: str | Path, platform: Plan | None = None) -> Plan:

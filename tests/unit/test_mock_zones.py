@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from infra.mockcloud import aws as aws_mock
-from infra.mockcloud.aws_zones import MOTO_VERSION, ZONES
+from components.aws import mock as aws_mock
+from components.aws.mock_zones import MOTO_VERSION, ZONES
 from tests.conftest import plan_object, platform_object
 
 SUBNET = "aws:ec2/subnet:Subnet"

@@ -1,26 +1,30 @@
 """A fourth cloud, written and registered here and nowhere else: the registry, the catalog (its own
 machines and prices), the spec rules (its capacity kinds, regions, object store), the quickstart, the
-in-cluster layer and the platform outputs take it without an edit outside this module."""
+in-cluster layer, the platform outputs, the offline engine (its mock answers) and `trainplane plan` (its
+prices, control plane and creation times) take it without an edit outside this module."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 import pytest
+import yaml
 
 from components.backends import (
     BackendDefaults,
     BuildArgs,
+    MockAnswers,
     Prompt,
     backend_names,
     register_backend,
     unregister_backend,
 )
 from components.bundle import CloudProfile, ClusterBundle, NodePoolInfo, SystemObject, TaintInfo
-from components.catalog import CatalogSection, MachineShape, catalog
+from components.catalog import CatalogSection, MachineShape, PriceBasis, catalog
 from components.outputs import PlatformOutputs
 from components.quickstart import platform_from_prompts
 from components.regions import region_problems
@@ -61,6 +65,13 @@ TOY_CAPACITY = CapacityKinds(
     offered=("on-demand", "spot"),
     instead={"capacity-block": "spot", "flex-start": "spot"},
 )
+TOY_CLUSTER = "toy:index/cluster:Cluster"
+TOY_VERSION = "toy:index/getVersion:getVersion"
+
+
+def toy_cluster_answer(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    """What the toy cloud computes for a cluster it creates: its API endpoint."""
+    return {"endpoint": f"https://{inputs['name']}.toy.example"}
 
 
 class ToyCluster(pulumi.ComponentResource):
@@ -68,7 +79,18 @@ class ToyCluster(pulumi.ComponentResource):
 
     def __init__(self, name: str, spec: PlatformSpec, opts: pulumi.ResourceOptions):
         super().__init__("trainplane:toy:ToyCluster", name, None, opts)
-        provider = k8s.Provider(f"{name}-k8s", kubeconfig="(toy)", opts=pulumi.ResourceOptions(parent=self))
+        version = pulumi.runtime.invoke(TOY_VERSION, {}).value["version"]
+        cluster = pulumi.CustomResource(
+            TOY_CLUSTER,
+            f"{name}-cluster",
+            {"name": spec.cluster.name, "version": version, "endpoint": None},
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        provider = k8s.Provider(
+            f"{name}-k8s",
+            kubeconfig=cluster.endpoint.apply(lambda e: f"(toy kubeconfig for {e})"),  # type: ignore[attr-defined]
+            opts=pulumi.ResourceOptions(parent=self),
+        )
         self.bundle = ClusterBundle(
             name=spec.cluster.name,
             region=spec.region,
@@ -77,6 +99,12 @@ class ToyCluster(pulumi.ComponentResource):
             profile=CloudProfile(
                 name="toy",
                 object_store="toy",
+                # An S3-compatible store (loki chart 18.11.0 values.yaml: loki.storage.s3.endpoint,
+                # s3ForcePathStyle).
+                loki_storage={
+                    "type": "s3",
+                    "s3": {"endpoint": "https://objects.toy.example", "s3ForcePathStyle": True},
+                },
                 identity_annotation="toy.example.com/identity",
                 gpu_operator_values={"driver": {"enabled": True, "version": "580.65.06"}},
                 system_objects=(
@@ -109,7 +137,10 @@ class ToyCluster(pulumi.ComponentResource):
                 )
                 for p in spec.node_pools
             ),
-            buckets={"checkpoints": f"{spec.cluster.name}-toy-checkpoints"},
+            buckets={
+                "checkpoints": f"{spec.cluster.name}-toy-checkpoints",
+                "logs": f"{spec.cluster.name}-toy-logs",
+            },
             team_identities={t.name: f"{t.name}@toy" for t in spec.teams},
             storage_class="toy-block",
         )
@@ -162,6 +193,24 @@ class ToyBackend(BackendDefaults):
     def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
         pool = {**gpu_pool, "selector": {"pool": "gpu"}}
         return {"region": get("region") or "toy-east", "nodePools": [pool]}
+
+    def create_seconds(self) -> Mapping[str, float]:
+        return {TOY_CLUSTER: 900}
+
+    def price_basis(self) -> PriceBasis | None:
+        return catalog().pricing.get("toy")
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        return 0.25
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        return ["toy: nodes are billed by the started hour"]
+
+    def mock_answers(self) -> MockAnswers:
+        return MockAnswers(
+            computed={TOY_CLUSTER: toy_cluster_answer},
+            invokes={TOY_VERSION: lambda token, args: {"version": "1.33"}},
+        )
 
 
 TOY_PLATFORM = {
@@ -368,3 +417,54 @@ def test_the_quickstart_asks_the_toy_cloud(toy):
     assert spec.region == "toy-east"
     assert [(p.name, p.selector, p.max_nodes) for p in spec.node_pools] == [("gpu", {"pool": "gpu"}, 2)]
     assert spec.observability.loki and spec.teams[0].gpu_quota == 16
+
+
+def test_the_offline_engine_answers_with_the_toy_clouds_mock_answers(toy):
+    result = plan_object(TOY_PLATFORM, "toy-dev")
+    cluster = one(result, TOY_CLUSTER)
+    assert cluster.inputs["version"] == "1.33"  # the toy invoke's answer
+    assert TOY_VERSION in result.invokes
+    provider = one(result, "pulumi:providers:kubernetes", "toyland-k8s")
+    # The endpoint only the toy cloud's computed outputs give (an unmocked output stays unknown).
+    assert provider.inputs["kubeconfig"] == "(toy kubeconfig for https://toyland.toy.example)"
+
+
+def test_plan_prices_and_times_the_toy_platform(toy, tmp_path, capsys):
+    from infra.cli import main
+
+    stack = tmp_path / "Pulumi.toy-dev.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"trainplane:platform": TOY_PLATFORM}}))
+    assert main(["plan", str(stack), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    cost = summary["cost"]
+    gpu = next(p for p in cost["pools"] if p["pool"] == "gpu")
+    assert (gpu["machine"], gpu["onDemandHourly"], gpu["spotHourly"]) == ("toy-8gpu", 1.0, 0.5)
+    assert gpu["priceSource"] == "catalog list price, toy-east, 2026-11"
+    assert cost["controlPlaneHourly"] == 0.25
+    # One cpu node at minimum; two GPU nodes more at maximum; plus the control plane.
+    assert (cost["minHourly"], cost["maxHourly"]) == (1.25, 3.25)
+    assert (
+        "control plane: $0.25/h; storage, data transfer and load balancers are not included"
+        in (cost["assumptions"])
+    )
+    assert cost["assumptions"][-1] == "toy: nodes are billed by the started hour"
+    # The toy cluster's creation time puts it at the head of the critical path.
+    steps = summary["criticalPath"]["steps"]
+    assert steps[0] == {"name": "toyland-cluster", "type": TOY_CLUSTER, "seconds": 900}
+
+    assert main(["plan", str(stack)]) == 0
+    text = capsys.readouterr().out
+    assert "$1.00/h" in text and "$0.50/h" in text
+    assert "control plane: $0.25/h" in text
+
+
+def test_loki_stores_logs_where_the_toy_profile_says(toy):
+    """The in-cluster layer takes Loki's object storage from the profile: no edit of logs.py per cloud."""
+    result = plan_object({**TOY_PLATFORM, "observability": {"loki": True}}, "toy-dev")
+    loki = next(r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"] == "loki")
+    assert loki.inputs["values"]["loki"]["storage"] == {
+        "type": "s3",
+        "bucketNames": {"chunks": "toyland-toy-logs", "ruler": "toyland-toy-logs"},
+        "s3": {"endpoint": "https://objects.toy.example", "s3ForcePathStyle": True},
+    }
+    assert loki.inputs["values"]["loki"]["schemaConfig"]["configs"][0]["object_store"] == "s3"

@@ -1,7 +1,7 @@
 """What AWS would answer: computed outputs per resource type and invoke results (account 123456789012).
 
 Answers are per region: the stack's `aws:region` (us-east-1 when unset, the provider's own default is
-none) picks the zones (moto's per-region data, infra/mockcloud/aws_zones.py), the partition, and the
+none) picks the zones (moto's per-region data, components/aws/mock_zones.py), the partition, and the
 region in ARNs, endpoints and DNS names.
 """
 
@@ -14,7 +14,8 @@ from typing import Any
 
 from pulumi.runtime.config import get_config
 
-from infra.mockcloud.aws_zones import ZONES
+from components.aws.mock_zones import ZONES
+from components.backends import MockAnswers
 
 ACCOUNT = "123456789012"
 DEFAULT_REGION = "us-east-1"
@@ -182,3 +183,5 @@ INVOKES = {
         "id": a.get("arn"),
     },
 }
+
+ANSWERS = MockAnswers(computed=COMPUTED, invokes=INVOKES)

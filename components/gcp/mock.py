@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.backends import MockAnswer, MockAnswers
+
 PROJECT = "example-ml-dev"
 PROJECT_NUMBER = "123456789012"
 COMPUTE = "https://www.googleapis.com/compute/v1"
@@ -144,7 +146,7 @@ COMPUTED = {
     },
 }
 
-INVOKES = {
+INVOKES: dict[str, MockAnswer] = {
     "gcp:organizations/getClientConfig:getClientConfig": lambda t, a: {
         "project": PROJECT,
         "region": "us-central1",
@@ -161,3 +163,5 @@ INVOKES = {
         "names": ["us-central1-a", "us-central1-b", "us-central1-c", "us-central1-f"],
     },
 }
+
+ANSWERS = MockAnswers(computed=COMPUTED, invokes=INVOKES)

@@ -1,0 +1,50 @@
+"""Plan, cost, the offline engine and the logs stack ask the backend, never name a cloud (issue 23): each
+cloud's creation times, prices, control-plane fee, mock answers and Loki storage live in its package."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from components.backends import BackendDefaults, backend, backends
+from tests.conftest import ROOT
+from tests.unit.test_architecture import cloud_branches
+
+# What used to hold cloud tables or branches.
+ASKING = [
+    *sorted((ROOT / "infra").glob("plan*.py")),
+    *sorted((ROOT / "infra" / "mockcloud").glob("*.py")),
+    ROOT / "infra" / "resources.py",
+    ROOT / "components" / "incluster" / "logs.py",
+    ROOT / "components" / "job_stack.py",
+]
+CLOUD_TOKEN = re.compile(r"""["'](aws|gcp):""")
+BACKEND_PACKAGES = ("components.aws", "components.gcp", "components.kubernetes", "pulumi_aws", "pulumi_gcp")
+
+
+@pytest.mark.parametrize("path", ASKING, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_cloud_is_named_outside_its_backend(path):
+    source = path.read_text()
+    assert cloud_branches(source) == []
+    assert CLOUD_TOKEN.findall(source) == []
+    imported = [n.module or "" for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ImportFrom)] + [
+        a.name for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Import) for a in n.names
+    ]
+    assert [m for m in imported if m.startswith(BACKEND_PACKAGES)] == []
+
+
+def test_every_built_in_backend_answers_the_plan_and_engine_hooks():
+    for b in backends():
+        assert isinstance(b, BackendDefaults), b.name
+        answers = b.mock_answers()
+        # Each cloud answers for its own provider's tokens only.
+        assert all(t.startswith(("kubernetes:", f"{b.name}:")) for t in [*answers.computed, *answers.invokes])
+        assert all(t.startswith(f"{b.name}:") for t in b.create_seconds())
+
+
+def test_an_existing_cluster_is_not_priced():
+    existing = backend("kubernetes")
+    assert existing.price_basis() is None
+    assert backend("aws").price_basis() is not None
