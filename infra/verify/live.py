@@ -9,25 +9,14 @@ in infra/verify/checks/live_cluster.py) then ask it the offline checks' question
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from infra.verify.context import Context
 from infra.verify.model import Plan
 from infra.verify.report import Report
+from infra.verify.view import ClusterState, LiveView
 
-
-@dataclass
-class ClusterState:
-    """What verify reads from a cluster: plain dicts, as the API serves them."""
-
-    storage_classes: list[dict[str, Any]] = field(default_factory=list)
-    csi_drivers: list[dict[str, Any]] = field(default_factory=list)
-    nodes: list[dict[str, Any]] = field(default_factory=list)
-    pvcs: list[dict[str, Any]] = field(default_factory=list)
-    daemon_sets: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    service_accounts: list[dict[str, Any]] = field(default_factory=list)
+__all__ = ["ClusterState", "LiveError", "read_cluster", "verify_live", "verify_state"]
 
 
 class LiveError(Exception):
@@ -77,7 +66,6 @@ def verify_state(
 ) -> Report:
     """The registry's live runners on what was read from a cluster (offline-only checks: skipped)."""
     from infra.verify import run_checks
-    from infra.verify.view import LiveView
 
     return run_checks(plan, LiveView(Context(plan), state, source), checks)
 

@@ -8,13 +8,11 @@ findings differ only where the view says where its answer comes from (`place`, `
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
 
 from infra.verify import facts as F
 from infra.verify.context import Context
-
-if TYPE_CHECKING:
-    from infra.verify.live import ClusterState
 
 DEFAULT_ANNOTATIONS = (
     "storageclass.kubernetes.io/is-default-class",
@@ -22,6 +20,19 @@ DEFAULT_ANNOTATIONS = (
 )
 
 Key = tuple[str, str]  # (namespace, name)
+
+
+@dataclass
+class ClusterState:
+    """What verify reads from a cluster: plain dicts, as the API serves them."""
+
+    storage_classes: list[dict[str, Any]] = field(default_factory=list)
+    csi_drivers: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[dict[str, Any]] = field(default_factory=list)
+    pvcs: list[dict[str, Any]] = field(default_factory=list)
+    daemon_sets: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    service_accounts: list[dict[str, Any]] = field(default_factory=list)
 
 
 class ClusterView(Protocol):
@@ -147,7 +158,7 @@ class PlanView:
 
 
 class LiveView:
-    """A running cluster, as read once (infra/verify/live.py ClusterState)."""
+    """A running cluster, as read once (`ClusterState`, by infra/verify/live.py read_cluster)."""
 
     mode: Literal["offline", "live"] = "live"
     place = "the cluster"
