@@ -135,3 +135,23 @@ def test_live_network_finds_any_agent_the_facts_name():
         report = verify_state(p, ClusterState(daemon_sets=[ds]), ["network"])
         assert report.ok and report.check("network").examined == [agent["what"]], agent
     assert verify_state(p, ClusterState(), ["network"]).failed() == ["network"]
+
+
+def test_stacks_are_loaded_by_the_library_and_the_cli_maps_its_errors():
+    import pytest
+
+    from infra import cli, stacks
+    from infra.verify import plan_from_stack
+
+    assert cli.UsageError is stacks.UsageError  # what the library raises is what the CLI turns into exit 2
+    with pytest.raises(stacks.UsageError, match="no-such-stack"):
+        plan_from_stack("no-such-stack")
+
+
+def test_the_cli_and_verify_modules_stay_under_400_lines():
+    paths = [ROOT / "infra" / "cli.py", ROOT / "infra" / "stacks.py"]
+    paths += sorted((ROOT / "infra" / "commands").glob("*.py")) + sorted(
+        (ROOT / "infra" / "verify").rglob("*.py")
+    )
+    long = [f"{p.relative_to(ROOT)}: {n}" for p in paths if (n := len(p.read_text().splitlines())) > 400]
+    assert long == []
