@@ -8,19 +8,24 @@ Library API:
     (False, ['storage', 'network'])
     >>> report = verify_dump("/tmp/aws-dev.json")   # `trainplane plan aws-dev --dump /tmp/aws-dev.json`  # doctest: +SKIP
 
-`verify(plan)` runs the named checks (storage, network, scheduling, identity, observability) on a
-`infra.verify.model.Plan` and returns a typed `Report`; `infra.verify.live` checks a running cluster.
+`verify(plan)` runs the checks of `infra.verify.registry` (default: all) on a `infra.verify.model.Plan`
+and returns a typed `Report`; `infra.verify.live` runs their live twins on a running cluster, through the
+same `run_checks` over a cluster view (`infra.verify.view`: a plan, or what the API server serves).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from infra.verify import registry
 from infra.verify.context import Context
 from infra.verify.model import Plan, PlanError, from_run
 from infra.verify.report import CHECKS, CheckResult, Finding, Report
+
+if TYPE_CHECKING:
+    from infra.verify.view import ClusterView
 
 __all__ = [
     "CHECKS",
@@ -30,67 +35,53 @@ __all__ = [
     "PlanError",
     "Report",
     "plan_from_stack",
+    "run_checks",
     "verify",
     "verify_dump",
     "verify_stack",
 ]
 
 
-def _runners() -> dict[str, Callable[[Context], CheckResult]]:
-    from infra.verify.checks import (
-        admission,
-        create_rules,
-        fabric,
-        identity,
-        network,
-        observability,
-        scheduling,
-        storage,
-    )
-
-    return {
-        "storage": storage.run,
-        "network": network.run,
-        "scheduling": scheduling.run,
-        "identity": identity.run,
-        "observability": observability.run,
-        "fabric": fabric.run,
-        "admission": admission.run,
-        "cloud": create_rules.run,
-    }
-
-
 def verify(plan: Plan, checks: Sequence[str] | None = None) -> Report:
-    """Run `checks` (default: all) on a plan."""
-    ctx = Context(plan)
-    runners = _runners()
-    report = Report(
-        stack=plan.stack,
-        cloud=plan.cloud,
-        kubernetes_version=plan.kubernetes_version,
-        mode="offline",
-        source=plan.source,
-    )
+    """Run `checks` (default: all, in registry order) on a plan."""
+    from infra.verify.view import PlanView
+
+    return run_checks(plan, PlanView(Context(plan)), checks)
+
+
+def run_checks(plan: Plan, view: ClusterView, checks: Sequence[str] | None = None) -> Report:
+    """The checks of the registry on one cluster view: each check's offline runner on a plan view, its
+    live runner on a live cluster (a check without one is skipped there, saying so)."""
+    ctx = view.ctx
+    report = Report(plan.stack, plan.cloud, plan.kubernetes_version, view.mode, view.source)
     for name in checks or CHECKS:
-        report.checks.append(runners[name](ctx))
+        check = registry.check(name)
+        if view.mode == "offline":
+            report.checks.append(check.offline_runner()(ctx))
+            continue
+        live = check.live_runner()
+        if live is None:
+            report.checks.append(CheckResult(name, skipped="offline only: run verify without --kubeconfig"))
+        else:
+            report.checks.append(live(ctx, view))
     return report
 
 
 def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     """Plan a stack offline the way `trainplane plan` does: a job stack on its platform's plan (or on
-    recorded platform outputs in `refs`). Bad stacks raise infra.cli.UsageError (exit 2)."""
+    recorded platform outputs in `refs`). Bad stacks raise infra.stacks.UsageError (exit 2 in the CLI)."""
     from components.spec import JobSpec, PlatformSpec
-    from infra.cli import _load_stack, _run, _validated, no_object_error, platform_stack_file
+    from infra.stacks import load_stack, no_object_error, platform_stack_file, run_stack, validated
 
-    sf = _load_stack(stack)
+    sf = load_stack(stack)
     raw = sf.object("trainplane:platform")
     if raw is not None:
-        _validated(sf, "trainplane:platform", PlatformSpec)
-        return from_run(_run(sf), raw if isinstance(raw, dict) else None)
+        validated(sf, "trainplane:platform", PlatformSpec)
+        return from_run(run_stack(sf), raw if isinstance(raw, dict) else None)
     job_raw = sf.object("trainplane:job")
     if job_raw is None:
         raise no_object_error(sf)
-    job = _validated(sf, "trainplane:job", JobSpec)
+    job = validated(sf, "trainplane:job", JobSpec)
     refs = dict(refs or {})
     short = job.platform_stack.split("/")[-1]
     if job.platform_stack in refs or short in refs:
@@ -98,9 +89,9 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     else:
         psf = platform_stack_file(sf, job)
         praw = psf.object("trainplane:platform")
-        _validated(psf, "trainplane:platform", PlatformSpec)
-        platform = from_run(_run(psf), praw if isinstance(praw, dict) else None)
-    result = _run(sf, {job.platform_stack: dict(platform.outputs)})
+        validated(psf, "trainplane:platform", PlatformSpec)
+        platform = from_run(run_stack(psf), praw if isinstance(praw, dict) else None)
+    result = run_stack(sf, {job.platform_stack: dict(platform.outputs)})
     return from_run(result, job_raw if isinstance(job_raw, dict) else None, platform)
 
 

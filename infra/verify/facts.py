@@ -82,3 +82,10 @@ def chart_value(chart_name: str, values: Any, path: str) -> Any:
 
 
 _MISSING = object()
+
+
+def network_policy_agents() -> list[dict[str, Any]]:
+    """The kube-system DaemonSets that enforce NetworkPolicy: every backend's own (a brought cluster may
+    run any cloud's CNI) before the cloud-neutral ones of facts.yaml."""
+    own = [a for c in facts()["clouds"].values() for a in c.get("networkPolicyAgents") or []]
+    return [*own, *facts()["networkPolicyAgents"]]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any
 
 from infra.resources import HELM_RELEASE, Resource, Resources, normal
@@ -243,10 +242,3 @@ def from_run(result: Any, config: Mapping[str, Any] | None = None, platform: Pla
     """A plan from `infra.mockcloud.RunResult` (what `trainplane plan` runs): its very records, which the
     engine already holds with the program's numbers (infra/resources.py)."""
     return build(result.stack, tuple(result.resources), result.outputs, config, platform, "offline plan")
-
-
-def load_dump(path: str | Path, platform: Plan | None = None) -> Plan:
-    """A plan from a dump file (infra/verify/dump.py); PlanError names the file and what is wrong."""
-    from infra.verify.dump import load_dump as _load
-
-    return _load(path, platform)

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-CHECKS = ("storage", "network", "scheduling", "identity", "observability", "fabric", "admission", "cloud")
+from infra.verify.registry import CHECKS
+
+__all__ = ["CHECKS", "CheckResult", "Finding", "Report", "Status"]
 Status = Literal["pass", "fail", "skip"]
 
 

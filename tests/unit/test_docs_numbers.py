@@ -27,7 +27,7 @@ COMMAND = re.compile(r"trainplane plan (?P<stack>[\w-]+)\b[^\n]*?about (?P<n>\d+
 
 @functools.cache
 def _summary(stack: str):
-    from infra.cli import plan_stack
+    from infra.stacks import plan_stack
 
     return plan_stack(stack)[1]
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from components import nccl_floors as fabrics
-from infra import cli
+from infra import cli, stacks
 from infra.nccl_test import COMPLETION_INDEX_LABEL, JOBSET_NAME_LABEL, PreflightError, build, run_live
 from trainer.collectives import RESULT_PREFIX, Result, Row
 
@@ -22,7 +22,7 @@ JOB_STACK = "gpt-small-aws-dev"
 
 @pytest.fixture(scope="module")
 def job_and_platform():
-    return cli._job_and_platform(JOB_STACK, [])
+    return stacks.job_and_platform(JOB_STACK, [])
 
 
 def _container(manifest):
@@ -191,7 +191,7 @@ def test_a_tcpxo_preflight_carries_the_fabric_and_is_judged_against_a3_megas_pub
         "    nodePool: h100mega\n    spot: true\n    nodes: {min: 2, max: 2}\n    gpusPerNode: 8\n"
         "    trainer: {model: gpt-small, globalBatchSize: 64, microBatchSize: 4}\n"
     )
-    job, platform = cli._job_and_platform(str(stack), [])
+    job, platform = stacks.job_and_platform(str(stack), [])
     pf = build(job, platform)
     tcpxo = fabrics.floor_gbps("tcpxo", "all_gather")
     assert (pf.fabric, pf.floor_gbps, pf.nodes) == ("tcpxo", tcpxo.minimum(), 2)

@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from infra.verify.checks.observability import ScrapeSpec, scraped_labels
+from infra.verify.checks.scrape_labels import ScrapeSpec, scraped_labels
 from tests.unit.verify_plans import edit, kind, lines, plan, release, run
 
 

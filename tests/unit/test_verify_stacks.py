@@ -14,7 +14,7 @@ import pytest
 
 from infra.cli import main
 from infra.verify import plan_from_stack, verify
-from infra.verify.model import load_dump
+from infra.verify.dump import load_dump
 from tests.conftest import ROOT, stack_files
 from tests.unit.verify_plans import edit, plan, prometheus_class, release
 

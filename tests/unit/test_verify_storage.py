@@ -9,7 +9,7 @@ import json
 import pytest
 
 from infra.verify import verify
-from infra.verify.model import load_dump
+from infra.verify.dump import load_dump
 from infra.verify.netpol import Peer, allowed
 from tests.unit.test_gcp_support import mutated
 from tests.unit.verify_plans import edit, lines, plan, plan_of, plus, prometheus_class, release, run

@@ -22,49 +22,7 @@ from infra.verify.charts import Claim, tolerates
 from infra.verify.checks import gcp_storage
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
-
-DEFAULT_ANNOTATIONS = (
-    "storageclass.kubernetes.io/is-default-class",
-    "storageclass.beta.kubernetes.io/is-default-class",
-)
-
-
-def _classes(ctx: Context) -> tuple[dict[str, dict[str, Any]], bool]:
-    """(name -> {provisioner, default, by}, cloud known): the plan's StorageClasses over the cloud's own.
-
-    The cloud's own classes are unknown offline on existing clusters (known = False)."""
-    plan = ctx.platform
-    cloud = F.storage_classes(plan.cloud, plan.minor)
-    out: dict[str, dict[str, Any]] = {}
-    if cloud is not None:
-        out = {
-            c["name"]: {
-                "provisioner": c["provisioner"],
-                "default": c["default"],
-                "by": f"{plan.cloud} (facts)",
-            }
-            for c in cloud
-        }
-    created = {}
-    for sc in plan.objects("StorageClass"):
-        created[sc.name] = {
-            "provisioner": sc.body.get("provisioner"),
-            "default": any(str(sc.annotations.get(a)).lower() == "true" for a in DEFAULT_ANNOTATIONS),
-            "by": sc.ref,
-        }
-    out.update(created)
-    return out, cloud is not None
-
-
-def _provisioner_installed(ctx: Context, provisioner: str) -> str | None:
-    """What installs the CSI driver behind `provisioner`, or None when nothing does."""
-    migrated = F.cloud(ctx.platform.cloud).get("csiMigration") or {}
-    driver = migrated.get(provisioner, provisioner)
-    return ctx.charts.csi_drivers.get(driver)
-
-
-def _driver_of(provisioner: str, cloud: str) -> str:
-    return (F.cloud(cloud).get("csiMigration") or {}).get(provisioner, provisioner)
+from infra.verify.view import ClusterView, PlanView, driver_of
 
 
 def _check_controller_identity(ctx: Context, res: CheckResult, driver: str) -> None:
@@ -123,10 +81,10 @@ def _check_static_claim(ctx: Context, res: CheckResult, claim: Claim, where: str
         res.fail(f"{where}: {pv.ref} needs CSI driver {driver}, which nothing in the plan installs", pv.ref)
 
 
-def check_claim(ctx: Context, res: CheckResult, claim: Claim, classes: dict, cloud_known: bool) -> None:
+def check_claim(ctx: Context, res: CheckResult, claim: Claim, view: ClusterView) -> None:
+    """One claim against the classes and CSI drivers of a cluster view: offline (a plan) or live."""
     where = f"PVC {claim.namespace}/{claim.name} ({claim.owner})"
-    plan = ctx.platform
-    version = f"{plan.cloud} {plan.kubernetes_version or '(version unknown)'}"
+    classes, cloud_known = view.storage_classes(), view.classes_known
     if claim.storage_class == "":
         _check_static_claim(ctx, res, claim, where)
         return
@@ -142,7 +100,7 @@ def check_claim(ctx: Context, res: CheckResult, claim: Claim, classes: dict, clo
         defaults = [n for n, c in classes.items() if c["default"]]
         if not defaults:
             res.fail(
-                f"{where} names no StorageClass and {version} has no default StorageClass: it stays Pending",
+                f"{where} names no StorageClass and {view.place} has no default StorageClass: it stays Pending",
                 claim.owner,
             )
             return
@@ -151,22 +109,20 @@ def check_claim(ctx: Context, res: CheckResult, claim: Claim, classes: dict, clo
         name = claim.storage_class
         if name not in classes:
             res.fail(
-                f"{where} asks for StorageClass {name!r}, which neither the plan nor {version} creates "
-                f"(known: {', '.join(sorted(classes)) or 'none'})",
-                claim.owner,
+                f"{where} asks for StorageClass {name!r}{view.missing_class(sorted(classes))}", claim.owner
             )
             return
     sc = classes[name]
-    installed = _provisioner_installed(ctx, str(sc["provisioner"]))
+    installed = view.provisioner_installed(str(sc["provisioner"]))
     if installed is None and not cloud_known:
         res.note(
             f"{where}: whether provisioner {sc['provisioner']} runs on this existing cluster is checked live"
         )
     elif installed is None:
-        driver = _driver_of(str(sc["provisioner"]), plan.cloud)
+        driver = driver_of(str(sc["provisioner"]), ctx.platform.cloud)
         res.fail(
             f"{where} binds to StorageClass {name} ({sc['by']}) whose provisioner {sc['provisioner']} "
-            f"needs CSI driver {driver}, which the plan does not install",
+            f"needs CSI driver {driver}, {view.missing_driver}",
             claim.owner,
         )
 
@@ -295,7 +251,7 @@ def check_pod_volumes(ctx: Context, res: CheckResult) -> None:
 
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("storage")
-    classes, cloud_known = _classes(ctx)
+    view = PlanView(ctx)
     claims = ctx.charts.claims
     if ctx.job_only:
         mounted = {
@@ -308,7 +264,7 @@ def run(ctx: Context) -> CheckResult:
         for u in ctx.charts.unknown:
             res.fail(u)
     for claim in claims:
-        check_claim(ctx, res, claim, classes, cloud_known)
+        check_claim(ctx, res, claim, view)
         res.examined.append(f"{claim.namespace}/{claim.name}")
     if not ctx.job_only:
         for driver in sorted(set(ctx.charts.csi_drivers)):

@@ -1,0 +1,158 @@
+"""Loading, validating and running a stack offline: what `trainplane plan`, `render`, `verify` and
+`nccl-test` and the verify library (`infra.verify.plan_from_stack`) share.
+
+The library raises `UsageError` (bad input from the user: one line per problem, exit 2 in the CLI); the
+CLI (infra/cli.py) imports this module, never the reverse.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed as lines, exit 2."""
+
+    def __init__(self, lines: list[str]):
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def load_stack(stack: str) -> Any:
+    from infra import stackfile
+
+    try:
+        return stackfile.load(stack)
+    except stackfile.StackFileError as e:
+        raise UsageError([str(e)]) from None
+
+
+def no_object_error(sf: Any) -> UsageError:
+    """A stack file with neither object; a mistyped `trainplane:` key gets a did-you-mean."""
+    import difflib
+
+    hint = ""
+    for key in sorted(k for k in sf.config if k.startswith("trainplane:")):
+        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        if close:
+            hint = f"; {key!r} is not one: did you mean {close[0]!r}?"
+            break
+    return UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config{hint}"])
+
+
+def platform_stack_file(sf: Any, job: Any) -> Any:
+    """The stack file of the platform a job names (job.platformStack), or one line saying why not."""
+    from infra import stackfile
+
+    try:
+        psf = stackfile.load(job.platform_stack)
+    except stackfile.StackFileError as e:
+        raise UsageError([f"{sf.path}: job.platformStack {job.platform_stack!r}: {e}"]) from None
+    if psf.object("trainplane:platform") is None:
+        held = "a job stack (trainplane:job)" if psf.object("trainplane:job") is not None else "no platform"
+        raise UsageError(
+            [
+                f"{sf.path}: job.platformStack {job.platform_stack!r}: {psf.path} is {held}, not a platform "
+                "stack; name the platform stack the job runs on"
+            ]
+        )
+    return psf
+
+
+def validated(sf: Any, key: str, model: Any) -> Any:
+    from components.spec import ConfigError
+
+    try:
+        return model.load(sf.object(key))
+    except ConfigError as e:
+        raise UsageError(problem_lines(sf.path, e.problems)) from None
+
+
+def problem_lines(path: object, problems: list[str]) -> list[str]:
+    """The one format of a stack file's problems, platform or job, from validation or from the program:
+    a header naming the file, then one line per problem naming its key."""
+    return [f"{path}: {len(problems)} problem(s)", *problems]
+
+
+def run_stack(sf: Any, stack_refs: dict[str, Any] | None = None) -> Any:
+    """Run the program of a stack file under the offline engine (infra.mockcloud): its RunResult."""
+    import pulumi
+
+    from infra.mockcloud import run_program
+
+    try:
+        return run_program(sf.config, sf.name, stack_refs=stack_refs, secret_keys=sf.secret_keys)
+    except pulumi.RunError as e:
+        lines = str(e).splitlines()
+        if lines and lines[0] == "invalid stack config:":  # infra/program.py's ConfigError
+            raise UsageError(problem_lines(sf.path, lines[1:])) from None
+        raise UsageError([f"{sf.path}: {line}" for line in lines]) from None
+
+
+def read_refs(pairs: list[str]) -> dict[str, Any]:
+    """`--ref NAME=FILE`: a platform stack's outputs as `pulumi stack output --json --show-secrets` prints them."""
+    refs: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, path = pair.partition("=")
+        if not sep or not name or not path:
+            raise UsageError(
+                [f"--ref {pair!r}: expected NAME=FILE, e.g. organization/trainplane/aws-dev=out.json"]
+            )
+        try:
+            data = json.loads(open(path).read())
+        except (OSError, json.JSONDecodeError) as e:
+            raise UsageError([f"--ref {name}: cannot read {path}: {e}"]) from None
+        refs[name] = data.get("outputs", data) if isinstance(data, dict) else data
+    return refs
+
+
+def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any]:
+    """Validate and run a stack offline: (RunResult, its plan summary) for plan and render."""
+    from components.spec import JobSpec, PlatformSpec
+    from infra.plan import summarize_job, summarize_platform
+
+    sf = load_stack(stack)
+    if sf.object("trainplane:platform") is not None:
+        spec = validated(sf, "trainplane:platform", PlatformSpec)
+        result = run_stack(sf)
+        return result, summarize_platform(result, spec)
+    if sf.object("trainplane:job") is None:
+        raise no_object_error(sf)
+    job = validated(sf, "trainplane:job", JobSpec)
+    refs = read_refs(ref_pairs or [])
+    outputs, platform_spec = job_platform(job, refs, sf)
+    result = run_stack(sf, {**refs, job.platform_stack: outputs})
+    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
+
+
+def job_platform(job: Any, refs: dict[str, Any], sf: Any = None) -> tuple[dict[str, Any], Any]:
+    """The outputs of the platform stack a job names: recorded ones (`--ref`, full or short name), else
+    those of planning stacks/Pulumi.<platform>.yaml offline, exactly what the engine would hand over after
+    deploying it (then with the platform's spec, else None)."""
+    from components.spec import PlatformSpec
+
+    short = job.platform_stack.split("/")[-1]
+    for key in (job.platform_stack, short):
+        if key in refs:
+            return refs[key], None
+    psf = platform_stack_file(sf, job) if sf is not None else load_stack(job.platform_stack)
+    spec = validated(psf, "trainplane:platform", PlatformSpec)
+    return run_stack(psf).outputs, spec
+
+
+def job_and_platform(stack: str, ref_pairs: list[str]) -> tuple[Any, Any]:
+    """A job stack's JobSpec and its platform's outputs (recorded with --ref, else planned offline)."""
+    from components.spec import JobSpec, check_job
+    from infra.nccl_test import platform_outputs
+
+    sf = load_stack(stack)
+    if sf.object("trainplane:job") is None:
+        raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
+    job = validated(sf, "trainplane:job", JobSpec)
+    outputs, _ = job_platform(job, read_refs(ref_pairs), sf)
+    platform = platform_outputs(outputs)
+    problems = check_job(job, platform)  # what the job stack itself would refuse
+    if problems:
+        raise UsageError(problem_lines(sf.path, problems))
+    return job, platform

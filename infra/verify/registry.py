@@ -1,0 +1,115 @@
+"""The one list of verify's checks: name, one line saying what it checks, the function that runs it on an
+offline plan, and the one that runs it on a live cluster (None: judged offline only).
+
+Everything else is derived from it: `CHECKS` (the order of the report and of `--check`), the runners of
+`infra.verify.verify` and `infra.verify.live`, `trainplane verify --help`, and the checks table of
+docs/verify.md (tests/unit/test_verify_registry.py fails when the page lists other checks). Runners are
+named "module:function" and imported when run, so that reading the registry (the CLI's parser) imports
+no check.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+# (Context) -> CheckResult and (Context, ClusterView) -> CheckResult; left untyped here so that the
+# registry imports nothing of verify (report.py takes CHECKS from it).
+OfflineRunner = Callable[..., Any]
+LiveRunner = Callable[..., Any]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    summary: str  # one line, for --help and docs/verify.md
+    offline: str  # "module:function" taking a Context
+    live: str | None = None  # "module:function" taking (Context, ClusterView); None: offline only
+
+    def offline_runner(self) -> OfflineRunner:
+        return _resolve(self.offline)
+
+    def live_runner(self) -> LiveRunner | None:
+        return _resolve(self.live) if self.live else None
+
+
+def _resolve(ref: str) -> Any:
+    module, _, function = ref.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+_C = "infra.verify.checks."
+_LIVE = "infra.verify.checks.live_cluster:"
+REGISTRY: tuple[Check, ...] = (
+    Check(
+        "storage",
+        "claims bind to a class whose CSI driver is installed; team volumes mount on their pools",
+        _C + "storage:run",
+        _LIVE + "storage",
+    ),
+    Check(
+        "network",
+        "NetworkPolicy is enforced; training pods' flows are allowed and teams are isolated",
+        _C + "network:run",
+        _LIVE + "network",
+    ),
+    Check(
+        "scheduling",
+        "GPU nodes' DaemonSets and training pods fit the pools, queues and quotas",
+        _C + "scheduling:run",
+        _LIVE + "scheduling",
+    ),
+    Check(
+        "identity",
+        "each team's service account has the cloud identity that trusts exactly it",
+        _C + "identity:run",
+        _LIVE + "identity",
+    ),
+    Check(
+        "observability",
+        "alert rules and dashboards use metrics and labels the scraped series carry",
+        _C + "observability:run",
+    ),
+    Check(
+        "fabric",
+        "GPUDirect pools have their networks, NICs, DaemonSets and pod wiring",
+        _C + "fabric:run",
+    ),
+    Check(
+        "admission",
+        "pod templates and Kueue/JobSet objects pass Pod Security and the controllers' webhooks",
+        _C + "admission:run",
+    ),
+    Check(
+        "cloud",
+        "create calls the cloud refuses, or makes too early",
+        _C + "create_rules:run",
+    ),
+)
+CHECKS: tuple[str, ...] = tuple(c.name for c in REGISTRY)
+
+
+def check(name: str) -> Check:
+    for c in REGISTRY:
+        if c.name == name:
+            return c
+    raise KeyError(name)
+
+
+def help_text() -> str:
+    """The checks as `trainplane verify --help` lists them: name, what it checks, where it runs."""
+    width = max(len(c.name) for c in REGISTRY)
+    lines = ["checks (--check NAME; all by default):"]
+    for c in REGISTRY:
+        where = "" if c.live else " (offline only)"
+        lines.append(f"  {c.name:<{width}}  {c.summary}{where}")
+    return "\n".join(lines)
+
+
+def markdown_table() -> str:
+    """The summary table of docs/verify.md ("## What is checked"), exactly."""
+    rows = ["| check | what it checks | live (`--kubeconfig`) |", "| --- | --- | --- |"]
+    rows += [f"| **{c.name}** | {c.summary} | {'yes' if c.live else 'no'} |" for c in REGISTRY]
+    return "\n".join(rows)
