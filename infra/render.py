@@ -12,34 +12,36 @@ from typing import Any
 
 import yaml
 
-from infra.mockcloud import Resource, RunResult
+from infra.mockcloud import RunResult
+from infra.resources import HELM_RELEASE, normal
 
-HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
 CLUSTER_SCOPED_DIR = "_cluster"
-
-
-def _normal(value: Any) -> Any:
-    """Undo the mock engine's number encoding (every number arrives as a float)."""
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value
-
-
-def is_kubernetes_object(r: Resource) -> bool:
-    return r.custom and r.type.startswith("kubernetes:") and r.type != HELM_RELEASE
+# A manifest's head, in the order people write it; every other key (and every nested one) is sorted.
+HEAD_KEYS = ("apiVersion", "kind", "metadata")
 
 
 def kubernetes_objects(result: RunResult) -> list[dict[str, Any]]:
     """The manifests the stack would apply, as plain dicts (apiVersion, kind, metadata, ...)."""
-    return [_normal(r.inputs) for r in result.resources if is_kubernetes_object(r)]
+    return [normal(dict(r.inputs)) for r in result.resources if r.is_kubernetes_object]
 
 
 def helm_releases(result: RunResult) -> list[dict[str, Any]]:
-    return [_normal(r.inputs) for r in result.of_type(HELM_RELEASE)]
+    return [normal(dict(r.inputs)) for r in result.of_type(HELM_RELEASE)]
+
+
+def _sorted(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _sorted(value[k]) for k in sorted(value)}
+    if isinstance(value, list):
+        return [_sorted(v) for v in value]
+    return value
+
+
+def canonical_yaml(obj: dict[str, Any], head: tuple[str, ...] = ()) -> str:
+    """YAML whose bytes depend only on the content: the engine's key order differs from one process to
+    the next (its inputs pass through protobuf Structs), and a GitOps diff must show only real changes."""
+    ordered = {k: obj[k] for k in head if k in obj} | {k: obj[k] for k in sorted(obj) if k not in head}
+    return yaml.safe_dump({k: _sorted(v) for k, v in ordered.items()}, sort_keys=False)
 
 
 def _safe(part: str) -> str:
@@ -57,7 +59,7 @@ def render(result: RunResult, out_dir: Path) -> list[Path]:
         if path in written:
             raise ValueError(f"two objects render to {path}")
         folder.mkdir(parents=True, exist_ok=True)
-        path.write_text(yaml.safe_dump(obj, sort_keys=False))
+        path.write_text(canonical_yaml(obj, HEAD_KEYS))
         written.append(path)
     for rel in helm_releases(result):
         folder = out_dir / "helm" / _safe(rel.get("namespace") or "default")
@@ -67,6 +69,6 @@ def render(result: RunResult, out_dir: Path) -> list[Path]:
         header = f"# chart: {rel['chart']}  version: {rel.get('version')}" + (
             f"  repo: {repo}" if repo else ""
         )
-        path.write_text(header + "\n" + yaml.safe_dump(rel.get("values") or {}, sort_keys=False))
+        path.write_text(header + "\n" + canonical_yaml(rel.get("values") or {}))
         written.append(path)
     return written

@@ -154,3 +154,26 @@ def test_cli_render_writes_the_onprem_stack(tmp_path):
     ns = yaml.safe_load((tmp_path / "_cluster" / "Namespace-research.yaml").read_text())
     assert ns["metadata"]["labels"]["trainplane.dev/team"] == "research"
     assert (tmp_path / "helm" / "monitoring" / "loki.values.yaml").is_file()
+
+
+def test_render_writes_the_same_bytes_whatever_order_the_engine_gave_the_keys(tmp_path):
+    """The engine's key order changes between processes; the rendered files must not (GitOps diffs)."""
+    import dataclasses
+
+    def reversed_keys(value):
+        if isinstance(value, dict):
+            return {k: reversed_keys(value[k]) for k in reversed(list(value))}
+        if isinstance(value, list):
+            return [reversed_keys(v) for v in value]
+        return value
+
+    result = plan("onprem-dev")
+    shuffled = dataclasses.replace(
+        result,
+        resources=[dataclasses.replace(r, inputs=reversed_keys(dict(r.inputs))) for r in result.resources],
+    )
+    one_way = {p.relative_to(tmp_path / "a"): p.read_bytes() for p in render(result, tmp_path / "a")}
+    other = {p.relative_to(tmp_path / "b"): p.read_bytes() for p in render(shuffled, tmp_path / "b")}
+    assert one_way == other
+    ns = (tmp_path / "a" / "_cluster" / "Namespace-research.yaml").read_text()
+    assert ns.splitlines()[:3] == ["apiVersion: v1", "kind: Namespace", "metadata:"]
