@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 from infra.mockcloud import Resource, RunResult
-from tests.conftest import one, plan_object, planned, platform_object, upstream  # noqa: F401 (shared helpers)
+from tests.helpers.plans import one, plan_object, planned, platform_object, upstream  # noqa: F401 (shared helpers)
 
 GCP_STACKS = ("gcp-dev", "gcp-h100-mega", "gcp-byo-network")
 

@@ -1,10 +1,10 @@
-"""Shared fixtures and helpers: run the real program (infra/__main__.py) under the mock engine.
+"""Plans for the tests: run the real program (infra/__main__.py) in-process under the mock engine.
 
 - `planned("aws-dev")`: the plan of a reference stack, made once per test process and shared by every
   test that only reads it (job stacks are planned on their platform's planned outputs);
-- `plan_object({...})` / the `plan_platform` fixture: a platform object given inline (mutated copies of
-  the reference stacks, property-based inputs), planned fresh each call;
-- `plan_stack("aws-dev")`: a fresh plan of a stack file (tests that need their own copy);
+- `plan_object({...})` (and tests/conftest.py's `plan_platform` fixture): a platform object given inline
+  (mutated copies of the reference stacks, property-based inputs), planned fresh each call;
+- tests/conftest.py's `plan_stack("aws-dev")` fixture: a fresh plan of a stack file;
 - `one(result, type_)`, `upstream(result, resource)`: lookups the tests share.
 
 Each plan gets a fresh event loop and a fresh root stack, so tests do not leak resources into each other.
@@ -14,17 +14,14 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from infra import stackfile
 from infra.mockcloud import Resource, RunResult, run_program, run_stack
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
 # Job stacks and the platform stack whose planned outputs they read.
 JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
@@ -93,16 +90,3 @@ def upstream(result: RunResult, res: Resource) -> set[str]:
             if not dep.custom:
                 todo.extend(c.urn for c in result.children(dep))
     return seen
-
-
-@pytest.fixture
-def plan_stack() -> Callable[..., RunResult]:
-    def _plan(stack: str, stack_refs: dict[str, Any] | None = None) -> RunResult:
-        return run_stack(stack, stack_refs, ROOT)
-
-    return _plan
-
-
-@pytest.fixture
-def plan_platform() -> Callable[..., RunResult]:
-    return plan_object

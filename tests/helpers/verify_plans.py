@@ -13,7 +13,7 @@ from infra import stackfile
 from infra.mockcloud import run_program
 from infra.verify import Report, verify
 from infra.verify.model import Plan, PlanResource, from_run
-from tests.conftest import ROOT, config_for, planned
+from tests.helpers.plans import ROOT, config_for, planned
 
 
 @functools.cache

@@ -19,7 +19,7 @@ import yaml
 
 from components.incluster.alerts import alert_groups
 from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
-from tests.unit.scrape import NODE, dcgm_series, gpu, selector, trainer_series
+from tests.helpers.scrape import NODE, dcgm_series, gpu, selector, trainer_series
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 pytestmark = pytest.mark.skipif(

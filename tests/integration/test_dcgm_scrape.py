@@ -23,7 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from tests.unit.scrape import dcgm_config, dcgm_target, gpu, scrape, trainer_config, trainer_target
+from tests.helpers.scrape import dcgm_config, dcgm_target, gpu, scrape, trainer_config, trainer_target
 
 OLD_DCGM = ([], False)  # gpu-operator v26.7.0 defaults: honorLabels false, no relabelings
 

@@ -23,7 +23,7 @@ from components.spec import PlatformSpec
 from infra import cli
 from infra.verify import cloud
 from infra.verify.cloud_aws import verify_aws
-from tests.conftest import ROOT, platform_object
+from tests.helpers.plans import ROOT, platform_object
 
 RECORDED = json.loads((ROOT / "tests/data/ec2/describe_capacity_reservations.json").read_text())
 
@@ -190,7 +190,7 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and len(out["findings"]) == 7
-    from tests.unit.test_cli_json import _bad_keys
+    from tests.helpers.cli import _bad_keys
 
     assert _bad_keys(out) == []  # one key style (camelCase) in every command's JSON
     # GCP: nothing asked, and it says so rather than passing: exit 2 (no check could run), never 0.

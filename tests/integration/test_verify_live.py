@@ -13,7 +13,7 @@ from kubernetes import client as k
 
 from infra.verify.context import Context
 from infra.verify.live import verify_live
-from tests.unit.verify_plans import plan
+from tests.helpers.verify_plans import plan
 
 PATHS = {
     "/apis/storage.k8s.io/v1/storageclasses": ("storage_classes", k.V1StorageClassList),

@@ -11,7 +11,7 @@ import sys
 import time
 
 from components.incluster.block_window_agent import desired, open_gpus, patch_ops
-from tests.conftest import planned
+from tests.helpers.plans import planned
 from tests.unit.test_gpu_health import FakeCluster
 
 STACK = "aws-h100-reserved"

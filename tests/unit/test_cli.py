@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, stack_files
+from tests.helpers.plans import ROOT, stack_files
 
 
 def trainplane(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
 from typing import Any
@@ -11,26 +10,8 @@ from typing import Any
 import pytest
 
 from infra import cli
-from tests.conftest import ROOT
-
-CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
-# Maps whose keys are data (resource types, Kubernetes labels and annotations, environment variables),
-# not fields of the output: docs/cli.md names them.
-DATA_MAPS = {"counts", "labels", "workloadAnnotations", "annotations", "extendedResources", "podEnv"}
-
-
-def _bad_keys(value: Any, path: str = "") -> list[str]:
-    bad: list[str] = []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not CAMEL.match(k):
-                bad.append(f"{path}.{k}")
-            if k not in DATA_MAPS:
-                bad += _bad_keys(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            bad += _bad_keys(v, f"{path}[{i}]")
-    return bad
+from tests.helpers.cli import _bad_keys
+from tests.helpers.plans import ROOT
 
 
 def _json_of(argv: list[str], capsys) -> tuple[int, Any]:

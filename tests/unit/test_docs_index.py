@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.plans import ROOT
 
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")

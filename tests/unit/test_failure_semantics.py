@@ -8,41 +8,20 @@ with exit codes of the trainer's real launcher processes.
 
 from __future__ import annotations
 
-import functools
 import signal
-from typing import Any
 
 import pytest
 
-from components.incluster.job_runtime import training_jobset
-from components.outputs import PlatformOutputs
-from components.spec import JobSpec
-from tests.unit.jobset_sim import JobSetState, PodOutcome, job_failure, jobset_rule, run_attempt
-from tests.unit.test_training_job import job_object, platform_outputs
+from tests.helpers.jobs import RUNNING, decide, jobset
+from tests.helpers.jobset_sim import JobSetState, PodOutcome, run_attempt
 from trainer import contract
 
-RUNNING = None
 ACTION = {
     # contract.exit_action -> the JobSet action that implements it
     "retry": "RestartJobSetAndIgnoreMaxRestarts",
     "fail": "FailJobSet",
     "count": "RestartJobSet",
 }
-
-
-@functools.cache
-def jobset(max_restarts: int = 20) -> dict[str, Any]:
-    raw = job_object()
-    raw["maxRestarts"] = max_restarts
-    platform = PlatformOutputs.model_validate(platform_outputs("aws-dev"))
-    return training_jobset(JobSpec.load(raw), platform)
-
-
-def decide(*pods: PodOutcome) -> str:
-    (rj,) = jobset()["spec"]["replicatedJobs"]
-    failure = job_failure(rj["template"]["spec"], pods)
-    assert failure is not None, "the child Job must fail on the first failed pod"
-    return jobset_rule(jobset()["spec"]["failurePolicy"], *failure, rj["name"])[1]
 
 
 @pytest.mark.parametrize("code", [1, 2, 7, 74, 124, 137, 139, 143, 255])
@@ -86,10 +65,10 @@ def test_the_trainers_real_launcher_exits_drive_the_same_decisions(tmp_path):
     (exit 7); a third launcher gets a config it refuses (exit 2). Their real exit codes, fed to the
     controllers' rules: crash -> whole set restarts, counted; 143 -> restart not counted; 2 -> fail now.
     A hang (124) is the launcher's watchdog exit (tests/trainer/test_watchdog.py runs it for real)."""
-    from tests.trainer.conftest import launch
+    from tests.helpers.trainer import launch
 
     plugin = [
-        *("--model", "tests.trainer.plugins:bigram", "--seq-len", "16", "--threads", "1"),
+        *("--model", "tests.integration.trainer.plugins:bigram", "--seq-len", "16", "--threads", "1"),
         *(
             "--global-batch-size",
             "4",
@@ -109,7 +88,7 @@ def test_the_trainers_real_launcher_exits_drive_the_same_decisions(tmp_path):
         [
             *plugin,
             "--dataset",
-            "tests.trainer.plugins:counting",
+            "tests.integration.trainer.plugins:counting",
             "--steps",
             "100000",
             "--checkpoint.uri",
@@ -120,7 +99,7 @@ def test_the_trainers_real_launcher_exits_drive_the_same_decisions(tmp_path):
         tmp_path,
         "pod1",
         2,
-        [*plugin, "--dataset", "tests.trainer.plugins:crashing", "--steps", "5"],
+        [*plugin, "--dataset", "tests.integration.trainer.plugins:crashing", "--steps", "5"],
         extra_env={"CRASH_CODE": "7"},
     )
     bad = launch(tmp_path, "bad", 3, ["--global-batch-size", "8", "--micro-batch-size", "2"])

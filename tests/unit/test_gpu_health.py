@@ -27,7 +27,7 @@ from components.incluster.gpu_health_agent import (
     taint_value,
 )
 from components.spec import APPLICATION_XIDS, ConfigError, PlatformSpec
-from tests.conftest import plan_object, planned, platform_object
+from tests.helpers.plans import plan_object, planned, platform_object
 
 NOW = time.mktime(time.strptime("2026-11-20T12:00:00", "%Y-%m-%dT%H:%M:%S")) - time.timezone
 POLICY = Policy(diagnostic=True, startup_grace_s=1200, ignored_xids=frozenset(APPLICATION_XIDS))
@@ -496,7 +496,7 @@ def test_switches():
 
 
 def test_training_jobs_never_tolerate_the_health_taints():
-    from tests.unit.test_training_job import pod_spec, reference_plan
+    from tests.helpers.jobs import pod_spec, reference_plan
 
     keys = {t["key"] for t in pod_spec(reference_plan())["tolerations"]}
     assert keys and not keys & {PENDING_TAINT, UNHEALTHY_TAINT}

@@ -7,7 +7,7 @@ import functools
 
 import yaml
 
-from tests.conftest import plan_object, platform_object
+from tests.helpers.plans import plan_object, platform_object
 
 
 @functools.cache
@@ -415,7 +415,7 @@ def test_every_kueue_object_validates_against_its_crd(tmp_path):
     import subprocess
     import sys
 
-    from tests.conftest import ROOT
+    from tests.helpers.plans import ROOT
 
     objects = _kueue_objects(capacity_pools())
     assert {o["kind"] for o in objects} == {

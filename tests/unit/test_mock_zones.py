@@ -9,7 +9,7 @@ import pytest
 
 from infra.mockcloud import aws as aws_mock
 from infra.mockcloud.aws_zones import MOTO_VERSION, ZONES
-from tests.conftest import plan_object, platform_object
+from tests.helpers.plans import plan_object, platform_object
 
 SUBNET = "aws:ec2/subnet:Subnet"
 
@@ -48,7 +48,7 @@ def test_an_us_east_2_platform_with_pool_zones_plans_in_us_east_2():
 
 def test_a_zone_of_another_region_is_refused_with_the_regions_zones(tmp_path, capsys):
     from infra.cli import main
-    from tests.conftest import ROOT
+    from tests.helpers.plans import ROOT
 
     text = (ROOT / "stacks" / "Pulumi.aws-h100-reserved.yaml").read_text().replace("us-east-1", "us-east-2")
     stack = tmp_path / "Pulumi.ohio.yaml"

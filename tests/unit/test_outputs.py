@@ -8,7 +8,7 @@ import copy
 import pytest
 
 from components.outputs import READ_KEYS, PlatformOutputs
-from tests.conftest import planned
+from tests.helpers.plans import planned
 
 NEWER_POOL_KEYS = ("nodeVcpus", "nodeMemoryGiB")
 

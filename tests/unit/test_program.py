@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, stack_files
+from tests.helpers.plans import ROOT, stack_files
 
 SHARED_CHECKS = ROOT.parent / "shared" / "checks"
 STACK_NAMES = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
@@ -118,7 +118,7 @@ def test_invalid_config_fails_the_program_before_registering_anything():
     import pulumi
 
     from infra.mockcloud import run_program
-    from tests.conftest import config_for, platform_object
+    from tests.helpers.plans import config_for, platform_object
 
     raw = platform_object("onprem-dev")
     raw["nodePools"][0]["gpu"] = "H1000"

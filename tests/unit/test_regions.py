@@ -12,7 +12,7 @@ import pytest
 
 from components import regions
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import ROOT, platform_object
+from tests.helpers.plans import ROOT, platform_object
 
 
 def problems(obj) -> list[str]:

@@ -15,7 +15,7 @@ from components.bundle import CloudProfile, ClusterBundle, NodePoolInfo, SystemO
 from components.catalog import MachineShape
 from components.spec import ConfigError, NodePoolSpec, PlatformSpec, Spec, StorageSpec
 from components.spec.rules import check_declared_pool
-from tests.conftest import one, plan_object
+from tests.helpers.plans import one, plan_object
 
 TOY_MACHINE = MachineShape(cloud="aws", name="toy-8gpu", vcpus=64, memory_gib=512, on_demand_hourly=1.0)
 

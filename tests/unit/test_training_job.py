@@ -11,82 +11,27 @@ import kubernetes_validate
 import pulumi
 import pytest
 
-from infra.mockcloud import RunResult, run_program
+from infra.mockcloud import RunResult
 from infra.render import kubernetes_objects
-from tests.conftest import ROOT, planned
+from tests.helpers.jobs import (
+    JOBSET,
+    REF,
+    child_job_spec,
+    container,
+    elastic_plan,
+    env_of,
+    gcp_job_object,
+    job_object,
+    plan_job,
+    platform_outputs,
+    pod_spec,
+    reference_plan,
+    runtime,
+    the,
+)
+from tests.helpers.plans import ROOT, planned
 
-REF = "organization/trainplane/aws-dev"
-GCP_REF = "organization/trainplane/gcp-dev"
 JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor"), ("jobset.x-k8s.io/v1alpha2", "JobSet")}
-JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
-
-
-def platform_outputs(stack: str) -> dict[str, Any]:
-    """What a deployed platform stack hands over: its offline plan's outputs."""
-    return planned(stack).outputs
-
-
-def job_object() -> dict[str, Any]:
-    from infra import stackfile
-
-    return copy.deepcopy(stackfile.load("gpt-small-aws-dev", ROOT).object("trainplane:job"))
-
-
-def gcp_job_object() -> dict[str, Any]:
-    job = job_object()
-    job["platformStack"] = GCP_REF
-    job["checkpoint"]["uri"] = "gs://auto"
-    return job
-
-
-def plan_job(job: dict[str, Any], refs: dict[str, Any] | None = None) -> RunResult:
-    if refs is None:
-        refs = {REF: platform_outputs("aws-dev"), GCP_REF: platform_outputs("gcp-dev")}
-    return run_program({"trainplane:job": json.dumps(job)}, "job", stack_refs=refs)
-
-
-@functools.cache
-def reference_plan() -> RunResult:
-    return plan_job(job_object())
-
-
-def the(result: RunResult, type_: str) -> dict[str, Any]:
-    (r,) = result.of_type(type_)
-    return r.inputs
-
-
-def runtime(result: RunResult) -> dict[str, Any]:
-    """The job's JobSet (fixed size) or batch/v1 Job (elastic)."""
-    (r,) = [r for r in result.resources if r.type in (JOBSET, "kubernetes:batch/v1:Job")]
-    return r.inputs
-
-
-def child_job_spec(result: RunResult) -> dict[str, Any]:
-    """The spec of the Job the pods belong to: the JobSet's replicated job template, or the Job's own."""
-    obj = runtime(result)
-    if "replicatedJobs" in obj["spec"]:
-        (rj,) = obj["spec"]["replicatedJobs"]
-        return rj["template"]["spec"]
-    return obj["spec"]
-
-
-def pod_spec(result: RunResult) -> dict[str, Any]:
-    return child_job_spec(result)["template"]["spec"]
-
-
-def elastic_plan() -> RunResult:
-    job = job_object()
-    job["nodes"] = {"min": 1, "max": 2}
-    return plan_job(job)
-
-
-def container(result: RunResult) -> dict[str, Any]:
-    (c,) = pod_spec(result)["containers"]
-    return c
-
-
-def env_of(result: RunResult) -> dict[str, Any]:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(result)["env"]}
 
 
 def test_the_job_reads_its_platform_through_a_stack_reference():

@@ -24,8 +24,8 @@ from infra.cli import main
 from infra.verify import Report, verify
 from infra.verify.dump import FORMAT, VERSION, dumps, load_dump, write_dump
 from infra.verify.model import Plan, from_run
-from tests.conftest import JOB_STACKS, ROOT, planned, platform_object, stack_files
-from tests.unit.verify_plans import edit, plan, plan_of, prometheus_class, release
+from tests.helpers.plans import JOB_STACKS, ROOT, planned, platform_object, stack_files
+from tests.helpers.verify_plans import edit, plan, plan_of, prometheus_class, release
 
 MOCKPLAN = ROOT.parent / "shared" / "checks" / "mockplan.py"
 STACKS = [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stack_files()]

@@ -8,7 +8,7 @@ import shutil
 import pytest
 
 from infra.verify.checks.observability import ScrapeSpec, scraped_labels
-from tests.unit.verify_plans import edit, kind, lines, plan, release, run
+from tests.helpers.verify_plans import edit, kind, lines, plan, release, run
 
 
 def _rule(expr: str, name: str = "VerifyProbe", **extra):

@@ -15,8 +15,8 @@ import pytest
 from infra.cli import main
 from infra.verify import plan_from_stack, verify
 from infra.verify.model import load_dump
-from tests.conftest import ROOT, stack_files
-from tests.unit.verify_plans import edit, plan, prometheus_class, release
+from tests.helpers.plans import ROOT, stack_files
+from tests.helpers.verify_plans import edit, plan, prometheus_class, release
 
 SHARED = ROOT.parent / "shared" / "checks" / "mockplan.py"
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer.conftest import BASE, Proc, assert_bitwise, final_state, launch
+from tests.helpers.trainer import BASE, Proc, assert_bitwise, final_state, launch
 from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY, CheckpointStore
 
 STEPS = 24

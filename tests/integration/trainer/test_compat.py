@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer.conftest import Proc, assert_bitwise, final_state
+from tests.helpers.trainer import Proc, assert_bitwise, final_state
 
 FIXTURE = Path(__file__).parent / "fixtures" / "ckpt-f01cf3b"
 ARGS = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.trainer.conftest import BASE, ENDLESS, Proc, assert_bitwise, final_state, free_port, launch
+from tests.helpers.trainer import BASE, ENDLESS, Proc, assert_bitwise, final_state, free_port, launch
 from trainer.checkpoint import SKIPPED
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.trainer.conftest import BASE, final_state, launch, samples_by_step
+from tests.helpers.trainer import BASE, final_state, launch, samples_by_step
 
 STEPS = 24
 pytestmark = pytest.mark.slow

@@ -10,8 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from tests.trainer.conftest import ENDLESS, Proc, launch
-from tests.trainer.test_launch import PLUGIN
+from tests.helpers.trainer import ENDLESS, PLUGIN, Proc, launch
 from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY
 from trainer.launch import failure_code
 
@@ -31,7 +30,7 @@ def test_crash_whose_peer_dies_of_torchruns_sigterm_is_not_143(tmp_path):
         tmp_path,
         "run",
         2,
-        [*PLUGIN, "--dataset", "tests.trainer.plugins:knock_on", "--steps", "50"],
+        [*PLUGIN, "--dataset", "tests.integration.trainer.plugins:knock_on", "--steps", "50"],
     )
     assert run.wait() == 1, run.tail()
     assert "simulated crash" in run.err.read_text()

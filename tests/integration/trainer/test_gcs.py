@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tests.trainer.conftest import BASE, assert_bitwise, final_state, launch
+from tests.helpers.trainer import BASE, assert_bitwise, final_state, launch
 
 STEPS = 24
 

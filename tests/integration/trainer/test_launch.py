@@ -7,28 +7,7 @@ import signal
 
 import pytest
 
-from tests.trainer.conftest import BASE, ENDLESS, Proc, launch
-
-PLUGIN = [
-    "--model",
-    "tests.trainer.plugins:bigram",
-    "--dataset",
-    "tests.trainer.plugins:counting",
-    "--seq-len",
-    "16",
-    "--global-batch-size",
-    "8",
-    "--micro-batch-size",
-    "2",
-    "--threads",
-    "1",
-    "--log-interval",
-    "1",
-    "--lr",
-    "0.3",
-    "--warmup-steps",
-    "0",
-]
+from tests.helpers.trainer import BASE, ENDLESS, PLUGIN, Proc, launch
 
 
 @pytest.mark.slow
@@ -109,7 +88,7 @@ def test_worker_crash_code_is_returned(tmp_path):
         tmp_path,
         "run",
         2,
-        [*PLUGIN, "--dataset", "tests.trainer.plugins:crashing", "--steps", "5"],
+        [*PLUGIN, "--dataset", "tests.integration.trainer.plugins:crashing", "--steps", "5"],
         extra_env={"CRASH_CODE": "7"},
     )
     assert run.wait() == 7, run.tail()
@@ -196,7 +175,7 @@ def test_demo_shows_exact_resume(tmp_path):
 
 @pytest.mark.slow
 def test_torch_compile_trains_and_checkpoints_clean_keys(tmp_path):
-    from tests.trainer.conftest import final_state
+    from tests.helpers.trainer import final_state
 
     p = Proc(
         [
@@ -226,7 +205,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
     import subprocess
     import sys
 
-    from tests.trainer.conftest import env
+    from tests.helpers.trainer import env
 
     args = [sys.executable, "-m", "trainer", "--steps", "6", "--log-interval", "3", "--threads", "1"]
     leader, follower = pty.openpty()

@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.trainer.conftest import BASE, Proc, launch
-from tests.trainer.test_launch import PLUGIN
+from tests.helpers.trainer import BASE, PLUGIN, Proc, launch
 
 
 def _strict(line: str) -> dict[str, Any]:
@@ -70,7 +69,7 @@ def test_launcher_summary_counts_worker_group_restarts(tmp_path):
         tmp_path,
         "run",
         2,
-        [*PLUGIN, "--dataset", "tests.trainer.plugins:crashing", "--steps", "5"],
+        [*PLUGIN, "--dataset", "tests.integration.trainer.plugins:crashing", "--steps", "5"],
         run_opts=["--max-restarts", "1"],
         extra_env={"CRASH_CODE": "7"},
     )

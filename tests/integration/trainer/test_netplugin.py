@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer.conftest import Proc, launch
-from tests.trainer.test_launch import PLUGIN
+from tests.helpers.trainer import PLUGIN, Proc, launch
 from trainer.config import ConfigError
 from trainer.netplugin import candidate_names, check_efa_plugin, find_plugin
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.trainer.conftest import BASE, assert_bitwise, final_state, launch, samples_by_step
+from tests.helpers.trainer import BASE, assert_bitwise, final_state, launch, samples_by_step
 
 STEPS = 24
 pytestmark = pytest.mark.slow

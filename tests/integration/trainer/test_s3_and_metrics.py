@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.trainer.conftest import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
+from tests.helpers.trainer import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
 
 STEPS = 24
 

@@ -9,10 +9,9 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.trainer.conftest import free_port, launch
-from tests.trainer.test_launch import PLUGIN
+from tests.helpers.trainer import PLUGIN, free_port, launch
 
-SLEEPY = [*PLUGIN, "--model", "tests.trainer.plugins:sleepy"]
+SLEEPY = [*PLUGIN, "--model", "tests.integration.trainer.plugins:sleepy"]
 # Seconds, not minutes: floor 2 s, 3 x median; armed after 3 steps of each incarnation.
 WATCHDOG = [
     "--set",

@@ -7,7 +7,7 @@ import subprocess
 
 import pytest
 
-from tests.trainer.conftest import PY, ROOT, env, free_port
+from tests.helpers.trainer import PY, ROOT, env, free_port
 from trainer.collectives import RESULT_PREFIX, Result, Row, bus_factor, find_result, main, table
 
 

@@ -12,7 +12,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.trainer.conftest import ROOT, env
+from tests.helpers.trainer import ROOT, env
 from trainer.config import ConfigError, load_config
 from trainer.contract import validate_trainer_config
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.trainer.conftest import Proc
+from tests.helpers.trainer import Proc
 from trainer.config import ConfigError
 from trainer.envscript import apply_env_script
 

@@ -10,8 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.trainer.conftest import Proc, free_port
-from tests.trainer.test_launch import PLUGIN
+from tests.helpers.trainer import PLUGIN, Proc, free_port
 from trainer import peerloss
 from trainer.contract import EXIT_CRASH, EXIT_PEER_LOST
 

@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from tests.trainer.conftest import ROOT
+from tests.helpers.trainer import ROOT
 
 TRAINER = ROOT / "trainer"
 

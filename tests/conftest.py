@@ -1,0 +1,25 @@
+"""Fixtures every tier shares. The helpers behind them live in tests/helpers/ (plans.py: `planned`,
+`plan_object`, `one`, ...); tests import helpers from there, never from another test file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from infra.mockcloud import RunResult, run_stack
+from tests.helpers.plans import ROOT, plan_object
+
+
+@pytest.fixture
+def plan_stack() -> Callable[..., RunResult]:
+    def _plan(stack: str, stack_refs: dict[str, Any] | None = None) -> RunResult:
+        return run_stack(stack, stack_refs, ROOT)
+
+    return _plan
+
+
+@pytest.fixture
+def plan_platform() -> Callable[..., RunResult]:
+    return plan_object
