@@ -108,3 +108,55 @@ def decide(*pods: PodOutcome) -> str:
     failure = job_failure(rj["template"]["spec"], pods)
     assert failure is not None, "the child Job must fail on the first failed pod"
     return jobset_rule(jobset()["spec"]["failurePolicy"], *failure, rj["name"])[1]
+
+
+EFA_REF = "organization/trainplane/aws-h200-efa"
+
+
+EFA = "vpc.amazonaws.com/efa"
+
+
+# What the AWS layer hands over for an EFA pool of p5en nodes (bundle NodePoolInfo): all 16 EFA devices of
+# the node, and the libfabric/NCCL environment of the EKS EFA docs.
+EFA_POOL = {"extendedResources": {EFA: 16}, "podEnv": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}}
+
+
+@functools.cache
+def efa_platform() -> dict[str, Any]:
+    outputs = copy.deepcopy(platform_outputs("aws-h200-efa"))
+    for pool in outputs["nodePools"]:
+        assert "extendedResources" in pool and "podEnv" in pool  # the platform outputs carry the keys
+        if pool["gpu"]:
+            pool.update(copy.deepcopy(EFA_POOL))
+    return outputs
+
+
+def efa_job(**changes: Any) -> dict[str, Any]:
+    job = job_object()
+    job.update(platformStack=EFA_REF, team="llm", nodePool="h200-spot", volumes=[], **changes)
+    return job
+
+
+# Synthetic: the job builder applies any fabric as given, without knowing its kind.
+FABRIC = {
+    "kind": "synthetic",
+    "annotations": {"example.com/interfaces": '[{"interfaceName":"eth1","network":"vpc1"}]'},
+    "volumes": [{"name": "fabric-libs", "hostPath": {"path": "/opt/fabric/lib64"}}],
+    "volumeMounts": [{"name": "fabric-libs", "mountPath": "/usr/local/fabric/lib64", "readOnly": True}],
+    "sidecars": [
+        {
+            "name": "fabric-daemon",
+            "image": "registry.example.com/fabric-daemon:1.0",
+            "command": ["/fabric-daemon", "--listen"],
+            "volumeMounts": [{"name": "fabric-libs", "mountPath": "/lib/fabric"}],
+        }
+    ],
+}
+
+
+@functools.cache
+def fabric_plan() -> RunResult:
+    outputs = copy.deepcopy(platform_outputs("aws-dev"))
+    pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")
+    pool.update(fabric=copy.deepcopy(FABRIC), podEnv={"FABRIC_PLUGIN": "/usr/local/fabric/lib64"})
+    return plan_job(job_object(), {REF: outputs})

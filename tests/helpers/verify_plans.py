@@ -13,7 +13,7 @@ from infra import stackfile
 from infra.mockcloud import run_program
 from infra.verify import Report, verify
 from infra.verify.model import Plan, PlanResource, from_run
-from tests.helpers.plans import ROOT, config_for, planned
+from tests.helpers.plans import JOB_STACKS, ROOT, config_for, planned
 
 
 @functools.cache
@@ -98,3 +98,59 @@ def prometheus_class(name: str | None):
             spec["storageClassName"] = name
 
     return change
+
+
+def _rule(expr: str, name: str = "VerifyProbe", **extra):
+    def change(inputs: dict) -> None:
+        inputs["spec"]["groups"][0]["rules"] = [{"alert": name, "expr": expr, "for": "5m", **extra}]
+
+    return change
+
+
+def _honor(value: bool):
+    """The DCGM ServiceMonitor with `honorLabels: value` and none of the platform's relabelings (the
+    chart's own settings, apart from honorLabels)."""
+
+    def change(inputs: dict) -> None:
+        monitor = inputs["values"].setdefault("dcgmExporter", {}).setdefault("serviceMonitor", {})
+        monitor["honorLabels"] = value
+        monitor["relabelings"] = []
+
+    return change
+
+
+def _only_rules(p):
+    # Dashboards out of the way: these tests look at one rule at a time.
+    return p.replaced(
+        lambda r: {"__drop__": True} if kind("ConfigMap")(r) and "dashboard" in r.name else None
+    )
+
+
+def probe(expr: str, honor: bool | None = None, **extra) -> list[str]:
+    p = _only_rules(edit(plan("aws-dev"), kind("PrometheusRule"), _rule(expr, **extra)))
+    if honor is not None:
+        p = edit(p, release("gpu-operator"), _honor(honor))
+    return lines(run(p, "observability"))
+
+
+@functools.cache
+def stack_plan(stack: str) -> Plan:
+    """The plan `trainplane verify STACK` checks: a platform's, or a job's on its platform's plan."""
+    if stack not in JOB_STACKS:
+        return plan(stack)
+    job = stackfile.load(stack, ROOT).object("trainplane:job")
+    assert isinstance(job, dict)
+    return from_run(planned(stack), job, plan(JOB_STACKS[stack]))
+
+
+@functools.cache
+def stack_report(stack: str) -> Report:
+    return verify(stack_plan(stack))
+
+
+def outcome(report: Report) -> list[tuple[Any, ...]]:
+    """A report check by check, without where the plan came from (stack or dump file)."""
+    return [
+        (c.name, c.status, sorted(f.line() for f in c.findings), sorted(c.notes), sorted(c.examined))
+        for c in report.checks
+    ]

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from infra.mockcloud import aws as aws_mock
-from infra.mockcloud.aws_zones import MOTO_VERSION, ZONES
 from tests.helpers.plans import plan_object, platform_object
 
 SUBNET = "aws:ec2/subnet:Subnet"
@@ -17,16 +14,6 @@ SUBNET = "aws:ec2/subnet:Subnet"
 def _to_us_east_2(obj: dict) -> dict:
     text = json.dumps(obj).replace("us-east-1", "us-east-2")
     return json.loads(text)
-
-
-def test_zone_data_is_motos():
-    moto = pytest.importorskip("moto")
-    from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
-
-    assert moto.__version__ == MOTO_VERSION
-    assert {
-        r: tuple((z.name, z.zone_id) for z in zs) for r, zs in RegionsAndZonesBackend.zones.items()
-    } == ZONES
 
 
 def test_an_us_east_2_platform_with_pool_zones_plans_in_us_east_2():
