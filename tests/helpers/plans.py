@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from infra import stackfile
-from infra.mockcloud import Resource, RunResult, run_program, run_stack
+from infra.mockcloud import Resource, RunResult, run_program
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
@@ -53,10 +54,32 @@ def config_for(platform: dict[str, Any], extra: dict[str, str] | None = None) ->
 @cache
 def planned(stack: str) -> RunResult:
     """The plan of a reference stack, once per test process: treat it as read-only."""
-    if stack in JOB_STACKS:
-        platform = JOB_STACKS[stack]
-        return run_stack(stack, {platform: planned(platform).outputs}, ROOT)
-    return run_stack(stack, None, ROOT)
+    sf = stackfile.load(stack, ROOT)
+    refs = {JOB_STACKS[stack]: planned(JOB_STACKS[stack]).outputs} if stack in JOB_STACKS else None
+    return cached_run_program(sf.config, sf.name, refs, sf.secret_keys)
+
+
+_RUNS: dict[str, RunResult] = {}
+
+
+def cached_run_program(
+    config: Mapping[str, str],
+    stack: str,
+    stack_refs: Mapping[str, Mapping[str, Any]] | None = None,
+    secret_keys: list[str] | None = None,
+    program: Path | None = None,
+) -> RunResult:
+    """infra.mockcloud.run_program, once per test process for the same inputs (read-only results): the
+    reference stacks' plans that `planned` and the in-process CLI (tests/helpers/cli.py) share."""
+    key = json.dumps(
+        [dict(config), stack, stack_refs, sorted(secret_keys or []), str(program)],
+        sort_keys=True,
+        default=repr,
+    )
+    if key not in _RUNS:
+        extra = {"program": program} if program is not None else {}
+        _RUNS[key] = run_program(config, stack, stack_refs, secret_keys, **extra)
+    return _RUNS[key]
 
 
 def plan_object(
