@@ -63,7 +63,7 @@ def _run(tmp_path, queues) -> tuple[FakeCluster, subprocess.CompletedProcess]:
             env={"PATH": "/usr/bin:/bin"},
         )
     finally:
-        cluster.server.shutdown()
+        cluster.server.close()
     assert run.returncode == 0, run.stderr
     return cluster, run
 

@@ -74,7 +74,7 @@ def test_controller_process_taints_and_untaints_nodes(tmp_path):
             env={"PATH": "/usr/bin:/bin"},
         )
     finally:
-        cluster.server.shutdown()
+        cluster.server.close()
     assert run.returncode == 0, run.stderr
     assert cluster.auth == {"Bearer sa-token"}
     patches = cluster.patches

@@ -3,16 +3,12 @@ client's own models; the real client reads them through a kubeconfig, as `--kube
 
 from __future__ import annotations
 
-import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlparse
-
 import pytest
 from kubernetes import client as k
 
 from infra.verify.context import Context
 from infra.verify.live import verify_live
+from tests.helpers.fake_k8s import FakeApiServer, Request
 from tests.helpers.verify_plans import plan
 
 PATHS = {
@@ -26,54 +22,29 @@ PATHS = {
 }
 
 
-class FakeApi(BaseHTTPRequestHandler):
+class FakeApi:
+    """Routes of the fake API server (tests/helpers/fake_k8s.py): the lists in `state`, read-only."""
+
     state: dict = {}
     requests: list = []
 
-    def do_GET(self):
-        path = urlparse(self.path).path
-        self.requests.append(("GET", path))
-        if path not in PATHS:
-            self.send_response(404)
-            self.end_headers()
-            return
-        key, list_model = PATHS[path]
+    @classmethod
+    def get(cls, req: Request) -> tuple[int, dict]:
+        cls.requests.append(("GET", req.path))
+        if req.path not in PATHS:
+            return 404, {}
+        key, list_model = PATHS[req.path]
         body = k.ApiClient().sanitize_for_serialization(
-            list_model(items=self.state.get(key, []), metadata=k.V1ListMeta())
+            list_model(items=cls.state.get(key, []), metadata=k.V1ListMeta())
         )
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args):  # keep pytest output quiet
-        pass
+        return 200, body
 
 
 @pytest.fixture(scope="module")
 def api(tmp_path_factory):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FakeApi)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    kubeconfig = tmp_path_factory.mktemp("kube") / "config"
-    kubeconfig.write_text(
-        json.dumps(
-            {
-                "apiVersion": "v1",
-                "kind": "Config",
-                "clusters": [
-                    {"name": "fake", "cluster": {"server": f"http://127.0.0.1:{server.server_port}"}}
-                ],
-                "users": [{"name": "viewer", "user": {"token": "read-only"}}],
-                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "viewer"}}],
-                "current-context": "fake",
-            }
-        )
-    )
-    yield str(kubeconfig)
-    server.shutdown()
+    server = FakeApiServer(FakeApi)
+    yield server.kubeconfig(tmp_path_factory.mktemp("kube") / "config")
+    server.close()
 
 
 def meta(name: str, namespace: str | None = None, **kw) -> k.V1ObjectMeta:
