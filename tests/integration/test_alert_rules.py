@@ -1,7 +1,7 @@
 """Every alert rule, run by `promtool test rules` on synthetic series: it fires on the faulty series and
 stays silent on healthy ones.
 
-Series labels are what the scrape stores (tests/unit/scrape.py: target relabelings and honor_labels of the
+Series labels are what the scrape stores (tests/helpers/scrape.py: target relabelings and honor_labels of the
 DCGM ServiceMonitor and the training PodMonitor, checked against a real Prometheus in
 test_dcgm_scrape.py). Expected annotations are rendered from the rule's summary with the alert's labels,
 so a summary naming a label the series lack fails too.

@@ -1,5 +1,5 @@
 """A real Prometheus scrapes a fake DCGM exporter and a fake trainer with the platform's monitor settings
-and stores exactly the labels tests/unit/scrape.py predicts (which the alert-rule tests use).
+and stores exactly the labels tests/helpers/scrape.py predicts (which the alert-rule tests use).
 
 The targets are static (no cluster here), carrying the labels prometheus-operator gives the targets of
 the DCGM ServiceMonitor and the training PodMonitor; Prometheus then applies the monitors' relabelings

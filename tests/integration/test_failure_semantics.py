@@ -17,7 +17,7 @@ def test_the_trainers_real_launcher_exits_drive_the_same_decisions(tmp_path):
     pod 0 is preempted (SIGTERM after a step: it checkpoints and exits 143), pod 1's worker crashes
     (exit 7); a third launcher gets a config it refuses (exit 2). Their real exit codes, fed to the
     controllers' rules: crash -> whole set restarts, counted; 143 -> restart not counted; 2 -> fail now.
-    A hang (124) is the launcher's watchdog exit (tests/trainer/test_watchdog.py runs it for real)."""
+    A hang (124) is the launcher's watchdog exit (tests/integration/trainer/test_watchdog.py runs it for real)."""
     from tests.helpers.trainer import launch
 
     plugin = [

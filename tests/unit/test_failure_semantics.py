@@ -2,7 +2,7 @@
 (counted); 143 or a disruption -> restarts without counting; exit 2 -> the job fails at once.
 
 The decisions come from the JobSet manifest the job builder produces (job_runtime.training_jobset), run
-through a simulator of the Job and JobSet controllers' rule evaluation (tests/unit/jobset_sim.py), fed
+through a simulator of the Job and JobSet controllers' rule evaluation (tests/helpers/jobset_sim.py), fed
 with exit codes of the trainer's real launcher processes.
 """
 
