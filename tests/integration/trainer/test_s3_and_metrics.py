@@ -174,7 +174,7 @@ def test_real_prometheus_scrapes_the_step(tmp_path):
 def test_metric_names_are_documented():
     from trainer.metrics import Metrics
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "trainer.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "trainer.md").read_text()
     names = {m.name for m in Metrics("x").registry.collect()}
     assert names and all(n.startswith("trainplane_") for n in names)
     for fam in Metrics("x").registry.collect():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from trainer.netplugin import DEFAULT_PLUGIN, find_plugin
 
-DOCKERFILE = Path(__file__).resolve().parents[2] / "trainer" / "Dockerfile"
+DOCKERFILE = Path(__file__).resolve().parents[3] / "trainer" / "Dockerfile"
 PLUGIN_DIR = "/opt/amazon/ofi-nccl/lib"  # aws/aws-ofi-nccl@v1.21.1 contrib/debian-template/rules
 
 
