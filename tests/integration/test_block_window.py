@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_block_window.py that run real processes or servers (integration tier)."""
+"""The shipped Capacity Block window controller, run as a process against the fake Kubernetes API server,
+closes and reopens the block on the plan's ClusterQueues (tests/unit/test_block_window.py has the rest)."""
 
 from __future__ import annotations
 

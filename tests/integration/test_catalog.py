@@ -1,4 +1,4 @@
-"""The parts of tests/unit/test_catalog.py that run real processes or servers (integration tier)."""
+"""The GPU catalog agrees with the AWS instance data that moto ships (AWS DescribeInstanceTypes output)."""
 
 from __future__ import annotations
 

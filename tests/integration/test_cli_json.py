@@ -1,4 +1,4 @@
-"""The parts of tests/unit/test_cli_json.py that run real processes or servers (integration tier)."""
+"""`plan --json` is byte-identical across processes (tests/unit/test_cli_json.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_failure_semantics.py that run real processes or servers (integration tier)."""
+"""The trainer's real launcher exits drive the same JobSet decisions (real processes;
+tests/unit/test_failure_semantics.py has the rest)."""
 
 from __future__ import annotations
 

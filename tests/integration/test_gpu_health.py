@@ -1,4 +1,6 @@
-"""The parts of tests/unit/test_gpu_health.py that run real processes or servers (integration tier)."""
+"""The GPU health agents as shipped: the controller process against the fake Kubernetes API server, its
+one-line exit 2 without an API, the agents on a bare python, the diag script under bash
+(tests/unit/test_gpu_health.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_k8s_queueing.py that run real processes or servers (integration tier)."""
+"""Every Kueue object of the plans validates against its CRD schema (kubernetes-validate in a process of its
+own; tests/unit/test_k8s_queueing.py has the rest)."""
 
 from __future__ import annotations
 

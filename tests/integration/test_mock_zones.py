@@ -1,4 +1,4 @@
-"""The parts of tests/unit/test_mock_zones.py that run real processes or servers (integration tier)."""
+"""The offline engine's zone data is moto's (tests/unit/test_mock_zones.py has the rest)."""
 
 from __future__ import annotations
 

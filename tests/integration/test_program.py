@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_program.py that run real processes or servers (integration tier)."""
+"""The independent mock runner (../shared/checks/mockplan.py) plans every stack, and Pulumi.yaml is valid
+(processes of their own; tests/unit/test_program.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_templates.py that run real processes or servers (integration tier)."""
+"""The `pulumi new` templates as a user gets them: the project file, both templates planned and verified
+side by side, the wheel `make dist` builds (real processes; tests/unit/test_templates.py has the rest)."""
 
 from __future__ import annotations
 

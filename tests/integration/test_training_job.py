@@ -1,4 +1,4 @@
-"""The parts of tests/unit/test_training_job.py that run real processes or servers (integration tier)."""
+"""The job's JobSet validates against its CRD schema (tests/unit/test_training_job.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_verify_dump.py that run real processes or servers (integration tier)."""
+"""A dump written by the independent mock runner (../shared/checks/mockplan.py, its own process) verifies like
+its job stack (tests/unit/test_verify_dump.py has the rest)."""
 
 from __future__ import annotations
 

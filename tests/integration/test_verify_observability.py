@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_verify_observability.py that run real processes or servers (integration tier)."""
+"""The observability check's rules through a real `promtool check rules` (tests/unit/test_verify_observability.py
+has the rest)."""
 
 from __future__ import annotations
 

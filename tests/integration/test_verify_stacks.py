@@ -1,4 +1,5 @@
-"""The parts of tests/unit/test_verify_stacks.py that run real processes or servers (integration tier)."""
+"""A dump written by the independent mock runner (../shared/checks/mockplan.py) verifies like the offline plan
+(tests/unit/test_verify_stacks.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The GPU catalog agrees with the AWS instance data that moto ships (AWS DescribeInstanceTypes output)."""
+"""The GPU catalog: its GPU kinds (tests/integration/test_catalog.py compares it with the AWS instance data
+that moto ships)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The parts of tests/unit/trainer/test_collectives.py that run real processes or servers (integration tier)."""
+"""The NCCL-test sweep on two real ranks (gloo) and its floor (tests/unit/trainer/test_collectives.py has
+the rest)."""
 
 from __future__ import annotations
 

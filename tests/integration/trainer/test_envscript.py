@@ -1,4 +1,5 @@
-"""The parts of tests/unit/trainer/test_envscript.py that run real processes or servers (integration tier)."""
+"""The launcher refuses a node without the env script before starting workers (a real launcher process;
+tests/unit/trainer/test_envscript.py has the rest)."""
 
 from __future__ import annotations
 

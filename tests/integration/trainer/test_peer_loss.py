@@ -1,4 +1,5 @@
-"""The parts of tests/unit/trainer/test_peer_loss.py that run real processes or servers (integration tier)."""
+"""A survivor of a lost node exits 75 and then escalates, with real launcher processes
+(tests/unit/trainer/test_peer_loss.py has the rest)."""
 
 from __future__ import annotations
 
