@@ -1,4 +1,4 @@
-"""gpu_health: helpers shared by the tests (moved from tests/unit/test_gpu_health.py)."""
+"""Nodes and objects of the GPU health tests: what the controller reads from the API, in both tiers."""
 
 from __future__ import annotations
 

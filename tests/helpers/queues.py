@@ -1,4 +1,4 @@
-"""queues: helpers shared by the tests (moved from tests/unit/test_k8s_queueing.py)."""
+"""Kueue objects of a plan and the capacity pools behind them, for the queueing tests of both tiers."""
 
 from __future__ import annotations
 
