@@ -1,4 +1,4 @@
-"""Shared helpers of the GCP tests (plans come from conftest: each reference stack once per process)."""
+"""Resource types and lookups the GCP tests share (plans come from plans.py: each reference stack once per process)."""
 
 from __future__ import annotations
 
