@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test lint plan bench dist clean
+.PHONY: venv demo test test-fast test-integration lint plan bench dist clean
 
 venv: $(STAMP)
 
@@ -30,10 +30,21 @@ demo: $(STAMP)
 	  $(BIN)/python -m trainer.demo || failed="$$failed trainer.demo"; \
 	  if [ -n "$$failed" ]; then echo "demo: failed:$$failed"; exit 1; fi
 
-# Lint (incl. complexity limits), format, types, the doctests of the library, then the suite.
+# Lint (incl. complexity limits), format, types, the doctests of the library, then the suite: every tier
+# (testpaths: tests/unit and tests/integration).
 test: lint
 	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components infra trainer
 	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
+
+# The inner loop: the unit tier only (in-process plans, no subprocess, no servers, no promtool); under two
+# minutes on 2 cores. No lint: run `make lint` before a commit.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal tests/unit $(PYTEST_ARGS)
+
+# The integration tier alone: moto, Prometheus/promtool, the GCS emulator, the trainer's real multi-process
+# runs, one real `python -m infra.cli` process per command.
+test-integration: $(STAMP)
+	$(BIN)/python -m pytest -n 2 --dist worksteal tests/integration $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

@@ -1,98 +1,15 @@
-"""Shared fixtures and helpers: run the real program (infra/__main__.py) under the mock engine.
-
-- `planned("aws-dev")`: the plan of a reference stack, made once per test process and shared by every
-  test that only reads it (job stacks are planned on their platform's planned outputs);
-- `plan_object({...})` / the `plan_platform` fixture: a platform object given inline (mutated copies of
-  the reference stacks, property-based inputs), planned fresh each call;
-- `plan_stack("aws-dev")`: a fresh plan of a stack file (tests that need their own copy);
-- `one(result, type_)`, `upstream(result, resource)`: lookups the tests share.
-
-Each plan gets a fresh event loop and a fresh root stack, so tests do not leak resources into each other.
-"""
+"""Fixtures every tier shares. The helpers behind them live in tests/helpers/ (plans.py: `planned`,
+`plan_object`, `one`, ...); tests import helpers from there, never from another test file."""
 
 from __future__ import annotations
 
-import copy
-import json
 from collections.abc import Callable
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from infra import stackfile
-from infra.mockcloud import Resource, RunResult, run_program, run_stack
-
-ROOT = Path(__file__).resolve().parent.parent
-STACKS = ROOT / "stacks"
-# Job stacks and the platform stack whose planned outputs they read.
-JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
-
-
-def stack_files() -> list[Path]:
-    return sorted(STACKS.glob("Pulumi.*.yaml"))
-
-
-def platform_object(stack: str) -> dict[str, Any]:
-    """A deep copy of a reference stack's `trainplane:platform` object, to mutate in a test."""
-    obj = stackfile.load(stack, ROOT).object("trainplane:platform")
-    assert isinstance(obj, dict), f"{stack} is not a platform stack"
-    return copy.deepcopy(obj)
-
-
-def config_for(platform: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
-    cloud = platform.get("cloud")
-    config = {"trainplane:platform": json.dumps(platform)}
-    if cloud == "aws" and platform.get("region"):
-        config["aws:region"] = platform["region"]
-    if cloud == "gcp":
-        config["gcp:project"] = platform.get("project", "")
-        config["gcp:region"] = platform.get("region", "")
-    config.update(extra or {})
-    return config
-
-
-@cache
-def planned(stack: str) -> RunResult:
-    """The plan of a reference stack, once per test process: treat it as read-only."""
-    if stack in JOB_STACKS:
-        platform = JOB_STACKS[stack]
-        return run_stack(stack, {platform: planned(platform).outputs}, ROOT)
-    return run_stack(stack, None, ROOT)
-
-
-def plan_object(
-    platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
-) -> RunResult:
-    """A fresh plan of a platform object given inline."""
-    return run_program(config_for(platform, extra), stack)
-
-
-def one(result: RunResult, type_: str, name: str | None = None) -> Resource:
-    """The one resource of `type_` (named `name`) in a plan."""
-    found = [r for r in result.of_type(type_) if name is None or r.name == name]
-    assert len(found) == 1, f"{len(found)} {type_} named {name!r}: {[r.name for r in result.of_type(type_)]}"
-    return found[0]
-
-
-def upstream(result: RunResult, res: Resource) -> set[str]:
-    """URNs `res` waits for, directly or through other resources' dependencies (parents excluded)."""
-    by_urn = result.by_urn()
-    seen: set[str] = set()
-    todo = list(res.deps)
-    while todo:
-        urn = todo.pop()
-        if urn in seen:
-            continue
-        seen.add(urn)
-        dep = by_urn.get(urn)
-        if dep is not None:
-            todo.extend(dep.deps)
-            # Waiting for a component means waiting for its children.
-            if not dep.custom:
-                todo.extend(c.urn for c in result.children(dep))
-    return seen
+from infra.mockcloud import RunResult, run_stack
+from tests.helpers.plans import ROOT, plan_object
 
 
 @pytest.fixture

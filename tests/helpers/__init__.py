@@ -1,0 +1,17 @@
+"""Helpers the tests share (import them from here, never from another test file).
+
+- plans.py: reference-stack plans (once per process), inline platform plans, `one`, `upstream`, and the
+  per-process cache of mock-engine runs the in-process CLI shares;
+- cli.py: the CLI in-process (`cli(...)`, unit tier) and as a real process (`trainplane(...)`, the one
+  smoke test per command in tests/integration/test_cli.py);
+- fake_k8s.py: the one fake Kubernetes API server (loopback HTTP, routes objects) and its kubeconfig;
+- deps.py: the modules a fresh interpreter loads (the runtime dependency walker; helper d's imports.py,
+  when merged, is the static one: see the TODO in deps.py);
+- aws.py / gcp.py / jobs.py / queues.py / gpu_health.py / promql.py / templates.py: resource types,
+  lookups and inputs the tests of one area share in both tiers;
+- verify_plans.py: verify on a planned stack and on edited copies of its dump;
+- trainer.py: the trainer's real processes (launch, Proc), run flags and checkpoint comparisons (its
+  fixtures are in tests/integration/trainer/conftest.py);
+- scrape.py, jobset_sim.py, aws_bundle_program.py: models of Prometheus' scrape and the JobSet
+  controller, and a bundle-only AWS program.
+"""

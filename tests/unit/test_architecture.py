@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from tests.conftest import ROOT
+from tests.helpers.plans import ROOT
 
 KUBERNETES = ROOT / "components" / "incluster"
 CLOUD_NAMES = {"aws", "gcp", "kubernetes", "eks", "gke", "azure", "existing"}

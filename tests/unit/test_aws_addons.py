@@ -9,9 +9,9 @@ import kubernetes_validate
 import pytest
 
 from infra.mockcloud import RunResult, run_program
-from tests.conftest import config_for, platform_object
-from tests.unit.aws_bundle_program import BUNDLE_PROGRAM
-from tests.unit.test_aws_stacks import NODE_GROUP, as_list, doc, one, plan, waits_for
+from tests.helpers.aws import NODE_GROUP, as_list, doc, one, plan, waits_for
+from tests.helpers.aws_bundle_program import BUNDLE_PROGRAM
+from tests.helpers.plans import config_for, platform_object
 
 ADDON = "aws:eks/addon:Addon"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"

@@ -7,7 +7,7 @@ import re
 import yaml
 
 from components.charts import CHARTS
-from tests.unit.test_aws_stacks import NODE_GROUP, as_list, doc, one, plan
+from tests.helpers.aws import NODE_GROUP, as_list, doc, one, plan
 
 MUTATING = {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"}
 

@@ -9,7 +9,7 @@ import pytest
 
 from components.aws.autoscaler import asg_name_regex, priorities
 from components.spec import ConfigError
-from tests.conftest import ROOT, one, planned
+from tests.helpers.plans import ROOT, one, planned
 
 NG = "aws:eks/nodeGroup:NodeGroup"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

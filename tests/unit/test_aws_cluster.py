@@ -8,7 +8,7 @@ import json
 import pytest
 
 from components.aws.cluster import iam_principal
-from tests.unit.test_aws_stacks import NODE_GROUP, one, plan, waits_for
+from tests.helpers.aws import NODE_GROUP, one, plan, waits_for
 
 EKS = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"

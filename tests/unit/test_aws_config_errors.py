@@ -6,7 +6,7 @@ import pulumi
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import platform_object
+from tests.helpers.plans import platform_object
 
 
 def _problems(obj) -> list[str]:
@@ -136,7 +136,7 @@ def test_the_cli_reports_a_private_endpoint_problem_in_one_line(tmp_path, capsys
     import yaml
 
     from infra.cli import main
-    from tests.conftest import ROOT
+    from tests.helpers.plans import ROOT
 
     doc = yaml.safe_load((ROOT / "stacks" / "Pulumi.aws-byo-vpc.yaml").read_text())
     del doc["config"]["trainplane:platform"]["cluster"]["privateAccessCidrs"]

@@ -12,8 +12,8 @@ from components.aws.node_group import machine_shapes
 from components.catalog import catalog
 from components.charts import CHARTS
 from components.spec import NodePoolSpec
-from tests.conftest import ROOT
-from tests.unit.test_aws_stacks import NODE_GROUP, one, plan
+from tests.helpers.aws import NODE_GROUP, one, plan
+from tests.helpers.plans import ROOT
 
 EFA = "vpc.amazonaws.com/efa"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -11,7 +11,7 @@ import fnmatch
 import pytest
 
 from components.aws.identity import OBJECT_ACTIONS
-from tests.unit.test_aws_stacks import as_list, doc, one, plan
+from tests.helpers.aws import as_list, doc, one, plan
 
 HOST = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"
 BUCKET = "aws:s3/bucket:Bucket"
@@ -128,7 +128,7 @@ def test_no_team_reaches_another_teams_checkpoints():
 
 
 def test_a_team_whose_name_extends_another_cannot_list_it(plan_platform):
-    from tests.conftest import platform_object
+    from tests.helpers.plans import platform_object
 
     obj = platform_object("aws-h200-efa")
     obj["teams"] = [{"name": "llm", "gpuQuota": 16}, {"name": "llm2", "gpuQuota": 16}]

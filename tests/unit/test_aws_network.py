@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 
 from components.aws.network import subnet_plan
-from tests.unit.test_aws_stacks import NODE_GROUP, one, plan
+from tests.helpers.aws import NODE_GROUP, one, plan
 
 SUBNET = "aws:ec2/subnet:Subnet"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.catalog import catalog
-from tests.unit.test_aws_stacks import NODE_GROUP, one, plan
+from tests.helpers.aws import NODE_GROUP, one, plan
 
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 TAG = "aws:autoscaling/tag:Tag"
@@ -46,7 +46,7 @@ def test_bundle_labels_select_the_pool_and_taints_match_the_node_group():
 
 
 def test_spot_pools_list_every_type_of_the_shape_on_demand_the_cheapest(plan_platform):
-    from tests.conftest import platform_object
+    from tests.helpers.plans import platform_object
 
     obj = platform_object("aws-h200-efa")
     for pool in obj["nodePools"][1:]:
@@ -194,7 +194,7 @@ def test_asg_tags_let_the_autoscaler_scale_gpu_pools_from_zero():
 
 
 def test_user_labels_and_taints_reach_nodes_and_asg_templates(plan_platform):
-    from tests.conftest import platform_object
+    from tests.helpers.plans import platform_object
 
     obj = platform_object("aws-dev")
     obj["nodePools"][1]["labels"] = {"team": "research"}

@@ -9,67 +9,12 @@ import json
 
 import pytest
 
-from infra.mockcloud import Resource, RunResult
-from tests.conftest import ROOT, one, planned
+from tests.helpers.aws import NODE_GROUP, plan, waits_for
+from tests.helpers.plans import ROOT, one
 
 AWS_STACKS = ["aws-dev", "aws-h200-efa", "aws-byo-vpc"]
-NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 # How the engine marks a secret value on the wire.
 SECRET_SIG = "4dabf18193072939515e22adb298388d"
-
-
-plan = planned
-
-
-def doc(value: str | dict) -> dict:
-    """A policy document as AWS will read it (JSON text in the recorded inputs)."""
-    return json.loads(value) if isinstance(value, str) else value
-
-
-def as_list(v) -> list:
-    return v if isinstance(v, list) else [v]
-
-
-def waits_for(result: RunResult, res: Resource) -> set[str]:
-    """URNs of every custom resource `res` waits for, directly or transitively.
-
-    A dependency on a component means waiting for everything inside it; a resource is also held back by
-    whatever its ancestor components depend on, and by its explicit provider.
-    """
-    by_urn = result.by_urn()
-    children: dict[str, list[str]] = {}
-    for r in result.resources:
-        if r.parent:
-            children.setdefault(r.parent, []).append(r.urn)
-
-    def expand(urn: str) -> set[str]:
-        out, todo = set(), [urn]
-        while todo:
-            u = todo.pop()
-            out.add(u)
-            todo.extend(children.get(u, []))
-        return out
-
-    def direct(r: Resource) -> set[str]:
-        deps = set()
-        cur: Resource | None = r
-        while cur is not None:
-            for d in cur.deps:
-                deps |= expand(d)
-            cur = by_urn.get(cur.parent) if cur.parent else None
-        if r.provider:
-            deps.add(r.provider.rsplit("::", 1)[0])
-        return deps
-
-    seen: set[str] = set()
-    todo = list(direct(res))
-    while todo:
-        u = todo.pop()
-        if u in seen or u not in by_urn:
-            continue
-        seen.add(u)
-        todo.extend(direct(by_urn[u]))
-    return {u for u in seen if by_urn[u].custom}
 
 
 @pytest.mark.parametrize("stack", AWS_STACKS)
@@ -176,19 +121,6 @@ def test_in_cluster_releases_wait_for_the_system_nodes():
     }
     for r in releases:
         assert system.urn in waits_for(result, r)
-
-
-def test_an_aws_stack_does_not_import_the_gcp_sdk():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, warnings; warnings.filterwarnings('ignore');"
-        "from infra.mockcloud import run_stack; run_stack('aws-dev');"
-        "print('pulumi_gcp' in sys.modules)"
-    )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
 
 
 def test_trainplane_plan_shows_tree_cost_and_critical_path(capsys):

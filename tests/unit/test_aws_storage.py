@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import platform_object
-from tests.unit.test_aws_stacks import one, plan
+from tests.helpers.aws import one, plan
+from tests.helpers.plans import platform_object
 
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
@@ -124,7 +124,7 @@ def test_fsx_waits_for_its_security_groups_lnet_rules(stack):
     """Issue 18 defect 5: FSx checks its groups for LNET (TCP 988) at create and answers 400
     InvalidNetworkSettings without them (aws/aws-parallelcluster#6181): the file system waits for
     every rule of its own group, 988 and 1018-1023 included."""
-    from tests.unit.test_aws_stacks import waits_for
+    from tests.helpers.aws import waits_for
 
     result = plan(stack)
     fs = one(result, FSX)

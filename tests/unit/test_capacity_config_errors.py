@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import platform_object
+from tests.helpers.plans import platform_object
 
 P = "platform.nodePools[1]"
 BLOCK = "cr-0123456789abcdef0"

@@ -1,75 +1,15 @@
-"""The GPU catalog agrees with the AWS instance data that moto ships (AWS DescribeInstanceTypes output)."""
+"""The GPU catalog: its GPU kinds (tests/integration/test_catalog.py compares it with the AWS instance data
+that moto ships)."""
 
 from __future__ import annotations
 
-import gzip
-import json
-from functools import cache
-from pathlib import Path
-
-import moto
-import pytest
-
 from components.catalog import catalog
 
-# Catalog GPU kind -> GPU name as AWS reports it.
-AWS_GPU_NAME = {
-    "A10G": "A10G",
-    "L4": "L4",
-    "L40S": "L40S",
-    "A100-40GB": "A100",
-    "A100-80GB": "A100",
-    "H100": "H100",
-    "H200": "H200",
-    "B200": "B200",
-}
 REQUIRED_KINDS = {"A10G", "L4", "L40S", "A100-40GB", "A100-80GB", "H100", "H100-MEGA", "H200", "B200"}
-
-
-@cache
-def aws_instance_types() -> dict:
-    path = Path(moto.__file__).parent / "ec2" / "resources" / "instance_types.json.gz"
-    with gzip.open(path) as f:
-        return json.load(f)
-
-
-def aws_shapes():
-    for kind in catalog().gpu_names():
-        for shape in catalog().gpu(kind).shapes_on("aws"):
-            yield pytest.param(kind, shape, id=shape.name)
 
 
 def test_catalog_has_every_required_gpu_kind():
     assert REQUIRED_KINDS <= set(catalog().gpu_names())
-
-
-@pytest.mark.parametrize(("kind", "shape"), list(aws_shapes()))
-def test_aws_entry_matches_aws_instance_data(kind, shape):
-    data = aws_instance_types()[shape.name]
-    gpu = data["GpuInfo"]["Gpus"][0]
-    assert gpu["Name"] == AWS_GPU_NAME[kind]
-    assert gpu["Count"] == shape.gpus
-    assert gpu["MemoryInfo"]["SizeInMiB"] == round(shape.gpu_memory_gib * 1024)
-    assert data["VCpuInfo"]["DefaultVCpus"] == shape.vcpus
-    assert data["MemoryInfo"]["SizeInMiB"] == round(shape.memory_gib * 1024)
-    efa = (data["NetworkInfo"].get("EfaInfo") or {}).get("MaximumEfaInterfaces", 0)
-    assert efa == shape.efa_interfaces
-
-
-def test_catalog_lists_every_aws_size_of_the_families_it_covers():
-    # A family half-listed would make spot pools draw from fewer instance types than they could.
-    listed = {s.name for k in catalog().gpu_names() for s in catalog().gpu(k).shapes_on("aws")}
-    families = {n.split(".")[0] for n in listed}
-    by_name = {v: k for k, v in AWS_GPU_NAME.items()}
-    missing = sorted(
-        name
-        for name, data in aws_instance_types().items()
-        if name.split(".")[0] in families
-        and data.get("GpuInfo")
-        and data["GpuInfo"]["Gpus"][0]["Name"] in by_name
-        and name not in listed
-    )
-    assert missing == []
 
 
 def test_gcp_shapes_carry_accelerator_strings_and_counts():

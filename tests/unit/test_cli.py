@@ -1,41 +1,18 @@
-"""`trainplane plan` as a user runs it: a real process, its exit code, what it prints."""
+"""`trainplane plan` as a user runs it: its exit code and what it prints, run in-process off a terminal
+(tests/helpers/cli.py); tests/integration/test_cli.py runs each command once as a real process."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, stack_files
-
-
-def trainplane(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "infra.cli", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "COLUMNS": "160"},
-    )
-
-
-def test_plan_json_describes_the_onprem_stack():
-    proc = trainplane("plan", "onprem-dev", "--json")
-    assert proc.returncode == 0, proc.stderr
-    data = json.loads(proc.stdout)
-    assert data["cloud"] == "kubernetes"
-    assert data["gpus"] == {"min": 16, "max": 16}
-    assert data["outputs"]["kubeconfig"] == "[secret]"
-    assert data["tree"][0]["type"] == "trainplane:index:GpuPlatform"
-    assert data["counts"]["pulumi:providers:kubernetes"] == 1
+from tests.helpers.cli import cli
+from tests.helpers.plans import ROOT, stack_files
 
 
 def test_plan_prints_a_readable_summary():
-    proc = trainplane("plan", "onprem-dev")
+    proc = cli("plan", "onprem-dev", env={"COLUMNS": "160"})
     assert proc.returncode == 0, proc.stderr
     for heading in ("Resources by type", "Node pools and cost", "At scale", "Critical path"):
         assert heading in proc.stdout
@@ -49,7 +26,7 @@ def test_invalid_stack_exits_2_with_one_line_per_problem(tmp_path):
             "maxNodes: 4\n      - name: h100", "maxNodez: 4\n      - name: h100"
         )
     )
-    proc = trainplane("plan", str(bad))
+    proc = cli("plan", str(bad), env={"COLUMNS": "160"})
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.strip().splitlines()
@@ -73,14 +50,14 @@ def test_invalid_stack_exits_2_with_one_line_per_problem(tmp_path):
 def test_unreadable_stack_files_are_named(tmp_path, content, expected):
     f = tmp_path / "Pulumi.x.yaml"
     f.write_text(content)
-    proc = trainplane("plan", str(f))
+    proc = cli("plan", str(f), env={"COLUMNS": "160"})
     assert proc.returncode == 2
     assert expected in proc.stderr and str(f) in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_missing_stack_is_a_usage_error():
-    proc = trainplane("plan", "no-such-stack")
+    proc = cli("plan", "no-such-stack", env={"COLUMNS": "160"})
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith(
         f"{ROOT / 'stacks' / 'Pulumi.no-such-stack.yaml'}: no such stack file"
@@ -89,27 +66,11 @@ def test_missing_stack_is_a_usage_error():
 
 @pytest.mark.parametrize("stack", [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()])
 def test_every_stack_file_plans(stack):
-    proc = trainplane("plan", stack, "--json")
+    proc = cli("plan", stack, "--json", env={"COLUMNS": "160"}, cached=True)
     assert proc.returncode == 0, proc.stderr
     data = json.loads(proc.stdout)
     assert data["resources"] >= 1
     assert data["criticalPath"]["steps"], "a plan always has a critical path"
-
-
-def test_python_dash_m_reports_a_bad_job_stack_as_bad_input_not_an_internal_error(tmp_path):
-    # verify raises infra.cli.UsageError; run as `python -m infra.cli` the module is __main__, whose own
-    # copy of the class used to miss it: "internal error: UsageError", exit 1.
-    bad = tmp_path / "Pulumi.bad-job.yaml"
-    bad.write_text("config:\n  trainplane:job:\n    platformStack: organization/trainplane/aws-dev\n")
-    p = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "verify", str(bad)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert p.returncode == 2, p.stderr
-    assert "internal error" not in p.stderr and "job.name: required" in p.stderr
 
 
 # ---- exit codes and --debug (issue 22) ------------------------------------------------------------
@@ -190,10 +151,7 @@ def _pools_and_prices(stack: str) -> tuple[list[str], list[str]]:
 def test_piped_plan_and_verify_never_cut_a_name_or_a_price(stack):
     # Off a terminal rich used to lay out 80 columns: `h100-b…`, `$24.77…`, `capaci…`. COLUMNS stays
     # unset here, as in CI and `make demo > file`.
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)}
-    plan = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "plan", stack], cwd=ROOT, capture_output=True, text=True, env=env
-    )
+    plan = cli("plan", stack, cached=True)
     assert plan.returncode == 0, plan.stderr
     assert "…" not in plan.stdout
     pools, prices = _pools_and_prices(stack)
@@ -204,13 +162,7 @@ def test_piped_plan_and_verify_never_cut_a_name_or_a_price(stack):
         assert price in cells, f"price {price} not printed whole"
     for header in ("capacity", "on-demand/node", "spot/node", "reserved/node", "GPUs/node"):
         assert header in plan.stdout
-    verify = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "verify", stack],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    verify = cli("verify", stack, cached=True)
     assert verify.returncode in (0, 1), verify.stderr
     assert "…" not in verify.stdout
     from infra.verify.report import CHECKS

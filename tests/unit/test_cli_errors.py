@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from infra import cli
-from tests.conftest import ROOT
+from tests.helpers.plans import ROOT
 
 JOB = (ROOT / "stacks" / "Pulumi.gpt-small-aws-dev.yaml").read_text()
 
@@ -130,7 +130,7 @@ def test_pulumi_up_also_suggests_the_object_key():
     import pulumi
 
     from infra.mockcloud import run_program
-    from tests.conftest import platform_object
+    from tests.helpers.plans import platform_object
 
     with pytest.raises(pulumi.RunError) as err:
         run_program({"trainplane:platfrom": json.dumps(platform_object("onprem-dev"))}, "typo")

@@ -3,34 +3,13 @@
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from typing import Any
 
 import pytest
 
 from infra import cli
-from tests.conftest import ROOT
-
-CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
-# Maps whose keys are data (resource types, Kubernetes labels and annotations, environment variables),
-# not fields of the output: docs/cli.md names them.
-DATA_MAPS = {"counts", "labels", "workloadAnnotations", "annotations", "extendedResources", "podEnv"}
-
-
-def _bad_keys(value: Any, path: str = "") -> list[str]:
-    bad: list[str] = []
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if not CAMEL.match(k):
-                bad.append(f"{path}.{k}")
-            if k not in DATA_MAPS:
-                bad += _bad_keys(v, f"{path}.{k}")
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            bad += _bad_keys(v, f"{path}[{i}]")
-    return bad
+from tests.helpers.cli import _bad_keys
+from tests.helpers.plans import ROOT
 
 
 def _json_of(argv: list[str], capsys) -> tuple[int, Any]:
@@ -78,23 +57,6 @@ def test_plan_json_is_the_same_twice_in_one_process(capsys):
 
 def _nodes(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [n for node in tree for n in (node, *_nodes(node["children"]))]
-
-
-def test_plan_json_is_byte_identical_across_processes():
-    # Separate processes hash strings differently (a set's order changes): both must print the same.
-    outs = []
-    for seed in ("1", "2"):
-        proc = subprocess.run(
-            [sys.executable, "-m", "infra.cli", "plan", STACK, "--json"],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "PYTHONHASHSEED": seed},
-            timeout=300,
-        )
-        assert proc.returncode == 0, proc.stderr
-        outs.append(proc.stdout)
-    assert outs[0] == outs[1]
 
 
 def test_critical_path_ties_are_broken_by_urn_not_by_order():

@@ -26,7 +26,7 @@ from components.incluster.tenancy import TeamTenancy, TeamTenancyArgs
 from components.kubernetes.cluster import ExistingCluster, ExistingClusterArgs
 from components.spec import GpuHealthSpec, GpuOperatorSpec, NodePoolSpec, PlatformSpec, TeamSpec
 from infra.mockcloud import run_function
-from tests.conftest import platform_object
+from tests.helpers.plans import platform_object
 
 LAB = platform_object("onprem-dev")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from functools import cache
 
 from infra.mockcloud import RunResult, run_program
-from tests.conftest import ROOT
+from tests.helpers.plans import ROOT
 
 EXAMPLES = ROOT / "docs" / "examples"
 

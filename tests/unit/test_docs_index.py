@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import functools
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.helpers.cli import cli
+from tests.helpers.plans import ROOT
 
 DOCS = ROOT / "docs"
 PAGES = sorted(p for p in DOCS.glob("*.md") if p.name != "README.md")
@@ -62,13 +61,7 @@ def test_every_relative_link_and_anchor_resolves(page):
 
 @functools.cache
 def _help(command: str) -> str:
-    out = subprocess.run(
-        [sys.executable, "-m", "infra.cli", *([command] if command else []), "--help"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    out = cli(*([command] if command else []), "--help")
     assert out.returncode == 0, out.stderr
     return out.stdout
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, planned
+from tests.helpers.plans import ROOT, planned
 
 MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(
@@ -120,7 +120,7 @@ def test_trainer_md_names_the_manifests_config_keys_as_the_manifest_writes_them(
 @pytest.mark.parametrize("name", ["gpu-platform", "training-job"])
 def test_template_readmes_name_what_their_defaults_plan(name, tmp_path):
     """The training-job README said "an Indexed Job"; a fixed-size job is a JobSet."""
-    from tests.unit.test_templates import instantiate
+    from tests.helpers.templates import instantiate
 
     readme = (ROOT / "stacks" / "templates" / name / "README.md").read_text()
     template = yaml.safe_load((ROOT / "stacks" / "templates" / name / "Pulumi.yaml").read_text())

@@ -11,7 +11,7 @@ import pulumi
 import pytest
 
 from infra.mockcloud import run_program
-from tests.conftest import ROOT, platform_object
+from tests.helpers.plans import ROOT, platform_object
 
 
 def _python_block(page: Path, heading: str, index: int = 0) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from components.gcp.capacity import capacity_node_config, location_policy
 from components.spec import NodePoolSpec
-from tests.conftest import planned
+from tests.helpers.plans import planned
 
 NP = "gcp:container/nodePool:NodePool"
 STACK = "gcp-h100-dws"

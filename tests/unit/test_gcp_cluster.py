@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from tests.unit.test_gcp_support import CLUSTER, FIREWALL, LUSTRE, mutated, one, plan, plan_platform
+from tests.helpers.gcp import CLUSTER, FIREWALL, LUSTRE, mutated, one, plan, plan_platform
 
 
 def test_standard_cluster_with_workload_identity_private_nodes_and_dataplane_v2():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from components.gcp.naming import service_account_id, short_id
 from components.spec import ConfigError, PlatformSpec
-from tests.unit.test_gcp_support import mutated, plan_platform
+from tests.helpers.gcp import mutated, plan_platform
 
 
 def problems(obj) -> list[str]:

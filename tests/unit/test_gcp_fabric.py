@@ -15,9 +15,9 @@ import pytest
 from components.gcp import fabric as F
 from components.gcp.backend import BACKEND
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import one, planned
-from tests.unit.test_gcp_support import mutated
-from tests.unit.verify_plans import edit, lines, plan, run
+from tests.helpers.gcp import mutated
+from tests.helpers.plans import one, planned
+from tests.helpers.verify_plans import edit, lines, plan, run
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
@@ -332,8 +332,8 @@ def test_rdma_table(machine):
 
 
 def test_rdma_pool_plans_a_roce_network_without_firewall_and_verifies():
-    from tests.unit.test_gcp_support import plan_platform
-    from tests.unit.verify_plans import plan_of
+    from tests.helpers.gcp import plan_platform
+    from tests.helpers.verify_plans import plan_of
 
     obj = ultra_platform()
     result = plan_platform(obj)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.test_gcp_support import (
+from tests.helpers.gcp import (
     BUCKET,
     BUCKET_IAM,
     CLUSTER,

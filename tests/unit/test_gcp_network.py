@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 
-from tests.unit.test_gcp_support import CLUSTER, FILESTORE, FIREWALL, mutated, one, plan, plan_platform
+from tests.helpers.gcp import CLUSTER, FILESTORE, FIREWALL, mutated, one, plan, plan_platform
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import upstream
-from tests.unit.test_gcp_support import NODE_POOL, SA, mutated, one, plan, plan_platform, pool
+from tests.helpers.gcp import NODE_POOL, SA, mutated, one, plan, plan_platform, pool
+from tests.helpers.plans import upstream
 
 GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
 

@@ -14,7 +14,7 @@ from components.incluster.kueue_objects import flavors
 from components.incluster.placement import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec, check_job
-from tests.unit.test_training_job import job_object, platform_outputs
+from tests.helpers.jobs import job_object, platform_outputs
 
 GKE_LEVELS = [
     "cloud.google.com/gce-topology-block",

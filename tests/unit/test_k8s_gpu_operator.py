@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import plan_object, planned, platform_object
+from tests.helpers.plans import plan_object, planned, platform_object
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
@@ -174,7 +174,7 @@ def test_dcgm_exporter_collects_every_dcgm_field_rules_and_dashboards_use():
     import io
 
     from components.incluster.dashboards.metrics import DCGM_DEFAULT_FIELDS, DCGM_METRICS
-    from tests.unit.test_k8s_observability import all_exprs, metric_names
+    from tests.helpers.promql import all_exprs, metric_names
 
     result = plan("aws-dev")
     env = {e["name"]: e["value"] for e in operator_values(result)["dcgmExporter"]["env"]}

@@ -12,7 +12,8 @@ from components.incluster.alerts import alert_groups
 from components.incluster.dashboards import dashboards
 from components.incluster.dashboards.metrics import ALLOWED_METRICS, DCGM_METRICS, TRAINER_METRICS
 from components.incluster.logs import alloy_config
-from tests.conftest import plan_object, planned, platform_object
+from tests.helpers.plans import plan_object, planned, platform_object
+from tests.helpers.promql import all_exprs, metric_names
 
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
@@ -28,53 +29,6 @@ def release(result, chart: str):
 
 # ---- PromQL: every selector names an allowed metric ------------------------------------------
 
-PROMQL_WORDS = {
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "and",
-    "or",
-    "unless",
-    "bool",
-    "offset",
-    "sum",
-    "avg",
-    "max",
-    "min",
-    "count",
-    "rate",
-    "increase",
-    "irate",
-    "delta",
-    "changes",
-    "avg_over_time",
-    "max_over_time",
-    "min_over_time",
-    "label_values",
-    "time",
-    "timestamp",
-    "histogram_quantile",
-    "quantile",
-    "floor",
-    "topk",
-}
-
-
-def metric_names(expr: str) -> set[str]:
-    """Metric names in a PromQL expression: identifiers outside {...} and [...] and not functions or
-    keywords or label names in by/on clauses."""
-    # Grafana's label_values(metric, label): the second argument is a label name.
-    stripped = re.sub(r"label_values\((.*),\s*\w+\)", r"\1", expr)
-    stripped = re.sub(r"\{[^}]*\}", "", stripped)
-    stripped = re.sub(r"\[[^\]]*\]", "", stripped)
-    stripped = re.sub(r"\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", stripped)
-    stripped = re.sub(r'"[^"]*"', "", stripped)
-    names = set(re.findall(r"\b[A-Za-z_:][A-Za-z0-9_:]*\b", stripped))
-    return {n for n in names if n not in PROMQL_WORDS and not re.fullmatch(r"\d+[smhd]?", n)}
-
 
 def test_metric_name_parser_sees_through_functions_and_labels():
     assert metric_names('sum by (namespace, job) (increase(trainplane_restarts_total{job=~"$job"}[1h]))') == {
@@ -82,19 +36,6 @@ def test_metric_name_parser_sees_through_functions_and_labels():
     }
     assert metric_names("a_metric and on (node) other > 0") == {"a_metric", "other"}
     assert metric_names('label_values(trainplane_step{namespace=~"$namespace"}, job)') == {"trainplane_step"}
-
-
-def all_exprs() -> list[tuple[str, str]]:
-    exprs = []
-    for file_name, board in dashboards().items():
-        for panel in board["panels"]:
-            exprs += [(f"{file_name}:{panel['title']}", t["expr"]) for t in panel["targets"]]
-        for var in board["templating"]["list"]:
-            if var["type"] == "query":
-                exprs.append((f"{file_name}:${var['name']}", var["query"]["query"]))
-    for group in alert_groups():
-        exprs += [(f"alert {r['alert']}", r["expr"]) for r in group["rules"]]
-    return exprs
 
 
 def test_dashboards_and_alerts_name_only_dcgm_trainer_and_kube_state_metrics():
@@ -179,7 +120,7 @@ def test_alert_rules_cover_gpu_faults_nodes_and_training_jobs():
     assert 'resource="nvidia_com_gpu"' in rules["GpuNodeNotReady"]["expr"]
     for r in rules.values():
         assert re.fullmatch(r"\d+[smh]", r["for"]) and r["labels"]["severity"] in {"warning", "critical"}
-    # Each rule's behaviour on synthetic series is in tests/unit/test_alert_rules.py (promtool).
+    # Each rule's behaviour on synthetic series is in tests/integration/test_alert_rules.py (promtool).
 
 
 def test_no_rule_or_panel_reads_labels_the_dcgm_scrape_does_not_produce():

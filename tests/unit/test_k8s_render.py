@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from infra.render import helm_releases, kubernetes_objects, render
-from tests.conftest import ROOT, planned
-from tests.unit.test_training_job import reference_plan as reference_job_plan
+from tests.helpers.jobs import reference_plan as reference_job_plan
+from tests.helpers.plans import ROOT, planned
 
 STACKS = ["aws-dev", "gcp-dev", "onprem-dev"]
 VERSIONS = ["1.33", "1.34", "1.35"]

@@ -9,7 +9,7 @@ import pytest
 
 from components.spec import ConfigError, PlatformSpec
 from infra.verify.netpol import Peer, allowed
-from tests.conftest import plan_object, platform_object
+from tests.helpers.plans import plan_object, platform_object
 
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
@@ -219,7 +219,7 @@ ENFORCE, WARN, AUDIT = (f"pod-security.kubernetes.io/{m}" for m in ("enforce", "
 
 
 def _team_labels(stack: str) -> list[dict[str, str]]:
-    from tests.conftest import planned
+    from tests.helpers.plans import planned
 
     return [
         ns["metadata"]["labels"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import one, plan_object, planned, platform_object
+from tests.helpers.plans import one, plan_object, planned, platform_object
 
 PV = "kubernetes:core/v1:PersistentVolume"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"

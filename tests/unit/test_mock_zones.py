@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from components.aws import mock as aws_mock
-from components.aws.mock_zones import MOTO_VERSION, ZONES
-from tests.conftest import plan_object, platform_object
+from tests.helpers.plans import plan_object, platform_object
 
 SUBNET = "aws:ec2/subnet:Subnet"
 
@@ -17,16 +14,6 @@ SUBNET = "aws:ec2/subnet:Subnet"
 def _to_us_east_2(obj: dict) -> dict:
     text = json.dumps(obj).replace("us-east-1", "us-east-2")
     return json.loads(text)
-
-
-def test_zone_data_is_motos():
-    moto = pytest.importorskip("moto")
-    from moto.ec2.models.availability_zones_and_regions import RegionsAndZonesBackend
-
-    assert moto.__version__ == MOTO_VERSION
-    assert {
-        r: tuple((z.name, z.zone_id) for z in zs) for r, zs in RegionsAndZonesBackend.zones.items()
-    } == ZONES
 
 
 def test_an_us_east_2_platform_with_pool_zones_plans_in_us_east_2():
@@ -48,7 +35,7 @@ def test_an_us_east_2_platform_with_pool_zones_plans_in_us_east_2():
 
 def test_a_zone_of_another_region_is_refused_with_the_regions_zones(tmp_path, capsys):
     from infra.cli import main
-    from tests.conftest import ROOT
+    from tests.helpers.plans import ROOT
 
     text = (ROOT / "stacks" / "Pulumi.aws-h100-reserved.yaml").read_text().replace("us-east-1", "us-east-2")
     stack = tmp_path / "Pulumi.ohio.yaml"

@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 
 from infra.verify.model import Plan
-from tests.conftest import platform_object
-from tests.unit.verify_plans import edit, lines, plan_of, release, run
+from tests.helpers.plans import platform_object
+from tests.helpers.verify_plans import edit, lines, plan_of, release, run
 
 TAINT = {"key": "example.com/dedicated", "value": "llm", "effect": "NoExecute"}
 TOLERATION = {"key": "example.com/dedicated", "operator": "Exists", "effect": "NoExecute"}

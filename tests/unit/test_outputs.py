@@ -7,16 +7,11 @@ import asyncio
 import copy
 import json
 import sys
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from components.bundle import CloudProfile, ClusterBundle  # noqa: E402
-from components.outputs import (  # noqa: E402
+from components.bundle import CloudProfile, ClusterBundle
+from components.outputs import (
     READ_KEYS,
     NodePoolInfo,
     PlatformOutputs,
@@ -24,9 +19,9 @@ from components.outputs import (  # noqa: E402
     StorageHandle,
     TaintInfo,
 )
-from components.platform import platform_outputs  # noqa: E402
-from components.spec import PlatformSpec  # noqa: E402
-from tests.conftest import JOB_STACKS, planned, stack_files  # noqa: E402
+from components.platform import platform_outputs
+from components.spec import PlatformSpec
+from tests.helpers.plans import JOB_STACKS, ROOT, planned, stack_files
 
 NEWER_POOL_KEYS = ("nodeVcpus", "nodeMemoryGiB")
 

@@ -8,9 +8,8 @@ import re
 from components.incluster.job_runtime import RULE_PEER_LOST, elastic_job, jobset_failure_policy
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
-from tests.unit.jobset_sim import PodOutcome
-from tests.unit.test_failure_semantics import RUNNING, decide
-from tests.unit.test_training_job import job_object, platform_outputs
+from tests.helpers.jobs import RUNNING, decide, job_object, platform_outputs
+from tests.helpers.jobset_sim import PodOutcome
 from trainer import contract
 
 # jobset@v0.12.0 pkg/webhooks/jobset_webhook.go (the webhook fails closed)

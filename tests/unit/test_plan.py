@@ -8,7 +8,7 @@ from components.catalog import catalog
 from components.spec import PlatformSpec
 from infra.mockcloud import Resource
 from infra.plan import critical_path, estimate_cost
-from tests.conftest import platform_object
+from tests.helpers.plans import platform_object
 
 
 def res(name, type_, deps=(), parent=None, custom=True, provider=None):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from infra.mockcloud import Resource
 from infra.verify.dump import dumps, read_dump
 from infra.verify.model import PlanResource, from_run
-from tests.conftest import planned
+from tests.helpers.plans import planned
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 

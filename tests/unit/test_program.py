@@ -2,123 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
-
-from tests.conftest import ROOT, stack_files
-
-SHARED_CHECKS = ROOT.parent / "shared" / "checks"
-STACK_NAMES = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
-
-SDK_PROBE = """
-import json, sys
-from infra.mockcloud import run_stack
-run_stack(sys.argv[1])
-print(json.dumps(sorted(m for m in ("pulumi_aws", "pulumi_gcp", "pulumi_kubernetes") if m in sys.modules)))
-"""
-
-
-@pytest.mark.parametrize(
-    ("stack", "must_not_import"),
-    [
-        ("aws-dev", "pulumi_gcp"),
-        ("gcp-dev", "pulumi_aws"),
-        ("onprem-dev", "pulumi_aws"),
-        ("onprem-dev", "pulumi_gcp"),
-    ],
-)
-def test_a_stack_imports_only_the_sdks_of_its_cloud(stack, must_not_import):
-    proc = subprocess.run(
-        [sys.executable, "-c", SDK_PROBE, stack], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
-    assert proc.returncode == 0, proc.stderr
-    imported = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert must_not_import not in imported
-    assert "pulumi_kubernetes" in imported
-
-
-def _mockplan(stack_file: str, *extra: str) -> tuple[int, dict]:
-    proc = subprocess.run(
-        [sys.executable, str(SHARED_CHECKS / "mockplan.py"), stack_file, *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return proc.returncode, json.loads(proc.stdout)
-
-
-@pytest.mark.skipif(
-    not (SHARED_CHECKS / "mockplan.py").exists(), reason="../shared/checks is not beside this checkout"
-)
-@pytest.mark.parametrize("stack", STACK_NAMES)
-def test_independent_mock_runner_plans_every_stack(stack, plan_stack, tmp_path):
-    from infra import stackfile
-
-    job = stackfile.load(stack, ROOT).object("trainplane:job")
-    extra: list[str] = []
-    refs = None
-    if job is not None:
-        # A job stack reads its platform: feed both runners the platform's outputs from the checker.
-        platform = job["platformStack"]
-        rc, dump = _mockplan(f"stacks/Pulumi.{platform.split('/')[-1]}.yaml")
-        assert rc == 0, dump.get("error")
-        (tmp_path / "platform.json").write_text(json.dumps(dump))
-        extra = ["--ref", f"{platform}={tmp_path / 'platform.json'}"]
-        refs = {platform: dump["outputs"]}
-    rc, dump = _mockplan(f"stacks/Pulumi.{stack}.yaml", *extra)
-    assert rc == 0, dump.get("error")
-    ours = plan_stack(stack, refs)
-    assert sorted((r["type"], r["name"]) for r in dump["resources"]) == sorted(
-        (r.type, r.name) for r in ours.resources
-    )
-    # The other independent checkers, on what the engine would be sent: nested provider inputs against the
-    # SDKs' input types, Helm values against the pinned charts' defaults, custom resources against the
-    # upstream CRD schemas (../shared/reference).
-    (tmp_path / "plan.json").write_text(json.dumps(dump))
-    for checker in ("provider_inputs.py", "helm_values_keys.py"):
-        proc = _check(checker, str(tmp_path / "plan.json"))
-        assert proc.returncode == 0, f"{checker}: {proc.stdout[-2000:]}"
-    from infra.render import render
-
-    render(ours, tmp_path / "rendered")
-    proc = _check("crd_validate.py", str(tmp_path / "rendered"))
-    assert proc.returncode == 0, f"crd_validate.py: {proc.stdout[-2000:]}"
-
-
-def _check(checker: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, str(SHARED_CHECKS / checker), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-
-
-@pytest.mark.skipif(
-    not (SHARED_CHECKS / "pulumi_yaml.py").exists(), reason="../shared/checks is not beside this checkout"
-)
-def test_pulumi_yaml_is_valid():
-    proc = subprocess.run(
-        [sys.executable, str(SHARED_CHECKS / "pulumi_yaml.py")],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert proc.returncode == 0, proc.stdout
-    assert proc.stdout.strip().endswith("valid")
 
 
 def test_invalid_config_fails_the_program_before_registering_anything():
     import pulumi
 
     from infra.mockcloud import run_program
-    from tests.conftest import config_for, platform_object
+    from tests.helpers.plans import config_for, platform_object
 
     raw = platform_object("onprem-dev")
     raw["nodePools"][0]["gpu"] = "H1000"

@@ -4,15 +4,14 @@ plan and verify clean, or price every total as n/a without a word."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from importlib import resources
 
 import pytest
 
 from components import regions
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import ROOT, platform_object
+from tests.helpers.cli import cli
+from tests.helpers.plans import ROOT, platform_object
 
 
 def problems(obj) -> list[str]:
@@ -87,27 +86,6 @@ def test_an_aws_region_that_does_not_exist():
     ]
 
 
-def test_the_providers_region_must_be_the_platforms(tmp_path):
-    text = (ROOT / "stacks" / "Pulumi.aws-dev.yaml").read_text()
-    assert "  aws:region: us-east-1" in text
-    bad = tmp_path / "Pulumi.two-regions.yaml"
-    bad.write_text(text.replace("  aws:region: us-east-1", "  aws:region: us-west-2"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "infra.cli", "plan", str(bad)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
-        timeout=300,
-    )
-    assert proc.returncode == 2
-    assert proc.stderr.strip().splitlines() == [
-        f"{bad}: 1 problem(s)",
-        "aws:region: 'us-west-2' differs from platform.region 'us-east-1'; set both to the same region "
-        "(or drop aws:region)",
-    ]
-
-
 # ---- machine types ----------------------------------------------------------------------------------
 
 
@@ -138,3 +116,17 @@ def test_a_real_type_the_catalog_does_not_price_is_accepted(stack, key, name):
     obj = platform_object(stack)
     obj["nodePools"][0][key] = name
     PlatformSpec.load(obj)
+
+
+def test_the_providers_region_must_be_the_platforms(tmp_path):
+    text = (ROOT / "stacks" / "Pulumi.aws-dev.yaml").read_text()
+    assert "  aws:region: us-east-1" in text
+    bad = tmp_path / "Pulumi.two-regions.yaml"
+    bad.write_text(text.replace("  aws:region: us-east-1", "  aws:region: us-west-2"))
+    proc = cli("plan", str(bad))
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        f"{bad}: 1 problem(s)",
+        "aws:region: 'us-west-2' differs from platform.region 'us-east-1'; set both to the same region "
+        "(or drop aws:region)",
+    ]

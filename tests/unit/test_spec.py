@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import platform_object
+from tests.helpers.plans import platform_object
 
 
 def problems_of(raw: dict) -> list[str]:
@@ -259,7 +259,7 @@ def _models(model, seen=None):
 @pytest.mark.parametrize("root", ["PlatformSpec", "JobSpec"])
 def test_every_stack_key_is_documented(root):
     import components.spec as spec_module
-    from tests.conftest import ROOT
+    from tests.helpers.plans import ROOT
 
     doc = (ROOT / "docs" / "configuration.md").read_text()
     missing = [

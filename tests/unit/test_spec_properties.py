@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components.spec import ConfigError, PlatformSpec
-from tests.conftest import platform_object
+from tests.helpers.plans import platform_object
 
 LINE = re.compile(r"^platform(\.[A-Za-z]+|\[\d+\])*(\.[A-Za-z0-9_./-]+|\[(\'.*\'|\".*\")\])?: \S")
 

@@ -10,7 +10,7 @@ import yaml
 from components.aws.spot_notice import CAPACITY_LABEL, spot_notice_values
 from components.charts import chart
 from infra.verify import facts as F
-from tests.unit.verify_plans import edit, lines, plan, release, run
+from tests.helpers.verify_plans import edit, lines, plan, release, run
 
 NTH = "aws-node-termination-handler"
 

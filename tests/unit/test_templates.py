@@ -2,75 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import subprocess
-import sys
-import tomllib
-import zipfile
-from pathlib import Path
-
 import pulumi
 import pytest
 import yaml
 
 from infra.mockcloud import run_program
-from tests.conftest import ROOT
-from tests.unit.test_training_job import JOBSET
-
-TEMPLATES = ROOT / "stacks" / "templates"
-SHARED_CHECKS = ROOT.parent / "shared" / "checks"
-
-
-def instantiate(
-    name: str, dest: Path, answers: dict[str, str] | None = None, stack: str = "dev"
-) -> dict[str, str]:
-    """Do what `pulumi new <template> --stack <stack> --yes` does and return the stack config it writes.
-
-    pulumi v3.259.0 pkg/cmd/pulumi/project/newcmd: new.go copies the files replacing ${PROJECT} and
-    ${DESCRIPTION}, renames the project and removes the `template:` section from Pulumi.yaml; config.go
-    (resolveTemplateConfig, encryptTemplateConfig) takes each `template.config` key (a key without a
-    namespace gets the project's name as one), its answer or else its default, drops the empty ones
-    ("Don't add empty values to the config") and saves the rest as strings in Pulumi.<stack>.yaml next to
-    Pulumi.yaml (no stackConfigDir in a template).
-    """
-    project_name = dest.name
-    shutil.copytree(TEMPLATES / name, dest, dirs_exist_ok=True)
-    for f in dest.rglob("*"):
-        if f.is_file():
-            text = f.read_text().replace("${PROJECT}", project_name).replace("${DESCRIPTION}", "test")
-            f.write_text(text)
-    project = yaml.safe_load((dest / "Pulumi.yaml").read_text())
-    template = project.pop("template")
-    project["config"] = {"pulumi:tags": {"value": {"pulumi:template": str(TEMPLATES / name)}}}
-    (dest / "Pulumi.yaml").write_text(yaml.safe_dump(project, sort_keys=False))
-    config: dict[str, str] = {}
-    for key, spec in template["config"].items():
-        full = key if ":" in key else f"{project_name}:{key}"
-        value = str((answers or {}).get(full, spec.get("default", "")))
-        if value:
-            config[full] = value
-    (dest / f"Pulumi.{stack}.yaml").write_text(yaml.safe_dump({"config": config}))
-    return config
-
-
-@pytest.mark.parametrize("name", ["gpu-platform", "training-job"])
-def test_template_project_file_is_valid(name, tmp_path):
-    template = yaml.safe_load((TEMPLATES / name / "Pulumi.yaml").read_text())
-    assert all(k.startswith("trainplane:") for k in template["template"]["config"])
-    tmp_path = tmp_path / "my-ml"
-    instantiate(name, tmp_path)
-    project = yaml.safe_load((tmp_path / "Pulumi.yaml").read_text())
-    assert project["name"] == "my-ml" and project["runtime"]["name"] == "python"
-    if (SHARED_CHECKS / "pulumi_yaml.py").exists():
-        proc = subprocess.run(
-            [sys.executable, str(SHARED_CHECKS / "pulumi_yaml.py"), str(tmp_path / "Pulumi.yaml")],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert proc.returncode == 0, proc.stdout
+from tests.helpers.jobs import JOBSET
+from tests.helpers.templates import instantiate
 
 
 @pytest.mark.parametrize(
@@ -123,42 +61,6 @@ def test_training_job_template_defaults_run_on_the_platform_template_defaults(tm
     assert result.outputs["checkpointUri"].startswith("s3://ml-dev-ckpt-")
 
 
-def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`trainplane ...` run from a project directory, as a user does after `pulumi new` (the library is
-    importable from this checkout, as it is once installed from requirements.txt)."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    return subprocess.run(
-        [sys.executable, "-m", "infra.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
-
-
-@pytest.mark.slow
-def test_both_templates_with_their_defaults_plan_and_verify_side_by_side(tmp_path):
-    """`pulumi new` of each template with every default, side by side, then `trainplane plan dev` and
-    `trainplane verify dev` in each project directory: the stacks hold the templates' flat answers and
-    the job finds its platform stack (organization/gpu-platform/dev) in the sibling project. Before, the
-    first plan answered "no such stack file" (stacks/ only) or "no trainplane:platform (or trainplane:job)
-    object in config"."""
-    platform_dir, job_dir = tmp_path / "gpu-platform", tmp_path / "training-job"
-    instantiate("gpu-platform", platform_dir)
-    instantiate("training-job", job_dir)
-    plans = {}
-    for d in (platform_dir, job_dir):
-        plan = _cli(d, "plan", "dev", "--json")
-        assert plan.returncode == 0, plan.stdout + plan.stderr
-        plans[d.name] = json.loads(plan.stdout)
-        verify = _cli(d, "verify", "dev")
-        assert verify.returncode == 0, verify.stdout + verify.stderr
-    assert plans["gpu-platform"]["cloud"] == plans["training-job"]["cloud"] == "aws"
-    assert plans["gpu-platform"]["counts"]["aws:eks/cluster:Cluster"] == 1
-    assert plans["training-job"]["counts"][JOBSET] == 1
-
-
 def test_a_template_stack_that_holds_the_full_object_plans_from_the_object(tmp_path):
     """The template programs prefer `trainplane:platform` when it is set; so does `trainplane plan`."""
     from infra import stackfile
@@ -171,62 +73,6 @@ def test_a_template_stack_that_holds_the_full_object_plans_from_the_object(tmp_p
     (tmp_path / "gpu-platform" / "Pulumi.dev.yaml").write_text(yaml.safe_dump(doc))
     loaded = stackfile.load(tmp_path / "gpu-platform" / "Pulumi.dev.yaml").object("trainplane:platform")
     assert loaded == full
-
-
-def _checkout_copy(dest: Path) -> Path:
-    """This checkout's tracked files as they are on disk (a clean clone, without build leftovers)."""
-    files = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
-    ).stdout.split("\0")
-    for name in filter(None, files):
-        if (ROOT / name).is_file():
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / name, dest / name)
-    return dest
-
-
-@pytest.mark.slow
-def test_make_dist_builds_the_wheel_the_templates_requirements_install(tmp_path):
-    """The install story of the README: `make dist`, export TRAINPLANE_DIST, and pip resolves each
-    template's requirements.txt from that wheel without any index (they pinned trainplane==0.1.0, which no
-    index serves, with no way to point pip elsewhere). The build prints no setuptools `project.license`
-    deprecation (printed on each build step with the TOML-table form) and the wheel holds every file the
-    library ships."""
-    src = _checkout_copy(tmp_path / "src")
-    build = subprocess.run(
-        ["make", "dist", f"PY={sys.executable}"], cwd=src, capture_output=True, text=True, timeout=600
-    )
-    assert build.returncode == 0, build.stdout + build.stderr
-    assert "project.license" not in build.stdout + build.stderr
-    (wheel,) = (src / "dist").glob("trainplane-*.whl")
-    with zipfile.ZipFile(wheel) as z:
-        names = set(z.namelist())
-        metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
-    assert "License-Expression: Apache-2.0" in metadata.splitlines()
-    shipped = {
-        str(p.relative_to(src))
-        for pkg in ("components", "infra", "trainer")
-        for p in (src / pkg).rglob("*")
-        if p.is_file() and p.name != "Dockerfile"
-    }
-    assert shipped - names == set()
-
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    for name in ("gpu-platform", "training-job"):
-        reqs = TEMPLATES / name / "requirements.txt"
-        assert f"trainplane=={version}" in reqs.read_text().splitlines()
-        report = tmp_path / f"{name}.json"
-        dry_run = ["install", "--dry-run", "--no-deps", "--ignore-installed", "--no-index", "--quiet"]
-        pip = subprocess.run(
-            [sys.executable, "-m", "pip", *dry_run, "--report", str(report), "-r", str(reqs)],
-            env={**os.environ, "TRAINPLANE_DIST": str(src / "dist")},
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
-        assert pip.returncode == 0, pip.stdout + pip.stderr
-        (install,) = json.loads(report.read_text())["install"]
-        assert install["download_info"]["url"] == wheel.as_uri()
 
 
 def test_stack_files_are_found_where_pulumi_keeps_them(tmp_path):

@@ -31,7 +31,7 @@ from components.regions import region_problems
 from components.spec import ConfigError, JobSpec, NodePoolSpec, PlatformSpec, Spec, StorageSpec, check_job
 from components.spec.capacity import CapacityKinds, check_capacity
 from components.spec.rules import check_declared_pool
-from tests.conftest import one, plan_object
+from tests.helpers.plans import one, plan_object
 
 # The toy cloud's own catalog section: its machines are named by the key `machine`.
 TOY_SECTION = CatalogSection(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import functools
 import json
 from typing import Any
 
@@ -11,82 +10,33 @@ import kubernetes_validate
 import pulumi
 import pytest
 
-from infra.mockcloud import RunResult, run_program
+from infra.mockcloud import RunResult
 from infra.render import kubernetes_objects
-from tests.conftest import ROOT, planned
+from tests.helpers.jobs import (
+    EFA,
+    EFA_REF,
+    FABRIC,
+    JOBSET,
+    REF,
+    child_job_spec,
+    container,
+    efa_job,
+    efa_platform,
+    elastic_plan,
+    env_of,
+    fabric_plan,
+    gcp_job_object,
+    job_object,
+    plan_job,
+    platform_outputs,
+    pod_spec,
+    reference_plan,
+    runtime,
+    the,
+)
+from tests.helpers.plans import planned
 
-REF = "organization/trainplane/aws-dev"
-GCP_REF = "organization/trainplane/gcp-dev"
 JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor"), ("jobset.x-k8s.io/v1alpha2", "JobSet")}
-JOBSET = "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet"
-
-
-def platform_outputs(stack: str) -> dict[str, Any]:
-    """What a deployed platform stack hands over: its offline plan's outputs."""
-    return planned(stack).outputs
-
-
-def job_object() -> dict[str, Any]:
-    from infra import stackfile
-
-    return copy.deepcopy(stackfile.load("gpt-small-aws-dev", ROOT).object("trainplane:job"))
-
-
-def gcp_job_object() -> dict[str, Any]:
-    job = job_object()
-    job["platformStack"] = GCP_REF
-    job["checkpoint"]["uri"] = "gs://auto"
-    return job
-
-
-def plan_job(job: dict[str, Any], refs: dict[str, Any] | None = None) -> RunResult:
-    if refs is None:
-        refs = {REF: platform_outputs("aws-dev"), GCP_REF: platform_outputs("gcp-dev")}
-    return run_program({"trainplane:job": json.dumps(job)}, "job", stack_refs=refs)
-
-
-@functools.cache
-def reference_plan() -> RunResult:
-    return plan_job(job_object())
-
-
-def the(result: RunResult, type_: str) -> dict[str, Any]:
-    (r,) = result.of_type(type_)
-    return r.inputs
-
-
-def runtime(result: RunResult) -> dict[str, Any]:
-    """The job's JobSet (fixed size) or batch/v1 Job (elastic)."""
-    (r,) = [r for r in result.resources if r.type in (JOBSET, "kubernetes:batch/v1:Job")]
-    return r.inputs
-
-
-def child_job_spec(result: RunResult) -> dict[str, Any]:
-    """The spec of the Job the pods belong to: the JobSet's replicated job template, or the Job's own."""
-    obj = runtime(result)
-    if "replicatedJobs" in obj["spec"]:
-        (rj,) = obj["spec"]["replicatedJobs"]
-        return rj["template"]["spec"]
-    return obj["spec"]
-
-
-def pod_spec(result: RunResult) -> dict[str, Any]:
-    return child_job_spec(result)["template"]["spec"]
-
-
-def elastic_plan() -> RunResult:
-    job = job_object()
-    job["nodes"] = {"min": 1, "max": 2}
-    return plan_job(job)
-
-
-def container(result: RunResult) -> dict[str, Any]:
-    (c,) = pod_spec(result)["containers"]
-    return c
-
-
-def env_of(result: RunResult) -> dict[str, Any]:
-    return {e["name"]: e.get("value", e.get("valueFrom")) for e in container(result)["env"]}
 
 
 def test_the_job_reads_its_platform_through_a_stack_reference():
@@ -280,22 +230,6 @@ def test_job_objects_validate_strictly(platform, version):
         if (obj["apiVersion"], obj["kind"]) in JOB_KINDS_FROM_CRDS:
             continue  # kube-prometheus-stack's CRD; its fields are asserted above
         kubernetes_validate.validate(obj, version, strict=True)
-
-
-def test_jobset_validates_against_its_crd(tmp_path):
-    """JobSet v0.12.0's CRD schema and webhook defaults (../shared/checks/crd_validate.py)."""
-    import subprocess
-    import sys
-
-    import yaml
-
-    plans = (reference_plan(), plan_job(efa_job(), {EFA_REF: efa_platform()}), fabric_plan())
-    for i, result in enumerate(plans):
-        (js,) = [o for o in kubernetes_objects(result) if o["kind"] == "JobSet"]
-        (tmp_path / f"jobset-{i}.yaml").write_text(yaml.safe_dump(js))
-    check = ROOT.parent / "shared" / "checks" / "crd_validate.py"
-    proc = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def test_jobset_failure_policy_rule_names_pass_the_jobset_webhook():
@@ -510,28 +444,6 @@ def test_cli_plans_and_renders_the_job_stack(tmp_path, capsys):
 
 # ---- a pool with fabric devices (EFA on p5/p5e/p5en) -------------------------------------------
 
-EFA_REF = "organization/trainplane/aws-h200-efa"
-EFA = "vpc.amazonaws.com/efa"
-# What the AWS layer hands over for an EFA pool of p5en nodes (bundle NodePoolInfo): all 16 EFA devices of
-# the node, and the libfabric/NCCL environment of the EKS EFA docs.
-EFA_POOL = {"extendedResources": {EFA: 16}, "podEnv": {"FI_PROVIDER": "efa", "FI_EFA_USE_DEVICE_RDMA": "1"}}
-
-
-@functools.cache
-def efa_platform() -> dict[str, Any]:
-    outputs = copy.deepcopy(platform_outputs("aws-h200-efa"))
-    for pool in outputs["nodePools"]:
-        assert "extendedResources" in pool and "podEnv" in pool  # the platform outputs carry the keys
-        if pool["gpu"]:
-            pool.update(copy.deepcopy(EFA_POOL))
-    return outputs
-
-
-def efa_job(**changes: Any) -> dict[str, Any]:
-    job = job_object()
-    job.update(platformStack=EFA_REF, team="llm", nodePool="h200-spot", volumes=[], **changes)
-    return job
-
 
 def test_pod_on_an_efa_pool_requests_every_device_of_its_node_and_gets_the_fabric_env():
     result = plan_job(
@@ -605,30 +517,6 @@ def test_the_platform_admits_the_largest_efa_job_of_a_team():
 
 
 # ---- a pool with a pod fabric (what a backend sets in NodePoolInfo.fabric, e.g. GKE TCPXO) ---------
-
-# Synthetic: the job builder applies any fabric as given, without knowing its kind.
-FABRIC = {
-    "kind": "synthetic",
-    "annotations": {"example.com/interfaces": '[{"interfaceName":"eth1","network":"vpc1"}]'},
-    "volumes": [{"name": "fabric-libs", "hostPath": {"path": "/opt/fabric/lib64"}}],
-    "volumeMounts": [{"name": "fabric-libs", "mountPath": "/usr/local/fabric/lib64", "readOnly": True}],
-    "sidecars": [
-        {
-            "name": "fabric-daemon",
-            "image": "registry.example.com/fabric-daemon:1.0",
-            "command": ["/fabric-daemon", "--listen"],
-            "volumeMounts": [{"name": "fabric-libs", "mountPath": "/lib/fabric"}],
-        }
-    ],
-}
-
-
-@functools.cache
-def fabric_plan() -> RunResult:
-    outputs = copy.deepcopy(platform_outputs("aws-dev"))
-    pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")
-    pool.update(fabric=copy.deepcopy(FABRIC), podEnv={"FABRIC_PLUGIN": "/usr/local/fabric/lib64"})
-    return plan_job(job_object(), {REF: outputs})
 
 
 def test_the_pools_fabric_reaches_the_pod_as_given():

@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from infra.mockcloud import RunResult  # noqa: E402
-from tests.conftest import JOB_STACKS, planned  # noqa: E402
+from tests.helpers.plans import JOB_STACKS, planned  # noqa: E402
 
 URNS = ROOT / "tests" / "data" / "urns"
 PLATFORM_STACKS = sorted(

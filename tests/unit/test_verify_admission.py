@@ -12,7 +12,7 @@ from infra.verify import plan_from_stack
 from infra.verify.checks import admission_webhooks as W
 from infra.verify.checks.pod_security import violations
 from infra.verify.model import Plan
-from tests.unit.verify_plans import edit, kind, lines, plan, plus, run
+from tests.helpers.verify_plans import edit, kind, lines, plan, plus, run
 
 ENFORCE = "pod-security.kubernetes.io/enforce"
 V133 = (1, 33)

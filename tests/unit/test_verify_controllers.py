@@ -10,7 +10,7 @@ import yaml
 
 from infra.verify.jobs import job_config, run_job
 from infra.verify.model import Plan
-from tests.unit.verify_plans import edit, kind, lines, plan, release, run
+from tests.helpers.verify_plans import edit, kind, lines, plan, release, run
 
 RESERVED = "aws-h100-reserved"
 

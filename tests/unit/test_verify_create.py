@@ -11,7 +11,7 @@ import pytest
 
 from infra.verify import facts as F
 from infra.verify.model import Plan, PlanResource, build
-from tests.unit.verify_plans import edit, lines, plan, run
+from tests.helpers.verify_plans import edit, lines, plan, run
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"

@@ -12,8 +12,6 @@ from __future__ import annotations
 import copy
 import functools
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -21,37 +19,22 @@ import pytest
 
 from infra import stackfile
 from infra.cli import main
-from infra.verify import Report, verify
+from infra.verify import verify
 from infra.verify.dump import FORMAT, VERSION, dumps, load_dump, write_dump
-from infra.verify.model import Plan, from_run
-from tests.conftest import JOB_STACKS, ROOT, planned, platform_object, stack_files
-from tests.unit.verify_plans import edit, plan, plan_of, prometheus_class, release
+from infra.verify.model import Plan
+from tests.helpers.plans import JOB_STACKS, ROOT, platform_object, stack_files
+from tests.helpers.verify_plans import (
+    edit,
+    outcome,
+    plan,
+    plan_of,
+    prometheus_class,
+    release,
+    stack_plan,
+    stack_report,
+)
 
-MOCKPLAN = ROOT.parent / "shared" / "checks" / "mockplan.py"
 STACKS = [p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stack_files()]
-
-
-@functools.cache
-def stack_plan(stack: str) -> Plan:
-    """The plan `trainplane verify STACK` checks: a platform's, or a job's on its platform's plan."""
-    if stack not in JOB_STACKS:
-        return plan(stack)
-    job = stackfile.load(stack, ROOT).object("trainplane:job")
-    assert isinstance(job, dict)
-    return from_run(planned(stack), job, plan(JOB_STACKS[stack]))
-
-
-@functools.cache
-def stack_report(stack: str) -> Report:
-    return verify(stack_plan(stack))
-
-
-def outcome(report: Report) -> list[tuple[Any, ...]]:
-    """A report check by check, without where the plan came from (stack or dump file)."""
-    return [
-        (c.name, c.status, sorted(f.line() for f in c.findings), sorted(c.notes), sorted(c.examined))
-        for c in report.checks
-    ]
 
 
 def resources(p: Plan) -> dict[str, tuple[Any, ...]]:
@@ -163,39 +146,6 @@ def test_a_gke_lustre_dump_on_the_legacy_lnet_port_verifies_like_its_plan(tmp_pa
     loaded = load_dump(path)
     same_plan(loaded, legacy)
     assert outcome(verify(loaded, ["storage", "network"])) == outcome(verify(legacy, ["storage", "network"]))
-
-
-def _mockplan(tmp_path: Path, stack: str, *refs: str) -> Path:
-    out = subprocess.run(
-        [sys.executable, str(MOCKPLAN), f"stacks/Pulumi.{stack}.yaml", *refs],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    path = tmp_path / f"{stack}.mockplan.json"
-    path.write_text(out.stdout)
-    return path
-
-
-@pytest.mark.skipif(not MOCKPLAN.exists(), reason="../shared/checks/mockplan.py not present")
-def test_a_mockplan_job_dump_verifies_like_its_stack(tmp_path: Path, capsys):
-    # Compatibility input: mockplan.py records no config; the job's team and pools are recovered from
-    # the pod template it sends (one node-affinity term per pool). Failed before: "pool  is not a node
-    # pool of the platform".
-    stack, platform = "gpt-small-aws-h100-reserved", "aws-h100-reserved"
-    ref = f"organization/trainplane/{platform}"
-    platform_dump = _mockplan(tmp_path, platform)
-    job_dump = _mockplan(tmp_path, stack, "--ref", f"{ref}={platform_dump}")
-    assert main(["verify", "--dump", str(job_dump), "--ref", f"{ref}={platform_dump}", "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert [(c["name"], c["status"]) for c in doc["checks"]] == [c[:2] for c in outcome(stack_report(stack))]
-    loaded = load_dump(job_dump, platform_dump)
-    assert loaded.config is not None
-    assert (loaded.config["team"], loaded.config["nodePools"]) == (
-        "research",
-        ["h100-block", "h100-od", "h100-spot"],
-    )
 
 
 # ---- bad input: one line, exit 2, no traceback ----------------------------------------------------

@@ -10,7 +10,7 @@ import yaml
 
 from components.charts import CHARTS
 from infra.verify import facts as F
-from tests.conftest import ROOT
+from tests.helpers.plans import ROOT
 
 REFERENCE = ROOT.parent / "shared" / "reference" / "charts"
 # Verbatim upstream values.yaml files of charts ../shared/reference does not keep (source in each test).

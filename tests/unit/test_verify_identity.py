@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.verify_plans import edit, lines, plan, run
+from tests.helpers.verify_plans import edit, lines, plan, run
 
 ROLE = "aws:iam/role:Role"
 ROLE_POLICY = "aws:iam/rolePolicy:RolePolicy"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from tests.unit.verify_plans import edit, kind, lines, plan, plus, run
+from tests.helpers.verify_plans import edit, kind, lines, plan, plus, run
 
 VPC_CNI = "aws:eks/addon:Addon"
 

@@ -3,45 +3,10 @@ produces (exporter labels, target labels, honorLabels, relabelings); rules pass 
 
 from __future__ import annotations
 
-import shutil
-
-import pytest
-
 from infra.verify.checks.scrape_labels import ScrapeSpec, scraped_labels
-from tests.unit.verify_plans import edit, kind, lines, plan, release, run
-
-
-def _rule(expr: str, name: str = "VerifyProbe", **extra):
-    def change(inputs: dict) -> None:
-        inputs["spec"]["groups"][0]["rules"] = [{"alert": name, "expr": expr, "for": "5m", **extra}]
-
-    return change
-
-
-def _honor(value: bool):
-    """The DCGM ServiceMonitor with `honorLabels: value` and none of the platform's relabelings (the
-    chart's own settings, apart from honorLabels)."""
-
-    def change(inputs: dict) -> None:
-        monitor = inputs["values"].setdefault("dcgmExporter", {}).setdefault("serviceMonitor", {})
-        monitor["honorLabels"] = value
-        monitor["relabelings"] = []
-
-    return change
-
-
-def _only_rules(p):
-    # Dashboards out of the way: these tests look at one rule at a time.
-    return p.replaced(
-        lambda r: {"__drop__": True} if kind("ConfigMap")(r) and "dashboard" in r.name else None
-    )
-
-
-def probe(expr: str, honor: bool | None = None, **extra) -> list[str]:
-    p = _only_rules(edit(plan("aws-dev"), kind("PrometheusRule"), _rule(expr, **extra)))
-    if honor is not None:
-        p = edit(p, release("gpu-operator"), _honor(honor))
-    return lines(run(p, "observability"))
+from tests.helpers.verify_plans import (
+    probe,
+)
 
 
 def test_a_label_no_exporter_emits_is_reported():
@@ -79,14 +44,6 @@ def test_relabelings_add_and_drop_target_labels():
     assert labels.labels["pod"] == "exporter" and "service" in labels.labels
     spec = ScrapeSpec("trainer", "PodMonitor", False, ({"targetLabel": "rank", "sourceLabels": ["x"]},), "x")
     assert "rank" in scraped_labels(spec, set(), set()).labels
-
-
-@pytest.mark.skipif(
-    shutil.which("promtool") is None, reason="promtool not installed (Debian package prometheus)"
-)
-def test_rules_go_through_promtool():
-    bad = probe("up == 0", annotations={"summary": "{{ $labels.instance "})
-    assert any("promtool check rules failed" in line for line in bad), bad
 
 
 def test_the_platforms_dcgm_scrape_gives_pod_only_to_gpus_a_workload_holds():

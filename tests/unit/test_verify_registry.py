@@ -12,7 +12,7 @@ import sys
 from infra.verify import registry
 from infra.verify.live import ClusterState, verify_state
 from tests.conftest import ROOT
-from tests.unit.verify_plans import edit, kind, plan, run
+from tests.helpers.verify_plans import edit, kind, plan, run
 
 DOC = ROOT / "docs" / "verify.md"
 

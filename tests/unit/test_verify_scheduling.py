@@ -7,7 +7,7 @@ import json
 
 import yaml
 
-from tests.unit.verify_plans import edit, kind, lines, plan, release, run
+from tests.helpers.verify_plans import edit, kind, lines, plan, release, run
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 
@@ -114,7 +114,7 @@ def test_autoscaler_needs_the_gpu_label_on_gpu_pools_and_their_template():
 
 
 def test_the_node_monitoring_agents_dcgm_host_engine_must_tolerate_gpu_taints():
-    from tests.unit.verify_plans import plus
+    from tests.helpers.verify_plans import plus
 
     addon = {"addonName": "eks-node-monitoring-agent", "clusterName": "ml-dev"}
     base = plan("aws-dev").replaced(
@@ -145,8 +145,8 @@ def _with_outputs(plan_, change):
 
 
 def _two_capacities():
-    from tests.conftest import platform_object
-    from tests.unit.verify_plans import plan_of
+    from tests.helpers.plans import platform_object
+    from tests.helpers.verify_plans import plan_of
 
     obj = platform_object("aws-dev")
     obj["nodePools"].append({"name": "h100od", "gpu": "H100", "gpusPerNode": 8, "maxNodes": 2})
@@ -189,7 +189,7 @@ def test_a_queued_pool_needs_its_provisioning_request_check():
 
 
 def test_a_provisioning_check_on_a_pool_without_a_class_is_refused():
-    from tests.unit.verify_plans import plus
+    from tests.helpers.verify_plans import plus
 
     api = "kueue.x-k8s.io/v1beta2"
     config = {

@@ -4,9 +4,6 @@ CLI's exit codes. (On a branch without the issue-10 fixes the clean test fails, 
 from __future__ import annotations
 
 import json
-import re
-import subprocess
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
@@ -14,11 +11,8 @@ import pytest
 
 from infra.cli import main
 from infra.verify import plan_from_stack, verify
-from infra.verify.dump import load_dump
-from tests.conftest import ROOT, stack_files
-from tests.unit.verify_plans import edit, plan, prometheus_class, release
-
-SHARED = ROOT.parent / "shared" / "checks" / "mockplan.py"
+from tests.helpers.plans import stack_files
+from tests.helpers.verify_plans import edit, plan, prometheus_class, release
 
 
 @pytest.mark.parametrize("path", stack_files(), ids=lambda p: p.name)
@@ -26,25 +20,6 @@ def test_every_reference_stack_verifies_clean(path: Path):
     name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     report = verify(plan(name) if "trainplane:platform" in path.read_text() else plan_from_stack(str(path)))
     assert report.ok, "\n".join(f.line() for f in report.findings)
-
-
-def _shape(lines: list[str]) -> list[str]:
-    # Mock engines name computed outputs differently (ids, ARNs); compare the findings without them.
-    return sorted(re.sub(r"[\w.-]*-id\b|arn:aws:[^ ]*", "<id>", line) for line in lines)
-
-
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/checks/mockplan.py not present")
-def test_a_mockplan_dump_verifies_like_the_offline_plan(tmp_path):
-    dump = tmp_path / "aws-dev.json"
-    out = subprocess.run(
-        [sys.executable, str(SHARED), "stacks/Pulumi.aws-dev.yaml"], cwd=ROOT, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    dump.write_text(out.stdout)
-    from_dump = verify(load_dump(dump))
-    offline = verify(plan("aws-dev"))
-    assert (from_dump.cloud, from_dump.kubernetes_version) == ("aws", "1.33")
-    assert _shape([f.line() for f in from_dump.findings]) == _shape([f.line() for f in offline.findings])
 
 
 def test_cli_exit_codes_and_json(tmp_path, capsys):

@@ -11,8 +11,8 @@ import pytest
 from infra.verify import verify
 from infra.verify.dump import load_dump
 from infra.verify.netpol import Peer, allowed
-from tests.unit.test_gcp_support import mutated
-from tests.unit.verify_plans import edit, lines, plan, plan_of, plus, prometheus_class, release, run
+from tests.helpers.gcp import mutated
+from tests.helpers.verify_plans import edit, lines, plan, plan_of, plus, prometheus_class, release, run
 
 PROM_CLAIM = "prometheus-kube-prometheus-stack-prometheus-db"
 EBS_ADDON = "aws:eks/addon:Addon"

@@ -1,0 +1,115 @@
+"""Plans for the tests: run the real program (infra/__main__.py) in-process under the mock engine.
+
+- `planned("aws-dev")`: the plan of a reference stack, made once per test process and shared by every
+  test that only reads it (job stacks are planned on their platform's planned outputs);
+- `plan_object({...})` (and tests/conftest.py's `plan_platform` fixture): a platform object given inline
+  (mutated copies of the reference stacks, property-based inputs), planned fresh each call;
+- tests/conftest.py's `plan_stack("aws-dev")` fixture: a fresh plan of a stack file;
+- `one(result, type_)`, `upstream(result, resource)`: lookups the tests share.
+
+Each plan gets a fresh event loop and a fresh root stack, so tests do not leak resources into each other.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from infra import stackfile
+from infra.mockcloud import Resource, RunResult, run_program
+
+ROOT = Path(__file__).resolve().parents[2]
+STACKS = ROOT / "stacks"
+# Job stacks and the platform stack whose planned outputs they read.
+JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
+
+
+def stack_files() -> list[Path]:
+    return sorted(STACKS.glob("Pulumi.*.yaml"))
+
+
+def platform_object(stack: str) -> dict[str, Any]:
+    """A deep copy of a reference stack's `trainplane:platform` object, to mutate in a test."""
+    obj = stackfile.load(stack, ROOT).object("trainplane:platform")
+    assert isinstance(obj, dict), f"{stack} is not a platform stack"
+    return copy.deepcopy(obj)
+
+
+def config_for(platform: dict[str, Any], extra: dict[str, str] | None = None) -> dict[str, str]:
+    cloud = platform.get("cloud")
+    config = {"trainplane:platform": json.dumps(platform)}
+    if cloud == "aws" and platform.get("region"):
+        config["aws:region"] = platform["region"]
+    if cloud == "gcp":
+        config["gcp:project"] = platform.get("project", "")
+        config["gcp:region"] = platform.get("region", "")
+    config.update(extra or {})
+    return config
+
+
+@cache
+def planned(stack: str) -> RunResult:
+    """The plan of a reference stack, once per test process: treat it as read-only."""
+    sf = stackfile.load(stack, ROOT)
+    refs = {JOB_STACKS[stack]: planned(JOB_STACKS[stack]).outputs} if stack in JOB_STACKS else None
+    return cached_run_program(sf.config, sf.name, refs, sf.secret_keys)
+
+
+_RUNS: dict[str, RunResult] = {}
+
+
+def cached_run_program(
+    config: Mapping[str, str],
+    stack: str,
+    stack_refs: Mapping[str, Mapping[str, Any]] | None = None,
+    secret_keys: list[str] | None = None,
+    program: Path | None = None,
+) -> RunResult:
+    """infra.mockcloud.run_program, once per test process for the same inputs (read-only results): the
+    reference stacks' plans that `planned` and the in-process CLI (tests/helpers/cli.py) share."""
+    key = json.dumps(
+        [dict(config), stack, stack_refs, sorted(secret_keys or []), str(program)],
+        sort_keys=True,
+        default=repr,
+    )
+    if key not in _RUNS:
+        extra = {"program": program} if program is not None else {}
+        _RUNS[key] = run_program(config, stack, stack_refs, secret_keys, **extra)
+    return _RUNS[key]
+
+
+def plan_object(
+    platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
+) -> RunResult:
+    """A fresh plan of a platform object given inline."""
+    return run_program(config_for(platform, extra), stack)
+
+
+def one(result: RunResult, type_: str, name: str | None = None) -> Resource:
+    """The one resource of `type_` (named `name`) in a plan."""
+    found = [r for r in result.of_type(type_) if name is None or r.name == name]
+    assert len(found) == 1, f"{len(found)} {type_} named {name!r}: {[r.name for r in result.of_type(type_)]}"
+    return found[0]
+
+
+def upstream(result: RunResult, res: Resource) -> set[str]:
+    """URNs `res` waits for, directly or through other resources' dependencies (parents excluded)."""
+    by_urn = result.by_urn()
+    seen: set[str] = set()
+    todo = list(res.deps)
+    while todo:
+        urn = todo.pop()
+        if urn in seen:
+            continue
+        seen.add(urn)
+        dep = by_urn.get(urn)
+        if dep is not None:
+            todo.extend(dep.deps)
+            # Waiting for a component means waiting for its children.
+            if not dep.custom:
+                todo.extend(c.urn for c in result.children(dep))
+    return seen

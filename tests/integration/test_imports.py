@@ -1,0 +1,44 @@
+"""What a fresh interpreter loads: a stack plans with its own cloud's SDK only, and the light modules
+(NCCL floors, the trainer's contract) load without Pulumi or torch. Real processes (tests/helpers/deps.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.helpers.deps import modules_after, top_level
+from tests.helpers.trainer import env
+
+
+def test_an_aws_stack_does_not_import_the_gcp_sdk():
+    loaded = modules_after(
+        "import warnings; warnings.filterwarnings('ignore')\nfrom infra.mockcloud import run_stack; run_stack('aws-dev')"
+    )
+    assert "pulumi_gcp" not in loaded
+
+
+@pytest.mark.parametrize(
+    ("stack", "must_not_import"),
+    [
+        ("aws-dev", "pulumi_gcp"),
+        ("gcp-dev", "pulumi_aws"),
+        ("onprem-dev", "pulumi_aws"),
+        ("onprem-dev", "pulumi_gcp"),
+    ],
+)
+def test_a_stack_imports_only_the_sdks_of_its_cloud(stack, must_not_import):
+    loaded = modules_after(f"from infra.mockcloud import run_stack\nrun_stack({stack!r})")
+    imported = {m for m in ("pulumi_aws", "pulumi_gcp", "pulumi_kubernetes") if m in loaded}
+    assert must_not_import not in imported
+    assert "pulumi_kubernetes" in imported
+
+
+def test_the_nccl_floors_module_imports_without_pulumi():
+    assert not any(m.startswith("pulumi") for m in modules_after("import components.nccl_floors"))
+
+
+def test_importing_the_contract_and_validating_loads_neither_torch_nor_pulumi():
+    code = "import trainer.contract, trainer.config as c\nassert c.validate_trainer_config({'steps': 0})"
+    assert (
+        top_level(modules_after(code, env=env(), timeout=60)) & {"torch", "pulumi", "numpy", "fsspec"}
+        == set()
+    )

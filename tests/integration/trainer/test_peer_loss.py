@@ -1,0 +1,74 @@
+"""A survivor of a lost node exits 75 and then escalates, with real launcher processes
+(tests/unit/trainer/test_peer_loss.py has the rest)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.helpers.trainer import PLUGIN, Proc, free_port
+from trainer.contract import EXIT_CRASH, EXIT_PEER_LOST
+
+# No checkpoint commits during these runs: every peer loss is "without progress".
+NO_SAVES = ["--checkpoint.interval-steps", "100000"]
+
+
+def _two_nodes(tmp: Path, name: str, ckpt: Path, restarts: int, env: dict[str, str]) -> list[Proc]:
+    port = free_port()
+    return [
+        Proc(
+            [
+                "-m",
+                "trainer.launch",
+                "--nnodes=2",
+                f"--node-rank={rank}",
+                "--master-addr=127.0.0.1",
+                f"--master-port={port}",
+                "--nproc-per-node=1",
+                f"--max-restarts={restarts}",
+                "--",
+                *PLUGIN,
+                "--steps",
+                "100000",
+                "--checkpoint.uri",
+                str(ckpt),
+                *NO_SAVES,
+            ],
+            tmp,
+            f"{name}-node{rank}",
+            env,
+        )
+        for rank in (0, 1)
+    ]
+
+
+def _lose_master(tmp: Path, name: str, ckpt: Path, restarts: int, env: dict[str, str]) -> Proc:
+    """Run two nodes until they train together, kill node 0 (master and store); node 1, finished."""
+    nodes = _two_nodes(tmp, name, ckpt, restarts, env)
+    try:
+        nodes[0].wait_for(lambda e: e.get("event") == "step_done" and e["step"] >= 3)
+        nodes[0].kill_tree()
+        nodes[1].wait()
+    finally:
+        for n in nodes:
+            n.kill_tree()
+    return nodes[1]
+
+
+@pytest.mark.slow
+def test_survivor_of_a_lost_node_exits_75_then_escalates_without_progress(tmp_path: Path) -> None:
+    ckpt = tmp_path / "ckpt"
+    env = {"TRAINPLANE_MAX_PEER_LOSSES": "1"}
+    # as the job stack runs it (--max-restarts=3): the worker's gloo collective breaks, torchrun's restart
+    # cannot rendezvous with the vanished master
+    first = _lose_master(tmp_path, "a", ckpt, 3, env)
+    assert first.p.returncode == EXIT_PEER_LOST, first.tail()
+    assert "restart not counted" in first.err.read_text().strip().splitlines()[-1]
+    # the same node loses its peer again with no new checkpoint: counted (no torchrun restarts this time,
+    # so the worker's own code 75 is what torchrun reports)
+    second = _lose_master(tmp_path, "b", ckpt, 0, env)
+    assert second.p.returncode == EXIT_CRASH, second.tail()
+    last = second.err.read_text().strip().splitlines()[-1]
+    assert "2 peer losses in a row without a new checkpoint" in last and "counted as a crash" in last
+    assert "trainplane: a peer is gone: RuntimeError" in second.err.read_text()  # the worker said why
