@@ -21,7 +21,7 @@ Example: a backend of your own, registered from your program (or a test) before 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -33,6 +33,14 @@ if TYPE_CHECKING:
     from components.bundle import ClusterBundle
     from components.catalog import Cloud, MachineShape
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
+    from infra.verify.charts import ChartModel
+    from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.context import Context
+    from infra.verify.model import Plan, PlanResource
+    from infra.verify.report import CheckResult
+
+# A GPU pool of the platform outputs with the nodes the plan gives it (verify's scheduling check).
+GpuPools = Sequence[tuple[Mapping[str, Any], "PoolNodes"]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +90,72 @@ class CloudBackend(Protocol):
     def verify_facts(self) -> Mapping[str, Any]:
         """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
         ...
+
+    # verify: cluster, pool nodes, add-ons, fabric (v1)
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        """The resource of a plan that creates this cloud's cluster; None when the plan creates none."""
+        ...
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        """The Kubernetes version this cloud's cluster resource asks for; None when it names none."""
+        ...
+
+    def adopts_existing_clusters(self) -> bool:
+        """Whether a plan that names no cloud and creates no cluster runs on this backend (a cluster
+        that already exists, as a job stack's plan does)."""
+        ...
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        """The nodes the plan's cloud resources give a pool of the platform outputs (labels, taints,
+        machines, devices, scale-from-zero template); None: verify reads the pool from the outputs."""
+        ...
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        """Add to `out` the DaemonSets (with their tolerations) and CSI drivers of this cloud's managed
+        add-ons that the plan turns on."""
+        ...
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        """This cloud's own scheduling findings about the GPU pools' nodes (repair agents, autoscaler
+        labels, spot notices...), added to `res`."""
+        ...
+
+    def check_fabric(
+        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> None:
+        """Cluster-side findings about a pool's GPU fabric (`facts`: the cloud's facts for its kind)."""
+        ...
+
+
+class BackendDefaults:
+    """What a backend answers for a hook it does not implement: what a plain cluster with no cloud
+    features answers. Every built-in backend inherits it."""
+
+    name: str
+
+    # verify: cluster, pool nodes, add-ons, fabric (v1)
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        return None
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        return None
+
+    def adopts_existing_clusters(self) -> bool:
+        return False
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        return None
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        return None
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        return None
+
+    def check_fabric(
+        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> None:
+        return None
 
 
 @dataclass
@@ -141,7 +215,7 @@ def load_data_file(package: str, filename: str) -> dict[str, Any]:
     return yaml.safe_load(resources.files(package).joinpath(filename).read_text()) or {}
 
 
-class CatalogBackend:
+class CatalogBackend(BackendDefaults):
     """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
     verify facts in its `verify_facts.yaml`, and pools made of catalog machines. A subclass names its
     cloud, package, rules module and grace, says which key names a pool's machine, and builds."""

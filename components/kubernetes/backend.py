@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from components.backends import BuildArgs, load_data_file
+from components.backends import BackendDefaults, BuildArgs, load_data_file
 from components.kubernetes import rules
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from components.spec import NodePoolSpec, PlatformSpec, StorageSpec
 
 
-class ExistingClusterBackend:
+class ExistingClusterBackend(BackendDefaults):
     name = "kubernetes"
     keys = rules.KEYS
     twins: Mapping[str, str] = {}
@@ -49,6 +49,11 @@ class ExistingClusterBackend:
     @cache  # noqa: B019 - one instance for the life of the process
     def verify_facts(self) -> Mapping[str, Any]:
         return load_data_file("components.kubernetes", "verify_facts.yaml")
+
+    def adopts_existing_clusters(self) -> bool:
+        # The cluster exists: the plan creates none, and a job stack's plan, which names no cloud of
+        # its own, runs on one too until its platform's plan says which.
+        return True
 
 
 BACKEND = ExistingClusterBackend()
