@@ -2,6 +2,12 @@
 managed node group gives a pool, the DaemonSets of the EKS add-ons it turns on, and the EKS findings
 about GPU pools (node repair, cluster-autoscaler's GPU label, one EFA layout a pool, spot notices).
 
+Spot notices: EC2 gives a spot instance two minutes between its interruption notice and the reclaim. The
+trainer writes its preemption checkpoint on SIGTERM; only a handler on the node (aws-node-termination-
+handler in IMDS mode, components/aws/spot_notice.py) turns the notice into a drain that sends it within
+seconds. The handler is modelled as a chart DaemonSet of scope "spot" (facts.yaml): a spot GPU pool needs
+one, and the toleration check of the DaemonSets makes sure it reaches the pool's tainted nodes.
+
 Imported by the backend's hook methods only when verify asks (never when a stack is built).
 """
 
@@ -15,7 +21,6 @@ from components.catalog import catalog
 from infra.verify import facts as F
 from infra.verify.charts import DaemonSetModel
 from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes, is_efa_pool
-from infra.verify.checks.spot_notice import check_spot_notice
 from infra.verify.context import EFA_RESOURCE
 
 if TYPE_CHECKING:
@@ -151,7 +156,24 @@ def addon_objects(plan: Plan, out: ChartModel) -> None:
                 out.csi_drivers[driver] = ref
 
 
-# ---- GPU pools --------------------------------------------------------------------------------------
+# ---- GPU pools ---------------------------------------------------------------------------------------
+
+
+def check_spot_notice(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+    handlers = [d for d in ctx.charts.daemon_sets if d.scope == "spot"]
+    for pool, nodes in gpu_pools:
+        if pool.get("capacity") == "spot" and not handlers:
+            res.fail(
+                f"GPU pool {pool['name']} runs on spot but nothing turns EC2's two-minute interruption "
+                "notice into a SIGTERM for its pods (no aws-node-termination-handler DaemonSet): a reclaim "
+                "kills the trainer without its preemption checkpoint",
+                nodes.source,
+            )
+        elif pool.get("capacity") == "spot":
+            res.examined.append(f"spot notice handler for {pool['name']}")
+
+
+# ---- (GPU pools) --------------------------------------------------------------------------------------
 
 
 def check_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
@@ -165,7 +187,7 @@ def check_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None
                 "installed: GPU faults (AcceleratedHardwareReady) are never detected",
                 nodes.source,
             )
-    check_spot_notice(ctx, res, list(gpu_pools))
+    check_spot_notice(ctx, res, gpu_pools)
     if plan.releases("cluster-autoscaler"):
         label = F.cloud("aws")["autoscaler"]["gpuLabel"]
         for pool, nodes in gpu_pools:

@@ -14,7 +14,6 @@ from components.catalog import catalog
 from infra.verify import facts as F
 from infra.verify.charts import DaemonSetModel
 from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes
-from infra.verify.checks.spot_notice import note_gke_spot_grace
 
 if TYPE_CHECKING:
     from components.backends import GpuPools
@@ -125,6 +124,30 @@ def addon_objects(plan: Plan, out: ChartModel) -> None:
 
 
 # ---- GPU pools --------------------------------------------------------------------------------------
+
+
+# GKE needs no handler for spot notices: "When Compute Engine needs to reclaim the resources used by Spot
+# VMs, a preemption notice is sent to GKE"; GKE's graceful node shutdown then gives pods 30 s by default,
+# "the first 15 seconds to shut down your Pods and then 15 seconds for critical system Pods", extendable
+# to 120 s on Standard node pools whose control plane runs GKE 1.35.0-gke.1171000 or later (GKE docs,
+# "Spot VMs", Termination and graceful shutdown of Spot VMs; the node pool's kubelet
+# shutdownGracePeriodSeconds). A training pod asks more (terminationGracePeriodSeconds >= 60 s,
+# components/incluster/job_pod.py): on such a pool its preemption checkpoint may be cut off. That is a
+# property of the cluster version, not a wrong plan, so verify says it as a note.
+GKE_SPOT_POD_GRACE_S = 15
+
+
+def note_gke_spot_grace(ctx: Context, res: CheckResult) -> None:
+    """A note per training pod that asks more time than GKE gives a spot node's pods by default."""
+    spot = {p["name"] for p in ctx.gpu_pools() if p.get("capacity") == "spot"}
+    for pod in ctx.pods:
+        grace = int(pod.pod_spec.get("terminationGracePeriodSeconds") or 30)
+        if pod.pool in spot and grace > GKE_SPOT_POD_GRACE_S:
+            res.note(
+                f"GKE spot pool {pod.pool}: at preemption GKE gives non-system pods {GKE_SPOT_POD_GRACE_S} s by "
+                f"default, team {pod.team}'s training pods ask {grace} s for their preemption checkpoint; "
+                "GKE 1.35.0-gke.1171000+ lets the pool's kubelet shutdownGracePeriodSeconds go up to 120 s"
+            )
 
 
 def check_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:

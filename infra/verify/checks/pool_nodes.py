@@ -12,8 +12,9 @@ from infra.verify.context import EFA_RESOURCE, Context
 from infra.verify.model import cloud_backend
 
 GIB = 1024**3
-# A taint effect as the clouds' node pool APIs spell it (EKS NodeGroup and GKE NodeConfig taints) -> as
-# Kubernetes does.
+# A taint effect as the clouds' node pool APIs spell it -> as Kubernetes does: EKS NodeGroup taints
+# (pulumi-aws 7.51.1 eks NodeGroupTaintArgs.effect: NO_SCHEDULE, NO_EXECUTE, PREFER_NO_SCHEDULE) and GKE
+# NodeConfig taints (GKE API reference, NodeTaint.Effect: NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE).
 TAINT_EFFECTS = {
     "NO_SCHEDULE": "NoSchedule",
     "NO_EXECUTE": "NoExecute",
