@@ -38,12 +38,19 @@ if TYPE_CHECKING:
     from components.catalog import CatalogSection, MachineShape, PriceBasis
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
     from components.spec.capacity import CapacityKinds
+    from infra.verify.charts import ChartModel
+    from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.context import Context
+    from infra.verify.model import Plan, PlanResource
+    from infra.verify.report import CheckResult
 
 # The entry-point group a distribution declares its backends in (pyproject.toml
 # [project.entry-points."trainplane.backends"]).
 ENTRY_POINT_GROUP = "trainplane.backends"
 # A template prompt: the answer to a `trainplane:<key>` question, None when not answered.
 Prompt = Callable[[str], "str | None"]
+# A GPU pool of the platform outputs with the nodes the plan gives it (verify's scheduling check).
+GpuPools = Sequence[tuple[Mapping[str, Any], "PoolNodes"]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +171,41 @@ class CloudBackend(Protocol):
         """What this cloud answers the offline engine (infra/mockcloud) for its resources and invokes."""
         ...
 
+    # verify: cluster, pool nodes, add-ons, fabric (v1)
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        """The resource of a plan that creates this cloud's cluster; None when the plan creates none."""
+        ...
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        """The Kubernetes version this cloud's cluster resource asks for; None when it names none."""
+        ...
+
+    def adopts_existing_clusters(self) -> bool:
+        """Whether a plan that names no cloud and creates no cluster runs on this backend (a cluster
+        that already exists, as a job stack's plan does)."""
+        ...
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        """The nodes the plan's cloud resources give a pool of the platform outputs (labels, taints,
+        machines, devices, scale-from-zero template); None: verify reads the pool from the outputs."""
+        ...
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        """Add to `out` the DaemonSets (with their tolerations) and CSI drivers of this cloud's managed
+        add-ons that the plan turns on."""
+        ...
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        """This cloud's own scheduling findings about the GPU pools' nodes (repair agents, autoscaler
+        labels, spot notices...), added to `res`."""
+        ...
+
+    def check_fabric(
+        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> None:
+        """Cluster-side findings about a pool's GPU fabric (`facts`: the cloud's facts for its kind)."""
+        ...
+
 
 # The nodes of a cluster that exists, labelled for trainplane by a platform engineer:
 #   kubectl label nodes <gpu nodes> trainplane.dev/pool=gpu
@@ -218,6 +260,30 @@ class BackendDefaults:
 
     def mock_answers(self) -> MockAnswers:
         return MockAnswers()
+
+    # verify: cluster, pool nodes, add-ons, fabric (v1)
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        return None
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        return None
+
+    def adopts_existing_clusters(self) -> bool:
+        return False
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        return None
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        return None
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        return None
+
+    def check_fabric(
+        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> None:
+        return None
 
 
 @dataclass

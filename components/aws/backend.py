@@ -5,19 +5,23 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from components.aws import rules
 from components.backends import BuildArgs, CatalogBackend, MockAnswers
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import pulumi
 
+    from components.backends import GpuPools
     from components.bundle import ClusterBundle
     from components.spec import PlatformSpec
+    from infra.verify.charts import ChartModel
+    from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.context import Context
+    from infra.verify.model import Plan, PlanResource
+    from infra.verify.report import CheckResult
 
 
 class AwsBackend(CatalogBackend):
@@ -58,6 +62,32 @@ class AwsBackend(CatalogBackend):
         from components.aws.mock import ANSWERS
 
         return ANSWERS
+
+    # verify: cluster, pool nodes, add-ons, fabric (v1); the answers live in components/aws/verify_*.py
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        from components.aws import verify_nodes
+
+        return verify_nodes.plan_cluster(resources)
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        from components.aws import verify_nodes
+
+        return verify_nodes.kubernetes_version(cluster)
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        from components.aws import verify_nodes
+
+        return verify_nodes.pool_nodes(ctx, pool)
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        from components.aws import verify_nodes
+
+        verify_nodes.addon_objects(plan, out)
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        from components.aws import verify_nodes
+
+        verify_nodes.check_gpu_pools(ctx, res, gpu_pools)
 
 
 BACKEND = AwsBackend()

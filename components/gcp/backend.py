@@ -5,20 +5,23 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from components.backends import BuildArgs, CatalogBackend, MockAnswers
 from components.gcp import rules
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
-
     import pulumi
 
-    from components.backends import Prompt
+    from components.backends import GpuPools, Prompt
     from components.bundle import ClusterBundle
     from components.spec import PlatformSpec
+    from infra.verify.charts import ChartModel
+    from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.context import Context
+    from infra.verify.model import Plan, PlanResource
+    from infra.verify.report import CheckResult
 
 
 class GcpBackend(CatalogBackend):
@@ -69,6 +72,39 @@ class GcpBackend(CatalogBackend):
         from components.gcp.mock import ANSWERS
 
         return ANSWERS
+
+    # verify: cluster, pool nodes, add-ons, fabric (v1); the answers live in components/gcp/verify_*.py
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        from components.gcp import verify_nodes
+
+        return verify_nodes.plan_cluster(resources)
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        from components.gcp import verify_nodes
+
+        return verify_nodes.kubernetes_version(cluster)
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        from components.gcp import verify_nodes
+
+        return verify_nodes.pool_nodes(ctx, pool)
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        from components.gcp import verify_nodes
+
+        verify_nodes.addon_objects(plan, out)
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        from components.gcp import verify_nodes
+
+        verify_nodes.check_gpu_pools(ctx, res, gpu_pools)
+
+    def check_fabric(
+        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> None:
+        from components.gcp import verify_fabric
+
+        verify_fabric.check_fabric(ctx, res, pool, facts)
 
 
 BACKEND = GcpBackend()

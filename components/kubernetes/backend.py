@@ -59,5 +59,10 @@ class ExistingClusterBackend(BackendDefaults):
 
         return ANSWERS
 
+    def adopts_existing_clusters(self) -> bool:
+        # The cluster exists: the plan creates none, and a job stack's plan, which names no cloud of
+        # its own, runs on one too until its platform's plan says which.
+        return True
+
 
 BACKEND = ExistingClusterBackend()

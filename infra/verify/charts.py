@@ -10,13 +10,12 @@ the values each release sends.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from infra.verify import facts as F
-from infra.verify.model import HelmRelease, Plan
+from infra.verify.model import HelmRelease, Plan, cloud_backend
 
 
 @dataclass(frozen=True)
@@ -185,82 +184,10 @@ def _release_scrapes(rel: HelmRelease, cf: Mapping[str, Any], out: ChartModel) -
         )
 
 
-def _addon_config(resource_inputs: Mapping[str, Any]) -> dict[str, Any]:
-    raw = resource_inputs.get("configurationValues")
-    if not raw:
-        return {}
-    try:
-        doc = json.loads(raw) if isinstance(raw, str) else raw
-    except json.JSONDecodeError:
-        return {}
-    return doc if isinstance(doc, dict) else {}
-
-
 def addon_objects(plan: Plan, out: ChartModel) -> None:
-    """DaemonSets and CSI drivers of the cloud's managed add-ons that the plan turns on."""
-    if plan.cloud == "aws":
-        _eks_addon_objects(plan, out)
-    elif plan.cloud == "gcp":
-        _gke_addon_objects(plan, out)
-
-
-def _eks_addon_objects(plan: Plan, out: ChartModel) -> None:
-    cloud = F.cloud("aws")
-    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
-    for name, addon in plan.eks_addons().items():
-        ref = f"EKS add-on {name}"
-        ds = cloud["addonDaemonSets"].get(name)
-        if ds:
-            out.daemon_sets.append(
-                DaemonSetModel(
-                    ref,
-                    ds["daemonSet"],
-                    name,
-                    tuple(ds["tolerations"]),
-                    "storage" if ds.get("csiDriver") else "gpu",
-                    ds.get("csiDriver"),
-                )
-            )
-        cds = cloud.get("addonConfigDaemonSets", {}).get(name)
-        config = _addon_config(addon.inputs)
-        if cds and F.dig(config, cds.get("enabledPath", ""), True) is not False:
-            tol = F.dig(config, cds["tolerationsPath"], cds["default"])
-            out.daemon_sets.append(
-                DaemonSetModel(ref, cds["daemonSet"], f"{name} DCGM host engine", tuple(tol or ()), "gpu")
-            )
-        for driver, how in drivers.items():
-            if how.get("addon") == name:
-                out.csi_drivers[driver] = ref
-
-
-def _gke_addon_objects(plan: Plan, out: ChartModel) -> None:
-    cloud = F.cloud("gcp")
-    cluster = plan.cluster_resource()
-    addons = (cluster.inputs.get("addonsConfig") or {}) if cluster else {}
-    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
-    for key, cfg in addons.items():
-        if not (isinstance(cfg, dict) and cfg.get("enabled")):
-            continue
-        ref = f"GKE add-on {key}"
-        ds = cloud["addonDaemonSets"].get(_snake(key))
-        if ds:
-            out.daemon_sets.append(
-                DaemonSetModel(
-                    ref,
-                    ds["daemonSet"],
-                    _snake(key),
-                    tuple(ds["tolerations"]),
-                    "storage",
-                    ds.get("csiDriver"),
-                )
-            )
-        for driver, how in drivers.items():
-            if how.get("clusterAddon") == _snake(key):
-                out.csi_drivers[driver] = ref
-
-
-def _snake(key: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+    """DaemonSets and CSI drivers of the cloud's managed add-ons that the plan turns on (the backend's
+    `addon_objects` hook: EKS add-ons, GKE cluster add-ons)."""
+    cloud_backend(plan).addon_objects(plan, out)
 
 
 def plan_objects(plan: Plan, out: ChartModel) -> None:

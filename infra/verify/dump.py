@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from infra.verify.model import Plan, PlanError, build
+from infra.verify.model import Plan, PlanError, build, on_existing_cluster
 
 FORMAT = "trainplane-plan"
 VERSION = 1
@@ -153,7 +153,7 @@ def _from_mockplan(path: Path, doc: Mapping[str, Any]) -> Plan:
     outputs = _outputs(path, doc)
     plan = build(str(doc.get("stack") or path.stem), resources, outputs, None, None, f"dump {path}")
     reads = [str(r) for r in doc.get("stack_references") or []]
-    if reads and not outputs.get("nodePools") and plan.cloud == "kubernetes":
+    if reads and not outputs.get("nodePools") and on_existing_cluster(plan.cloud):
         # A job stack: it reads its platform's outputs and has no node pools of its own. Its config is
         # not recorded; the platform stack it names is the one it read.
         plan = replace(plan, kind="job", config={"platformStack": reads[0]})

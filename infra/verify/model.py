@@ -14,13 +14,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from components.backends import CloudBackend, backend, backend_names, backends
 from infra.resources import HELM_RELEASE, Resource, Resources, normal
 
 # The engine's record of a resource is the plan's: one model (infra/resources.py), under verify's name.
 PlanResource = Resource
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
-EKS_CLUSTER = "aws:eks/cluster:Cluster"
-GKE_CLUSTER = "gcp:container/cluster:Cluster"
 
 
 class PlanError(Exception):
@@ -123,8 +122,7 @@ class Plan(Resources):
         return out
 
     def cluster_resource(self) -> PlanResource | None:
-        found = self.of_type(EKS_CLUSTER) or self.of_type(GKE_CLUSTER)
-        return found[0] if found else None
+        return cloud_backend(self).plan_cluster(self.resources)
 
     def eks_addons(self) -> dict[str, PlanResource]:
         return {str(r.inputs.get("addonName")): r for r in self.of_type("aws:eks/addon:Addon")}
@@ -179,25 +177,44 @@ def _resource(raw: Mapping[str, Any]) -> PlanResource:
     )
 
 
+def cloud_backend(plan: Plan) -> CloudBackend:
+    """The backend of the cloud a plan runs on (a job's: its platform's): what verify asks about it."""
+    return backend(plan.cloud)
+
+
+def on_existing_cluster(cloud: str) -> bool:
+    """Whether a plan of `cloud` runs on a cluster that exists (no cloud layer of its own)."""
+    return cloud in backend_names() and backend(cloud).adopts_existing_clusters()
+
+
+def _claimed(resources: tuple[PlanResource, ...]) -> tuple[CloudBackend, PlanResource] | None:
+    """The backend whose cluster resource the plan creates, with that resource (each backend knows the
+    type of its own)."""
+    for b in backends():
+        cluster = b.plan_cluster(resources)
+        if cluster is not None:
+            return b, cluster
+    return None
+
+
 def _cloud(resources: tuple[PlanResource, ...], outputs: Mapping[str, Any], config: Mapping | None) -> str:
-    if outputs.get("cloud") in ("aws", "gcp", "kubernetes"):
+    names = backend_names()
+    if outputs.get("cloud") in names:
         return str(outputs["cloud"])
-    if config and config.get("cloud") in ("aws", "gcp", "kubernetes"):
+    if config and config.get("cloud") in names:
         return str(config["cloud"])
-    types = {r.type for r in resources}
-    if EKS_CLUSTER in types:
-        return "aws"
-    if GKE_CLUSTER in types:
-        return "gcp"
-    return "kubernetes"
+    claimed = _claimed(resources)
+    if claimed is not None:
+        return claimed[0].name
+    # No cloud named and no cluster created: the plan runs on a cluster that exists.
+    return next((b.name for b in backends() if b.adopts_existing_clusters()), "")
 
 
 def _version(resources: tuple[PlanResource, ...], config: Mapping | None) -> str | None:
-    for r in resources:
-        if r.type == EKS_CLUSTER and r.inputs.get("version"):
-            return str(r.inputs["version"])
-        if r.type == GKE_CLUSTER and r.inputs.get("minMasterVersion"):
-            return str(r.inputs["minMasterVersion"])
+    claimed = _claimed(resources)
+    version = claimed[0].plan_kubernetes_version(claimed[1]) if claimed else None
+    if version:
+        return version
     cluster = (config or {}).get("cluster") or {}
     return str(cluster["kubernetesVersion"]) if cluster.get("kubernetesVersion") else None
 
@@ -214,7 +231,7 @@ def build(
     outputs = normal(dict(outputs or {}))
     is_job = platform is not None or (
         any(r.type == STACK_REFERENCE for r in resources)
-        and _cloud(resources, outputs, config) == "kubernetes"
+        and on_existing_cluster(_cloud(resources, outputs, config))
         and not outputs.get("nodePools")
     )
     if is_job and platform is not None:
