@@ -16,7 +16,7 @@ from infra.verify.checks.pool_nodes import PoolNodes, pool_nodes
 from infra.verify.context import Context
 from infra.verify.model import STACK_REFERENCE, PlanResource, build
 from infra.verify.report import CheckResult
-from tests.unit.verify_plans import edit, plan
+from tests.helpers.verify_plans import edit, plan
 
 
 def _res(type_: str, name: str, **inputs: Any) -> dict[str, Any]:
