@@ -280,7 +280,9 @@ def run_function(
         asyncio.set_event_loop(None)
     result = RunResult(
         stack=stack,
-        resources=monitor.records,
+        # In URN order: the engine records each registration as its inputs resolve, an order that varies
+        # from run to run, and every report made from a plan (verify, render, dumps) must not.
+        resources=sorted(monitor.records, key=lambda r: r.urn),
         outputs=outputs,
         secret_outputs=secret,
         stack_references=mocks.reads,

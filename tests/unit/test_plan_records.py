@@ -47,3 +47,10 @@ def test_a_dump_reads_back_into_the_same_records(tmp_path):
             mine.provider,
             mine.inputs,
         )
+
+
+def test_the_engine_hands_resources_over_in_urn_order():
+    """Registrations complete as their inputs resolve, an order that varies between runs (verify printed
+    onprem-dev's notes in either order); the plan every report is made from is in one order."""
+    urns = [r.urn for r in planned("onprem-dev").resources]
+    assert urns == sorted(urns)
