@@ -21,7 +21,7 @@ Example: a backend of your own, registered from your program (or a test) before 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
@@ -33,6 +33,15 @@ if TYPE_CHECKING:
     from components.bundle import ClusterBundle
     from components.catalog import Cloud, MachineShape
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
+    from infra.verify.cloud import CloudReport
+    from infra.verify.context import Context
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject, PlanResource
+    from infra.verify.report import CheckResult
+
+    # verify `identity`: (ctx, res, team, its ServiceAccount) -> the object key patterns the team's cloud
+    # identity may write (checkpoint URIs must fall inside them).
+    TeamIdentityCheck = Callable[[Context, CheckResult, Mapping[str, Any], K8sObject], list[str]]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -82,6 +91,79 @@ class CloudBackend(Protocol):
     def verify_facts(self) -> Mapping[str, Any]:
         """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
         ...
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        """verify `network`: whether the cluster enforces NetworkPolicy (and its API can be reached at
+        all), read from the plan; failures and notes go into `res`."""
+        ...
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        """verify `identity`: how one team's cloud identity is checked here (its ServiceAccount's
+        annotation, the identity's trust and the data it reaches); None when the platform gives teams
+        no cloud identity."""
+        ...
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        """verify `storage`: the controller of an installed CSI driver has the cloud identity it needs to
+        create volumes."""
+        ...
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        """verify `storage`: the node-level path from the pod's pool to the file system behind `pv` (the
+        node mounts it, not the pod) is open: security groups, firewall rules, export ranges."""
+        ...
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        """verify `cloud`: what the cloud checks when the plan's cloud resources are created."""
+        ...
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        """verify `cloud`, creation order: whether `rule` (an ingress rule resource of this cloud) admits
+        TCP `port` (the `tcpPorts` selector of `createOrder` in verify_facts.yaml)."""
+        ...
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        """`verify STACK --cloud`: read-only checks against the cloud's own APIs with the user's
+        credentials (`client`: an API client to use instead of the default one)."""
+        ...
+
+
+class BackendDefaults:
+    """What a plain cluster with no cloud features answers to the hooks every backend inherits: a
+    backend overrides only what its cloud adds. Hooks import what they need inside their bodies, so that
+    loading a backend never imports the verify package or a cloud SDK."""
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        res.note(
+            "existing cluster: whether it enforces NetworkPolicy is unknown offline; "
+            "run verify with --kubeconfig to look for a policy agent (calico, cilium, ...)"
+        )
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        return None
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        return None
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        return None
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        return None
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        return False
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        from infra.verify.cloud import CloudReport
+
+        return CloudReport(spec.cloud, not_checked=["an existing cluster: no cloud API to ask"])
 
 
 @dataclass
@@ -141,7 +223,7 @@ def load_data_file(package: str, filename: str) -> dict[str, Any]:
     return yaml.safe_load(resources.files(package).joinpath(filename).read_text()) or {}
 
 
-class CatalogBackend:
+class CatalogBackend(BackendDefaults):
     """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
     verify facts in its `verify_facts.yaml`, and pools made of catalog machines. A subclass names its
     cloud, package, rules module and grace, says which key names a pool's machine, and builds."""

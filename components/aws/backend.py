@@ -5,7 +5,7 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.aws import rules
 from components.backends import BuildArgs, CatalogBackend
@@ -13,8 +13,14 @@ from components.backends import BuildArgs, CatalogBackend
 if TYPE_CHECKING:
     import pulumi
 
+    from components.backends import TeamIdentityCheck
     from components.bundle import ClusterBundle
-    from components.spec import NodePoolSpec
+    from components.spec import NodePoolSpec, PlatformSpec
+    from infra.verify.cloud import CloudReport
+    from infra.verify.context import Context
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject, PlanResource
+    from infra.verify.report import CheckResult
 
 
 class AwsBackend(CatalogBackend):
@@ -33,6 +39,44 @@ class AwsBackend(CatalogBackend):
         from components.aws.cloud import AwsCloud, AwsCloudArgs
 
         return AwsCloud(name, AwsCloudArgs(spec=args.spec), opts).bundle
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        from components.aws.verify_network import enforcement
+
+        enforcement(ctx, res)
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        from components.aws.verify_identity import check_team
+
+        return check_team
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        from components.aws.verify_storage import controller_identity
+
+        controller_identity(ctx, res, driver)
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        from components.aws.verify_storage import storage_path
+
+        storage_path(ctx, res, pod, pv, driver)
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        from components.aws.verify_create import create_rules
+
+        create_rules(ctx, res)
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        from components.aws.verify_network import covers
+
+        return covers(rule, port)
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        from components.aws.verify_api import verify_cloud_api
+
+        return verify_cloud_api(spec, client)
 
 
 BACKEND = AwsBackend()

@@ -5,7 +5,7 @@ Light on purpose: the registry imports it to validate a stack, and only `build` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from components.backends import BuildArgs, CatalogBackend
 from components.gcp import rules
@@ -13,8 +13,14 @@ from components.gcp import rules
 if TYPE_CHECKING:
     import pulumi
 
+    from components.backends import TeamIdentityCheck
     from components.bundle import ClusterBundle
-    from components.spec import NodePoolSpec
+    from components.spec import NodePoolSpec, PlatformSpec
+    from infra.verify.cloud import CloudReport
+    from infra.verify.context import Context
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject
+    from infra.verify.report import CheckResult
 
 
 class GcpBackend(CatalogBackend):
@@ -33,6 +39,29 @@ class GcpBackend(CatalogBackend):
         from components.gcp.cloud import GcpCloud, GcpCloudArgs
 
         return GcpCloud(name, GcpCloudArgs(spec=args.spec), opts).bundle
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        from components.gcp.verify_network import enforcement
+
+        enforcement(ctx, res)
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        from components.gcp.verify_identity import check_team
+
+        return check_team
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        from components.gcp.verify_storage import node_reachability
+
+        node_reachability(ctx, res, pod, pv, driver)
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        from components.gcp.verify_api import verify_cloud_api
+
+        return verify_cloud_api(spec, client)
 
 
 BACKEND = GcpBackend()

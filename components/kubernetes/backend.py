@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from components.backends import BuildArgs, load_data_file
+from components.backends import BackendDefaults, BuildArgs, load_data_file
 from components.kubernetes import rules
 
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from components.spec import NodePoolSpec, PlatformSpec, StorageSpec
 
 
-class ExistingClusterBackend:
+class ExistingClusterBackend(BackendDefaults):
     name = "kubernetes"
     keys = rules.KEYS
     twins: Mapping[str, str] = {}
