@@ -10,7 +10,13 @@ import pulumi
 import pulumi_kubernetes as k8s
 import pytest
 
-from components.backends import BuildArgs, backend_names, register_backend, unregister_backend
+from components.backends import (
+    BackendDefaults,
+    BuildArgs,
+    backend_names,
+    register_backend,
+    unregister_backend,
+)
 from components.bundle import CloudProfile, ClusterBundle, NodePoolInfo, SystemObject, TaintInfo
 from components.catalog import MachineShape
 from components.spec import ConfigError, NodePoolSpec, PlatformSpec, Spec, StorageSpec
@@ -71,7 +77,7 @@ class ToyCluster(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-class ToyBackend:
+class ToyBackend(BackendDefaults):
     name = "toy"
     # Pools select existing nodes by label, like on an existing cluster.
     keys: Mapping[type[Spec], frozenset[str]] = {NodePoolSpec: frozenset({"selector"})}

@@ -7,7 +7,7 @@ only after everything it waits for. "Waits for" is the engine's: a resource's ow
 its ancestor components, its explicit provider, and a dependency on a component means every resource
 inside it.
 
-Example (the rule the EKS Kubernetes provider must meet):
+Example (a rule of components/aws/verify_facts.yaml, which the EKS Kubernetes provider must meet):
     >>> rule = {"name": "provider-after-access", "waiter": {"type": "pulumi:providers:kubernetes"},
     ...         "waitsFor": {"type": "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"}}
 """
