@@ -40,9 +40,15 @@ if TYPE_CHECKING:
     from components.spec.capacity import CapacityKinds
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.cloud import CloudReport
     from infra.verify.context import Context
-    from infra.verify.model import Plan, PlanResource
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject, Plan, PlanResource
     from infra.verify.report import CheckResult
+
+    # verify `identity`: (ctx, res, team, its ServiceAccount) -> the object key patterns the team's cloud
+    # identity may write (checkpoint URIs must fall inside them).
+    TeamIdentityCheck = Callable[[Context, CheckResult, Mapping[str, Any], K8sObject], list[str]]
 
 # The entry-point group a distribution declares its backends in (pyproject.toml
 # [project.entry-points."trainplane.backends"]).
@@ -206,6 +212,44 @@ class CloudBackend(Protocol):
         """Cluster-side findings about a pool's GPU fabric (`facts`: the cloud's facts for its kind)."""
         ...
 
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        """verify `network`: whether the cluster enforces NetworkPolicy (and its API can be reached at
+        all), read from the plan; failures and notes go into `res`."""
+        ...
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        """verify `identity`: how one team's cloud identity is checked here (its ServiceAccount's
+        annotation, the identity's trust and the data it reaches); None when the platform gives teams
+        no cloud identity."""
+        ...
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        """verify `storage`: the controller of an installed CSI driver has the cloud identity it needs to
+        create volumes."""
+        ...
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        """verify `storage`: the node-level path from the pod's pool to the file system behind `pv` (the
+        node mounts it, not the pod) is open: security groups, firewall rules, export ranges."""
+        ...
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        """verify `cloud`: what the cloud checks when the plan's cloud resources are created."""
+        ...
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        """verify `cloud`, creation order: whether `rule` (an ingress rule resource of this cloud) admits
+        TCP `port` (the `tcpPorts` selector of `createOrder` in verify_facts.yaml)."""
+        ...
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        """`verify STACK --cloud`: read-only checks against the cloud's own APIs with the user's
+        credentials (`client`: an API client to use instead of the default one)."""
+        ...
+
 
 # The nodes of a cluster that exists, labelled for trainplane by a platform engineer:
 #   kubectl label nodes <gpu nodes> trainplane.dev/pool=gpu
@@ -284,6 +328,35 @@ class BackendDefaults:
         self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
     ) -> None:
         return None
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        res.note(
+            "existing cluster: whether it enforces NetworkPolicy is unknown offline; "
+            "run verify with --kubeconfig to look for a policy agent (calico, cilium, ...)"
+        )
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        return None
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        return None
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        return None
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        return None
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        return False
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        from infra.verify.cloud import CloudReport
+
+        return CloudReport(spec.cloud, not_checked=["an existing cluster: no cloud API to ask"])
 
 
 @dataclass

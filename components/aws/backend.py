@@ -14,13 +14,15 @@ from components.backends import BuildArgs, CatalogBackend, MockAnswers
 if TYPE_CHECKING:
     import pulumi
 
-    from components.backends import GpuPools
+    from components.backends import GpuPools, TeamIdentityCheck
     from components.bundle import ClusterBundle
     from components.spec import PlatformSpec
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.cloud import CloudReport
     from infra.verify.context import Context
-    from infra.verify.model import Plan, PlanResource
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject, Plan, PlanResource
     from infra.verify.report import CheckResult
 
 
@@ -88,6 +90,44 @@ class AwsBackend(CatalogBackend):
         from components.aws import verify_nodes
 
         verify_nodes.check_gpu_pools(ctx, res, gpu_pools)
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        from components.aws.verify_network import enforcement
+
+        enforcement(ctx, res)
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        from components.aws.verify_identity import check_team
+
+        return check_team
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        from components.aws.verify_storage import controller_identity
+
+        controller_identity(ctx, res, driver)
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        from components.aws.verify_storage import storage_path
+
+        storage_path(ctx, res, pod, pv, driver)
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        from components.aws.verify_create import create_rules
+
+        create_rules(ctx, res)
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        from components.aws.verify_network import covers
+
+        return covers(rule, port)
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        from components.aws.verify_api import verify_cloud_api
+
+        return verify_cloud_api(spec, client)
 
 
 BACKEND = AwsBackend()

@@ -14,13 +14,15 @@ from components.gcp import rules
 if TYPE_CHECKING:
     import pulumi
 
-    from components.backends import GpuPools, Prompt
+    from components.backends import GpuPools, Prompt, TeamIdentityCheck
     from components.bundle import ClusterBundle
     from components.spec import PlatformSpec
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.cloud import CloudReport
     from infra.verify.context import Context
-    from infra.verify.model import Plan, PlanResource
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject, Plan, PlanResource
     from infra.verify.report import CheckResult
 
 
@@ -105,6 +107,29 @@ class GcpBackend(CatalogBackend):
         from components.gcp import verify_fabric
 
         verify_fabric.check_fabric(ctx, res, pool, facts)
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        from components.gcp.verify_network import enforcement
+
+        enforcement(ctx, res)
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        from components.gcp.verify_identity import check_team
+
+        return check_team
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        from components.gcp.verify_storage import node_reachability
+
+        node_reachability(ctx, res, pod, pv, driver)
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+        from components.gcp.verify_api import verify_cloud_api
+
+        return verify_cloud_api(spec, client)
 
 
 BACKEND = GcpBackend()

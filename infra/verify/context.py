@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.verify import facts as F
 from infra.verify.charts import ChartModel, model
 from infra.verify.jobs import TrainingPod, training_pods
 from infra.verify.model import K8sObject, Plan
+
+if TYPE_CHECKING:
+    from components.backends import CloudBackend
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -22,6 +25,13 @@ class Context:
     @property
     def platform(self) -> Plan:
         return self.plan.platform or self.plan
+
+    @property
+    def backend(self) -> CloudBackend:
+        """The platform's cloud backend: what a check asks about the cloud (components/backends.py)."""
+        from components.backends import backend
+
+        return backend(self.platform.cloud)
 
     @property
     def job_only(self) -> bool:

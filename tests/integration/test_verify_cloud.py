@@ -19,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from components.aws import verify_api
+from components.aws.verify_api import verify_aws
 from components.spec import PlatformSpec
 from infra import cli
 from infra.verify import cloud
-from infra.verify.cloud_aws import verify_aws
 from tests.helpers.plans import ROOT, platform_object
 
 RECORDED = json.loads((ROOT / "tests/data/ec2/describe_capacity_reservations.json").read_text())
@@ -186,7 +187,7 @@ def test_instance_type_not_offered_in_the_pools_zone(moto_url):
 
 
 def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
-    monkeypatch.setattr(cloud, "ec2_client", lambda region: _client(moto_url))
+    monkeypatch.setattr(verify_api, "ec2_client", lambda region: _client(moto_url))
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["ok"] and len(out["findings"]) == 7
@@ -267,6 +268,6 @@ def test_refused_credentials_are_not_a_failed_check(code, unreachable):
     e = ClientError({"Error": {"Code": code, "Message": "m"}}, "DescribeCapacityReservations")
     if unreachable:
         with pytest.raises(cloud.CloudError, match=f"cannot ask the cloud: ClientError: .*{code}"):
-            cloud.raise_if_unreachable(e)
+            verify_api.raise_if_unreachable(e)
     else:
-        cloud.raise_if_unreachable(e)  # a check that failed: reported as a FAIL row by the caller
+        verify_api.raise_if_unreachable(e)  # a check that failed: reported as a FAIL row by the caller

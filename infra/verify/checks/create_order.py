@@ -7,7 +7,7 @@ only after everything it waits for. "Waits for" is the engine's: a resource's ow
 its ancestor components, its explicit provider, and a dependency on a component means every resource
 inside it.
 
-Example (the rule the EKS Kubernetes provider must meet):
+Example (a rule of components/aws/verify_facts.yaml, which the EKS Kubernetes provider must meet):
     >>> rule = {"name": "provider-after-access", "waiter": {"type": "pulumi:providers:kubernetes"},
     ...         "waitsFor": {"type": "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"}}
 """
@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.backends import backend
 from infra.verify import facts as F
-from infra.verify.checks.aws_network import _covers
 from infra.verify.model import Plan, PlanResource
 from infra.verify.report import CheckResult
 
@@ -72,8 +72,11 @@ class Graph:
         return {d for d in r.deps if d in self.by_urn and self.by_urn[d].type == type_}
 
 
-def _covers_any(r: PlanResource, ports: list[int]) -> bool:
-    return any(_covers(r, int(p)) for p in ports)
+def _covers_any(plan: Plan, r: PlanResource, ports: list[int]) -> bool:
+    """Whether an ingress rule of the plan's cloud admits one of the TCP `ports` (its backend reads the
+    rule: CloudBackend.verify_rule_admits_tcp)."""
+    cloud = backend(plan.cloud)
+    return any(cloud.verify_rule_admits_tcp(r, int(p)) for p in ports)
 
 
 def select(graph: Graph, plan: Plan, sel: Mapping[str, Any], waiter: PlanResource) -> list[PlanResource]:
@@ -86,7 +89,7 @@ def select(graph: Graph, plan: Plan, sel: Mapping[str, Any], waiter: PlanResourc
             group = str(sel["sharesGroupWith"])
             if not graph.direct_of_type(r, group) & graph.direct_of_type(waiter, group):
                 continue
-        if sel.get("tcpPorts") and not _covers_any(r, list(sel["tcpPorts"])):
+        if sel.get("tcpPorts") and not _covers_any(plan, r, list(sel["tcpPorts"])):
             continue
         out.append(r)
     return out

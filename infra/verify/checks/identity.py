@@ -1,258 +1,58 @@
 """identity: each team's service account, the cloud identity it names, that identity's trust and the
 data it reaches match one to one, and no team reaches another team's data.
 
-AWS (IRSA): the `eks.amazonaws.com/role-arn` annotation names an IAM role whose trust admits exactly
-this service account (`<issuer>:sub` = system:serviceaccount:<ns>:<sa>, `<issuer>:aud` =
-sts.amazonaws.com, on the cluster's OIDC provider); the role's S3 object permissions stay under
-`<bucket>/<team>/` and listing is limited to that prefix. GKE (Workload Identity): the
-`iam.gke.io/gcp-service-account` annotation names a Google service account that grants
-roles/iam.workloadIdentityUser to `serviceAccount:<pool>[<ns>/<sa>]`, and whose bucket grants carry a
-condition limiting them to the team's prefix. A job's checkpoint URI must fall inside what its team
+The cloud's backend checks one team's wiring (`CloudBackend.verify_team_identity`: the annotation its
+mechanism uses, the identity's trust, the object keys it may write; components/<cloud>/verify_identity.py)
+and answers the key patterns the team may write. A job's checkpoint URI must fall inside what its team
 may write.
 """
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Mapping
-from typing import Any
 
+from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.model import PlanResource
 from infra.verify.report import CheckResult
 
-IRSA_ANNOTATION = "eks.amazonaws.com/role-arn"
-GKE_ANNOTATION = "iam.gke.io/gcp-service-account"
-S3_OBJECT_ACTIONS = re.compile(r"^s3:(\*|Get|Put|Delete|Abort|List.*Parts|Restore).*", re.I)
 
-
-def _statements(doc: Any) -> list[Mapping[str, Any]]:
-    if isinstance(doc, str):
-        try:
-            doc = json.loads(doc)
-        except json.JSONDecodeError:
-            return []
-    st = (doc or {}).get("Statement") or []
-    return [st] if isinstance(st, dict) else list(st)
-
-
-def _list(v: Any) -> list[str]:
-    return [v] if isinstance(v, str) else list(v or [])
-
-
-def object_key_pattern(arn: str) -> str | None:
-    """The key part of an S3 object ARN ("research/*" of arn:aws:s3:::bucket/research/*); None for a
-    bucket ARN. Mock ARNs (arn:aws:mock:::bucket/<name>/...) read the same."""
-    m = re.match(r"^arn:[^:]*:(s3|mock):::(bucket/)?([^/]+)(/(.*))?$", arn)
-    if not m:
-        return "*" if arn == "*" else None
-    return m.group(5) if m.group(4) else None
-
-
-def _prefix(pattern: str) -> str:
+def key_prefix(pattern: str) -> str:
     """The literal part of a key pattern before its first wildcard."""
     return re.split(r"[*?]", pattern, maxsplit=1)[0]
 
 
-def _within(pattern: str, team: str) -> bool:
-    return _prefix(pattern).startswith(f"{team}/")
+def within_team(pattern: str, team: str) -> bool:
+    """Whether an object key pattern stays under the team's prefix `<team>/`."""
+    return key_prefix(pattern).startswith(f"{team}/")
 
 
-def _dep_of_type(
+def deps_of_type(
     plan_resources: dict[str, PlanResource], res: PlanResource, type_: str
 ) -> list[PlanResource]:
     return [plan_resources[d] for d in res.deps if d in plan_resources and plan_resources[d].type == type_]
 
 
-def _aws_role(ctx: Context, sa: Any, arn: str) -> PlanResource | None:
-    by_urn = ctx.platform.by_urn()
-    roles = _dep_of_type(by_urn, sa.resource, "aws:iam/role:Role")
-    if len(roles) == 1:
-        return roles[0]
-    name = arn.rsplit("/", 1)[-1]
-    found = [r for r in ctx.platform.of_type("aws:iam/role:Role") if r.inputs.get("name", r.name) == name]
-    return found[0] if len(found) == 1 else None
-
-
-def _aws_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) -> list[str]:
-    """Check one team's IRSA wiring; return the object key patterns its role may write."""
-    arn = sa.annotations.get(IRSA_ANNOTATION)
-    if not arn:
-        res.fail(
-            f"{sa.ref} of team {team['name']} has no {IRSA_ANNOTATION} annotation: pods get no AWS identity",
-            sa.ref,
-        )
-        return []
-    role = _aws_role(ctx, sa, arn)
-    if role is None:
-        res.fail(f"{sa.ref} names role {arn}, which the plan does not create", sa.ref)
-        return []
-    _check_aws_trust(ctx, res, role, sa)
-    patterns, listed_unscoped = _aws_role_object_access(ctx, res, role, team["name"])
-    role_name = role.inputs.get("name", role.name)
-    for p in patterns:
-        if not _within(p, team["name"]):
-            res.fail(
-                f"role {role_name} of team {team['name']} reaches objects {p!r}, not only its prefix "
-                f"{team['name']}/ of the checkpoint bucket",
-                role.name,
-                sa.ref,
-            )
-    if listed_unscoped:
-        res.fail(
-            f"role {role_name} of team {team['name']} may list every key of the bucket (s3:ListBucket without "
-            f"an s3:prefix condition on {team['name']}/*)",
-            role.name,
-        )
-    return patterns
-
-
-def _check_aws_trust(ctx: Context, res: CheckResult, role: PlanResource, sa: Any) -> None:
-    """The role trusts exactly the team's service account, through the cluster's OIDC provider."""
-    role_name = role.inputs.get("name", role.name)
-    want_sub = f"system:serviceaccount:{sa.namespace}:{sa.name}"
-    issuers = {
-        str(r.inputs.get("url", "")).removeprefix("https://")
-        for r in ctx.platform.of_type("aws:iam/openIdConnectProvider:OpenIdConnectProvider")
-    }
-    trusted = False
-    for st in _statements(role.inputs.get("assumeRolePolicy")):
-        if st.get("Effect") != "Allow" or "sts:AssumeRoleWithWebIdentity" not in _list(st.get("Action")):
-            continue
-        cond = (st.get("Condition") or {}).get("StringEquals") or {}
-        subs = {k.rsplit(":", 1)[0]: v for k, v in cond.items() if k.endswith(":sub")}
-        auds = {k.rsplit(":", 1)[0]: v for k, v in cond.items() if k.endswith(":aud")}
-        trusted = trusted or any(
-            sub == want_sub and auds.get(host) == "sts.amazonaws.com" and (not issuers or host in issuers)
-            for host, sub in subs.items()
-        )
-        other = [s for s in subs.values() if s != want_sub]
-        if other:
-            res.fail(
-                f"role {role_name} (named by {sa.ref}) also trusts {', '.join(map(str, other))}",
-                role.name,
-                sa.ref,
-            )
-        if any(k.endswith(":sub") for k in (st.get("Condition") or {}).get("StringLike") or {}):
-            res.fail(f"role {role_name} trusts service accounts by pattern (StringLike sub)", role.name)
-    if not trusted:
-        res.fail(
-            f"role {role_name} (named by {sa.ref}) does not trust {want_sub} with aud sts.amazonaws.com on the "
-            "cluster's OIDC provider: AssumeRoleWithWebIdentity is refused",
-            role.name,
-            sa.ref,
-        )
-
-
-def _aws_role_object_access(
-    ctx: Context, res: CheckResult, role: PlanResource, team: str
-) -> tuple[list[str], bool]:
-    """The object key patterns the role may write, and whether it may list keys outside `team/`."""
-    role_name = role.inputs.get("name", role.name)
-    patterns: list[str] = []
-    listed_unscoped = False
-    for pol in ctx.platform.of_type("aws:iam/rolePolicy:RolePolicy"):
-        if pol.inputs.get("role") not in (role_name, role.name) and role.urn not in pol.deps:
-            continue
-        for st in _statements(pol.inputs.get("policy")):
-            if st.get("Effect") != "Allow":
-                continue
-            found, unscoped = _statement_object_access(st, team)
-            patterns += found
-            listed_unscoped = listed_unscoped or unscoped
-    for attach in ctx.platform.of_type("aws:iam/rolePolicyAttachment:RolePolicyAttachment"):
-        if attach.inputs.get("role") in (role_name, role.name) and "S3" in str(
-            attach.inputs.get("policyArn")
-        ):
-            res.fail(
-                f"role {role_name} has managed policy {attach.inputs.get('policyArn')}: every bucket",
-                role.name,
-            )
-            patterns.append("*")
-    return patterns, listed_unscoped
-
-
-def _statement_object_access(st: Mapping[str, Any], team: str) -> tuple[list[str], bool]:
-    actions = _list(st.get("Action"))
-    patterns, unscoped = [], False
-    for arn_ in _list(st.get("Resource")):
-        key = object_key_pattern(arn_)
-        if key is not None and any(S3_OBJECT_ACTIONS.match(a) for a in actions):
-            patterns.append(key)
-        elif key is None and any(a in ("s3:ListBucket", "s3:*") for a in actions):
-            prefixes = _list(((st.get("Condition") or {}).get("StringLike") or {}).get("s3:prefix"))
-            if not prefixes or not all(_within(p, team) or p == f"{team}/" for p in prefixes):
-                unscoped = True
-    return patterns, unscoped
-
-
-def _gcp_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) -> list[str]:
-    email = sa.annotations.get(GKE_ANNOTATION)
-    if not email:
-        res.fail(
-            f"{sa.ref} of team {team['name']} has no {GKE_ANNOTATION} annotation: pods get no Google identity",
-            sa.ref,
-        )
-        return []
-    by_urn = ctx.platform.by_urn()
-    accounts = _dep_of_type(by_urn, sa.resource, "gcp:serviceaccount/account:Account")
-    if len(accounts) != 1:
-        res.fail(f"{sa.ref} names {email}, which the plan does not create", sa.ref)
-        return []
-    gsa = accounts[0]
-    cluster = ctx.platform.cluster_resource()
-    pool = ((cluster.inputs.get("workloadIdentityConfig") or {}).get("workloadPool")) if cluster else None
-    want = f"serviceAccount:{pool}[{sa.namespace}/{sa.name}]"
-    bindings = [
-        r
-        for r in ctx.platform.of_type("gcp:serviceaccount/iAMMember:IAMMember")
-        if gsa.urn in r.deps and r.inputs.get("role") == "roles/iam.workloadIdentityUser"
-    ]
-    members = [str(b.inputs.get("member")) for b in bindings]
-    if want not in members:
-        res.fail(
-            f"Google service account {gsa.inputs.get('accountId', gsa.name)} (named by {sa.ref}) does not grant "
-            f"roles/iam.workloadIdentityUser to {want}",
-            gsa.name,
-            sa.ref,
-        )
-    for m in members:
-        if m != want:
-            res.fail(
-                f"Google service account {gsa.inputs.get('accountId', gsa.name)} also admits {m}", gsa.name
-            )
-    patterns = []
-    for grant in ctx.platform.of_type("gcp:storage/bucketIAMMember:BucketIAMMember"):
-        if gsa.urn not in grant.deps:
-            continue
-        expr = str((grant.inputs.get("condition") or {}).get("expression") or "")
-        found = re.search(r"/objects/([^\"']*)", expr)
-        pattern = (found.group(1) + "*") if found else "*"
-        patterns.append(pattern)
-        if not _within(pattern, team["name"]):
-            res.fail(
-                f"Google service account {gsa.inputs.get('accountId', gsa.name)} of team {team['name']} has "
-                f"{grant.inputs.get('role')} on all of bucket {grant.inputs.get('bucket')} (no IAM condition "
-                f"on objects/{team['name']}/)",
-                grant.name,
-                sa.ref,
-            )
-    return patterns
+def object_store_schemes() -> list[str]:
+    """The URI schemes of every cloud's object store (facts `objectStore.scheme` of each backend): a
+    checkpoint URI of any of them is checked against the team's reach, whatever the platform's cloud."""
+    stores = [c.get("objectStore") or {} for c in F.facts()["clouds"].values()]
+    return sorted({str(s["scheme"]) for s in stores if s.get("scheme")})
 
 
 def check_checkpoint_uris(ctx: Context, res: CheckResult, reach: dict[str, list[str]]) -> None:
+    schemes = "|".join(map(re.escape, object_store_schemes()))
     for pod in ctx.pods:
         for c in pod.pod_spec.get("containers") or []:
             for e in c.get("env") or []:
                 if e.get("name") != "TRAINPLANE_CHECKPOINT_URI":
                     continue
                 uri = str(e.get("value", ""))
-                m = re.match(r"^(s3|gs)://[^/]+/(.*)$", uri)
-                if not m or pod.team not in reach:
+                m = re.match(rf"^({schemes})://[^/]+/(.*)$", uri)
+                if not schemes or not m or pod.team not in reach:
                     continue
                 key = m.group(2).rstrip("/") + "/"
-                if not any(_prefix(p) == "" or key.startswith(_prefix(p)) for p in reach[pod.team]):
+                if not any(key_prefix(p) == "" or key.startswith(key_prefix(p)) for p in reach[pod.team]):
                     res.fail(
                         f"{pod.ref} checkpoints to {uri}, outside what team {pod.team}'s identity may write "
                         f"({', '.join(reach[pod.team]) or 'nothing'})",
@@ -263,7 +63,8 @@ def check_checkpoint_uris(ctx: Context, res: CheckResult, reach: dict[str, list[
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("identity")
     plan = ctx.platform
-    if plan.cloud == "kubernetes":
+    check_team = ctx.backend.verify_team_identity()
+    if check_team is None:
         res.note("existing cluster: teams get no cloud identity from the platform")
         return res
     teams = plan.teams
@@ -279,7 +80,7 @@ def run(ctx: Context) -> CheckResult:
                 f"team {team['name']}",
             )
             continue
-        reach[team["name"]] = (_aws_team if plan.cloud == "aws" else _gcp_team)(ctx, res, team, sa)
+        reach[team["name"]] = check_team(ctx, res, team, sa)
         res.examined.append(sa.ref)
     check_checkpoint_uris(ctx, res, reach)
     return res

@@ -14,9 +14,7 @@ node-level rules instead.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
-from typing import Any
 
 from infra.verify import facts as F
 from infra.verify.context import Context
@@ -47,62 +45,9 @@ class Flow:
         return f"{self.why}: {self.src.describe()} -> {self.dst.describe()}:{self.port}/{self.proto} {verb}"
 
 
-def control_plane(ctx: Context, res: CheckResult) -> None:
-    """A private-only EKS endpoint answers only what its cluster security group admits on 443 (the
-    group admits its own members by default): someone outside the nodes must be let in, or nothing
-    (pulumi, kubectl, verify --kubeconfig) reaches the API. (EKS user guide, 'Cluster API server
-    endpoint': private access is governed by the cluster security group.)"""
-    from infra.verify.checks.aws_network import admitted
-
-    cluster = ctx.platform.cluster_resource()
-    vpc = (cluster.inputs.get("vpcConfig") or {}) if cluster else {}
-    if cluster is None or vpc.get("endpointPublicAccess", True) is not False:
-        return
-    groups, cidr = admitted(ctx.platform, cluster.urn, 443)
-    if not cidr and not (groups - {cluster.urn}):
-        res.fail(
-            f"EKS cluster {cluster.inputs.get('name', cluster.name)} has a private-only API endpoint and no rule "
-            "admits TCP 443 to its cluster security group from outside it: pulumi, kubectl and verify "
-            "--kubeconfig cannot reach the API",
-            cluster.name,
-        )
-
-
 def enforcement(ctx: Context, res: CheckResult) -> None:
-    plan = ctx.platform
-    facts: Any = F.cloud(plan.cloud).get("networkPolicy")
-    if plan.cloud == "aws":
-        control_plane(ctx, res)
-        addon = plan.eks_addons().get(facts["addon"])
-        config: Any = {}
-        if addon is not None and addon.inputs.get("configurationValues"):
-            try:
-                config = json.loads(addon.inputs["configurationValues"])
-            except (TypeError, json.JSONDecodeError):
-                config = {}
-        value = str(config.get(facts["configurationKey"], "")).lower() if isinstance(config, dict) else ""
-        if addon is None or value != facts["value"]:
-            res.fail(
-                f'EKS add-on {facts["addon"]} has no configuration {facts["configurationKey"]}: "true": '
-                "the VPC CNI accepts every NetworkPolicy and enforces none",
-                f"EKS add-on {facts['addon']}",
-            )
-    elif plan.cloud == "gcp":
-        cluster = plan.cluster_resource()
-        inputs = cluster.inputs if cluster else {}
-        dpv2 = inputs.get("datapathProvider") == facts["datapathProvider"]
-        legacy = bool((inputs.get("networkPolicy") or {}).get("enabled"))
-        if not (dpv2 or legacy):
-            res.fail(
-                "GKE cluster has neither Dataplane V2 (datapathProvider ADVANCED_DATAPATH) nor the network "
-                "policy add-on: NetworkPolicies are not enforced",
-                cluster.name if cluster else "GKE cluster",
-            )
-    else:
-        res.note(
-            "existing cluster: whether it enforces NetworkPolicy is unknown offline; "
-            "run verify with --kubeconfig to look for a policy agent (calico, cilium, ...)"
-        )
+    """Whether the cluster enforces NetworkPolicy at all: the cloud's backend reads it from the plan."""
+    ctx.backend.verify_network_enforcement(ctx, res)
 
 
 def _ports(pod: TrainingPod) -> list[int]:

@@ -7,8 +7,8 @@
 - Each volume a training pod mounts is a claim of its namespace, bound to a volume whose CSI driver is
   installed, whose node plugin tolerates the pool's taints, and whose file system admits the pool's nodes.
   The node mounts it (the kubelet and the CSI node plugin, through the kernel's NFS or Lustre client), not
-  the pod, so what must admit it is node-level: the file system's security groups on AWS
-  (checks/aws_network.py), the firewall to the nodes and the export ranges on GCP (checks/gcp_storage.py).
+  the pod, so what must admit it is node-level, and the cloud's backend checks it
+  (`CloudBackend.verify_storage_path`: security groups, firewall rules, export ranges).
   The team's NetworkPolicies select only its pods: they neither need to open the file servers nor can they
   block the mount.
 """
@@ -17,35 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from infra.verify import facts as F
 from infra.verify.charts import Claim, tolerates
-from infra.verify.checks import gcp_storage
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 from infra.verify.view import ClusterView, PlanView, driver_of
-
-
-def _check_controller_identity(ctx: Context, res: CheckResult, driver: str) -> None:
-    """An EKS CSI add-on needs an IAM identity for its controller (IRSA role or pod identity)."""
-    if ctx.platform.cloud != "aws":
-        return
-    how = (F.cloud("aws")["csiDrivers"] or {}).get(driver) or {}
-    addon_name, sa = how.get("addon"), how.get("controllerServiceAccount")
-    addon = ctx.platform.eks_addons().get(addon_name or "")
-    if addon is None or not sa:
-        return
-    ns, name = sa.split("/")
-    pia = [
-        r
-        for r in ctx.platform.of_type("aws:eks/podIdentityAssociation:PodIdentityAssociation")
-        if r.inputs.get("namespace") == ns and r.inputs.get("serviceAccount") == name
-    ]
-    if not addon.inputs.get("serviceAccountRoleArn") and not pia:
-        res.fail(
-            f"EKS add-on {addon_name} ({driver}) has no IAM role for {sa} (serviceAccountRoleArn or a "
-            "pod identity association): its controller cannot create volumes",
-            f"EKS add-on {addon_name}",
-        )
 
 
 def _check_static_claim(ctx: Context, res: CheckResult, claim: Claim, where: str) -> None:
@@ -127,67 +102,10 @@ def check_claim(ctx: Context, res: CheckResult, claim: Claim, view: ClusterView)
         )
 
 
-def storage_endpoint(ctx: Context, pv_spec: dict[str, Any]) -> tuple[str, str | None]:
-    """(address, driver) a volume's clients connect to. A DNS name stands as an address in the VPC."""
-    import ipaddress
-
+def _driver_of_volume(pv_spec: dict[str, Any]) -> str | None:
+    """The CSI driver a volume's node mounts it with ("nfs" for an in-tree NFS volume)."""
     csi = pv_spec.get("csi") or {}
-    attrs = csi.get("volumeAttributes") or {}
-    host = attrs.get("ip") or attrs.get("dnsname") or (pv_spec.get("nfs") or {}).get("server") or ""
-    driver = csi.get("driver") or ("nfs" if pv_spec.get("nfs") else None)
-    try:
-        return str(ipaddress.ip_address(host)), driver
-    except ValueError:
-        return representative_private_address(ctx), driver
-
-
-def representative_private_address(ctx: Context) -> str:
-    """An address a private DNS name of the platform's network resolves to (unknown offline)."""
-    import ipaddress
-
-    for r in ctx.platform.of_type("aws:ec2/vpc:Vpc"):
-        if r.inputs.get("cidrBlock"):
-            return str(ipaddress.ip_network(r.inputs["cidrBlock"]).network_address + 10)
-    # TEST-NET-1 (RFC 5737) stands for "whatever the name resolves to" when no network is known.
-    return "192.0.2.10"
-
-
-def node_reachability(ctx: Context, res: CheckResult, pod: Any, pv: Any, ports: list[int]) -> None:
-    """The kubelet mounts a file system from the node: the file system's security groups must admit the
-    pool's nodes on its ports (FSx: TCP 988, 1018-1023; EFS: 2049)."""
-    from infra.verify.checks.aws_network import admitted, node_groups_sgs, storage_groups
-
-    plan = ctx.platform
-    fs_groups = storage_groups(plan, pv.resource)
-    if not fs_groups:
-        return
-    groups = next(
-        (
-            node_groups_sgs(plan, ng)
-            for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup")
-            if (ng.inputs.get("labels") or {}).get("trainplane.dev/pool") == pod.pool
-        ),
-        set(),
-    )
-    if not groups:
-        return
-    closed = []
-    for port in ports:
-        reach = set()
-        cidr = False
-        for g in fs_groups:
-            got, by_cidr = admitted(plan, g, port)
-            reach |= got
-            cidr = cidr or by_cidr
-        if not cidr and not reach & groups:
-            closed.append(port)
-    if closed:
-        res.fail(
-            f"{pod.ref} mounts {pv.ref}, but the file system's security groups admit no security group of "
-            f"pool {pod.pool}'s nodes on TCP {', '.join(map(str, closed))}: the mount times out",
-            pod.ref,
-            pv.ref,
-        )
+    return csi.get("driver") or ("nfs" if pv_spec.get("nfs") else None)
 
 
 def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vol: dict) -> None:
@@ -214,7 +132,7 @@ def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vo
             pod.ref,
             pvc.ref,
         )
-    _, driver = storage_endpoint(ctx, dict(pv.spec))
+    driver = _driver_of_volume(dict(pv.spec))
     if driver and driver != "nfs":
         plugins = [d for d in ctx.charts.daemon_sets if d.csi_driver == driver]
         if not plugins:
@@ -232,11 +150,7 @@ def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vo
                         pod.ref,
                         d.name,
                     )
-    if ctx.platform.cloud == "aws":
-        ports = (F.facts()["storagePorts"].get(driver or "") or {}).get("ports") or []
-        node_reachability(ctx, res, pod, pv, ports)
-    elif ctx.platform.cloud == "gcp":
-        gcp_storage.node_reachability(ctx, res, pod, pv, driver)
+    ctx.backend.verify_storage_path(ctx, res, pod, pv, driver)
     res.examined.append(f"{pod.namespace}/{claim_name} on {pod.pool}")
 
 
@@ -268,6 +182,6 @@ def run(ctx: Context) -> CheckResult:
         res.examined.append(f"{claim.namespace}/{claim.name}")
     if not ctx.job_only:
         for driver in sorted(set(ctx.charts.csi_drivers)):
-            _check_controller_identity(ctx, res, driver)
+            ctx.backend.verify_csi_controller_identity(ctx, res, driver)
     check_pod_volumes(ctx, res)
     return res

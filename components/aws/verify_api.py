@@ -1,4 +1,9 @@
-"""`trainplane verify --cloud` for AWS: the pools' reservations and instance type offerings.
+"""`trainplane verify --cloud` for AWS (AwsBackend.verify_cloud_api): the pools' reservations and instance
+type offerings, with DescribeCapacityReservations and DescribeInstanceTypeOfferings (plus
+DescribeAvailabilityZones / DescribeSubnets to learn the zones of pools that name none).
+
+Only Describe* calls are made: the checks need `ec2:DescribeCapacityReservations`,
+`ec2:DescribeInstanceTypeOfferings`, `ec2:DescribeAvailabilityZones` and `ec2:DescribeSubnets`.
 
 moto 5.2.5 (the tests' moto_server) answers DescribeInstanceTypeOfferings, DescribeAvailabilityZones
 and DescribeSubnets, but has no Capacity Reservations or Capacity Blocks at all; those are tested with
@@ -16,7 +21,7 @@ from components.aws.capacity import single_zone
 from components.aws.node_group import machine_shapes
 from components.spec import NodePoolSpec, PlatformSpec
 from components.spec.capacity import RESERVED
-from infra.verify.cloud import CloudReport, raise_if_unreachable
+from infra.verify.cloud import CloudError, CloudReport
 
 # DescribeCapacityReservations: State of a reservation instances can launch into now or at its start
 # (EC2 API reference, CapacityReservation.State; Capacity Blocks are `scheduled` before their start).
@@ -25,6 +30,57 @@ USABLE_STATES = {"reservation": {"active"}, "capacity-block": {"active", "schedu
 RESERVATION_TYPES = {"reservation": "default", "capacity-block": "capacity-block"}
 # EKS nodes run the Linux AMIs (AL2023): the reservation's platform must match to be used.
 PLATFORM = "Linux/UNIX"
+
+
+# botocore's errors that mean the cloud was not asked at all, not that a check failed
+# (boto/botocore@1.43.117 botocore/exceptions.py, the version in the venv): no or partial credentials, no region, no connection.
+UNREACHABLE_ERRORS = (
+    "NoCredentialsError",
+    "PartialCredentialsError",
+    "CredentialRetrievalError",
+    "NoRegionError",
+    "EndpointConnectionError",
+    "ConnectTimeoutError",
+    "SSOTokenLoadError",
+    "UnauthorizedSSOTokenError",
+)
+# API error codes of credentials the cloud refuses, or of an action they may not call (EC2 API reference,
+# "Common client error codes": AuthFailure, UnauthorizedOperation, RequestExpired; STS/IAM-signed
+# requests: InvalidClientTokenId, ExpiredToken). The report could not be read: exit 2, not a FAIL row.
+REFUSED_CREDENTIAL_CODES = {
+    "AuthFailure",
+    "UnauthorizedOperation",
+    "InvalidClientTokenId",
+    "ExpiredToken",
+    "RequestExpired",
+}
+
+
+def raise_if_unreachable(e: Exception) -> None:
+    """Turn an error that means "the cloud could not be asked" into CloudError (exit 2, one line); any
+    other error is a failed check and is left to the caller to report."""
+    names = {c.__name__ for c in type(e).__mro__}
+    code = (getattr(e, "response", None) or {}).get("Error", {}).get("Code")
+    if names & set(UNREACHABLE_ERRORS) or code in REFUSED_CREDENTIAL_CODES:
+        first = (str(e).strip().splitlines() or [""])[0]
+        raise CloudError(f"verify --cloud: cannot ask the cloud: {type(e).__name__}: {first}") from None
+
+
+def ec2_client(region: str | None) -> Any:
+    """boto3's EC2 client with the user's credentials (AWS_PROFILE, env, SSO...; AWS_ENDPOINT_URL is
+    honoured by boto3 itself). boto3 comes with the trainer extra, not with the CLI's own install."""
+    try:
+        import boto3
+    except ImportError:
+        raise CloudError(
+            "verify --cloud needs boto3 for AWS: pip install boto3 (or trainplane[trainer])"
+        ) from None
+    return boto3.client("ec2", region_name=region)
+
+
+def verify_cloud_api(spec: PlatformSpec, ec2: Any = None) -> CloudReport:
+    """Check `spec` against EC2. `ec2`: an EC2 client to use instead of boto3's default one."""
+    return verify_aws(spec, ec2 if ec2 is not None else ec2_client(spec.region))
 
 
 def verify_aws(spec: PlatformSpec, ec2: Any) -> CloudReport:

@@ -1,4 +1,7 @@
-"""AWS security-group reachability, read from the plan through resource dependencies.
+"""verify on AWS: whether the cluster enforces NetworkPolicy and its API can be reached
+(AwsBackend.verify_network_enforcement), and security-group reachability, read from the plan through
+resource dependencies (also for the node-level storage path, verify_storage.py, and the creation order's
+`tcpPorts` selector, AwsBackend.verify_rule_admits_tcp).
 
 Security group ids are outputs (unknown offline, and named differently by every mock), so a rule, a
 launch template or a file system is tied to its groups by the dependencies the engine records: a rule
@@ -8,9 +11,14 @@ join; a file system on its groups; a PersistentVolume on the file system whose i
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
+from typing import Any
 
+from infra.verify import facts as F
+from infra.verify.context import Context
 from infra.verify.model import Plan, PlanResource
+from infra.verify.report import CheckResult
 
 SG = "aws:ec2/securityGroup:SecurityGroup"
 INGRESS = (
@@ -28,7 +36,8 @@ def _deps_of_type(plan: Plan, r: PlanResource, types: Iterable[str]) -> set[str]
     return {d for d in r.deps if d in by_urn and by_urn[d].type in wanted}
 
 
-def _covers(rule: PlanResource, port: int) -> bool:
+def covers(rule: PlanResource, port: int) -> bool:
+    """Whether an ingress security-group rule admits TCP `port` (any protocol, or TCP over a range)."""
     i = rule.inputs
     if i.get("type") not in (None, "ingress"):
         return False
@@ -45,7 +54,7 @@ def admitted(plan: Plan, group: str, port: int) -> tuple[set[str], bool]:
     cidr = False
     for rule in (r for r in plan.resources if r.type in INGRESS):
         sgs = _deps_of_type(plan, rule, [SG, "aws:eks/cluster:Cluster"])
-        if group not in sgs or not _covers(rule, port):
+        if group not in sgs or not covers(rule, port):
             continue
         if rule.inputs.get("cidrIpv4") or rule.inputs.get("cidrBlocks"):
             cidr = True
@@ -75,3 +84,44 @@ def node_groups_sgs(plan: Plan, node_group: PlanResource) -> set[str]:
     for lt in _deps_of_type(plan, node_group, [LAUNCH_TEMPLATE]):
         out |= _deps_of_type(plan, by_urn[lt], [SG, "aws:eks/cluster:Cluster"])
     return out
+
+
+def control_plane(ctx: Context, res: CheckResult) -> None:
+    """A private-only EKS endpoint answers only what its cluster security group admits on 443 (the
+    group admits its own members by default): someone outside the nodes must be let in, or nothing
+    (pulumi, kubectl, verify --kubeconfig) reaches the API. (EKS user guide, 'Cluster API server
+    endpoint': private access is governed by the cluster security group.)"""
+    cluster = ctx.platform.cluster_resource()
+    vpc = (cluster.inputs.get("vpcConfig") or {}) if cluster else {}
+    if cluster is None or vpc.get("endpointPublicAccess", True) is not False:
+        return
+    groups, cidr = admitted(ctx.platform, cluster.urn, 443)
+    if not cidr and not (groups - {cluster.urn}):
+        res.fail(
+            f"EKS cluster {cluster.inputs.get('name', cluster.name)} has a private-only API endpoint and no rule "
+            "admits TCP 443 to its cluster security group from outside it: pulumi, kubectl and verify "
+            "--kubeconfig cannot reach the API",
+            cluster.name,
+        )
+
+
+def enforcement(ctx: Context, res: CheckResult) -> None:
+    """The API is reachable, and the VPC CNI add-on's network policy agent is turned on (facts
+    `networkPolicy`)."""
+    plan = ctx.platform
+    facts: Any = F.cloud(plan.cloud).get("networkPolicy")
+    control_plane(ctx, res)
+    addon = plan.eks_addons().get(facts["addon"])
+    config: Any = {}
+    if addon is not None and addon.inputs.get("configurationValues"):
+        try:
+            config = json.loads(addon.inputs["configurationValues"])
+        except (TypeError, json.JSONDecodeError):
+            config = {}
+    value = str(config.get(facts["configurationKey"], "")).lower() if isinstance(config, dict) else ""
+    if addon is None or value != facts["value"]:
+        res.fail(
+            f'EKS add-on {facts["addon"]} has no configuration {facts["configurationKey"]}: "true": '
+            "the VPC CNI accepts every NetworkPolicy and enforces none",
+            f"EKS add-on {facts['addon']}",
+        )

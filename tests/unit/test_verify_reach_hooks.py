@@ -1,0 +1,119 @@
+"""The verify hooks of network reach and enforcement, team identity, storage path and cloud API rules
+(components/backends.py, block "(v2)"): what a cloud's backend answers, and what BackendDefaults (a
+plain cluster with no cloud features) answers. Plans here are a few hand-made resources."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from components.backends import BackendDefaults, backend
+from components.spec import PlatformSpec
+from infra.verify.checks import identity
+from infra.verify.context import Context
+from infra.verify.model import build
+from infra.verify.report import CheckResult
+from tests.helpers.plans import ROOT, platform_object
+
+DEFAULTS = BackendDefaults()
+
+
+def _plan(resources, cloud):
+    raw = [
+        {"urn": f"urn:pulumi:s::p::{t}::{n}", "type": t, "name": n, "inputs": i, "deps": d}
+        for t, n, i, d in resources
+    ]
+    return build("hooks", raw, {"cloud": cloud, "teams": [], "nodePools": []})
+
+
+def test_network_enforcement_aws_reads_the_vpc_cni_add_on_defaults_note_unknown():
+    addon = ("aws:eks/addon:Addon", "vpc-cni", {"addonName": "vpc-cni", "configurationValues": "{}"}, [])
+    ctx = Context(_plan([addon], "aws"))
+    res = CheckResult("network")
+    backend("aws").verify_network_enforcement(ctx, res)
+    assert [f.message for f in res.findings] == [
+        'EKS add-on vpc-cni has no configuration enableNetworkPolicy: "true": the VPC CNI accepts every '
+        "NetworkPolicy and enforces none"
+    ]
+    on = (
+        *addon[:2],
+        {"addonName": "vpc-cni", "configurationValues": json.dumps({"enableNetworkPolicy": "true"})},
+        [],
+    )
+    res = CheckResult("network")
+    backend("aws").verify_network_enforcement(Context(_plan([on], "aws")), res)
+    assert res.findings == []
+    res = CheckResult("network")
+    DEFAULTS.verify_network_enforcement(ctx, res)
+    assert res.findings == [] and res.notes[0].startswith(
+        "existing cluster: whether it enforces NetworkPolicy"
+    )
+
+
+def test_team_identity_is_the_clouds_mechanism_and_none_by_default():
+    from components.aws import verify_identity as aws_identity
+    from components.gcp import verify_identity as gcp_identity
+
+    assert backend("aws").verify_team_identity() is aws_identity.check_team
+    assert backend("gcp").verify_team_identity() is gcp_identity.check_team
+    assert DEFAULTS.verify_team_identity() is None
+    assert backend("kubernetes").verify_team_identity() is None
+    # With no mechanism, the identity check says so instead of looking for annotations.
+    res = identity.run(Context(_plan([], "kubernetes")))
+    assert res.findings == [] and res.notes == [
+        "existing cluster: teams get no cloud identity from the platform"
+    ]
+    # The checkpoint URIs checked are those of every backend's object store.
+    assert identity.object_store_schemes() == ["gs", "s3"]
+
+
+def test_csi_controller_identity_and_storage_path_on_aws_nothing_by_default():
+    addon = ("aws:eks/addon:Addon", "efs", {"addonName": "aws-efs-csi-driver"}, [])
+    ctx = Context(_plan([addon], "aws"))
+    res = CheckResult("storage")
+    backend("aws").verify_csi_controller_identity(ctx, res, "efs.csi.aws.com")
+    assert [f.message for f in res.findings] == [
+        "EKS add-on aws-efs-csi-driver (efs.csi.aws.com) has no IAM role for kube-system/efs-csi-controller-sa "
+        "(serviceAccountRoleArn or a pod identity association): its controller cannot create volumes"
+    ]
+    res = CheckResult("storage")
+    DEFAULTS.verify_csi_controller_identity(ctx, res, "efs.csi.aws.com")
+    DEFAULTS.verify_storage_path(ctx, res, None, None, "efs.csi.aws.com")  # type: ignore[arg-type]
+    assert res.findings == [] and res.notes == []
+
+
+def test_ingress_rules_and_create_rules_on_aws_none_by_default():
+    rule = {"type": "ingress", "ipProtocol": "tcp", "fromPort": 1018, "toPort": 1023}
+    (r,) = _plan(
+        [("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "r", rule, [])], "aws"
+    ).resources
+    assert backend("aws").verify_rule_admits_tcp(r, 1020) is True
+    assert backend("aws").verify_rule_admits_tcp(r, 988) is False
+    assert DEFAULTS.verify_rule_admits_tcp(r, 1020) is False
+    fsx = {"deploymentType": "PERSISTENT_2", "storageCapacity": 1000, "perUnitStorageThroughput": 125}
+    ctx = Context(_plan([("aws:fsx/lustreFileSystem:LustreFileSystem", "fs", fsx, [])], "aws"))
+    res = CheckResult("cloud")
+    backend("aws").verify_create_rules(ctx, res)
+    assert [f.message.split(" (")[0] for f in res.findings] == [
+        "fsx-persistent2: Lustre file system fs: 1000 GiB: 1200 or a multiple of 2400"
+    ]
+    res = CheckResult("cloud")
+    DEFAULTS.verify_create_rules(ctx, res)
+    assert res.findings == [] and res.examined == []
+
+
+def test_cloud_api_gcp_lists_what_it_does_not_check_default_asks_nothing():
+    gcp = backend("gcp").verify_cloud_api(PlatformSpec.load(platform_object("gcp-h100-dws")))
+    assert not gcp.ran and gcp.not_checked[0].startswith("reservations:")
+    default = DEFAULTS.verify_cloud_api(PlatformSpec.load(platform_object("onprem-dev")))
+    assert not default.ran and default.not_checked == ["an existing cluster: no cloud API to ask"]
+
+
+def test_loading_a_backend_imports_neither_verify_nor_a_cloud_sdk():
+    code = (
+        "import sys; from components.backends import backends; backends(); "
+        "print(sorted(m for m in sys.modules if m.startswith(('infra', 'pulumi_aws', 'pulumi_gcp', 'boto3'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
