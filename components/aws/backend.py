@@ -9,7 +9,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from components.aws import rules
-from components.backends import BuildArgs, CatalogBackend, MockAnswers
+from components.backends import BuildArgs, MockAnswers
+from components.catalog_backend import CatalogBackend
 
 if TYPE_CHECKING:
     import pulumi

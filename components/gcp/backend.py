@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from components.backends import BuildArgs, CatalogBackend, MockAnswers
+from components.backends import BuildArgs, MockAnswers
+from components.catalog_backend import CatalogBackend
 from components.gcp import rules
 
 if TYPE_CHECKING:

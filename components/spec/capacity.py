@@ -29,28 +29,18 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
 
+# CapacityKinds is what a backend answers to `capacity_kinds`, defined with the protocol.
+from components.backend_protocol import CapacityKinds
 from components.spec.platform import NodePoolSpec
+
+__all__ = ["CapacityKinds", "check_capacity", "elsewhere"]
 
 # Capacity drawn from a reservation the stack names (`reservation` required).
 RESERVED = ("reservation", "capacity-block")
 # Nodes come when capacity is found, for a bounded time (GKE's Dynamic Workload Scheduler).
 DWS = ("flex-start", "queued")
-
-
-@dataclass(frozen=True)
-class CapacityKinds:
-    """The capacity kinds one cloud offers, and how its backend explains them to other clouds' stacks."""
-
-    offered: tuple[str, ...]
-    # An offered kind -> what it is on this cloud, told to a stack on a cloud that lacks it.
-    about: Mapping[str, str] = field(default_factory=dict)
-    # Another cloud's kind -> what to use here instead, told to stacks that ask for it on a cloud without it.
-    instead: Mapping[str, str] = field(default_factory=dict)
-    # An offered kind -> why its pools start from zero nodes (minNodes must be 0).
-    from_zero: Mapping[str, str] = field(default_factory=dict)
 
 
 def elsewhere(kind: str) -> str:

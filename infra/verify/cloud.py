@@ -65,4 +65,6 @@ def verify_cloud(spec: PlatformSpec, client: Any = None) -> CloudReport:
     the backend's default one (an EC2 client on AWS)."""
     from components.backends import backend
 
-    return backend(spec.cloud).verify_cloud_api(spec, client)
+    report = backend(spec.cloud).verify_cloud_api(spec, client)
+    # A backend with no cloud API behind it (an existing cluster) has nothing to ask.
+    return report or CloudReport(spec.cloud, not_checked=[f"cloud {spec.cloud}: no cloud API to ask"])

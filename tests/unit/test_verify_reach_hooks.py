@@ -11,6 +11,7 @@ import sys
 from components.backends import BackendDefaults, backend
 from components.spec import PlatformSpec
 from infra.verify.checks import identity
+from infra.verify.cloud import verify_cloud
 from infra.verify.context import Context
 from infra.verify.model import build
 from infra.verify.report import CheckResult
@@ -106,8 +107,11 @@ def test_ingress_rules_and_create_rules_on_aws_none_by_default():
 def test_cloud_api_gcp_lists_what_it_does_not_check_default_asks_nothing():
     gcp = backend("gcp").verify_cloud_api(PlatformSpec.load(platform_object("gcp-h100-dws")))
     assert not gcp.ran and gcp.not_checked[0].startswith("reservations:")
-    default = DEFAULTS.verify_cloud_api(PlatformSpec.load(platform_object("onprem-dev")))
-    assert not default.ran and default.not_checked == ["an existing cluster: no cloud API to ask"]
+    onprem = PlatformSpec.load(platform_object("onprem-dev"))
+    assert DEFAULTS.verify_cloud_api(onprem) is None
+    # verify --cloud then says there was nothing to ask (and exits 2: nothing verified).
+    default = verify_cloud(onprem)
+    assert not default.ran and default.not_checked == ["cloud kubernetes: no cloud API to ask"]
 
 
 def test_loading_a_backend_imports_neither_verify_nor_a_cloud_sdk():

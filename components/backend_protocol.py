@@ -1,0 +1,243 @@
+"""The `CloudBackend` protocol: every hook a cloud backend answers, grouped by who asks (the spec and
+catalog, plan and cost, the offline engine, verify), and the small types they pass.
+
+A backend implements what its cloud adds and inherits the rest from `BackendDefaults`
+(components/backend_defaults.py); the registry is components/backends.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    import pulumi
+
+    from components.bundle import ClusterBundle
+    from components.catalog import CatalogSection, MachineShape, PriceBasis
+    from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
+    from infra.verify.charts import ChartModel
+    from infra.verify.checks.pool_nodes import PoolNodes
+    from infra.verify.cloud import CloudReport
+    from infra.verify.context import Context
+    from infra.verify.jobs import TrainingPod
+    from infra.verify.model import K8sObject, Plan, PlanResource
+    from infra.verify.report import CheckResult
+
+
+# The entry-point group a distribution declares its backends in (pyproject.toml
+# [project.entry-points."trainplane.backends"]).
+ENTRY_POINT_GROUP = "trainplane.backends"
+# A template prompt: the answer to a `trainplane:<key>` question, None when not answered.
+Prompt = Callable[[str], "str | None"]
+# A GPU pool of the platform outputs with the nodes the plan gives it (verify's scheduling check).
+GpuPools = Sequence[tuple[Mapping[str, Any], "PoolNodes"]]
+# verify `identity`: (ctx, res, team, its ServiceAccount) -> the object key patterns the team's cloud
+# identity may write (checkpoint URIs must fall inside them).
+TeamIdentityCheck = Callable[["Context", "CheckResult", Mapping[str, Any], "K8sObject"], list[str]]
+
+
+@dataclass(frozen=True)
+class CapacityKinds:
+    """The capacity kinds one cloud offers, and how its backend explains them to other clouds' stacks."""
+
+    offered: tuple[str, ...]
+    # An offered kind -> what it is on this cloud, told to a stack on a cloud that lacks it.
+    about: Mapping[str, str] = field(default_factory=dict)
+    # Another cloud's kind -> what to use here instead, told to stacks that ask for it on a cloud without it.
+    instead: Mapping[str, str] = field(default_factory=dict)
+    # An offered kind -> why its pools start from zero nodes (minNodes must be 0).
+    from_zero: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildArgs:
+    """What GpuPlatform hands a backend to build the cloud layer from."""
+
+    spec: PlatformSpec
+    # The kubeconfig of a cluster that already exists (a secret); backends that create clusters ignore it.
+    kubeconfig: pulumi.Input[str] | None = None
+
+
+# What the offline engine calls with (resource name, inputs) or (invoke token, arguments).
+MockAnswer = Callable[[str, dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class MockAnswers:
+    """How a cloud answers the offline engine (infra/mockcloud): the outputs it computes per resource type
+    (endpoints, ARNs, ids) and its answer per invoke token. Keyed by the provider's own tokens, so the
+    engine merges every backend's answers into one table."""
+
+    computed: Mapping[str, MockAnswer] = field(default_factory=dict)
+    invokes: Mapping[str, MockAnswer] = field(default_factory=dict)
+
+
+@runtime_checkable
+class CloudBackend(Protocol):
+    """One cloud behind GpuPlatform. Implementations live in their own package (components/aws, ...)."""
+
+    # The `cloud:` value of a platform stack that selects this backend.
+    name: str
+    # The keys of the cloud-neutral spec models that only some clouds understand, which this one accepts
+    # (model -> aliases). A key some backend lists and this one does not is refused on this cloud.
+    keys: Mapping[type[Spec], frozenset[str]]
+    # A key of another cloud -> the key that means the same here (offered as a hint when refused).
+    twins: Mapping[str, str]
+    # Seconds between SIGTERM and SIGKILL for training pods when a job names none: long enough for a
+    # preemption checkpoint within the notice this cloud gives before it takes a node back.
+    preemption_grace_seconds: int
+
+    def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
+        """Problems of the platform-wide keys this cloud owns, one line each naming the key path."""
+        ...
+
+    def check_pool(self, spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+        """Problems of one node pool on this cloud (machine types, GPU counts, zones...)."""
+        ...
+
+    def check_storage(self, spec: PlatformSpec, storage: StorageSpec, path: str) -> Iterable[str]:
+        """Problems of one shared file system on this cloud (kinds, sizes, tiers...)."""
+        ...
+
+    def machine_of(self, pool: NodePoolSpec) -> MachineShape | None:
+        """The catalog machine a pool's nodes are made of; None when unknown (existing clusters)."""
+        ...
+
+    def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
+        """Register the cloud layer (a component named `name`) and return the bundle it hands over."""
+        ...
+
+    def verify_facts(self) -> Mapping[str, Any]:
+        """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
+        ...
+
+    # catalog, spec keys, regions, quickstart (b1)
+    def catalog_section(self) -> CatalogSection | None:
+        """This cloud's machines for the GPU catalog (components.catalog); None: its pools' machines
+        are not in the catalog (nodes that already exist)."""
+        ...
+
+    def display_name(self) -> str:
+        """The cloud's name in prose ("AWS"), for messages such as "not an AWS region"."""
+        ...
+
+    def regions(self) -> Sequence[str]:
+        """The regions a platform on this cloud may name; empty: any (the cloud has no list)."""
+        ...
+
+    def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        """Why `name`, which the catalog does not know (`known`: the names it does), is no machine type
+        of this cloud, with a did-you-mean; None when it may be one."""
+        ...
+
+    def capacity_kinds(self) -> CapacityKinds:
+        """The capacity kinds pools may have here, and how this cloud explains its kinds (and what it
+        offers instead of other clouds' kinds) to stacks elsewhere."""
+        ...
+
+    def object_store_scheme(self) -> str | None:
+        """The URI scheme of this cloud's object store ("s3" for s3://...); None: it has none."""
+        ...
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        """The keys of a first platform on this cloud from the template's prompts (`get`), given its
+        cloud-neutral GPU pool (components/quickstart.py merges them into the platform object)."""
+        ...
+
+    # plan, cost and the offline engine (b2)
+    def create_seconds(self) -> Mapping[str, float]:
+        """Typical creation time in seconds per resource type of this cloud (`trainplane plan`'s critical
+        path); a type not listed takes the plan's generic default."""
+        ...
+
+    def price_basis(self) -> PriceBasis | None:
+        """Where this cloud's list prices come from; None: it sells no machines, nothing is priced."""
+        ...
+
+    def control_plane_hourly(self, spec: PlatformSpec) -> float:
+        """The managed control plane's fee in USD per hour (0.0: none)."""
+        ...
+
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        """How this cloud bills what the plan cannot price exactly: lines `trainplane plan` prints under the
+        cost (after the generic ones)."""
+        ...
+
+    def mock_answers(self) -> MockAnswers:
+        """What this cloud answers the offline engine (infra/mockcloud) for its resources and invokes."""
+        ...
+
+    # verify: cluster, pool nodes, add-ons, fabric (v1)
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        """The resource of a plan that creates this cloud's cluster; None when the plan creates none."""
+        ...
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        """The Kubernetes version this cloud's cluster resource asks for; None when it names none."""
+        ...
+
+    def adopts_existing_clusters(self) -> bool:
+        """Whether a plan that names no cloud and creates no cluster runs on this backend (a cluster
+        that already exists, as a job stack's plan does)."""
+        ...
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        """The nodes the plan's cloud resources give a pool of the platform outputs (labels, taints,
+        machines, devices, scale-from-zero template); None: verify reads the pool from the outputs."""
+        ...
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        """Add to `out` the DaemonSets (with their tolerations) and CSI drivers of this cloud's managed
+        add-ons that the plan turns on."""
+        ...
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        """This cloud's own scheduling findings about the GPU pools' nodes (repair agents, autoscaler
+        labels, spot notices...), added to `res`."""
+        ...
+
+    def check_fabric(
+        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ) -> None:
+        """Cluster-side findings about a pool's GPU fabric (`facts`: the cloud's facts for its kind)."""
+        ...
+
+    # verify: team reach, enforcement, storage path, cloud API rules (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        """verify `network`: whether the cluster enforces NetworkPolicy (and its API can be reached at
+        all), read from the plan; failures and notes go into `res`."""
+        ...
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        """verify `identity`: how one team's cloud identity is checked here (its ServiceAccount's
+        annotation, the identity's trust and the data it reaches); None when the platform gives teams
+        no cloud identity."""
+        ...
+
+    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
+        """verify `storage`: the controller of an installed CSI driver has the cloud identity it needs to
+        create volumes."""
+        ...
+
+    def verify_storage_path(
+        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
+    ) -> None:
+        """verify `storage`: the node-level path from the pod's pool to the file system behind `pv` (the
+        node mounts it, not the pod) is open: security groups, firewall rules, export ranges."""
+        ...
+
+    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
+        """verify `cloud`: what the cloud checks when the plan's cloud resources are created."""
+        ...
+
+    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
+        """verify `cloud`, creation order: whether `rule` (an ingress rule resource of this cloud) admits
+        TCP `port` (the `tcpPorts` selector of `createOrder` in verify_facts.yaml)."""
+        ...
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport | None:
+        """`verify STACK --cloud`: read-only checks against the cloud's own APIs with the user's
+        credentials (`client`: an API client to use instead of the default one); None: no cloud API."""
+        ...

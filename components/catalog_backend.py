@@ -1,0 +1,111 @@
+"""`CatalogBackend`: what the backends of clouds that sell machines share (their pools are made of
+catalog machines, their keys and rules live in their package's `rules` module, their verify facts in its
+`verify_facts.yaml`, their regions in a data file)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from components.catalog import CatalogSection, MachineShape, PriceBasis
+    from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
+    from components.spec.capacity import CapacityKinds
+
+
+from components.backend_defaults import BackendDefaults
+from components.backend_protocol import Prompt
+from components.backends import load_data_file
+
+
+class CatalogBackend(BackendDefaults):
+    """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
+    verify facts in its `verify_facts.yaml`, pools made of catalog machines, regions from a list. A
+    subclass names its cloud, package, rules module, grace, the key that names a pool's machine, its
+    object store and quickstart defaults, and builds."""
+
+    name: str  # also the name of the cloud's sections in the shared data files below
+    title: str  # the cloud's name in prose ("AWS")
+    package: str  # e.g. "components.aws": holds rules.py and verify_facts.yaml
+    rules: ModuleType  # KEYS, TWINS, CAPACITY, check, check_pool, check_storage
+    keys: Mapping[type[Spec], frozenset[str]]
+    twins: Mapping[str, str]
+    preemption_grace_seconds: int
+    # The pool key that names a machine, which also names each machine of the cloud's catalog section.
+    machine_key: str
+    object_store: str  # the scheme of its object store
+    # Quickstart: the CPU pool that runs the operators, Prometheus and Kueue; the region when none is given.
+    system_pool: Mapping[str, Any]
+    default_region: str
+    # The built-in clouds keep their data side by side, one section per cloud name, in these files of
+    # the components package (data, reviewed together): machines and prices, and regions.
+    CATALOG_FILE = "data/gpus.yaml"
+    REGIONS_FILE = "data/regions.yaml"
+
+    def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
+        return self.rules.check(spec, root)
+
+    def check_pool(self, spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[str]:
+        return self.rules.check_pool(spec, pool, path)
+
+    def check_storage(self, spec: PlatformSpec, storage: StorageSpec, path: str) -> Iterable[str]:
+        return self.rules.check_storage(spec, storage, path)
+
+    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
+        """The machine the pool's config names under `machine_key` (`instanceType`...), if any."""
+        fields = type(pool).model_fields
+        return next(getattr(pool, f) for f, info in fields.items() if (info.alias or f) == self.machine_key)
+
+    def machine_of(self, pool: NodePoolSpec) -> MachineShape | None:
+        """The pool's named machine, else the cheapest one carrying its GPUs."""
+        from components.catalog import catalog
+
+        named = self.machine_type_of(pool)
+        if named:
+            return catalog().machine(self.name, named)
+        if pool.gpu and pool.gpus_per_node:
+            shapes = catalog().shapes(self.name, pool.gpu, pool.gpus_per_node)
+            return shapes[0] if shapes else None
+        return None
+
+    @cache  # noqa: B019 - one instance per backend for the life of the process
+    def verify_facts(self) -> Mapping[str, Any]:
+        return load_data_file(self.package, "verify_facts.yaml")
+
+    # catalog, spec keys, regions, quickstart (b1)
+    @cache  # noqa: B019
+    def catalog_section(self) -> CatalogSection | None:
+        from components.catalog import CatalogSection
+
+        return CatalogSection.of_doc(
+            load_data_file("components", self.CATALOG_FILE), self.name, self.machine_key
+        )
+
+    def display_name(self) -> str:
+        return self.title
+
+    @cache  # noqa: B019
+    def regions(self) -> Sequence[str]:
+        section = load_data_file("components", self.REGIONS_FILE).get(self.name) or {}
+        return sorted(section.get("regions") or [])
+
+    def capacity_kinds(self) -> CapacityKinds:
+        return self.rules.CAPACITY
+
+    def object_store_scheme(self) -> str | None:
+        return self.object_store
+
+    def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
+        """A CPU system pool beside the GPU pool, which takes spot capacity unless told otherwise."""
+        from components.quickstart import prompt_bool
+
+        pool = {**gpu_pool, "capacity": "spot" if prompt_bool(get("spot"), True) else "on-demand"}
+        return {"region": get("region") or self.default_region, "nodePools": [dict(self.system_pool), pool]}
+
+    def price_basis(self) -> PriceBasis | None:
+        """The catalog's list prices for this cloud (components/data/gpus.yaml `pricing`)."""
+        from components.catalog import catalog
+
+        return catalog().pricing.get(self.name)
