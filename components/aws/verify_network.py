@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
+from components.aws.verify_nodes import eks_addons
 from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.model import Plan, PlanResource
@@ -111,7 +112,7 @@ def enforcement(ctx: Context, res: CheckResult) -> None:
     plan = ctx.platform
     facts: Any = F.cloud(plan.cloud).get("networkPolicy")
     control_plane(ctx, res)
-    addon = plan.eks_addons().get(facts["addon"])
+    addon = eks_addons(plan).get(facts["addon"])
     config: Any = {}
     if addon is not None and addon.inputs.get("configurationValues"):
         try:

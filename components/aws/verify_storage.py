@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.aws.verify_network import admitted, node_groups_sgs, storage_groups
+from components.aws.verify_nodes import eks_addons
 from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
@@ -20,7 +21,7 @@ def controller_identity(ctx: Context, res: CheckResult, driver: str) -> None:
     """An EKS CSI add-on needs an IAM identity for its controller (IRSA role or pod identity)."""
     how = (F.cloud(ctx.platform.cloud)["csiDrivers"] or {}).get(driver) or {}
     addon_name, sa = how.get("addon"), how.get("controllerServiceAccount")
-    addon = ctx.platform.eks_addons().get(addon_name or "")
+    addon = eks_addons(ctx.platform).get(addon_name or "")
     if addon is None or not sa:
         return
     ns, name = sa.split("/")

@@ -124,9 +124,6 @@ class Plan(Resources):
     def cluster_resource(self) -> PlanResource | None:
         return cloud_backend(self).plan_cluster(self.resources)
 
-    def eks_addons(self) -> dict[str, PlanResource]:
-        return {str(r.inputs.get("addonName")): r for r in self.of_type("aws:eks/addon:Addon")}
-
     def replaced(self, edit: Callable[[PlanResource], Mapping[str, Any] | None]) -> Plan:
         """A copy whose resources' inputs `edit` may replace (return new inputs, or None to keep;
         return {"__drop__": True} to leave the resource out). For what-if checks and tests."""

@@ -4,9 +4,8 @@ A check such as "planning an AWS stack never imports the GCP SDK" must run in a 
 process has long imported every SDK. `modules_after(code)` runs `code` in `python -c` from the repository
 root and returns every module name in its sys.modules afterwards.
 
-TODO(lead, issue 23): tests/helpers/imports.py (helper d) walks the source's import statements (ast) for
-the cycle test, and tests/unit/test_architecture.py has its own ast.Import scan of the in-cluster layer;
-merge the static walkers into imports.py and keep this module for what only a real process can show.
+The static walker (import statements, for the cycle and layering tests) is tests/helpers/imports.py;
+this module is for what only a real process can show.
 """
 
 from __future__ import annotations

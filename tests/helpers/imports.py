@@ -60,6 +60,19 @@ def _imports_in(node: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
             yield from _imports_in(child)
 
 
+def imported_names(source: str) -> list[str]:
+    """Every module name `source` imports, the type-checking-only imports included (a layer that must
+    not know a module must not name it for its types either): `import a.b` gives a.b, `from a import b`
+    gives a and a.b."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names += [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+    return names
+
+
 def _base(module: str, is_package: bool, node: ast.ImportFrom) -> str:
     """The absolute module a `from ... import` names (relative levels resolved against `module`)."""
     if not node.level:

@@ -10,7 +10,7 @@ import pytest
 
 from components.backends import BackendDefaults, backend, backends
 from tests.conftest import ROOT
-from tests.unit.test_architecture import cloud_branches
+from tests.helpers.source_rules import cloud_branches
 
 # What used to hold cloud tables or branches.
 ASKING = [

@@ -468,3 +468,24 @@ def test_loki_stores_logs_where_the_toy_profile_says(toy):
         "s3": {"endpoint": "https://objects.toy.example", "s3ForcePathStyle": True},
     }
     assert loki.inputs["values"]["loki"]["schemaConfig"]["configs"][0]["object_store"] == "s3"
+
+
+def test_verify_checks_a_whole_toy_platform_and_finds_what_breaks_it(toy):
+    """verify runs every check on the toy cloud's plan through the backend's hooks (BackendDefaults where
+    it adds nothing): the clean platform passes, and a defect planted in its in-cluster layer is found."""
+    from infra.verify import verify
+    from infra.verify.model import from_run
+    from tests.helpers.verify_plans import edit, lines, release
+
+    clean = from_run(plan_object(TOY_PLATFORM, "toy-dev"), TOY_PLATFORM)
+    assert clean.cloud == "toy"
+    report = verify(clean)
+    assert report.ok, report.failed()
+    assert {c.name: c.status for c in report.checks}["scheduling"] == "pass"
+
+    def no_tolerations(inputs: dict) -> None:
+        inputs["values"]["daemonsets"]["tolerations"] = []
+
+    broken = verify(edit(clean, release("gpu-operator"), no_tolerations), ["scheduling"])
+    found = [line for line in lines(broken) if "nvidia-device-plugin-daemonset" in line]
+    assert found and "nvidia.com/gpu=present:NoSchedule" in found[0] and "pool gpu" in found[0], lines(broken)

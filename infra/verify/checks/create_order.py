@@ -7,9 +7,10 @@ only after everything it waits for. "Waits for" is the engine's: a resource's ow
 its ancestor components, its explicit provider, and a dependency on a component means every resource
 inside it.
 
-Example (a rule of components/aws/verify_facts.yaml, which the EKS Kubernetes provider must meet):
+Example (the shape of a rule; the AWS backend's facts hold real ones, e.g. the Kubernetes provider waits
+for the deployer's access policy association):
     >>> rule = {"name": "provider-after-access", "waiter": {"type": "pulumi:providers:kubernetes"},
-    ...         "waitsFor": {"type": "aws:eks/accessPolicyAssociation:AccessPolicyAssociation"}}
+    ...         "waitsFor": {"type": "<cloud>:<module>/<resource>:<Resource>"}}
 """
 
 from __future__ import annotations
