@@ -11,9 +11,16 @@ from typing import Any
 import yaml
 
 
-@cache
 def facts() -> dict[str, Any]:
-    """facts.yaml plus `clouds` (backend name -> its facts) and every backend's `storagePorts`."""
+    """facts.yaml plus `clouds` (backend name -> its facts) and every backend's `storagePorts`, for the
+    backends registered now (a program or test may register one after a first verify)."""
+    from components.backends import backend_names
+
+    return _facts(backend_names())
+
+
+@cache
+def _facts(names: tuple[str, ...]) -> dict[str, Any]:
     from components.backends import backends
 
     doc = yaml.safe_load(resources.files("infra.verify").joinpath("facts.yaml").read_text())
