@@ -42,3 +42,29 @@ def test_importing_the_contract_and_validating_loads_neither_torch_nor_pulumi():
         top_level(modules_after(code, env=env(), timeout=60)) & {"torch", "pulumi", "numpy", "fsspec"}
         == set()
     )
+
+
+def test_reading_the_registry_imports_no_backend_and_no_sdk():
+    loaded = modules_after(
+        "from components.backends import backend_names\nassert backend_names()[:3] == ('aws', 'gcp', 'kubernetes')"
+    )
+    assert not [
+        m
+        for m in loaded
+        if m.startswith(("components.aws", "components.gcp", "components.kubernetes", "pulumi_"))
+    ]
+    loaded = modules_after("from components.backends import backend\nbackend('aws')")
+    assert not [m for m in loaded if m.startswith(("pulumi_aws", "pulumi_gcp", "components.gcp"))]
+
+
+def test_loading_every_backend_imports_neither_verify_nor_a_cloud_sdk():
+    loaded = modules_after("from components.backends import backends\nbackends()")
+    assert not [m for m in loaded if m.startswith(("infra", "pulumi_aws", "pulumi_gcp", "boto3"))]
+
+
+def test_the_verify_library_loads_without_the_cli():
+    loaded = modules_after(
+        "import infra.verify, infra.verify.live, infra.verify.view, infra.verify.registry, infra.stacks\n"
+        "import infra.verify.checks.live_cluster, infra.verify.dump"
+    )
+    assert not [m for m in loaded if m == "infra.cli" or m.startswith("infra.commands")]

@@ -5,9 +5,6 @@ the registry imports no backend (nor a cloud SDK) until a stack asks for one."""
 from __future__ import annotations
 
 import importlib
-import json
-import os
-import subprocess
 import sys
 import tomllib
 
@@ -80,28 +77,6 @@ def test_two_distributions_declaring_one_cloud_are_refused(tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match="cloud backend 'clash' is declared twice"):
         installed_backends()
-
-
-PROBE = """
-import json, sys
-from components.backends import backend, backend_names
-names = backend_names()
-before = sorted(m for m in sys.modules if m.startswith(("components.aws", "components.gcp", "components.kubernetes", "pulumi_")))
-backend("aws")
-after = sorted(m for m in sys.modules if m.startswith(("pulumi_aws", "pulumi_gcp", "components.gcp")))
-print(json.dumps([list(names), before, after]))
-"""
-
-
-def test_reading_the_registry_imports_no_backend_and_no_sdk():
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.run(
-        [sys.executable, "-c", PROBE], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    names, before, after = json.loads(proc.stdout)
-    assert names[:3] == ["aws", "gcp", "kubernetes"]
-    assert before == [] and after == []
 
 
 def test_the_quickstarts_default_cloud_is_the_templates():
