@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from infra.verify import facts as F
 from infra.verify.charts import ChartModel, model
 from infra.verify.jobs import TrainingPod, training_pods
-from infra.verify.model import K8sObject, Plan
+from infra.verify.model import K8sObject, Plan, cloud_backend
 
 if TYPE_CHECKING:
     from components.backends import CloudBackend
@@ -29,9 +29,7 @@ class Context:
     @property
     def backend(self) -> CloudBackend:
         """The platform's cloud backend: what a check asks about the cloud (components/backends.py)."""
-        from components.backends import backend
-
-        return backend(self.platform.cloud)
+        return cloud_backend(self.platform)
 
     @property
     def job_only(self) -> bool:

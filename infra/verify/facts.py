@@ -1,31 +1,33 @@
 """The facts verify relies on, each with its source: chart facts from facts.yaml beside this module, and
 each cloud's own facts from its backend (components.backends: `verify_facts()`, a data file in the
-backend's package). Loaded once; lookups are small helpers so the checks read like the facts they use."""
+backend's package). Loaded once per set of registered backends; lookups are small helpers so the checks read like the facts they use."""
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
+
+if TYPE_CHECKING:
+    from components.backends import CloudBackend
 
 
 def facts() -> dict[str, Any]:
     """facts.yaml plus `clouds` (backend name -> its facts) and every backend's `storagePorts`, for the
-    backends registered now (a program or test may register one after a first verify)."""
-    from components.backends import backend_names
+    backends registered now (a program or test may register one after a first verify); parsed once per
+    set of backends, as components.catalog.catalog() is."""
+    from components.backends import backends
 
-    return _facts(backend_names())
+    return _facts(backends())
 
 
 @cache
-def _facts(names: tuple[str, ...]) -> dict[str, Any]:
-    from components.backends import backends
-
+def _facts(clouds: tuple[CloudBackend, ...]) -> dict[str, Any]:
     doc = yaml.safe_load(resources.files("infra.verify").joinpath("facts.yaml").read_text())
     doc["clouds"], doc["storagePorts"] = {}, {}
-    for b in backends():
+    for b in clouds:
         own = dict(b.verify_facts())
         doc["storagePorts"].update(own.pop("storagePorts", None) or {})
         doc["clouds"][b.name] = own

@@ -18,7 +18,6 @@ from typing import Any
 from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.jobs import TrainingPod
-from infra.verify.model import cloud_backend
 from infra.verify.report import CheckResult
 
 INSTANCE_TYPE = "node.kubernetes.io/instance-type"
@@ -94,7 +93,7 @@ def run(ctx: Context) -> CheckResult:
         if facts is None:
             res.note(f"pool {pool['name']}: no cluster-side facts for fabric {kind} on {ctx.platform.cloud}")
         elif not ctx.job_only:
-            cloud_backend(ctx.platform).check_fabric(ctx, res, pool, facts)
+            ctx.backend.check_fabric(ctx, res, pool, facts)
         for pod in (p for p in ctx.pods if p.pool == pool["name"]):
             missing = _pod_problems(pod, pool)
             if missing:

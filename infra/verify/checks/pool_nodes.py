@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.verify.context import EFA_RESOURCE, Context
-from infra.verify.model import cloud_backend
 
 GIB = 1024**3
 # A taint effect as the clouds' node pool APIs spell it -> as Kubernetes does: EKS NodeGroup taints
@@ -61,7 +60,7 @@ def is_efa_pool(nodes: PoolNodes) -> bool:
 
 
 def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes:
-    found = cloud_backend(ctx.platform).pool_nodes(ctx, pool)
+    found = ctx.backend.pool_nodes(ctx, pool)
     if found is not None:
         return found
     # Existing clusters (or a plan without the cloud resource): the pool as the platform describes it.

@@ -21,7 +21,6 @@ from infra.verify.checks.kueue_admission import check_kueue_pod_integration, che
 from infra.verify.checks.pod_fit import check_pod_fit
 from infra.verify.checks.pool_nodes import PoolNodes, _taint_str, is_efa_pool, pool_nodes
 from infra.verify.context import Context
-from infra.verify.model import cloud_backend
 from infra.verify.report import CheckResult
 
 # ---- DaemonSets on GPU nodes ------------------------------------------------------------------------
@@ -36,7 +35,7 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
         return
     for u in ctx.charts.unknown:
         res.fail(u)
-    cloud_backend(ctx.platform).check_gpu_pools(ctx, res, gpu_pools)
+    ctx.backend.check_gpu_pools(ctx, res, gpu_pools)
     check_kueue_pod_integration(ctx, res)
 
 
