@@ -172,6 +172,10 @@ class TeamSpec(Spec):
     memory_quota_gib: int | None = Field(default=None, alias="memoryQuotaGiB", ge=1)
     storage: list[str] | None = None  # names of platform storage the team mounts; None: all of it
     admins: list[str] = Field(default_factory=list)
+    # What a straggler in this team's jobs does to its node (gpuHealth.stragglers sets when a rank is one):
+    # `alert` (the default) raises TrainplaneStragglerNode; `quarantine` also has the GPU health controller
+    # quarantine the node, so the restarted job lands elsewhere. Opt-in: a slow rank is often the data.
+    stragglers: Literal["alert", "quarantine"] = "alert"
 
 
 class MigSpec(Spec):
@@ -202,12 +206,35 @@ class GpuDiagnosticSpec(Spec):
     level: int = Field(default=1, ge=1, le=3)
 
 
+class StragglerSpec(Spec):
+    """When a rank is a straggler: its own compute time per step (trainplane_rank_step_seconds) above
+    `factor` times the median of its job's ranks for `forMinutes` in a row."""
+
+    factor: float = Field(default=1.25, gt=1.0, le=10.0)
+    for_minutes: int = Field(default=15, ge=5, le=1440)
+
+
+class QuarantineSpec(Spec):
+    """What the GPU health controller does with a node it finds faulty, besides the NoSchedule taint."""
+
+    # Cordon the node and evict the pods that request GPUs (other pods stay: DaemonSets, system pods).
+    evict_gpu_pods: bool = True
+    # Run the node diagnostic again on a quarantined node; a pass returns the node to service.
+    rediagnose: bool = True
+    # A node still failing this long after quarantine is handed to replacement where its pool has one
+    # (see components/incluster/gpu_health.py); elsewhere it stays quarantined with a Warning Event and
+    # an alert, never silently.
+    replace_after_minutes: int = Field(default=30, ge=5, le=1440)
+
+
 class GpuHealthSpec(Spec):
     enabled: bool = True
     diagnostic: GpuDiagnosticSpec = GpuDiagnosticSpec()
     # A new GPU node may take this long to advertise its GPUs before the missing ones count as a fault.
     startup_grace_minutes: int = Field(default=20, ge=5, le=240)
     ignored_xids: list[int] = Field(default_factory=lambda: list(APPLICATION_XIDS))
+    stragglers: StragglerSpec = StragglerSpec()
+    quarantine: QuarantineSpec = QuarantineSpec()
 
 
 # Kueue's own default waitForPodsReady timeout (kueue v0.19.2 apis/config/v1beta2/defaults.go
