@@ -1,0 +1,77 @@
+"""The names the recovery loop shares (issue 19): the GPU health controller writes them on nodes, the trainer
+and Prometheus export them, `trainplane status` and `verify` read them, the fault campaign asserts them.
+
+One place, so the writer and every reader agree. Standard library only: the controller pod imports it too.
+
+The loop: a fault is detected (DCGM health and XIDs, the node-start diagnostic, the EKS node monitoring
+agent's condition, a trainer's hang or NCCL exit, a straggling rank) -> the node is quarantined (the
+NoSchedule taint, cordoned, the condition below True with the reason, an Event; only pods that request GPUs
+are evicted) -> the job's pods are evicted with DisruptionTarget, so the JobSet restarts without counting
+(components/incluster/job_runtime.py), Kueue re-admits it and the restarted pods never land on the node
+(they tolerate neither taint, and no pod tolerates a cordon) -> the trainer resumes from its newest verified
+checkpoint -> the node returns after a passing diagnostic, or is replaced, never silently.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# ---- on the node (the GPU health controller writes; verify, status and the campaign read) ------------
+# The taint keys are the controller's own (gpu_health_agent.UNHEALTHY_TAINT, PENDING_TAINT): the
+# cluster-autoscaler status/startup prefixes. Repeated here as the contract; a test keeps them equal.
+QUARANTINE_TAINT: Final = "status-taint.cluster-autoscaler.kubernetes.io/gpu-unhealthy"
+DIAGNOSTIC_TAINT: Final = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-diagnostic"
+# A node condition (type, status "True" while quarantined; reason CamelCase, e.g. Xid79, DiagFailed,
+# Straggler; message: the evidence). Patched through nodes/status.
+QUARANTINE_CONDITION: Final = "TrainplaneGpuQuarantined"
+# On a node the controller cordoned: uncordon only what we cordoned, never an administrator's cordon.
+CORDONED_BY_ANNOTATION: Final = "trainplane.dev/cordoned-by"
+# RFC 3339 time the node was quarantined (for replaceAfterMinutes and `trainplane status`).
+QUARANTINED_AT_ANNOTATION: Final = "trainplane.dev/quarantined-at"
+CONTROLLER_NAME: Final = "trainplane-gpu-health"  # the Deployment, ServiceAccount and Event source
+
+# Event reasons (core/v1 Events on the Node, or on the Pod for evictions), type Normal unless noted.
+EVENT_QUARANTINED: Final = "GpuQuarantined"  # Warning
+EVENT_EVICTED: Final = "GpuPodEvicted"  # Warning, on the pod
+EVENT_REDIAGNOSING: Final = "GpuRediagnosing"
+EVENT_RETURNED: Final = "GpuReturned"
+EVENT_REPLACING: Final = "GpuReplacing"  # Warning: handed to the pool's replacement
+EVENT_REPLACE_NEEDED: Final = "GpuReplaceNeeded"  # Warning: no replacement here, a person must act
+EVENT_STRAGGLER: Final = "GpuStragglerSuspect"  # Warning
+EVENT_REASONS: Final = (
+    EVENT_QUARANTINED,
+    EVENT_EVICTED,
+    EVENT_REDIAGNOSING,
+    EVENT_RETURNED,
+    EVENT_REPLACING,
+    EVENT_REPLACE_NEEDED,
+    EVENT_STRAGGLER,
+)
+
+# What the controller must be allowed to do (ClusterRole rules: apiGroup, resource, verbs). verify's
+# `recovery` check requires at least these on the controller's ServiceAccount.
+CONTROLLER_PERMISSIONS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    ("", "nodes", ("get", "list", "watch", "patch")),
+    ("", "nodes/status", ("patch",)),
+    ("", "pods", ("get", "list", "watch")),
+    ("", "pods/eviction", ("create",)),
+    ("", "events", ("create",)),
+)
+
+# ---- the trainer's goodput series (trainer/metrics.py exports; recording rules and status read) -------
+# Seconds spent in each phase of a job's processes, a counter per phase (reset by a restart; read with
+# increase()).
+PHASE_SECONDS: Final = "trainplane_phase_seconds_total"
+PHASES: Final = ("startup", "data", "step", "checkpoint_save", "checkpoint_load", "redone")
+# Steps computed again after a restart (past the resumed checkpoint, up to the highest step reached).
+STEPS_REDONE: Final = "trainplane_steps_redone_total"
+
+# ---- recording rules and alerts (components/incluster/alerts.py and its recording rules) ---------------
+# Labels of both: namespace (the team's), job; the team-level rules drop job.
+GOODPUT_RATIO: Final = "trainplane:goodput:ratio"
+BADPUT_SECONDS: Final = "trainplane:badput_seconds"  # label `cause`
+GOODPUT_TEAM_RATIO: Final = "trainplane:team_goodput:ratio"
+STRAGGLER_RATIO: Final = "trainplane:rank_straggler:ratio"  # a rank's step time over its job's median
+ALERT_STRAGGLER: Final = "TrainplaneStragglerNode"  # labels: namespace, job, rank, node
+ALERT_QUARANTINED: Final = "TrainplaneGpuNodeQuarantined"
+ALERT_REPLACE_NEEDED: Final = "TrainplaneGpuNodeNeedsReplacement"
