@@ -1,0 +1,326 @@
+"""The GPU health controller as a kopf operator (kopf 1.45.2): watches the GPU nodes, the diagnostic pods and
+the GPU pods, asks `assess()` (gpu_health_agent.py) for each node's verdict and applies it with
+quarantine.py's plan: taints, cordon, the node condition, Events and the eviction of GPU pods.
+
+Run: `python -m kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz
+gpu_health_operator.py`, with GPU_HEALTH_CONFIG naming the config file (gpu_health.controller_config).
+
+How kopf is used, so that it needs no permission beyond the controller's own (recovery_names.
+CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
+- only indexes and `on.event` handlers: neither needs a finalizer nor stores progress or a diff-base
+  (kopf 1.45.2 kopf/on.py: timers and daemons set requires_finalizer=True, so a Node would keep kopf's
+  finalizer while the operator is down; index and event handlers do not);
+- standalone (no KopfPeering CRD: one replica, Recreate strategy), `settings.scanning.disabled` (no
+  watch of CRDs and namespaces: nodes and pods are built in; kopf _core/reactor/observation.py),
+  `--all-namespaces` (pods of every namespace without listing namespaces), `settings.posting.enabled`
+  off (our Events are posted by us, with the contract's reasons and CONTROLLER_NAME as their source);
+- the periodic round (XIDs from Prometheus change without any node event) is a task started by the
+  startup handler over the node index, cancelled by the cleanup handler.
+The Kubernetes calls of our own (patches, evictions, Events) go through agent_runtime.KubeApi in kopf's
+thread pool: the handlers are synchronous.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+import kopf
+
+try:
+    from components.incluster import quarantine
+    from components.incluster.agent_runtime import JSON_PATCH, SA_DIR, KubeApi, log
+    from components.incluster.gpu_health_agent import (
+        Diag,
+        Policy,
+        Verdict,
+        assess,
+        diag_by_node,
+        pool_of,
+        xids_by_node,
+    )
+    from components.incluster.recovery_names import CONTROLLER_NAME, EVENT_EVICTED
+except ImportError:  # in the controller pod: shipped next to this file
+    import quarantine  # type: ignore[import-not-found,no-redef]
+    from agent_runtime import JSON_PATCH, SA_DIR, KubeApi, log  # type: ignore[import-not-found,no-redef]
+    from gpu_health_agent import (  # type: ignore[import-not-found,no-redef]
+        Diag,
+        Policy,
+        Verdict,
+        assess,
+        diag_by_node,
+        pool_of,
+        xids_by_node,
+    )
+    from recovery_names import CONTROLLER_NAME, EVENT_EVICTED  # type: ignore[import-not-found,no-redef]
+
+CONFIG_ENV = "GPU_HEALTH_CONFIG"
+STRATEGIC_MERGE = "application/strategic-merge-patch+json"
+
+
+def rfc3339(ts: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+
+
+def query_prometheus(url: str, query: str) -> list[dict]:
+    full = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
+    with urllib.request.urlopen(full, timeout=15) as resp:
+        body = json.loads(resp.read())
+    if body.get("status") != "success":
+        raise RuntimeError(f"prometheus: {body.get('error', body)}")
+    return body["data"]["result"]
+
+
+def returns_to_service(node: dict, verdict: Verdict, controller: Controller) -> bool:
+    """THE HOOK for the return decision of a quarantined node whose verdict is clean (issue 19: a node
+    returns after a passing diagnostic, or is replaced). Until node_return.py's decision is wired here,
+    the node returns once no signal shows a fault any more, as the taint did before the quarantine."""
+    return not verdict.reasons
+
+
+class Controller:
+    """The config, the API client and the per-node reconcile; one per operator process."""
+
+    def __init__(self, config: dict, api: KubeApi, clock: Any = time.time) -> None:
+        self.config, self.api, self.clock = config, api, clock
+        self.policy = Policy(
+            diagnostic=bool(config["diagnostic"]["enabled"]),
+            startup_grace_s=float(config["startupGraceSeconds"]),
+            ignored_xids=frozenset(config["ignoredXids"]),
+        )
+        self.interval = float(config["intervalSeconds"])
+        self.evict_gpu_pods = bool(config.get("quarantine", {}).get("evictGpuPods", True))
+        self._xids: dict[str, list[int]] = {}
+        self._xids_at = float("-inf")
+        self._lock = threading.Lock()
+        self._node_locks: dict[str, threading.Lock] = {}
+
+    def in_pool(self, node: dict) -> bool:
+        return pool_of(node, self.config["pools"]) is not None
+
+    def xids(self) -> dict[str, list[int]]:
+        """The last XID per GPU of every node, read from Prometheus at most once per interval."""
+        with self._lock:
+            if self.config.get("prometheusUrl") and self.clock() - self._xids_at >= self.interval:
+                self._xids_at = self.clock()
+                try:
+                    self._xids = xids_by_node(
+                        query_prometheus(self.config["prometheusUrl"], self.config["xidQuery"])
+                    )
+                except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
+                    # Without Prometheus the other signals still hold; the XID alert covers the gap.
+                    log("prometheus_unavailable", error=str(e))
+            return self._xids
+
+    def reconcile(self, node: dict, diag_pods: list[dict], gpu_pods: list[dict]) -> Verdict | None:
+        """Assess one node and apply what its verdict asks for. None for a node outside the GPU pools."""
+        pool = pool_of(node, self.config["pools"])
+        if pool is None:
+            return None
+        name = node["metadata"]["name"]
+        with self._lock:
+            lock = self._node_locks.setdefault(name, threading.Lock())
+        with lock:
+            diag = None
+            if self.policy.diagnostic:
+                diag = diag_by_node(diag_pods, self.config["diagnostic"]["container"]).get(
+                    name, Diag("pending")
+                )
+            verdict = assess(
+                node,
+                expected_gpus=pool.get("expectedGpus"),
+                diag=diag,
+                xids=self.xids().get(name, []),
+                now=self.clock(),
+                policy=self.policy,
+            )
+            plan = quarantine.plan_node(
+                node,
+                verdict,
+                now=rfc3339(self.clock()),
+                release=returns_to_service(node, verdict, self),
+                evict_gpu_pods=self.evict_gpu_pods,
+                evidence=diag.detail.splitlines()[0] if diag and diag.detail else "",
+            )
+            self.apply(node, plan, gpu_pods, verdict)
+            return verdict
+
+    def apply(self, node: dict, plan: quarantine.NodePlan, gpu_pods: list[dict], verdict: Verdict) -> None:
+        meta = node["metadata"]
+        name = urllib.parse.quote(meta["name"])
+        if plan.ops:
+            # Guarded by the resourceVersion: a node changed meanwhile (the node lifecycle controller adds
+            # its own taints) fails the test op; its next watch event brings the fresh state.
+            test = {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
+            try:
+                self.api.request("PATCH", f"/api/v1/nodes/{name}", [test, *plan.ops], JSON_PATCH)
+            except urllib.error.HTTPError as e:
+                log("node_patch_failed", node=meta["name"], status=e.code)
+                return
+            log("node_patched", node=meta["name"], reasons=list(verdict.reasons), pending=verdict.pending)
+        if plan.condition is not None:
+            # Strategic merge: conditions merge by type, so the kubelet's own conditions stay untouched.
+            body = {"status": {"conditions": [plan.condition]}}
+            self.api.request("PATCH", f"/api/v1/nodes/{name}/status", body, STRATEGIC_MERGE)
+        for event in plan.events:
+            self.event(node, "Node", event.reason, event.message, event.type)
+        if plan.evict:
+            for pod in gpu_pods:
+                self.evict(pod, meta["name"], verdict.reasons[0])
+
+    def evict(self, pod: dict, node: str, reason: str) -> None:
+        """policy/v1 Eviction: honours PodDisruptionBudgets and gives the pod DisruptionTarget, which the
+        job's podFailurePolicy ignores (an uncounted restart)."""
+        ns, name = pod["namespace"], pod["name"]
+        body = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": ns}}
+        path = f"/api/v1/namespaces/{urllib.parse.quote(ns)}/pods/{urllib.parse.quote(name)}/eviction"
+        try:
+            self.api.request("POST", path, body)
+        except urllib.error.HTTPError as e:
+            # 429: a disruption budget says not now; 404: gone already. The next round tries again.
+            log("evict_failed", pod=f"{ns}/{name}", node=node, status=e.code)
+            return
+        log("pod_evicted", pod=f"{ns}/{name}", node=node, reason=reason)
+        self.event(pod, "Pod", EVENT_EVICTED, f"evicted from quarantined node {node} ({reason})", "Warning")
+
+    def event(self, obj: dict, kind: str, reason: str, message: str, type_: str) -> None:
+        """A core/v1 Event; a cluster-scoped object's go to `default`, as client-go's recorder does
+        (kubernetes/client-go tools/record/event.go makeEvent)."""
+        meta = obj.get("metadata", obj)
+        ns = meta.get("namespace") or "default"
+        now = rfc3339(self.clock())
+        involved = {"apiVersion": "v1", "kind": kind, "name": meta["name"], "uid": meta.get("uid", "")}
+        if meta.get("namespace"):
+            involved["namespace"] = meta["namespace"]
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"generateName": f"{meta['name']}.", "namespace": ns},
+            "involvedObject": involved,
+            "reason": reason,
+            "message": message[:1024],
+            "type": type_,
+            "source": {"component": CONTROLLER_NAME},
+            "reportingComponent": CONTROLLER_NAME,
+            "reportingInstance": os.environ.get("HOSTNAME", CONTROLLER_NAME),
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        try:
+            self.api.request("POST", f"/api/v1/namespaces/{urllib.parse.quote(ns)}/events", body)
+        except urllib.error.HTTPError as e:
+            log("event_failed", reason=reason, name=meta["name"], status=e.code)
+
+
+# ---- kopf wiring --------------------------------------------------------------------------------
+
+CONTROLLER: Controller | None = None
+_LOGIN: dict[str, Any] = {}
+
+
+def _controller() -> Controller:
+    assert CONTROLLER is not None, "the startup handler builds the controller"
+    return CONTROLLER
+
+
+@kopf.on.login()
+def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
+    """In the pod the service account, elsewhere (tests, a laptop) the kubeconfig; remembered for our own
+    client."""
+    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
+    if info is not None:
+        _LOGIN["info"] = info
+    return info
+
+
+def _api() -> KubeApi:
+    info = _LOGIN["info"]
+    token_file = f"{SA_DIR}/token"
+    if os.path.exists(token_file):  # bound tokens rotate: KubeApi reads the file on every call
+        return KubeApi(info.server, token_file, str(info.ca_path) if info.ca_path else None)
+    return KubeApi(info.server, None, str(info.ca_path) if info.ca_path else None, token=info.token)
+
+
+@kopf.on.startup()
+async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: Any) -> None:
+    global CONTROLLER
+    settings.peering.standalone = True
+    settings.scanning.disabled = True
+    settings.posting.enabled = False
+    with open(os.environ[CONFIG_ENV]) as f:
+        CONTROLLER = Controller(json.load(f), _api())
+    memo.round = asyncio.create_task(
+        _rounds(CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"])
+    )
+
+
+@kopf.on.cleanup()
+async def cleanup(memo: kopf.Memo, **_: Any) -> None:
+    task = memo.get("round")
+    if task is not None:
+        task.cancel()
+
+
+async def _rounds(controller: Controller, nodes: kopf.Index, diags: kopf.Index, gpu_pods: kopf.Index) -> None:
+    """Every interval, every GPU node again: XIDs (and the startup grace) change without a node event."""
+    while True:
+        await asyncio.sleep(controller.interval)
+        for name in list(nodes):
+            for node in list(nodes.get(name, [])):
+                try:
+                    await asyncio.to_thread(
+                        controller.reconcile, node, list(diags.get(name, [])), list(gpu_pods.get(name, []))
+                    )
+                except (OSError, ValueError, KeyError) as e:
+                    log("round_failed", node=name, error=repr(e))
+
+
+def _in_pool(body: kopf.Body, **_: Any) -> bool:
+    return CONTROLLER is not None and CONTROLLER.in_pool(dict(body))
+
+
+def _is_diag_pod(body: kopf.Body, namespace: str | None, **_: Any) -> bool:
+    return CONTROLLER is not None and namespace == CONTROLLER.config["diagnostic"]["namespace"]
+
+
+def _is_gpu_pod(body: kopf.Body, **_: Any) -> bool:
+    return bool(body.get("spec", {}).get("nodeName")) and quarantine.is_gpu_pod(dict(body))
+
+
+@kopf.index("nodes", when=_in_pool)
+def gpu_nodes(name: str, body: kopf.Body, **_: Any) -> dict[str, dict]:
+    return {name: dict(body)}
+
+
+@kopf.index("pods", labels={"app": "trainplane-gpu-diag"}, when=_is_diag_pod)
+def diag_pods(body: kopf.Body, **_: Any) -> dict[str, dict]:
+    return {body["spec"].get("nodeName", ""): dict(body)}
+
+
+@kopf.index("pods", when=_is_gpu_pod)
+def gpu_pods(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[str, dict]:
+    return {
+        body["spec"]["nodeName"]: {
+            "namespace": namespace,
+            "name": name,
+            "uid": body["metadata"].get("uid", ""),
+        }
+    }
+
+
+@kopf.on.event("nodes", when=_in_pool)
+def node_event(type: str, name: str, body: kopf.Body, **kwargs: Any) -> None:
+    """A node changed (or was listed): decide at once rather than at the next round. The indexes come as
+    keyword arguments named after their functions (kopf: "Indexing")."""
+    if type == "DELETED":
+        return
+    diags, pods = kwargs["diag_pods"], kwargs["gpu_pods"]
+    _controller().reconcile(dict(body), list(diags.get(name, [])), list(pods.get(name, [])))
