@@ -88,7 +88,7 @@ def returns_to_service(node: dict, verdict: Verdict, controller: Controller) -> 
 class Controller:
     """The config, the API client and the per-node reconcile; one per operator process."""
 
-    def __init__(self, config: dict, api: KubeApi, clock: Any = time.time) -> None:
+    def __init__(self, config: dict, api: KubeApi | LoginApi, clock: Any = time.time) -> None:
         self.config, self.api, self.clock = config, api, clock
         self.policy = Policy(
             diagnostic=bool(config["diagnostic"]["enabled"]),
@@ -241,12 +241,24 @@ def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
     return info
 
 
-def _api() -> KubeApi:
-    info = _LOGIN["info"]
-    token_file = f"{SA_DIR}/token"
-    if os.path.exists(token_file):  # bound tokens rotate: KubeApi reads the file on every call
-        return KubeApi(info.server, token_file, str(info.ca_path) if info.ca_path else None)
-    return KubeApi(info.server, None, str(info.ca_path) if info.ca_path else None, token=info.token)
+class LoginApi:
+    """Our own client, made from kopf's login on first use (the startup handlers run before the login):
+    in the pod the service account token file, read on every call (bound tokens rotate); elsewhere the
+    kubeconfig's token."""
+
+    def __init__(self) -> None:
+        self._api: KubeApi | None = None
+
+    def request(self, method: str, path: str, body: Any = None, content_type: str = "") -> Any:
+        if self._api is None:
+            info = _LOGIN["info"]
+            ca = str(info.ca_path) if info.ca_path else None
+            token_file = f"{SA_DIR}/token"
+            if os.path.exists(token_file):
+                self._api = KubeApi(info.server, token_file, ca)
+            else:
+                self._api = KubeApi(info.server, None, ca, token=info.token)
+        return self._api.request(method, path, body, content_type)
 
 
 @kopf.on.startup()
@@ -256,7 +268,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: An
     settings.scanning.disabled = True
     settings.posting.enabled = False
     with open(os.environ[CONFIG_ENV]) as f:
-        CONTROLLER = Controller(json.load(f), _api())
+        CONTROLLER = Controller(json.load(f), LoginApi())
     memo.round = asyncio.create_task(
         _rounds(CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"])
     )

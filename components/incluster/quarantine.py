@@ -75,6 +75,8 @@ def is_gpu_pod(pod: dict) -> bool:
     (the GPU stack's own agents must keep running there) and it has not finished."""
     if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
         return False
+    if pod.get("metadata", {}).get("deletionTimestamp"):  # evicted already, terminating
+        return False
     if any(o.get("kind") == "DaemonSet" for o in pod.get("metadata", {}).get("ownerReferences") or []):
         return False
     spec = pod.get("spec", {})
@@ -129,7 +131,8 @@ def plan_node(
     if sorted(map(repr, taints)) != sorted(map(repr, node.get("spec", {}).get("taints") or [])):
         ops.append({"op": "add", "path": "/spec/taints", "value": taints})
     if verdict.reasons:
-        return _quarantine(node, verdict, ops, now, evict_gpu_pods, evidence, quarantined)
+        marked = QUARANTINED_AT_ANNOTATION in (node.get("metadata", {}).get("annotations") or {})
+        return _quarantine(node, verdict, ops, now, evict_gpu_pods, evidence, marked)
     if quarantined:
         return _release(node, ops, now)
     return NodePlan(ops=ops)
@@ -161,6 +164,8 @@ def _quarantine(
     if not same or (cond or {}).get("message") != message:
         since = (cond or {}).get("lastTransitionTime") if same else None
         condition = _cond("True", reason, message, now, since or now)
+    # Announced with the write that marks the node quarantined (one guarded patch wins), so a node
+    # event racing our own writes never announces it twice.
     events = [] if already else [NodeEvent(EVENT_QUARANTINED, f"quarantined: {message}", "Warning")]
     return NodePlan(ops=ops, condition=condition, events=events, evict=cordon)
 
@@ -177,11 +182,10 @@ def _release(node: dict, ops: list, now: str) -> NodePlan:
     condition = None
     if cond is not None and cond.get("status") != "False":
         condition = _cond("False", "Returned", "the GPU faults cleared", now, now)
-    return NodePlan(
-        ops=ops,
-        condition=condition,
-        events=[NodeEvent(EVENT_RETURNED, "returned to service: the GPU faults cleared")],
-    )
+    events = []
+    if QUARANTINED_AT_ANNOTATION in annotations:  # with the write that unmarks it, as above
+        events.append(NodeEvent(EVENT_RETURNED, "returned to service: the GPU faults cleared"))
+    return NodePlan(ops=ops, condition=condition, events=events)
 
 
 def _cond(status: str, reason: str, message: str, now: str, since: str) -> dict[str, Any]:
