@@ -85,6 +85,13 @@ def returns_to_service(node: dict, verdict: Verdict, controller: Controller) -> 
     return not verdict.reasons
 
 
+def suspect_reasons(node: dict, controller: Controller) -> tuple[str, ...]:
+    """THE HOOK for faults no node signal shows (issue 19: a straggler node whose team opted into
+    quarantine, from Prometheus' firing ALERTS): reasons added to the verdict. Until suspects.py's decision
+    is wired here, none."""
+    return ()
+
+
 class Controller:
     """The config, the API client and the per-node reconcile; one per operator process."""
 
@@ -141,13 +148,16 @@ class Controller:
                 now=self.clock(),
                 policy=self.policy,
             )
+            extra = suspect_reasons(node, self)
+            if extra:
+                verdict = Verdict(verdict.reasons + extra)
             plan = quarantine.plan_node(
                 node,
                 verdict,
                 now=rfc3339(self.clock()),
                 release=returns_to_service(node, verdict, self),
                 evict_gpu_pods=self.evict_gpu_pods,
-                evidence=diag.detail.splitlines()[0] if diag and diag.detail else "",
+                evidence=diag.detail.splitlines()[0] if diag and diag.result in ("fail", "error") else "",
             )
             self.apply(node, plan, gpu_pods, verdict)
             return verdict
