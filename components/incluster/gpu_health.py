@@ -124,7 +124,11 @@ def expected_gpus(op: GpuOperatorSpec, pool: NodePoolInfo) -> int | None:
 
 
 def controller_config(
-    health: GpuHealthSpec, op: GpuOperatorSpec, bundle: ClusterBundle, namespace: str
+    health: GpuHealthSpec,
+    op: GpuOperatorSpec,
+    bundle: ClusterBundle,
+    namespace: str,
+    straggler_quarantine: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     return {
         "pools": [
@@ -143,7 +147,17 @@ def controller_config(
         "prometheusUrl": PROMETHEUS_URL,
         "xidQuery": XID_QUERY,
         "intervalSeconds": 30,
-        "quarantine": {"evictGpuPods": health.quarantine.evict_gpu_pods},
+        "quarantine": {
+            "evictGpuPods": health.quarantine.evict_gpu_pods,
+            "rediagnose": health.quarantine.rediagnose,
+            "replaceAfterMinutes": health.quarantine.replace_after_minutes,
+        },
+        # For the suspects hook: a firing straggler alert quarantines the node only in these namespaces
+        # (an Event elsewhere).
+        "stragglers": {
+            "alert": recovery_names.ALERT_STRAGGLER,
+            "quarantineNamespaces": sorted(straggler_quarantine),
+        },
     }
 
 
@@ -208,6 +222,8 @@ class GpuHealthArgs:
     namespace: pulumi.Input[str]
     # The GPU operator release: the diagnostic uses its RuntimeClass and validation files.
     operator: pulumi.Resource | None = None
+    # The namespaces of the teams whose straggler nodes are quarantined (teams[].stragglers: quarantine).
+    straggler_quarantine: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -234,7 +250,9 @@ class GpuHealth(pulumi.ComponentResource):
 
         config = pulumi.Output.from_input(ns).apply(
             lambda n: json.dumps(
-                controller_config(health, args.gpu_operator, args.bundle, n), indent=2, sort_keys=True
+                controller_config(health, args.gpu_operator, args.bundle, n, args.straggler_quarantine),
+                indent=2,
+                sort_keys=True,
             )
         )
         files = shipped_files()

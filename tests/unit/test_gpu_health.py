@@ -152,7 +152,7 @@ def test_controller_knows_each_gpu_pool_and_its_gpu_count(stack, match):
     assert pool["matchLabels"] == match and pool["expectedGpus"] == 8
     assert config["diagnostic"]["enabled"] is True and config["diagnostic"]["namespace"] == "gpu-operator"
     assert config["prometheusUrl"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
-    assert config["quarantine"] == {"evictGpuPods": True}
+    assert config["quarantine"]["evictGpuPods"] is True
     data = objects(result, "core/v1:ConfigMap")["trainplane-gpu-health"]["data"]
     # The operator and every module it imports, as they are in the package (the pod imports them flat).
     here = Path(agent.__file__).parent
@@ -323,3 +323,15 @@ def test_bad_gpu_health_config_is_one_line_per_key():
         "platform.gpuHealth.diagnostic.level",
         "platform.gpuHealth.startupGraceMinutes",
     ]
+
+
+def test_controller_knows_which_teams_quarantine_their_straggler_nodes():
+    obj = platform_object("onprem-dev")
+    assert config_of(plan_object(obj))["stragglers"] == {
+        "alert": "TrainplaneStragglerNode",
+        "quarantineNamespaces": [],
+    }
+    obj["teams"][0]["stragglers"] = "quarantine"
+    config = config_of(plan_object(obj))
+    assert config["stragglers"]["quarantineNamespaces"] == [obj["teams"][0]["name"]]
+    assert config["quarantine"] == {"evictGpuPods": True, "rediagnose": True, "replaceAfterMinutes": 30}
