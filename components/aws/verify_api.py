@@ -243,7 +243,10 @@ def _when(value: Any) -> str:
 
 
 def _error(e: Exception) -> str:
+    """The error in one line: a finding is one line (botocore's ResponseParserError, for one, carries the
+    whole unparsable body on the lines after the first)."""
     err = getattr(e, "response", {}).get("Error", {}) if hasattr(e, "response") else {}
     if err:
         return f"{err.get('Code')}: {err.get('Message')}"
-    return f"{type(e).__name__}: {e}"
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {first}"

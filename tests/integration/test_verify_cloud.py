@@ -293,3 +293,26 @@ def test_refused_credentials_are_not_a_failed_check(code, unreachable):
             verify_api.raise_if_unreachable(e)
     else:
         verify_api.raise_if_unreachable(e)  # a check that failed: reported as a finding by the caller
+
+
+def test_an_unreadable_answer_is_a_one_line_finding(moto_url):
+    """moto_server answers DescribeCapacityReservations with an HTML 500 page: botocore's
+    ResponseParserError carries the page on the lines after its first; the finding keeps the first."""
+    import boto3
+    from botocore.config import Config
+
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=moto_url,
+        region_name="us-east-1",
+        aws_access_key_id="t",
+        aws_secret_access_key="t",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    report = verify_aws(PlatformSpec.load(platform_object("aws-h100-reserved")), ec2)
+    lines = [f.line() for f in report.findings]
+    assert [line.split(": not found or not readable: ")[0] for line in lines] == [
+        "reservation: h100-block (cr-0123456789abcdef0)",
+        "reservation: h100-odcr (cr-0fedcba9876543210)",
+    ]
+    assert all("\n" not in line for line in lines), lines
