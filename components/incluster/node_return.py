@@ -11,7 +11,9 @@ that already carries the result of the last round asks for nothing more, so it i
    active on the node now (the caller passes every reason its detectors see: assess() reasons, a firing
    straggler alert, ...). Then: remove the QUARANTINE_TAINT, uncordon only when CORDONED_BY_ANNOTATION is
    ours (an administrator's cordon stays), the condition False (reason DiagnosticPassed), our annotations
-   removed, Event EVENT_RETURNED. A pass from before the quarantine never returns a node.
+   removed and RETURNED_AT_ANNOTATION set, Event EVENT_RETURNED. A pass from before the quarantine never
+   returns a node. `signals` are live detectors only; past evidence (suspects.py's hang exits) is spent by
+   the quarantine and does not count here.
 4. Replacement, once `replaceAfterMinutes` have passed since the quarantine and rule 3 did not return it,
    by what the node's pool has (`Replacement`, from the pool's NodePoolInfo.replacement, which the cloud
    backend that built the pool fills in):
@@ -65,6 +67,7 @@ try:
         QUARANTINED_AT_ANNOTATION,
         REDIAGNOSED_AT_ANNOTATION,
         REPLACEMENT_ANNOTATION,
+        RETURNED_AT_ANNOTATION,
     )
 except ImportError:  # in the controller pod: shipped next to this file
     from recovery_names import (  # type: ignore[import-not-found,no-redef]
@@ -80,6 +83,7 @@ except ImportError:  # in the controller pod: shipped next to this file
         QUARANTINED_AT_ANNOTATION,
         REDIAGNOSED_AT_ANNOTATION,
         REPLACEMENT_ANNOTATION,
+        RETURNED_AT_ANNOTATION,
     )
 
 # kubernetes/autoscaler@cluster-autoscaler-1.33.1: cluster-autoscaler/core/scaledown/eligibility/eligibility.go
@@ -243,6 +247,7 @@ def _return(node: Mapping[str, Any], ann: Mapping[str, str], now: float) -> Deci
     )
     annotations: dict[str, str | None] = {k: None for k in drop if k in ann}
     annotations.update(_release_hold(ann))
+    annotations[RETURNED_AT_ANNOTATION] = rfc3339(now)
     kept = (
         "" if ours or not node.get("spec", {}).get("unschedulable") else " (still cordoned by someone else)"
     )

@@ -37,6 +37,8 @@ REPLACEMENT_ANNOTATION: Final = "trainplane.dev/replacement"
 # set (to CONTROLLER_NAME) where the controller added cluster-autoscaler's scale-down-disabled annotation to
 # hold the node for its diagnostic; only such a hold is removed, never an administrator's.
 HOLD_ANNOTATION: Final = "trainplane.dev/scale-down-held-by"
+# RFC 3339 time the node last returned from quarantine (evidence from before it, e.g. old hang exits, is spent).
+RETURNED_AT_ANNOTATION: Final = "trainplane.dev/returned-at"
 
 # Event reasons (core/v1 Events on the Node, or on the Pod for evictions), type Normal unless noted.
 EVENT_QUARANTINED: Final = "GpuQuarantined"  # Warning

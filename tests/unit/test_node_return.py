@@ -20,6 +20,7 @@ from components.incluster.recovery_names import (
     QUARANTINE_TAINT,
     QUARANTINED_AT_ANNOTATION,
     REPLACEMENT_ANNOTATION,
+    RETURNED_AT_ANNOTATION,
 )
 
 T0 = 1_800_000_000.0  # the quarantine
@@ -221,6 +222,7 @@ def test_return_removes_only_our_taint_and_uncordons_only_our_cordon():
         "False",
     )
     assert d.annotations[QUARANTINED_AT_ANNOTATION] is None and d.annotations[CORDONED_BY_ANNOTATION] is None
+    assert d.annotations[RETURNED_AT_ANNOTATION] == nr.rfc3339(T0 + 5 * MIN)  # old evidence is spent
 
     admin = decide(node(cordoned_by=None), d=diag())
     assert admin.unschedulable is None  # an administrator's cordon stays
