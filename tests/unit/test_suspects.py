@@ -169,3 +169,21 @@ def test_a_pod_without_a_node_or_trainer_container_shows_no_hang():
 def test_the_exit_codes_are_the_trainer_contracts():
     assert sx.EXIT_HANG == contract.EXIT_HANG
     assert contract.EXIT_PEER_LOST != sx.EXIT_HANG
+
+
+def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
+    """They are shipped into the controller pod next to recovery_names.py, on a stock Python image."""
+    import shutil
+    import subprocess
+    import sys
+
+    from components.incluster import node_return, recovery_names
+
+    for module in (sx, node_return, recovery_names):
+        shutil.copy(module.__file__, tmp_path)
+    # -I -S: no site-packages (nothing but the standard library), no project on the path.
+    code = "import sys; sys.path.insert(0, '.'); import node_return, suspects; print(suspects.HANG_REASON)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, sx.HANG_REASON), done.stderr
