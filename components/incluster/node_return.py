@@ -32,10 +32,11 @@ that already carries the result of the last round asks for nothing more, so it i
    changed mode (the pool grew past its minimum) is announced again.
    Nothing here deletes an instance: that takes cloud credentials the controller does not hold.
 5. Re-diagnose (quarantine.rediagnose), once per quarantine: the node's diagnostic pod last ran before the
-   quarantine: delete it, so its DaemonSet makes a new pod whose init container runs `dcgmi diag` again
-   (gpu_health.py's diagnostic reports through that init container's termination message; a DaemonSet pod
-   tolerates the cordon: kubernetes/kubernetes pkg/controller/daemon/util AddOrUpdateDaemonPodTolerations adds
-   node.kubernetes.io/unschedulable, and the diagnostic tolerates our taints). Event EVENT_REDIAGNOSING;
+   quarantine: delete it (or evict it: pods/eviction is already the controller's), so its DaemonSet makes a
+   new pod whose init container runs `dcgmi diag` again (gpu_health.py's diagnostic reports through that
+   init container's termination message). The new pod lands on the cordoned node: the DaemonSet controller
+   adds the node.kubernetes.io/unschedulable:NoSchedule toleration to its pods (Kubernetes docs, DaemonSet,
+   "Taints and tolerations"), and the diagnostic tolerates our taints. Event EVENT_REDIAGNOSING;
    REDIAGNOSED_AT_ANNOTATION records it. A run that ends `skipped` (GPUs still busy) or `error` is not
    retried: the node waits for rule 4.
 6. Hold (autoscaled pools, before rule 4): the autoscaler would remove the emptied node after its unneeded
