@@ -22,8 +22,10 @@ that already carries the result of the last round asks for nothing more, so it i
      Warning EVENT_REPLACING; the cloud replaces the node.
    - `autoscaler`: the cluster autoscaler scales the pool and it has more nodes than its minimum. The
      autoscaler removes an empty node after its unneeded time whatever its taints or cordon
-     (kubernetes/autoscaler@cluster-autoscaler-1.33.1: core/scaledown/eligibility/eligibility.go checks
-     neither; processors/nodes/pre_filtering_processor.go skips a node whose group is at its min size);
+     (kubernetes/autoscaler@cluster-autoscaler-1.33.1: core/static_autoscaler.go takes scale-down
+     candidates from all nodes, core/scaledown/eligibility/eligibility.go checks neither taints nor
+     spec.unschedulable; processors/nodes/pre_filtering_processor.go skips a node whose group is at its
+     min size). Empty: only DaemonSet pods left (with quarantine.evictGpuPods off, once its jobs ended);
      our hold on it (below) is released. Warning EVENT_REPLACING; the job's pending pods scale a fresh
      node up.
    - `needed`: neither. The node stays quarantined; Warning EVENT_REPLACE_NEEDED, once (ALERT_REPLACE_NEEDED
