@@ -55,6 +55,8 @@ except ImportError:  # in the controller pod
 # trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not shipped into the controller
 # pod, so the value is repeated here and tests/unit/test_suspects.py keeps it equal.
 EXIT_HANG = 124
+# The instant query the controller runs against Prometheus for (a).
+STRAGGLER_QUERY = f'ALERTS{{alertname="{ALERT_STRAGGLER}",alertstate="firing"}}'
 STRAGGLER_REASON = "Straggler"
 HANG_REASON = "TrainerHang"
 HANG_INCIDENTS = 2

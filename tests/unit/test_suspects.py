@@ -64,6 +64,10 @@ def test_straggler_rules(case, rows, want):
         assert "team-" in s.message or "elsewhere" in s.message  # the evidence is named
 
 
+def test_the_query_asks_for_the_firing_straggler_alerts_only():
+    assert sx.STRAGGLER_QUERY == 'ALERTS{alertname="TrainplaneStragglerNode",alertstate="firing"}'
+
+
 def test_straggler_suspects_are_stable_across_rounds():
     """The same firing rows give the same keys, so the caller says each once."""
     rows = [alert(), alert("gpu-2", "team-q")]
