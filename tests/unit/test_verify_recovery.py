@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from components.incluster import recovery_names as R
-from infra.verify.checks.recovery_pods import eviction_problem, tolerates
+from infra.verify.checks.recovery_pods import tolerates
 from infra.verify.jobs import job_config, run_job
 from infra.verify.model import Plan
 from tests.helpers.verify_plans import edit, kind, lines, plan, plan_of, plus, run
@@ -332,25 +332,6 @@ def test_an_elastic_job_that_fails_on_disruption_or_counts_it_first_fails():
     assert lines_ and "an earlier Count rule may match the evicted pod first" in lines_[0], lines_
 
 
-def test_the_elastic_twin_of_a_platforms_job_is_judged():
-    """The builder's elastic Job (no reference stack runs one) passes; the rule on a broken copy fails."""
-    ok = eviction_problem(
-        "Job x",
-        {
-            "podFailurePolicy": {
-                "rules": [{"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]}]
-            }
-        },
-        None,
-        "",
-    )
-    assert ok is None
-    assert (
-        "eviction elastic Job research/verify-research-h100"
-        in run(aws(), "recovery").check("recovery").examined
-    )
-
-
 # ---- rules -----------------------------------------------------------------------------------------
 
 
@@ -411,3 +392,40 @@ def test_a_quarantine_team_whose_controller_cannot_reach_prometheus_fails():
     }
     lines_ = found(plus(with_team, deny), "straggler-policy")
     assert lines_ and f"NetworkPolicy keeps Deployment {NS}/{CONTROLLER} from Prometheus" in lines_[0], lines_
+
+
+def test_a_preflight_tolerating_the_quarantine_taint_fails(monkeypatch):
+    """The NCCL preflight is built by infra/nccl_test.py, not planned: a builder that adds the toleration."""
+    import infra.nccl_test as nccl
+
+    real = nccl.build
+
+    def tolerant(*args: Any, **kwargs: Any) -> Any:
+        pre = real(*args, **kwargs)
+        _pods_tolerate({"key": R.QUARANTINE_TAINT, "operator": "Exists"})(pre.manifest)
+        return pre
+
+    monkeypatch.setattr(nccl, "build", tolerant)
+    lines_ = found(aws(), "quarantine-tolerations")
+    assert (
+        lines_
+        and "NCCL preflight JobSet research/verify-research-h100-nccl replicatedJob workers" in lines_[0]
+    )
+
+
+def test_a_platforms_elastic_job_that_counts_evictions_fails(monkeypatch):
+    """The elastic twin is the job builder's own elastic_job: a builder whose policy counts evictions."""
+    from components.incluster import job_runtime
+
+    real = job_runtime.pod_failure_policy
+
+    def counting() -> dict[str, Any]:
+        policy = real()
+        policy["rules"] = [r for r in policy["rules"] if "onPodConditions" not in r]
+        return policy
+
+    monkeypatch.setattr(job_runtime, "pod_failure_policy", counting)
+    lines_ = found(aws(), "eviction-uncounted")
+    assert lines_ and lines_[0].startswith(
+        "recovery: eviction-uncounted: elastic Job research/verify-research-h100: no podFailurePolicy rule"
+    ), lines_

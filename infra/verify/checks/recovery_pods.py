@@ -245,7 +245,8 @@ def eviction_problem(
     if jobset is None or action != "FailJob":
         return (
             f"{ref}: podFailurePolicy rule {index} turns DisruptionTarget into {action}, so a pod evicted from a "
-            "quarantined node counts as a failure: it must be Ignore"
+            "quarantined node counts as a failure: it must be Ignore (in a JobSet child, or a FailJob the "
+            "JobSet restarts with RestartJobSetAndIgnoreMaxRestarts)"
         )
     message = DISRUPTION_MESSAGE.format(ns="ns", pod=f"job-{replicated}-0-0-x", index=index)
     js_rule = _jobset_rule(jobset, replicated, message)
