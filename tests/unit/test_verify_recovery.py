@@ -429,3 +429,18 @@ def test_a_platforms_elastic_job_that_counts_evictions_fails(monkeypatch):
     assert lines_ and lines_[0].startswith(
         "recovery: eviction-uncounted: elastic Job research/verify-research-h100: no podFailurePolicy rule"
     ), lines_
+
+
+def test_a_binding_to_a_role_outside_the_plan_is_named_when_permissions_are_missing():
+    def elsewhere(inputs: dict) -> None:
+        inputs["roleRef"]["name"] = "someones-role"
+
+    lines_ = found(edit(aws(), kind("ClusterRoleBinding", CONTROLLER), elsewhere), "controller")
+    assert lines_ and "ClusterRoles someones-role are not in the plan, their rules unknown" in lines_[0], (
+        lines_
+    )
+
+    def admin(inputs: dict) -> None:
+        inputs["roleRef"]["name"] = "cluster-admin"
+
+    assert found(edit(aws(), kind("ClusterRoleBinding", CONTROLLER), admin), "controller") == []

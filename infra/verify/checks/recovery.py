@@ -103,13 +103,14 @@ def _binds(binding: K8sObject, namespace: str, name: str) -> bool:
     return False
 
 
-def _role_rules(ctx: Context, role: str, res: CheckResult, ref: str) -> list[Mapping[str, Any]] | None:
-    """The rules of a ClusterRole, its aggregated roles' included; None: cluster-admin (everything)."""
+def _role_rules(ctx: Context, role: str, unknown: list[str]) -> list[Mapping[str, Any]] | None:
+    """The rules of a ClusterRole, its aggregated roles' included; None: cluster-admin (everything). A role
+    the plan does not create is added to `unknown` (its rules cannot be judged offline)."""
     if role == CLUSTER_ADMIN:
         return None
     obj = ctx.object("ClusterRole", None, role)
     if obj is None:
-        res.fail(f"controller: {ref} binds ClusterRole {role}, which the plan does not create", ref)
+        unknown.append(role)
         return []
     rules = list(obj.body.get("rules") or [])
     # An aggregated ClusterRole's rules are those of the ClusterRoles its selectors pick (the controller
@@ -152,12 +153,13 @@ def check_controller(ctx: Context, res: CheckResult) -> None:
     rules: list[Mapping[str, Any]] = []
     roles: list[str] = []
     everything = False
+    unknown: list[str] = []  # bound ClusterRoles the plan does not create
     for binding in ctx.platform.objects("ClusterRoleBinding"):
         role_ref = binding.body.get("roleRef") or {}
         if role_ref.get("kind") != "ClusterRole" or not _binds(binding, ns, name):
             continue
         roles.append(str(role_ref.get("name")))
-        got = _role_rules(ctx, str(role_ref.get("name")), res, binding.ref)
+        got = _role_rules(ctx, str(role_ref.get("name")), unknown)
         everything = everything or got is None
         rules += got or []
     missing = [
@@ -170,7 +172,12 @@ def check_controller(ctx: Context, res: CheckResult) -> None:
         bound = f"ClusterRoles {', '.join(sorted(roles))}" if roles else "no ClusterRoleBinding"
         res.fail(
             f"controller: ServiceAccount {ns}/{name} ({bound}) may not {', '.join(missing)}: the controller "
-            "cannot quarantine, evict or report what it needs to (recovery_names.CONTROLLER_PERMISSIONS)",
+            "cannot quarantine, evict or report what it needs to (recovery_names.CONTROLLER_PERMISSIONS)"
+            + (
+                f"; ClusterRoles {', '.join(unknown)} are not in the plan, their rules unknown"
+                if unknown
+                else ""
+            ),
             f"ServiceAccount {ns}/{name}",
             *(f"ClusterRole {r}" for r in roles),
         )
