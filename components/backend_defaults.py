@@ -11,11 +11,10 @@ if TYPE_CHECKING:
     from components.spec import PlatformSpec
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
-    from infra.verify.cloud import CloudReport
     from infra.verify.context import Context
     from infra.verify.jobs import TrainingPod
     from infra.verify.model import K8sObject, Plan, PlanResource
-    from infra.verify.report import CheckResult
+    from infra.verify.report import CheckResult, Report
 
 
 from components.backend_protocol import CapacityKinds, GpuPools, MockAnswers, Prompt
@@ -124,5 +123,5 @@ class BackendDefaults:
     def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
         return False
 
-    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport | None:
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report | None:
         return None

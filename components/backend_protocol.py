@@ -19,11 +19,10 @@ if TYPE_CHECKING:
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
-    from infra.verify.cloud import CloudReport
     from infra.verify.context import Context
     from infra.verify.jobs import TrainingPod
     from infra.verify.model import K8sObject, Plan, PlanResource
-    from infra.verify.report import CheckResult
+    from infra.verify.report import CheckResult, Report
 
 
 # The entry-point group a distribution declares its backends in (pyproject.toml
@@ -237,7 +236,8 @@ class CloudBackend(Protocol):
         TCP `port` (the `tcpPorts` selector of `createOrder` in verify_facts.yaml)."""
         ...
 
-    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport | None:
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report | None:
         """`verify STACK --cloud`: read-only checks against the cloud's own APIs with the user's
-        credentials (`client`: an API client to use instead of the default one); None: no cloud API."""
+        credentials (`client`: an API client to use instead of the default one): a Report of mode
+        "cloud" (infra.verify.cloud.cloud_report), one CheckResult per check; None: no cloud API."""
         ...

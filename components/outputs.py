@@ -94,6 +94,22 @@ class PodFabric(_Output):
     sidecars: tuple[dict[str, Any], ...] = ()
 
 
+class NodeReplacement(_Output):
+    """How a quarantined GPU node of a pool gets replaced, as the backend that built the pool knows it. The
+    GPU health controller hands a node that stays quarantined to it (components/incluster/node_return.py);
+    the default, nothing, means a person must (an existing cluster's nodes). No answer here deletes an
+    instance through a cloud API: that would need cloud credentials in the controller."""
+
+    # Minutes the cluster autoscaler scaling this pool waits before removing an empty node (our status
+    # taint and cordon do not keep it: kubernetes/autoscaler@cluster-autoscaler-1.33.1
+    # core/scaledown/eligibility/eligibility.go), never below the pool's minNodes
+    # (processors/nodes/pre_filtering_processor.go). None: no autoscaler scales the pool.
+    autoscaler_unneeded_minutes: int | None = None
+    # Node condition type -> minutes it must be False before the cloud repairs the node by itself (EKS node
+    # repair: AcceleratedHardwareReady 10; GKE auto-repair: Ready about 10). Empty: no such repair.
+    repair_conditions: dict[str, int] = Field(default_factory=dict)
+
+
 class NodePoolInfo(_Output):
     """What a workload needs to know to land on a pool: its labels, taints and GPU shape.
 
@@ -136,6 +152,8 @@ class NodePoolInfo(_Output):
     provisioning_class: str | None = None
     # Annotations every workload on this pool must carry (e.g. the max run duration of DWS capacity).
     workload_annotations: dict[str, str] = Field(default_factory=dict)
+    # How a node of the pool that stays quarantined is replaced (the GPU health controller reads it).
+    replacement: NodeReplacement = Field(default_factory=NodeReplacement)
 
 
 class StorageHandle(_Output):

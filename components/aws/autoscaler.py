@@ -26,7 +26,7 @@ import pulumi_kubernetes as k8s
 import yaml
 
 from components.aws.identity import OidcIssuer, ServiceAccountRole, ServiceAccountRoleArgs
-from components.aws.node_group import CA_PREFIX
+from components.aws.node_group import CA_PREFIX, SCALE_DOWN_UNNEEDED_MINUTES
 from components.charts import chart
 
 NAMESPACE = "kube-system"
@@ -178,7 +178,9 @@ class ClusterAutoscaler(pulumi.ComponentResource):
                 "skip-nodes-with-system-pods": False,
                 # GPU nodes take a while to boot and pull images; do not give up on them too early.
                 "max-node-provision-time": "25m0s",
-                "scale-down-unneeded-time": "10m",
+                # An empty node (a quarantined GPU node too) goes after this; the GPU health controller
+                # holds a quarantined one until its diagnostic and replaceAfterMinutes decide.
+                "scale-down-unneeded-time": f"{SCALE_DOWN_UNNEEDED_MINUTES}m",
             },
             "priorityClassName": "system-cluster-critical",
         }

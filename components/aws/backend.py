@@ -20,11 +20,10 @@ if TYPE_CHECKING:
     from components.spec import PlatformSpec
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
-    from infra.verify.cloud import CloudReport
     from infra.verify.context import Context
     from infra.verify.jobs import TrainingPod
     from infra.verify.model import K8sObject, Plan, PlanResource
-    from infra.verify.report import CheckResult
+    from infra.verify.report import CheckResult, Report
 
 
 class AwsBackend(CatalogBackend):
@@ -125,7 +124,7 @@ class AwsBackend(CatalogBackend):
 
         return covers(rule, port)
 
-    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> CloudReport:
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report:
         from components.aws.verify_api import verify_cloud_api
 
         return verify_cloud_api(spec, client)

@@ -46,6 +46,7 @@ from components.aws.capacity import (
 from components.aws.efa import EFA_RESOURCE, efa_pod_env
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape, catalog
+from components.outputs import NodeReplacement
 from components.spec import NodePoolSpec
 
 GPU_AMI = "AL2023_x86_64_NVIDIA"
@@ -74,6 +75,12 @@ TAINT_EFFECTS = {
     "NoExecute": "NO_EXECUTE",
 }
 CA_PREFIX = "k8s.io/cluster-autoscaler"
+# The autoscaler's --scale-down-unneeded-time (autoscaler.py): an empty node, quarantined too, goes after it.
+SCALE_DOWN_UNNEEDED_MINUTES = 10
+# EKS node repair (EKS user guide, "Automatically repair nodes in EKS clusters", managed node groups): the
+# conditions it acts on, in minutes. Only AcceleratedHardwareReady is a GPU fault (the node monitoring
+# agent's); our own signals and condition trigger nothing.
+NODE_REPAIR_CONDITIONS = {"AcceleratedHardwareReady": 10, "Ready": 30}
 # The type GPU pools were registered as before CPU and GPU pools shared one (stacks deployed before
 # keep their pools through this alias).
 OLD_GPU_POOL_TYPE = pulumi.Alias(type_="trainplane:aws:GpuNodePool")
@@ -113,6 +120,14 @@ def node_repair(pool: NodePoolSpec) -> bool:
     wherever this is true (components/aws/addons.py).
     """
     return pool.is_gpu
+
+
+def node_replacement(pool: NodePoolSpec) -> NodeReplacement:
+    """The cluster autoscaler scales every node group; GPU groups also have node repair (`node_repair`)."""
+    return NodeReplacement(
+        autoscaler_unneeded_minutes=SCALE_DOWN_UNNEEDED_MINUTES,
+        repair_conditions=dict(NODE_REPAIR_CONDITIONS) if node_repair(pool) else {},
+    )
 
 
 def accelerator_label(gpu: str) -> str:
@@ -361,6 +376,7 @@ class NodePool(pulumi.ComponentResource):
             node_memory_gib=min(s.memory_gib for s in shapes) or None,
             reservation=pool.reservation,
             topology_levels=topology_levels(s.name for s in shapes),
+            replacement=node_replacement(pool),
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 

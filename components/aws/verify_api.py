@@ -8,7 +8,11 @@ Only Describe* calls are made: the checks need `ec2:DescribeCapacityReservations
 moto 5.2.5 (the tests' moto_server) answers DescribeInstanceTypeOfferings, DescribeAvailabilityZones
 and DescribeSubnets, but has no Capacity Reservations or Capacity Blocks at all; those are tested with
 responses shaped per the EC2 API reference, fed through botocore's before-call hook
-(tests/unit/test_verify_cloud.py).
+(tests/integration/test_verify_cloud.py).
+
+The report (infra/verify/report.py, mode "cloud") has three checks: `zones` (the zones of pools that name
+none), `reservation` (one per reserved pool) and `offering` (one per pool); what passed is in each check's
+`examined` ("POOL (RESERVATION): what it is"), each problem is a finding of its own.
 """
 
 from __future__ import annotations
@@ -21,7 +25,8 @@ from components.aws.capacity import single_zone
 from components.aws.node_group import machine_shapes
 from components.spec import NodePoolSpec, PlatformSpec
 from components.spec.capacity import RESERVED
-from infra.verify.cloud import CloudError, CloudReport
+from infra.verify.cloud import CloudError, cloud_report
+from infra.verify.report import CheckResult, Report
 
 # DescribeCapacityReservations: State of a reservation instances can launch into now or at its start
 # (EC2 API reference, CapacityReservation.State; Capacity Blocks are `scheduled` before their start).
@@ -78,15 +83,17 @@ def ec2_client(region: str | None) -> Any:
     return boto3.client("ec2", region_name=region)
 
 
-def verify_cloud_api(spec: PlatformSpec, ec2: Any = None) -> CloudReport:
+def verify_cloud_api(spec: PlatformSpec, ec2: Any = None) -> Report:
     """Check `spec` against EC2. `ec2`: an EC2 client to use instead of boto3's default one."""
     return verify_aws(spec, ec2 if ec2 is not None else ec2_client(spec.region))
 
 
-def verify_aws(spec: PlatformSpec, ec2: Any) -> CloudReport:
+def verify_aws(spec: PlatformSpec, ec2: Any) -> Report:
     endpoint = getattr(getattr(ec2, "meta", None), "endpoint_url", "")
-    report = CloudReport("aws", source=f"{spec.region} via {endpoint}")
-    default_zones = _default_zones(spec, ec2, report)
+    report = cloud_report(spec, f"{spec.region} via {endpoint}")
+    zones_res, reservation, offering = (CheckResult(n) for n in ("zones", "reservation", "offering"))
+    report.checks += [zones_res, reservation, offering]
+    default_zones = _default_zones(spec, ec2, zones_res)
     for pool in spec.node_pools:
         types = _instance_types(spec, pool)
         zones = list(pool.zones) or default_zones
@@ -94,9 +101,13 @@ def verify_aws(spec: PlatformSpec, ec2: Any) -> CloudReport:
             # With brought subnets a one-zone pool takes the first subnet (components/aws/network.py).
             zones = zones[:1]
         if pool.capacity in RESERVED and pool.reservation:
-            _check_reservation(ec2, pool, types, zones, report)
+            _check_reservation(ec2, pool, types, zones, reservation)
         if types and zones:
-            _check_offerings(ec2, pool, types, zones, report)
+            _check_offerings(ec2, pool, types, zones, offering)
+        else:
+            offering.note(f"{pool.name}: not checked: no {'zones' if types else 'instance types'} known")
+    if not any(p.capacity in RESERVED and p.reservation for p in spec.node_pools):
+        reservation.skipped = "no reservation or capacity-block pool names a reservation"
     return report
 
 
@@ -104,7 +115,7 @@ def _instance_types(spec: PlatformSpec, pool: NodePoolSpec) -> list[str]:
     return [s.name for s in machine_shapes(pool, spec.gpus_per_node(pool) or 0)]
 
 
-def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[str]:
+def _default_zones(spec: PlatformSpec, ec2: Any, res: CheckResult) -> list[str]:
     """The zones of pools that name none: the brought subnets' zones, or the first `network.zones`
     regular zones of the region, as components/aws/network.py picks them."""
     try:
@@ -112,11 +123,13 @@ def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[st
             subnets = ec2.describe_subnets(SubnetIds=list(spec.network.subnet_ids))["Subnets"]
             zone_of = {s["SubnetId"]: s["AvailabilityZone"] for s in subnets}
             # In the order of network.subnetIds, first subnet's zone first.
-            return list(dict.fromkeys(zone_of[i] for i in spec.network.subnet_ids if i in zone_of))
+            picked = list(dict.fromkeys(zone_of[i] for i in spec.network.subnet_ids if i in zone_of))
+            res.examined.append(f"network.subnetIds: {', '.join(picked)}")
+            return picked
         zones = ec2.describe_availability_zones(Filters=[{"Name": "state", "Values": ["available"]}])
     except Exception as e:  # botocore ClientError: reported; no credentials or endpoint: raised (exit 2)
         raise_if_unreachable(e)
-        report.add("zones", "network", False, f"could not list the zones: {_error(e)}")
+        res.fail(f"network: could not list the zones: {_error(e)}", "network")
         return []
     names = [
         z["ZoneName"]
@@ -124,31 +137,37 @@ def _default_zones(spec: PlatformSpec, ec2: Any, report: CloudReport) -> list[st
         if z.get("OptInStatus", "opt-in-not-required") == "opt-in-not-required"
         and z.get("ZoneType", "availability-zone") == "availability-zone"
     ]
-    return sorted(names)[: spec.network.zones]
+    picked = sorted(names)[: spec.network.zones]
+    res.examined.append(f"network.zones: {', '.join(picked)}")
+    return picked
 
 
 def _check_reservation(
-    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], report: CloudReport
+    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], res: CheckResult
 ) -> None:
-    subject = f"{pool.name} ({pool.reservation})"
+    rid = pool.reservation or ""
+    subject = f"{pool.name} ({rid})"
     try:
-        found = ec2.describe_capacity_reservations(CapacityReservationIds=[pool.reservation])
+        found = ec2.describe_capacity_reservations(CapacityReservationIds=[rid])
     except Exception as e:
         raise_if_unreachable(e)
-        report.add("reservation", subject, False, f"not found or not readable: {_error(e)}")
+        res.fail(f"{subject}: not found or not readable: {_error(e)}", pool.name, rid)
         return
     reservations = found.get("CapacityReservations") or []
     if not reservations:
-        report.add("reservation", subject, False, "not found")
+        res.fail(f"{subject}: not found", pool.name, rid)
         return
     problems = list(_reservation_problems(pool, types, zones, reservations[0]))
+    for problem in problems:
+        res.fail(f"{subject}: {problem}", pool.name, rid)
+    if problems:
+        return
     r = reservations[0]
-    summary = (
-        f"{r.get('ReservationType', 'default')} {r.get('State')}: {r.get('TotalInstanceCount')} x "
+    res.examined.append(
+        f"{subject}: {r.get('ReservationType', 'default')} {r.get('State')}: {r.get('TotalInstanceCount')} x "
         f"{r.get('InstanceType')} in {r.get('AvailabilityZone')}"
         + (f" until {_when(r['EndDate'])}" if r.get("EndDate") else "")
     )
-    report.add("reservation", subject, not problems, "; ".join(problems) or summary)
 
 
 def _reservation_problems(
@@ -182,7 +201,7 @@ def _reservation_problems(
 
 
 def _check_offerings(
-    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], report: CloudReport
+    ec2: Any, pool: NodePoolSpec, types: list[str], zones: list[str], res: CheckResult
 ) -> None:
     """Every zone of the pool offers one of its types at least, and every type is offered somewhere
     (a spot pool draws on whichever of its types a zone has)."""
@@ -196,14 +215,16 @@ def _check_offerings(
         }
     except Exception as e:
         raise_if_unreachable(e)
-        report.add("offering", pool.name, False, f"could not list offerings: {_error(e)}")
+        res.fail(f"{pool.name}: could not list offerings: {_error(e)}", pool.name)
         return
     bare_zones = [z for z in zones if not any((t, z) in offered for t in types)]
     unoffered = [t for t in types if not any((t, z) in offered for z in zones)]
-    problems = [f"{z} offers none of {', '.join(types)}" for z in bare_zones]
-    problems += [f"{t} is offered in none of {', '.join(zones)}" for t in unoffered]
-    ok_text = f"{', '.join(types)} offered in {', '.join(zones)}"
-    report.add("offering", pool.name, not problems, "; ".join(problems) or ok_text)
+    for z in bare_zones:
+        res.fail(f"{pool.name}: {z} offers none of {', '.join(types)}", pool.name, z)
+    for t in unoffered:
+        res.fail(f"{pool.name}: {t} is offered in none of {', '.join(zones)}", pool.name, t)
+    if not (bare_zones or unoffered):
+        res.examined.append(f"{pool.name}: {', '.join(types)} offered in {', '.join(zones)}")
 
 
 def _as_datetime(value: Any) -> datetime | None:
@@ -222,7 +243,10 @@ def _when(value: Any) -> str:
 
 
 def _error(e: Exception) -> str:
+    """The error in one line: a finding is one line (botocore's ResponseParserError, for one, carries the
+    whole unparsable body on the lines after the first)."""
     err = getattr(e, "response", {}).get("Error", {}) if hasattr(e, "response") else {}
     if err:
         return f"{err.get('Code')}: {err.get('Message')}"
-    return f"{type(e).__name__}: {e}"
+    first = (str(e).strip().splitlines() or [""])[0]
+    return f"{type(e).__name__}: {first}"

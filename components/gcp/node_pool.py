@@ -35,6 +35,7 @@ from components.gcp.capacity import (
 )
 from components.gcp.fabric import GkeFabric, fabric_of, pod_fabric
 from components.gcp.naming import GcpPlacement
+from components.outputs import NodeReplacement
 from components.spec import NodePoolSpec
 
 # Turns GKE's default NVIDIA device plugin off on a GPU pool (NVIDIA GPU operator on GKE guide).
@@ -290,9 +291,27 @@ class NodePool(pulumi.ComponentResource):
             fabric=pod_fabric(fabric) if fabric is not None else None,
             pod_env=dict(fabric.env) if fabric is not None else {},
             topology_levels=topology_levels(machine_type, pool, is_gpu),
+            replacement=node_replacement(pool),
         )
         self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})
+
+
+# GKE's cluster autoscaler (every pool here has `autoscaling`) removes a node unneeded for 10 minutes, the
+# upstream default it is built from (kubernetes/autoscaler@cluster-autoscaler-1.33.1 config/const.go
+# DefaultScaleDownUnneededTime; GKE Standard does not expose the flag): a quarantined node, once empty, too.
+GKE_SCALE_DOWN_UNNEEDED_MINUTES = 10
+# GKE auto-repair (GKE docs, "Auto-repair nodes", repair criteria): a node NotReady or silent for about 10
+# minutes, or out of boot disk for about 30. No GPU condition: a quarantined node that is Ready stays.
+AUTO_REPAIR_CONDITIONS = {"Ready": 10}
+
+
+def node_replacement(pool: NodePoolSpec) -> NodeReplacement:
+    """How a quarantined node of the pool is replaced: by the autoscaler, and auto-repair where it is on."""
+    return NodeReplacement(
+        autoscaler_unneeded_minutes=GKE_SCALE_DOWN_UNNEEDED_MINUTES,
+        repair_conditions=dict(AUTO_REPAIR_CONDITIONS) if auto_repair(pool) else {},
+    )
 
 
 # The names this module had before every cloud's pool was a `NodePool`.

@@ -29,6 +29,16 @@ CORDONED_BY_ANNOTATION: Final = "trainplane.dev/cordoned-by"
 # RFC 3339 time the node was quarantined (for replaceAfterMinutes and `trainplane status`).
 QUARANTINED_AT_ANNOTATION: Final = "trainplane.dev/quarantined-at"
 CONTROLLER_NAME: Final = "trainplane-gpu-health"  # the Deployment, ServiceAccount and Event source
+# The return-or-replace state of a quarantined node (components/incluster/node_return.py):
+# RFC 3339 time the controller deleted the node's diagnostic pod to rerun it, once per quarantine;
+REDIAGNOSED_AT_ANNOTATION: Final = "trainplane.dev/rediagnosed-at"
+# the replacement the node was handed to (repair | autoscaler | needed), so each is announced once;
+REPLACEMENT_ANNOTATION: Final = "trainplane.dev/replacement"
+# set (to CONTROLLER_NAME) where the controller added cluster-autoscaler's scale-down-disabled annotation to
+# hold the node for its diagnostic; only such a hold is removed, never an administrator's.
+HOLD_ANNOTATION: Final = "trainplane.dev/scale-down-held-by"
+# RFC 3339 time the node last returned from quarantine (evidence from before it, e.g. old hang exits, is spent).
+RETURNED_AT_ANNOTATION: Final = "trainplane.dev/returned-at"
 
 # Event reasons (core/v1 Events on the Node, or on the Pod for evictions), type Normal unless noted.
 EVENT_QUARANTINED: Final = "GpuQuarantined"  # Warning

@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from infra.commands import EXIT_FAILED, EXIT_OK
-from infra.console import table
 from infra.stacks import UsageError, load_stack, read_refs, validated
+
+if TYPE_CHECKING:
+    from infra.verify.report import Report
 
 
 def cmd_verify(args: argparse.Namespace, console: Console) -> int:
@@ -21,7 +24,6 @@ def cmd_verify(args: argparse.Namespace, console: Console) -> int:
 def _verify_plan(args: argparse.Namespace, console: Console) -> int:
     from infra.verify import PlanError, plan_from_stack, verify
     from infra.verify.dump import load_for_verify
-    from infra.verify.output import print_report
 
     checks = args.check or None
     if args.dump:
@@ -46,15 +48,13 @@ def _verify_plan(args: argparse.Namespace, console: Console) -> int:
                 raise UsageError([str(e)]) from None
         else:
             report = verify(plan, checks)
-    if args.json:
-        print(json.dumps(report.as_json(), indent=2, default=str))
-    else:
-        print_report(report, console)
+    _print(report, args.json, console)
     return EXIT_OK if report.ok else EXIT_FAILED
 
 
 def _verify_cloud(args: argparse.Namespace, console: Console) -> int:
-    """`verify STACK --cloud`: read-only cloud API checks of a platform stack (infra/verify/cloud.py).
+    """`verify STACK --cloud`: read-only cloud API checks of a platform stack (infra/verify/cloud.py),
+    printed as offline and live reports are (the same table, the same JSON).
 
     When no check could run (GCP today, an existing cluster), nothing is verified: that is neither a pass
     (0: a script would go on as if the reservations were checked) nor a failed check (1: nothing failed),
@@ -69,26 +69,22 @@ def _verify_cloud(args: argparse.Namespace, console: Console) -> int:
         raise UsageError([f"{sf.path}: verify --cloud checks platform stacks (trainplane:platform)"])
     spec = validated(sf, "trainplane:platform", PlatformSpec)
     try:
-        report = verify_cloud(spec)
+        report = verify_cloud(spec, sf.name)
     except CloudError as e:
         raise UsageError([str(e)]) from None
-    if args.json:
-        print(json.dumps(report.as_json(), indent=2, default=str))
-    else:
-        if report.findings:
-            t = table(
-                f"Cloud checks ({report.cloud}; {report.source})", "check", "subject", "result", "detail"
-            )
-            for f in report.findings:
-                t.add_row(f.check, f.subject, "pass" if f.ok else "[red]FAIL[/]", f.message)
-            console.print(t)
-        for line in report.not_checked:
-            console.print(f"  [yellow]not checked:[/] {line}", soft_wrap=True, highlight=False)
-        if report.findings:
-            console.print("cloud checks passed" if report.ok else "cloud checks failed")
-    if not report.ran:
+    _print(report, args.json, console)
+    if not report.verified:
         raise UsageError([f"verify --cloud: no cloud check ran on {report.cloud}: nothing is verified"])
     return EXIT_OK if report.ok else EXIT_FAILED
+
+
+def _print(report: Report, as_json: bool, console: Console) -> None:
+    from infra.verify.output import print_report
+
+    if as_json:
+        print(json.dumps(report.as_json(), indent=2, default=str))
+    else:
+        print_report(report, console)
 
 
 def add_parsers(command: Callable[..., argparse.ArgumentParser]) -> None:

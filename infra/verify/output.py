@@ -1,4 +1,5 @@
-"""Printing a verify Report for people: a summary table, then one line per failure naming the objects."""
+"""Printing a verify Report (offline, live or `--cloud`) for people: a summary table, then one line per
+failure naming the objects."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ STYLE = {"pass": "green", "fail": "bold red", "skip": "yellow"}
 
 def print_report(report: Report, console: Console) -> None:
     where = f"{report.cloud} {report.kubernetes_version or ''}".strip()
-    how = report.source if report.mode == "offline" else f"live: {report.source}"
+    how = report.source if report.mode == "offline" else f"{report.mode}: {report.source}"
     heading(console, f"[bold]trainplane verify[/] {report.stack} ({where}, {how})")
     t = table(None, "check", "result", "failures", "examined", right=("failures", "examined"))
     for c in report.checks:
@@ -23,7 +24,10 @@ def print_report(report: Report, console: Console) -> None:
             console.print(f.line(), markup=False, highlight=False, soft_wrap=True)
         for n in c.notes:
             console.print(f"{c.name}: note: {n}", markup=False, highlight=False, soft_wrap=True, style="dim")
-    verdict = (
-        "[green]all checks passed[/]" if report.ok else f"[bold red]failed: {', '.join(report.failed())}[/]"
-    )
+    if report.failed():
+        verdict = f"[bold red]failed: {', '.join(report.failed())}[/]"
+    elif report.ok:
+        verdict = "[green]all checks passed[/]"
+    else:  # `--cloud` with every check skipped: nothing asked, not a pass (report.ok)
+        verdict = "[yellow]nothing verified: every check was skipped[/]"
     console.print(verdict)

@@ -83,6 +83,11 @@ REGISTRY: tuple[Check, ...] = (
         _C + "admission:run",
     ),
     Check(
+        "recovery",
+        "the GPU recovery loop is wired: controller and RBAC, quarantine taints, uncounted evictions, rules",
+        _C + "recovery:run",
+    ),
+    Check(
         "cloud",
         "create calls the cloud refuses, or makes too early",
         _C + "create_rules:run",

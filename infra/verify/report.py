@@ -2,6 +2,9 @@
 
 A check fails when it has at least one finding; notes say what it could not decide offline (an existing
 cluster's default StorageClass, its NetworkPolicy enforcement) and never fail it.
+
+One type for the three modes: `offline` (a plan), `live` (a running cluster) and `cloud` (`verify
+--cloud`, the cloud's own APIs: infra/verify/cloud.py).
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ from typing import Any, Literal
 
 from infra.verify.registry import CHECKS
 
-__all__ = ["CHECKS", "CheckResult", "Finding", "Report", "Status"]
+__all__ = ["CHECKS", "CheckResult", "Finding", "Mode", "Report", "Status"]
 Status = Literal["pass", "fail", "skip"]
+Mode = Literal["offline", "live", "cloud"]
 
 
 @dataclass(frozen=True)
@@ -54,12 +58,21 @@ class Report:
     stack: str
     cloud: str
     kubernetes_version: str | None
-    mode: Literal["offline", "live"]
+    mode: Mode
     source: str
     checks: list[CheckResult] = field(default_factory=list)
 
     @property
+    def verified(self) -> bool:
+        """Whether any check ran (was not skipped)."""
+        return any(c.status != "skip" for c in self.checks)
+
+    @property
     def ok(self) -> bool:
+        # `--cloud` with every check skipped (GCP today, an existing cluster) asked the cloud nothing: not a
+        # pass, or `verify --cloud && pulumi up` would go on as if the reservations had been checked.
+        if self.mode == "cloud" and not self.verified:
+            return False
         return all(c.status != "fail" for c in self.checks)
 
     @property

@@ -96,9 +96,17 @@ def trainplane(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, 
 CAMEL = re.compile(r"^[a-z][a-zA-Z0-9]*$")
 
 
-# Maps whose keys are data (resource types, Kubernetes labels and annotations, environment variables),
-# not fields of the output: docs/cli.md names them.
-DATA_MAPS = {"counts", "labels", "workloadAnnotations", "annotations", "extendedResources", "podEnv"}
+# Maps whose keys are data (resource types, Kubernetes labels and annotations, node condition types,
+# environment variables), not fields of the output: docs/cli.md names them.
+DATA_MAPS = {
+    "counts",
+    "labels",
+    "workloadAnnotations",
+    "annotations",
+    "extendedResources",
+    "podEnv",
+    "repairConditions",
+}
 
 
 def _bad_keys(value: Any, path: str = "") -> list[str]:

@@ -109,22 +109,21 @@ def test_moto_has_no_capacity_reservations(moto_url):
 
 def test_reference_stack_passes(moto_url):
     report = _report(moto_url)
-    assert report.ok, [f for f in report.findings if not f.ok]
-    by = {(f.check, f.subject): f.message for f in report.findings}
-    assert by[("reservation", "h100-block (cr-0123456789abcdef0)")] == (
-        "capacity-block scheduled: 4 x p5.48xlarge in us-east-1b until 2026-12-15T11:30:00+00:00"
-    )
-    # The spot pool shares the block's zone (one EFA layout and zone for the job's fallback).
-    assert by[("offering", "h100-spot")] == "p5.48xlarge offered in us-east-1b"
-    # The system pool names no zone: it gets the first 3 zones of the region, as the VPC does.
-    assert by[("offering", "system")] == "m6i.xlarge offered in us-east-1a, us-east-1b, us-east-1c"
-    assert sorted(s for c, s in by if c == "offering") == [
-        "h100-block",
-        "h100-od",
-        "h100-odcr",
-        "h100-spot",
-        "system",
+    assert report.ok and report.verified, [f.line() for f in report.findings]
+    # The same Report as offline and live verify, one CheckResult per check.
+    assert (report.mode, [c.name for c in report.checks]) == ("cloud", ["zones", "reservation", "offering"])
+    assert report.check("zones").examined == ["network.zones: us-east-1a, us-east-1b, us-east-1c"]
+    assert report.check("reservation").examined == [
+        "h100-block (cr-0123456789abcdef0): capacity-block scheduled: 4 x p5.48xlarge in us-east-1b "
+        "until 2026-12-15T11:30:00+00:00",
+        "h100-odcr (cr-0fedcba9876543210): default active: 2 x p5.48xlarge in us-east-1a",
     ]
+    offered = dict(e.split(": ", 1) for e in report.check("offering").examined)
+    # The spot pool shares the block's zone (one EFA layout and zone for the job's fallback).
+    assert offered["h100-spot"] == "p5.48xlarge offered in us-east-1b"
+    # The system pool names no zone: it gets the first 3 zones of the region, as the VPC does.
+    assert offered["system"] == "m6i.xlarge offered in us-east-1a, us-east-1b, us-east-1c"
+    assert sorted(offered) == ["h100-block", "h100-od", "h100-odcr", "h100-spot", "system"]
 
 
 def _with(rid, **changes):
@@ -172,17 +171,22 @@ BLOCK, ODCR = "cr-0123456789abcdef0", "cr-0fedcba9876543210"
 )
 def test_reservation_mismatches_fail_with_one_line(moto_url, table, subject, message):
     report = _report(moto_url, reservations=table)
-    failed = [(f.subject, f.message) for f in report.findings if not f.ok]
     pool = "h100-block" if subject == BLOCK else "h100-odcr"
-    assert failed == [(f"{pool} ({subject})", message)]
+    assert [(f.line(), f.objects) for f in report.findings] == [
+        (f"reservation: {pool} ({subject}): {message}", (pool, subject))
+    ]
+    assert report.failed() == ["reservation"] and not report.ok
+    # The other reservation still passes: it is examined, the failed one is not.
+    assert len(report.check("reservation").examined) == 1
 
 
 def test_instance_type_not_offered_in_the_pools_zone(moto_url):
     obj = platform_object("aws-h100-reserved")
     obj["nodePools"][3].update(gpu="H200", instanceType="p5en.48xlarge")  # h100-od, in us-east-1b
     report = _report(moto_url, obj)
-    assert [(f.subject, f.message) for f in report.findings if not f.ok] == [
-        ("h100-od", "us-east-1b offers none of p5en.48xlarge; p5en.48xlarge is offered in none of us-east-1b")
+    assert [f.line() for f in report.findings] == [
+        "offering: h100-od: us-east-1b offers none of p5en.48xlarge",
+        "offering: h100-od: p5en.48xlarge is offered in none of us-east-1b",
     ]
 
 
@@ -190,18 +194,35 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     monkeypatch.setattr(verify_api, "ec2_client", lambda region: _client(moto_url))
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["ok"] and len(out["findings"]) == 7
+    # The JSON of `verify --json` (offline and live): the same keys, mode "cloud".
+    assert list(out) == ["stack", "cloud", "kubernetesVersion", "mode", "source", "ok", "checks"]
+    assert (out["stack"], out["mode"], out["ok"]) == ("aws-h100-reserved", "cloud", True)
+    assert [(c["name"], c["status"], len(c["examined"])) for c in out["checks"]] == [
+        ("zones", "pass", 1),
+        ("reservation", "pass", 2),
+        ("offering", "pass", 5),
+    ]
     from tests.helpers.cli import _bad_keys
 
     assert _bad_keys(out) == []  # one key style (camelCase) in every command's JSON
+    # The table of offline verify, the failure as one line naming the pool and its reservation; exit 1.
+    table = _with(BLOCK, TotalInstanceCount=2)
+    monkeypatch.setattr(verify_api, "ec2_client", lambda region: _client(moto_url, table))
+    assert cli.main(["verify", "aws-h100-reserved", "--cloud"]) == 1
+    out = capsys.readouterr().out
+    assert "trainplane verify aws-h100-reserved (aws 1.33, cloud: us-east-1 via" in out
+    assert (
+        "reservation: h100-block (cr-0123456789abcdef0): holds 2 instances, the pool's maxNodes is 4\n" in out
+    )
+    assert out.rstrip().endswith("failed: reservation")
     # GCP: nothing asked, and it says so rather than passing: exit 2 (no check could run), never 0.
     assert cli.main(["verify", "gcp-h100-dws", "--cloud"]) == 2
     printed = capsys.readouterr()
     assert printed.err.strip() == "verify --cloud: no cloud check ran on gcp: nothing is verified"
-    assert "not checked: reservations" in printed.out
+    assert "reservation: note: not checked: that each `reservation` exists" in printed.out
     assert cli.main(["verify", "gcp-h100-dws", "--cloud", "--json"]) == 2
     data = json.loads(capsys.readouterr().out)
-    assert data["ok"] is False and data["ran"] is False and data["notChecked"]
+    assert data["ok"] is False and {c["status"] for c in data["checks"]} == {"skip"}
 
 
 def test_cli_without_credentials_is_one_line_exit_2(monkeypatch, tmp_path, capsys):
@@ -216,7 +237,7 @@ def test_cli_without_credentials_is_one_line_exit_2(monkeypatch, tmp_path, capsy
     assert printed.err.strip().splitlines() == [
         "verify --cloud: cannot ask the cloud: NoCredentialsError: Unable to locate credentials"
     ]
-    assert "FAIL" not in printed.out
+    assert printed.out == ""  # no report: nothing was asked
 
 
 def test_cli_without_boto3_says_so_in_one_line(monkeypatch, capsys):
@@ -247,9 +268,10 @@ def test_brought_subnets_put_a_reserved_pool_in_the_first_subnets_zone(moto_url)
     obj["storage"] = []
     obj["teams"] = [{"name": "research", "gpuQuota": 16}]
     report = verify_aws(PlatformSpec.load(obj), ec2)
-    assert [(f.check, f.message) for f in report.findings if not f.ok] == [
-        ("reservation", "is in us-east-1a, the pool in us-east-1c")
+    assert [f.line() for f in report.findings] == [
+        "reservation: h100-odcr (cr-0fedcba9876543210): is in us-east-1a, the pool in us-east-1c"
     ]
+    assert report.check("zones").examined == ["network.subnetIds: us-east-1c, us-east-1a, us-east-1b"]
     obj["network"]["subnetIds"] = [subnet["us-east-1a"], subnet["us-east-1c"]]
     assert verify_aws(PlatformSpec.load(obj), ec2).ok
 
@@ -270,4 +292,27 @@ def test_refused_credentials_are_not_a_failed_check(code, unreachable):
         with pytest.raises(cloud.CloudError, match=f"cannot ask the cloud: ClientError: .*{code}"):
             verify_api.raise_if_unreachable(e)
     else:
-        verify_api.raise_if_unreachable(e)  # a check that failed: reported as a FAIL row by the caller
+        verify_api.raise_if_unreachable(e)  # a check that failed: reported as a finding by the caller
+
+
+def test_an_unreadable_answer_is_a_one_line_finding(moto_url):
+    """moto_server answers DescribeCapacityReservations with an HTML 500 page: botocore's
+    ResponseParserError carries the page on the lines after its first; the finding keeps the first."""
+    import boto3
+    from botocore.config import Config
+
+    ec2 = boto3.client(
+        "ec2",
+        endpoint_url=moto_url,
+        region_name="us-east-1",
+        aws_access_key_id="t",
+        aws_secret_access_key="t",
+        config=Config(retries={"total_max_attempts": 1}),
+    )
+    report = verify_aws(PlatformSpec.load(platform_object("aws-h100-reserved")), ec2)
+    lines = [f.line() for f in report.findings]
+    assert [line.split(": not found or not readable: ")[0] for line in lines] == [
+        "reservation: h100-block (cr-0123456789abcdef0)",
+        "reservation: h100-odcr (cr-0fedcba9876543210)",
+    ]
+    assert all("\n" not in line for line in lines), lines

@@ -41,6 +41,20 @@ def test_the_json_keys_docs_cli_md_names_are_the_ones_printed(capsys):
         assert f"`{key}`" in doc, key
 
 
+def test_verify_cloud_prints_the_json_of_verify_and_docs_cli_md_names_its_keys(capsys):
+    # `--cloud` used to print a JSON of its own (`ran`, `findings` with `subject`, `notChecked`).
+    code, cloud = _json_of(["verify", "gcp-h100-dws", "--cloud", "--json"], capsys)
+    _, offline = _json_of(["verify", "gcp-h100-dws", "--json"], capsys)
+    assert code == 2 and (cloud["mode"], offline["mode"]) == ("cloud", "offline")
+    assert list(cloud) == list(offline)
+    assert list(cloud["checks"][0]) == [*offline["checks"][0], "skipped"]
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    for key in [*cloud, *cloud["checks"][0]]:
+        assert f"`{key}`" in doc, key
+    for gone in ("ran", "notChecked", "subject"):
+        assert f"`{gone}`" not in doc, gone
+
+
 # ---- determinism ------------------------------------------------------------------------------------
 STACK = "aws-h100-reserved"  # its critical path's third step used to change between runs
 

@@ -14,6 +14,7 @@ from components.bundle import CloudProfile, ClusterBundle
 from components.outputs import (
     READ_KEYS,
     NodePoolInfo,
+    NodeReplacement,
     PlatformOutputs,
     PodFabric,
     StorageHandle,
@@ -148,6 +149,7 @@ def test_the_platform_exports_its_backends_pool_and_storage_records_themselves(e
         topology_levels=("rack", "kubernetes.io/hostname"),
         provisioning_class="example.com/queued",
         workload_annotations={"x": "y"},
+        replacement=NodeReplacement(autoscaler_unneeded_minutes=7, repair_conditions={"Ready": 5}),
     )
     storage = StorageHandle(
         name="datasets",

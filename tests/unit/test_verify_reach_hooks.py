@@ -12,7 +12,7 @@ from infra.verify.checks import identity
 from infra.verify.cloud import verify_cloud
 from infra.verify.context import Context
 from infra.verify.model import build
-from infra.verify.report import CheckResult
+from infra.verify.report import CheckResult, Report
 from tests.helpers.plans import platform_object
 
 DEFAULTS = BackendDefaults()
@@ -104,9 +104,39 @@ def test_ingress_rules_and_create_rules_on_aws_none_by_default():
 
 def test_cloud_api_gcp_lists_what_it_does_not_check_default_asks_nothing():
     gcp = backend("gcp").verify_cloud_api(PlatformSpec.load(platform_object("gcp-h100-dws")))
-    assert not gcp.ran and gcp.not_checked[0].startswith("reservations:")
+    assert gcp is not None and gcp.mode == "cloud"
+    # Every check skipped, each saying what it would check: nothing verified, so not ok (never a pass).
+    assert [(c.name, c.status) for c in gcp.checks] == [
+        ("reservation", "skip"),
+        ("offering", "skip"),
+        ("quota", "skip"),
+    ]
+    assert gcp.check("reservation").notes[0].startswith("not checked: that each `reservation` exists")
+    assert not gcp.verified and not gcp.ok
     onprem = PlatformSpec.load(platform_object("onprem-dev"))
     assert DEFAULTS.verify_cloud_api(onprem) is None
     # verify --cloud then says there was nothing to ask (and exits 2: nothing verified).
-    default = verify_cloud(onprem)
-    assert not default.ran and default.not_checked == ["cloud kubernetes: no cloud API to ask"]
+    default = verify_cloud(onprem, "onprem-dev")
+    assert (default.stack, default.mode, default.verified, default.ok) == (
+        "onprem-dev",
+        "cloud",
+        False,
+        False,
+    )
+    assert [(c.name, c.notes) for c in default.checks] == [
+        ("cloud-api", ["cloud kubernetes: no cloud API to ask"])
+    ]
+
+
+def test_a_report_of_skipped_checks_is_a_pass_offline_and_live_but_not_with_cloud():
+    """One Report type, one rule that differs: `--cloud` that asked nothing is not ok (exit 2 in the CLI),
+    while a live run of offline-only checks keeps its exit code (0)."""
+    skipped = [CheckResult("reservation", skipped="no GCP API is asked yet")]
+    live = Report("s", "gcp", "1.33", "live", "ctx", checks=list(skipped))
+    cloud = Report("s", "gcp", "1.33", "cloud", "nothing asked", checks=list(skipped))
+    assert (live.verified, live.ok) == (False, True)
+    assert (cloud.verified, cloud.ok) == (False, False)
+    cloud.checks.append(CheckResult("offering", examined=["system: m6i.xlarge offered in us-east-1a"]))
+    assert (cloud.verified, cloud.ok) == (True, True)
+    cloud.checks[1].fail("system: us-east-1a offers none of m6i.xlarge", "system", "us-east-1a")
+    assert not cloud.ok and cloud.failed() == ["offering"]
