@@ -132,7 +132,14 @@ def controller_config(
 ) -> dict[str, Any]:
     return {
         "pools": [
-            {"name": p.name, "matchLabels": pool_selector(p), "expectedGpus": expected_gpus(op, p)}
+            {
+                "name": p.name,
+                "matchLabels": pool_selector(p),
+                "expectedGpus": expected_gpus(op, p),
+                # How a node that stays quarantined is replaced (node_return.Replacement.from_config).
+                "minNodes": p.min_nodes,
+                "replacement": p.replacement.model_dump(by_alias=True),
+            }
             for p in bundle.node_pools
             if p.gpu
         ],

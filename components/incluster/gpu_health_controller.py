@@ -6,7 +6,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from components.incluster import agent_runtime, gpu_health_operator, quarantine, recovery_names
+from components.incluster import (
+    agent_runtime,
+    gpu_health_operator,
+    node_recovery,
+    node_return,
+    quarantine,
+    recovery_names,
+    suspects,
+)
 from components.incluster import gpu_health_agent as agent
 from components.incluster.recovery_names import CONTROLLER_NAME as CONTROLLER
 from components.incluster.recovery_names import CONTROLLER_PERMISSIONS
@@ -18,7 +26,16 @@ PYTHON_IMAGE = "docker.io/library/python:3.12-slim"
 REQUIREMENTS = Path(__file__).with_name("gpu_health_requirements.txt")
 # The files the operator runs from (the ConfigMap's keys): the kopf handlers, the decision, the quarantine
 # plan, the contract's names and the API client; each imports the others as flat modules.
-SHIPPED = (gpu_health_operator, agent, quarantine, recovery_names, agent_runtime)
+SHIPPED = (
+    gpu_health_operator,
+    agent,
+    quarantine,
+    node_recovery,
+    node_return,
+    suspects,
+    recovery_names,
+    agent_runtime,
+)
 APP_DIR, DEPS_DIR = "/opt/gpu-health", "/opt/gpu-health-deps"
 HEALTH_PORT = 8080
 

@@ -1,6 +1,8 @@
 """The GPU health controller as a kopf operator (kopf 1.45.2): watches the GPU nodes, the diagnostic pods and
-the GPU pods, asks `assess()` (gpu_health_agent.py) for each node's verdict and applies it with
-quarantine.py's plan: taints, cordon, the node condition, Events and the eviction of GPU pods.
+the GPU pods, asks `assess()` (gpu_health_agent.py) for each node's verdict, adds the straggler suspects
+(suspects.py, from Prometheus' firing ALERTS), and applies node_recovery.py's plan: quarantine.py's taints,
+cordon, node condition, Events and eviction of GPU pods for a new fault; node_return.py's decision for a
+quarantined node (re-diagnose, hold, hand to replacement, or return after a diagnostic that passed since).
 
 Run: `python -m kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz
 gpu_health_operator.py`, with GPU_HEALTH_CONFIG naming the config file (gpu_health.controller_config).
@@ -35,7 +37,7 @@ from typing import Any
 import kopf
 
 try:
-    from components.incluster import quarantine
+    from components.incluster import node_recovery, node_return, quarantine, suspects
     from components.incluster.agent_runtime import JSON_PATCH, SA_DIR, KubeApi, log
     from components.incluster.gpu_health_agent import (
         Diag,
@@ -48,7 +50,10 @@ try:
     )
     from components.incluster.recovery_names import CONTROLLER_NAME, EVENT_EVICTED
 except ImportError:  # in the controller pod: shipped next to this file
+    import node_recovery  # type: ignore[import-not-found,no-redef]
+    import node_return  # type: ignore[import-not-found,no-redef]
     import quarantine  # type: ignore[import-not-found,no-redef]
+    import suspects  # type: ignore[import-not-found,no-redef]
     from agent_runtime import JSON_PATCH, SA_DIR, KubeApi, log  # type: ignore[import-not-found,no-redef]
     from gpu_health_agent import (  # type: ignore[import-not-found,no-redef]
         Diag,
@@ -78,20 +83,6 @@ def query_prometheus(url: str, query: str) -> list[dict]:
     return body["data"]["result"]
 
 
-def returns_to_service(node: dict, verdict: Verdict, controller: Controller) -> bool:
-    """THE HOOK for the return decision of a quarantined node whose verdict is clean (issue 19: a node
-    returns after a passing diagnostic, or is replaced). Until node_return.py's decision is wired here,
-    the node returns once no signal shows a fault any more, as the taint did before the quarantine."""
-    return not verdict.reasons
-
-
-def suspect_reasons(node: dict, controller: Controller) -> tuple[str, ...]:
-    """THE HOOK for faults no node signal shows (issue 19: a straggler node whose team opted into
-    quarantine, from Prometheus' firing ALERTS): reasons added to the verdict. Until suspects.py's decision
-    is wired here, none."""
-    return ()
-
-
 class Controller:
     """The config, the API client and the per-node reconcile; one per operator process."""
 
@@ -104,27 +95,52 @@ class Controller:
         )
         self.interval = float(config["intervalSeconds"])
         self.evict_gpu_pods = bool(config.get("quarantine", {}).get("evictGpuPods", True))
-        self._xids: dict[str, list[int]] = {}
-        self._xids_at = float("-inf")
+        self.return_policy = node_return.Policy(
+            rediagnose=bool(config.get("quarantine", {}).get("rediagnose", True)),
+            replace_after_minutes=float(config.get("quarantine", {}).get("replaceAfterMinutes", 30)),
+        )
+        self.team_policy = node_recovery.team_policy(config)
+        # The GPU node index (kopf's, set at startup): how many nodes each pool has.
+        self.nodes: Any = {}
+        self._cache: dict[str, tuple[float, Any]] = {}
+        self._announced: set[tuple[str, str, str]] = set()
         self._lock = threading.Lock()
         self._node_locks: dict[str, threading.Lock] = {}
 
     def in_pool(self, node: dict) -> bool:
         return pool_of(node, self.config["pools"]) is not None
 
-    def xids(self) -> dict[str, list[int]]:
-        """The last XID per GPU of every node, read from Prometheus at most once per interval."""
+    def _query(self, query: str, parse: Any) -> Any:
+        """A Prometheus instant query, parsed; asked at most once per interval (every node reads it)."""
         with self._lock:
-            if self.config.get("prometheusUrl") and self.clock() - self._xids_at >= self.interval:
-                self._xids_at = self.clock()
+            at, value = self._cache.get(query, (float("-inf"), parse([])))
+            if self.config.get("prometheusUrl") and self.clock() - at >= self.interval:
                 try:
-                    self._xids = xids_by_node(
-                        query_prometheus(self.config["prometheusUrl"], self.config["xidQuery"])
-                    )
+                    value = parse(query_prometheus(self.config["prometheusUrl"], query))
                 except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
                     # Without Prometheus the other signals still hold; the XID alert covers the gap.
-                    log("prometheus_unavailable", error=str(e))
-            return self._xids
+                    log("prometheus_unavailable", query=query, error=str(e))
+                self._cache[query] = (self.clock(), value)
+            return value
+
+    def xids(self) -> dict[str, list[int]]:
+        """The last XID per GPU of every node."""
+        return self._query(self.config["xidQuery"], xids_by_node)
+
+    def stragglers(self) -> dict[str, suspects.Suspect]:
+        """The nodes the firing straggler alerts name, with their team's choice (quarantine or Event)."""
+        return self._query(
+            suspects.STRAGGLER_QUERY,
+            lambda rows: {s.node: s for s in suspects.straggler_suspects(rows, self.team_policy)},
+        )
+
+    def pool_size(self, pool: dict) -> int:
+        return sum(
+            1 for key in list(self.nodes) for n in list(self.nodes.get(key, [])) if self.in_pool_of(n, pool)
+        )
+
+    def in_pool_of(self, node: dict, pool: dict) -> bool:
+        return pool_of(node, self.config["pools"]) == pool
 
     def reconcile(self, node: dict, diag_pods: list[dict], gpu_pods: list[dict]) -> Verdict | None:
         """Assess one node and apply what its verdict asks for. None for a node outside the GPU pools."""
@@ -148,21 +164,39 @@ class Controller:
                 now=self.clock(),
                 policy=self.policy,
             )
-            extra = suspect_reasons(node, self)
-            if extra:
-                verdict = Verdict(verdict.reasons + extra)
-            plan = quarantine.plan_node(
+            evidence = diag.detail.splitlines()[0] if diag and diag.result in ("fail", "error") else ""
+            suspect = self.stragglers().get(name)
+            if suspect is not None and suspect.action == "quarantine":
+                verdict = Verdict((*verdict.reasons, suspect.reason))
+                evidence = evidence or suspect.message
+            elif suspect is not None and suspect.key not in self._announced:
+                self._announced.add(suspect.key)
+                self.event(node, "Node", suspect.event_reason, suspect.message, "Warning")
+            ctx = node_recovery.Context(
+                container=self.config["diagnostic"]["container"],
+                policy=self.return_policy,
+                pool=node_return.Replacement.from_config(pool),
+                pool_nodes=self.pool_size(pool),
+                evict_gpu_pods=self.evict_gpu_pods,
+            )
+            plan, rediagnose = node_recovery.plan(
                 node,
                 verdict,
-                now=rfc3339(self.clock()),
-                release=returns_to_service(node, verdict, self),
-                evict_gpu_pods=self.evict_gpu_pods,
-                evidence=diag.detail.splitlines()[0] if diag and diag.result in ("fail", "error") else "",
+                ctx,
+                diag=diag,
+                diag_pod=node_recovery.newest_pod(diag_pods),
+                now=self.clock(),
+                evidence=evidence,
             )
-            self.apply(node, plan, gpu_pods, verdict)
+            if self.apply(node, plan, gpu_pods, verdict) and rediagnose:
+                # node_return asked to rerun the diagnostic: its DaemonSet makes a new pod.
+                self.evict(
+                    {"namespace": self.config["diagnostic"]["namespace"], "name": rediagnose}, name, ""
+                )
             return verdict
 
-    def apply(self, node: dict, plan: quarantine.NodePlan, gpu_pods: list[dict], verdict: Verdict) -> None:
+    def apply(self, node: dict, plan: quarantine.NodePlan, gpu_pods: list[dict], verdict: Verdict) -> bool:
+        """Send the plan; False when the guarded node patch lost a race (nothing else was sent)."""
         meta = node["metadata"]
         name = urllib.parse.quote(meta["name"])
         if plan.ops:
@@ -173,7 +207,7 @@ class Controller:
                 self.api.request("PATCH", f"/api/v1/nodes/{name}", [test, *plan.ops], JSON_PATCH)
             except urllib.error.HTTPError as e:
                 log("node_patch_failed", node=meta["name"], status=e.code)
-                return
+                return False
             log("node_patched", node=meta["name"], reasons=list(verdict.reasons), pending=verdict.pending)
         if plan.condition is not None:
             # Strategic merge: conditions merge by type, so the kubelet's own conditions stay untouched.
@@ -184,6 +218,7 @@ class Controller:
         if plan.evict:
             for pod in gpu_pods:
                 self.evict(pod, meta["name"], verdict.reasons[0])
+        return True
 
     def evict(self, pod: dict, node: str, reason: str) -> None:
         """policy/v1 Eviction: honours PodDisruptionBudgets and gives the pod DisruptionTarget, which the
@@ -198,7 +233,10 @@ class Controller:
             log("evict_failed", pod=f"{ns}/{name}", node=node, status=e.code)
             return
         log("pod_evicted", pod=f"{ns}/{name}", node=node, reason=reason)
-        self.event(pod, "Pod", EVENT_EVICTED, f"evicted from quarantined node {node} ({reason})", "Warning")
+        if reason:  # a GPU pod of a job (not the diagnostic, which node_return announces itself)
+            self.event(
+                pod, "Pod", EVENT_EVICTED, f"evicted from quarantined node {node} ({reason})", "Warning"
+            )
 
     def event(self, obj: dict, kind: str, reason: str, message: str, type_: str) -> None:
         """A core/v1 Event; a cluster-scoped object's go to `default`, as client-go's recorder does
@@ -279,6 +317,7 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: An
     settings.posting.enabled = False
     with open(os.environ[CONFIG_ENV]) as f:
         CONTROLLER = Controller(json.load(f), LoginApi())
+    CONTROLLER.nodes = kwargs["gpu_nodes"]
     memo.round = asyncio.create_task(
         _rounds(CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"])
     )

@@ -88,7 +88,7 @@ def is_gpu_pod(pod: dict) -> bool:
     return False
 
 
-def _pointer(*parts: str) -> str:
+def pointer(*parts: str) -> str:
     # RFC 6901: "~" -> "~0", "/" -> "~1" (annotation keys carry a "/").
     return "/" + "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
 
@@ -155,7 +155,7 @@ def _quarantine(
         ops.append({"op": "add", "path": "/metadata/annotations", "value": wanted})
     else:
         ops += [
-            {"op": "add", "path": _pointer("metadata", "annotations", k), "value": v}
+            {"op": "add", "path": pointer("metadata", "annotations", k), "value": v}
             for k, v in wanted.items()
         ]
     cond = _condition(node)
@@ -173,9 +173,9 @@ def _quarantine(
 def _release(node: dict, ops: list, now: str) -> NodePlan:
     annotations = node.get("metadata", {}).get("annotations") or {}
     if QUARANTINED_AT_ANNOTATION in annotations:
-        ops.append({"op": "remove", "path": _pointer("metadata", "annotations", QUARANTINED_AT_ANNOTATION)})
+        ops.append({"op": "remove", "path": pointer("metadata", "annotations", QUARANTINED_AT_ANNOTATION)})
     if annotations.get(CORDONED_BY_ANNOTATION) == CONTROLLER_NAME:
-        ops.append({"op": "remove", "path": _pointer("metadata", "annotations", CORDONED_BY_ANNOTATION)})
+        ops.append({"op": "remove", "path": pointer("metadata", "annotations", CORDONED_BY_ANNOTATION)})
         if node.get("spec", {}).get("unschedulable"):
             ops.append({"op": "remove", "path": "/spec/unschedulable"})
     cond = _condition(node)

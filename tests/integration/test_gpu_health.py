@@ -24,6 +24,7 @@ from components.incluster.recovery_names import (
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
     EVENT_QUARANTINED,
+    EVENT_REDIAGNOSING,
     EVENT_RETURNED,
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT,
@@ -34,11 +35,15 @@ from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import node
 
 
-def diag_pod(node_name, result="pass"):
-    state = {"terminated": {"exitCode": 0, "message": f"result={result} rc=0\n"}}
+def diag_pod(node_name, result="pass", started="2026-11-20T11:00:00Z", name=None):
+    state = {"terminated": {"exitCode": 0, "message": f"result={result} rc=0\n", "startedAt": started}}
     return {
         "kind": "Pod",
-        "metadata": {"name": f"diag-{node_name}", "namespace": "gpu-operator", "labels": {"app": DIAG}},
+        "metadata": {
+            "name": name or f"diag-{node_name}",
+            "namespace": "gpu-operator",
+            "labels": {"app": DIAG},
+        },
         "spec": {"nodeName": node_name, "containers": [{"name": "done"}]},
         "status": {"phase": "Running", "initContainerStatuses": [{"name": "dcgm-diag", "state": state}]},
     }
@@ -188,7 +193,12 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
             "namespace": "team-a",
         }
         # Only the GPU pod went: not the CPU pod, not the DaemonSet's, nothing on the healthy node.
-        assert kube.evictions == [("team-a", "train-0")]
+        wait_for(
+            "diagnostics rerun",
+            lambda: {("gpu-operator", "diag-bad"), ("gpu-operator", "diag-admin")} <= set(kube.evictions),
+            proc,
+        )
+        assert [e for e in kube.evictions if e[0] != "gpu-operator"] == [("team-a", "train-0")]
         assert {p["metadata"]["name"] for p in kube.objects("pods")} >= {"logger", "dcgm-exporter", "train-1"}
         # The healthy node and the CPU node were never written.
         assert not [
@@ -198,8 +208,19 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         ]
         admin = kube.get_obj("nodes", "admin")
         assert CORDONED_BY_ANNOTATION not in admin["metadata"]["annotations"]  # we did not cordon it
-        # The XID on admin clears: the quarantine is lifted, the administrator's cordon stays.
+        # node_return: the diagnostics from before the quarantine were rerun (their pods evicted, once).
+        assert sorted(e["involvedObject"]["name"] for e in kube.events(EVENT_REDIAGNOSING)) == [
+            "admin",
+            "bad",
+        ]
+        # The XID on admin clears: no return without a diagnostic that passed since the quarantine.
         kube.prometheus = [xid("bad", 79), xid("good", 13)]
+        time.sleep(3)
+        assert condition(kube.get_obj("nodes", "admin"))["status"] == "True"
+        # Its DaemonSet's new pod passes: the quarantine is lifted, the administrator's cordon stays.
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+        kube.create("pods", diag_pod("admin", started=now, name="diag-admin-2"))
+        kube.create("pods", diag_pod("bad", started=now, name="diag-bad-2"))
         wait_for(
             "admin returned",
             lambda: (condition(kube.get_obj("nodes", "admin")) or {}).get("status") == "False",
@@ -210,7 +231,9 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         assert QUARANTINE_TAINT not in taint_keys(admin)
         assert QUARANTINED_AT_ANNOTATION not in admin["metadata"].get("annotations", {})
         assert [e["involvedObject"]["name"] for e in kube.events(EVENT_RETURNED)] == ["admin"]
-        # Still faulty: bad stays quarantined and is not announced twice.
+        # Still faulty (its XID stays), however its diagnostic went: bad stays quarantined, announced once.
+        time.sleep(2)
+        assert condition(kube.get_obj("nodes", "bad"))["status"] == "True"
         assert len([e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]) == 1
     out = (tmp_path / "operator.log").read_text()
     assert "Traceback" not in out, out
@@ -225,7 +248,8 @@ def test_operator_without_eviction_only_taints_and_marks(tmp_path):
         time.sleep(2)  # two more rounds
         bad = kube.get_obj("nodes", "bad")
         assert QUARANTINE_TAINT in taint_keys(bad) and not bad["spec"].get("unschedulable")
-        assert kube.evictions == []
+        # No job's pod was evicted (the diagnostic's was, to rerun it: quarantine.rediagnose).
+        assert [e for e in kube.evictions if e[0] != "gpu-operator"] == []
 
 
 @pytest.mark.parametrize(

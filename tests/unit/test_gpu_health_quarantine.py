@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import pytest
 
-from components.incluster.gpu_health_agent import Verdict
+from components.incluster.gpu_health_agent import Diag, Verdict
 from components.incluster.gpu_health_operator import Controller
+from components.incluster.node_recovery import Context
+from components.incluster.node_recovery import plan as recovery_plan
+from components.incluster.node_return import Policy, Replacement, rfc3339
 from components.incluster.quarantine import condition_reason, is_gpu_pod, plan_node
 from components.incluster.recovery_names import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
     EVENT_QUARANTINED,
+    EVENT_REDIAGNOSING,
     EVENT_RETURNED,
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT,
     QUARANTINED_AT_ANNOTATION,
+    REDIAGNOSED_AT_ANNOTATION,
 )
 from tests.helpers.fake_kube import json_patch, merge_patch
 from tests.helpers.gpu_health import node
@@ -154,7 +159,7 @@ CONFIG = {
     "ignoredXids": [13],
     "startupGraceSeconds": 1200,
     "prometheusUrl": "",
-    "xidQuery": "",
+    "xidQuery": "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)",
     "intervalSeconds": 30,
     "quarantine": {"evictGpuPods": True},
 }
@@ -163,7 +168,8 @@ CONFIG = {
 def test_reconcile_sends_the_guarded_patch_then_the_condition_events_and_evictions():
     api = Api()
     controller = Controller(CONFIG, api, clock=lambda: 1795650000.0)
-    controller._xids = {"gpu-a": [79]}  # as read from Prometheus (no URL here: never refreshed)
+    # As read from Prometheus (no URL here: never asked again).
+    controller._cache[CONFIG["xidQuery"]] = (0.0, {"gpu-a": [79]})
     verdict = controller.reconcile(node(), [], [{"namespace": "team-a", "name": "train-0", "uid": "u"}])
     assert verdict is not None and verdict.reasons == ("xid-79",)
     (patch, status, event, eviction, evicted_event) = api.calls
@@ -178,3 +184,61 @@ def test_reconcile_sends_the_guarded_patch_then_the_condition_events_and_evictio
     )
     # A node outside the GPU pools is not assessed.
     assert controller.reconcile(node("cpu", pool="system"), [], []) is None
+
+
+# ---- after the quarantine: node_return's decision through node_recovery.plan ---------------------
+
+
+def diag_pod(result: str, started: str, name: str = "diag-gpu-a") -> dict:
+    term = {"exitCode": 0, "message": f"result={result} rc=0", "startedAt": started}
+    status = {"initContainerStatuses": [{"name": "dcgm-diag", "state": {"terminated": term}}]}
+    return {
+        "metadata": {"name": name, "creationTimestamp": started},
+        "spec": {"nodeName": "gpu-a"},
+        "status": status,
+    }
+
+
+CTX = Context(container="dcgm-diag", policy=Policy(), pool=Replacement(), pool_nodes=1, evict_gpu_pods=True)
+T_Q = 1795650000.0  # the quarantine
+BEFORE, AFTER = "2026-11-20T11:00:00Z", "2026-11-26T00:30:00Z"
+
+
+def quarantined(admin_cordon: bool = False) -> dict:
+    n = node()
+    if admin_cordon:
+        n["spec"]["unschedulable"] = True
+    return written(n, plan_node(n, XID79, now=rfc3339(T_Q)))
+
+
+def test_a_quarantined_node_stays_until_a_diagnostic_passes_after_the_quarantine():
+    n = quarantined()
+    old = diag_pod("pass", BEFORE)
+    # The fault cleared, but the only pass is from before: held, and its diagnostic is rerun once.
+    p, rerun = recovery_plan(n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=old, now=T_Q + 60)
+    assert rerun == "diag-gpu-a" and [e.reason for e in p.events] == [EVENT_REDIAGNOSING]
+    after = written(n, p)
+    assert cond_of(after)["status"] == "True" and after["spec"]["unschedulable"] is True
+    assert QUARANTINE_TAINT in {t["key"] for t in after["spec"]["taints"]}
+    again, rerun = recovery_plan(after, HEALTHY, CTX, diag=Diag("pass"), diag_pod=old, now=T_Q + 90)
+    assert rerun is None and again.events == []  # once per quarantine
+    # A pass that started after the quarantine, no signal left: returned, our cordon lifted.
+    new = diag_pod("pass", AFTER, "diag-gpu-a-2")
+    back, _ = recovery_plan(after, HEALTHY, CTX, diag=Diag("pass"), diag_pod=new, now=T_Q + 600)
+    returned = written(after, back)
+    assert [e.reason for e in back.events] == [EVENT_RETURNED]
+    assert cond_of(returned)["status"] == "False" and not returned["spec"].get("unschedulable")
+    assert QUARANTINE_TAINT not in {t["key"] for t in returned["spec"]["taints"]}
+    # The same pass with the fault still there returns nothing.
+    still, _ = recovery_plan(after, XID79, CTX, diag=Diag("pass"), diag_pod=new, now=T_Q + 600)
+    assert EVENT_RETURNED not in [e.reason for e in still.events]
+
+
+def test_a_return_keeps_an_administrators_cordon():
+    n = quarantined(admin_cordon=True)
+    n["metadata"]["annotations"][REDIAGNOSED_AT_ANNOTATION] = rfc3339(T_Q + 1)
+    back, _ = recovery_plan(
+        n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=diag_pod("pass", AFTER), now=T_Q + 600
+    )
+    returned = written(n, back)
+    assert cond_of(returned)["status"] == "False" and returned["spec"]["unschedulable"] is True
