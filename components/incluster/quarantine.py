@@ -118,10 +118,11 @@ def plan_node(
 ) -> NodePlan:
     """The patch, condition, Events and eviction that bring `node` to what `verdict` asks for.
 
-    `now` is RFC 3339. `release` is the return decision for a quarantined node whose verdict is clean
-    (the hook the operator fills); without it the node stays quarantined as it is. `evict_gpu_pods`
-    (gpuHealth.quarantine.evictGpuPods) cordons the node and evicts its GPU pods; without it the taint,
-    the condition and the Event only.
+    `now` is RFC 3339. `release` says whether a quarantined node whose verdict is clean returns; the
+    operator always passes False (node_recovery.py: a quarantined node returns by node_return's decision,
+    after a diagnostic that passed since) and True is the plain rule "returns once no fault shows".
+    `evict_gpu_pods` (gpuHealth.quarantine.evictGpuPods) cordons the node and evicts its GPU pods; without
+    it the taint, the condition and the Event only.
     """
     quarantined = is_quarantined(node)
     if not verdict.reasons and quarantined and not release:
