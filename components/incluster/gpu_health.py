@@ -46,7 +46,8 @@ from components.incluster.gpu_health_controller import (
     controller_rules,
     shipped_files,
 )
-from components.incluster.names import PROMETHEUS_RELEASE
+from components.incluster.job_pod import CONTAINER as TRAINER_CONTAINER
+from components.incluster.names import JOB_LABEL, PROMETHEUS_RELEASE
 from components.spec import GpuHealthSpec, GpuOperatorSpec
 
 CONTROLLER = recovery_names.CONTROLLER_NAME
@@ -159,8 +160,9 @@ def controller_config(
             "rediagnose": health.quarantine.rediagnose,
             "replaceAfterMinutes": health.quarantine.replace_after_minutes,
         },
-        # For the suspects hook: a firing straggler alert quarantines the node only in these namespaces
-        # (an Event elsewhere).
+        # Hang exits (suspects.hang_exits): the training pods' trainer container and job label.
+        "hangs": {"container": TRAINER_CONTAINER, "jobLabel": JOB_LABEL},
+        # A firing straggler alert quarantines the node only in these namespaces (an Event elsewhere).
         "stragglers": {
             "alert": recovery_names.ALERT_STRAGGLER,
             "quarantineNamespaces": sorted(straggler_quarantine),

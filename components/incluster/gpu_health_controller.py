@@ -9,6 +9,7 @@ from typing import Any
 from components.incluster import (
     agent_runtime,
     gpu_health_operator,
+    node_reconcile,
     node_recovery,
     node_return,
     quarantine,
@@ -28,6 +29,7 @@ REQUIREMENTS = Path(__file__).with_name("gpu_health_requirements.txt")
 # plan, the contract's names and the API client; each imports the others as flat modules.
 SHIPPED = (
     gpu_health_operator,
+    node_reconcile,
     agent,
     quarantine,
     node_recovery,

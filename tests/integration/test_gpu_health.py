@@ -239,17 +239,40 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
     assert "Traceback" not in out, out
 
 
-def test_operator_without_eviction_only_taints_and_marks(tmp_path):
-    kube = FakeKube(
-        [kube_node("bad"), diag_pod("bad"), pod("train-0", "bad", gpus=8)], prometheus=[xid("bad", 79)]
-    )
-    with operator(tmp_path, kube, quarantine={"evictGpuPods": False}) as proc:
+def hung(name, node_name, job, minutes_ago):
+    finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - minutes_ago * 60))
+    p = pod(name, node_name, gpus=8)
+    p["metadata"]["labels"] = {"trainplane.dev/job": job}
+    p["spec"]["containers"][0]["name"] = "trainer"
+    p["status"] = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": "trainer", "state": {"terminated": {"exitCode": 124, "finishedAt": finished}}}
+        ],
+    }
+    return p
+
+
+def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_path):
+    objs = [kube_node("bad"), diag_pod("bad"), pod("train-0", "bad", gpus=8)]
+    # Two jobs hung on "hung" (two incidents within 6 hours): a suspect; "once" hung once: not.
+    objs += [kube_node("hung"), diag_pod("hung"), hung("a-0", "hung", "a", 90), hung("b-0", "hung", "b", 20)]
+    objs += [kube_node("once"), diag_pod("once"), hung("c-0", "once", "c", 20)]
+    kube = FakeKube(objs, prometheus=[xid("bad", 79)])
+    config = {
+        "quarantine": {"evictGpuPods": False},
+        "hangs": {"container": "trainer", "jobLabel": "trainplane.dev/job"},
+    }
+    with operator(tmp_path, kube, **config) as proc:
         wait_for("bad quarantined", lambda: condition(kube.get_obj("nodes", "bad")) is not None, proc)
+        wait_for("hung quarantined", lambda: condition(kube.get_obj("nodes", "hung")) is not None, proc)
         time.sleep(2)  # two more rounds
         bad = kube.get_obj("nodes", "bad")
         assert QUARANTINE_TAINT in taint_keys(bad) and not bad["spec"].get("unschedulable")
         # No job's pod was evicted (the diagnostic's was, to rerun it: quarantine.rediagnose).
         assert [e for e in kube.evictions if e[0] != "gpu-operator"] == []
+        assert condition(kube.get_obj("nodes", "hung"))["reason"] == "TrainerHang"
+        assert condition(kube.get_obj("nodes", "once")) is None
 
 
 @pytest.mark.parametrize(

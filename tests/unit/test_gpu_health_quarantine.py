@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from components.incluster.gpu_health_agent import Diag, Verdict
-from components.incluster.gpu_health_operator import Controller
+from components.incluster.node_reconcile import Controller
 from components.incluster.node_recovery import Context
 from components.incluster.node_recovery import plan as recovery_plan
 from components.incluster.node_return import Policy, Replacement, rfc3339
@@ -242,3 +242,24 @@ def test_a_return_keeps_an_administrators_cordon():
     )
     returned = written(n, back)
     assert cond_of(returned)["status"] == "False" and returned["spec"]["unschedulable"] is True
+
+
+def hung_pod(name: str, job: str, finished: str) -> dict:
+    term = {"exitCode": 124, "finishedAt": finished}
+    return {
+        "metadata": {"name": name, "namespace": "team-a", "labels": {"trainplane.dev/job": job}},
+        "spec": {"nodeName": "gpu-a"},
+        "status": {"containerStatuses": [{"name": "trainer", "state": {"terminated": term}}]},
+    }
+
+
+def test_two_hang_incidents_on_a_node_quarantine_it_one_does_not():
+    api = Api()
+    config = {**CONFIG, "hangs": {"container": "trainer", "jobLabel": "trainplane.dev/job"}}
+    controller = Controller(config, api, clock=lambda: 1795650000.0)
+    controller.saw_pod(hung_pod("a-0", "a", "2026-11-26T00:10:00Z"))
+    assert controller.reconcile(node(), [], []).reasons == ()
+    controller.saw_pod(hung_pod("b-0", "b", "2026-11-26T00:30:00Z"))  # another incident, same node
+    assert controller.reconcile(node(), [], []).reasons == ("TrainerHang",)
+    patch = api.calls[0]
+    assert {"key": QUARANTINE_TAINT, "value": "TrainerHang", "effect": "NoSchedule"} in patch[2][1]["value"]
