@@ -157,6 +157,7 @@ def test_controller_knows_each_gpu_pool_and_its_gpu_count(stack, match):
     # The operator and every module it imports, as they are in the package (the pod imports them flat).
     here = Path(agent.__file__).parent
     for name in (
+        "node_reconcile.py",
         "node_recovery.py",
         "node_return.py",
         "suspects.py",
