@@ -116,7 +116,7 @@ async def _rounds(controller: Controller, nodes: kopf.Index, diags: kopf.Index, 
                     await asyncio.to_thread(
                         controller.reconcile, node, list(diags.get(name, [])), list(gpu_pods.get(name, []))
                     )
-                except (OSError, ValueError, KeyError) as e:
+                except Exception as e:  # one node's failure must not end the rounds
                     log("round_failed", node=name, error=repr(e))
 
 

@@ -135,9 +135,15 @@ class Controller:
         return found[0] if found else None
 
     def pool_size(self, pool: dict) -> int:
-        return sum(
-            1 for key in list(self.nodes) for n in list(self.nodes.get(key, [])) if self.in_pool_of(n, pool)
-        )
+        """How many nodes of `pool` the node index holds. It is read from a worker thread while kopf's loop
+        updates it: a read that met an update is taken again."""
+        for _ in range(5):
+            try:
+                nodes = [n for key in list(self.nodes) for n in list(self.nodes.get(key, []))]
+                return sum(1 for n in nodes if self.in_pool_of(n, pool))
+            except RuntimeError:  # changed size during iteration
+                continue
+        return 0
 
     def in_pool_of(self, node: dict, pool: dict) -> bool:
         return pool_of(node, self.config["pools"]) == pool
