@@ -1,0 +1,385 @@
+"""A training job's timeline, built from what was read (pure: plain dicts in, dataclasses out).
+
+`build(state, series)`: the admissions (the Kueue Workload's conditions and Events), the job's own
+conditions, and its restarts, each with its cause (infra/status/causes.py), whether it counted against
+`maxRestarts`, and from Prometheus the steps and GPU-hours it lost (infra/status/goodput.py).
+
+Restarts of a JobSet come from the JobSet controller's Events (jobset v0.12.0
+pkg/controllers/failure_policy.go: one Warning Event per restart, reason
+RestartJobSetFailurePolicyAction when it counts against maxRestarts,
+RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction when not; plus an Event whose reason is the Restarting
+condition's, `FailurePolicy_<rule name>`), numbered against `status.restarts`; Events expire (the API
+server keeps them an hour by default), so older restarts show as such. The pods of a restart's failed
+attempt carry `jobset.sigs.k8s.io/restart-attempt` (pkg/constants/constants.go RestartsKey) = the restart's
+number - 1. A Kueue eviction (the JobSet suspended and re-admitted, no JobSet restart) is a restart too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from infra.status.causes import Evidence, classify
+from infra.status.goodput import Loss, Series, restart_loss
+
+# JobSet v0.12.0 pkg/constants/constants.go.
+RESTART_COUNTED = "RestartJobSetFailurePolicyAction"
+RESTART_UNCOUNTED = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+RULE_EVENT_PREFIX = "FailurePolicy_"  # RestartingJobSetReasonFailurePolicyFormat "FailurePolicy_%s"
+RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
+# Kueue v0.19.2 apis/kueue/v1beta2/workload_types.go: the Workload conditions an admission goes through.
+WORKLOAD_CONDITIONS = (
+    "QuotaReserved",
+    "Admitted",
+    "PodsReady",
+    "Evicted",
+    "Preempted",
+    "Requeued",
+    "Finished",
+)
+# Kueue's Workload Events (pkg/scheduler/scheduler.go "QuotaReserved", "Admitted"; eviction:
+# "EvictedDueTo<reason>", pkg/workload/evict/evict.go).
+WORKLOAD_EVENTS = ("QuotaReserved", "Admitted")
+EVICTED_EVENT_PREFIX = "EvictedDueTo"
+# Events of the failed attempt can be stamped a little after the restart that they caused.
+SLACK_S = 5.0
+
+
+@dataclass(frozen=True)
+class JobState:
+    """What the reader got from the cluster for one job (API objects as JSON dicts)."""
+
+    namespace: str
+    name: str
+    kind: str  # JobSet, or Job (an elastic job)
+    object: dict[str, Any]
+    workloads: list[dict[str, Any]] = field(default_factory=list)
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the timeline: when, on what, what happened, why."""
+
+    time: str | None
+    source: str
+    what: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Restart:
+    number: int | None  # the JobSet's restart number (1 = the first); None for a Kueue eviction
+    time: str | None
+    via: str  # "JobSet", "Kueue", "pod" (an elastic job's pod replaced)
+    cause: str
+    counted: bool | None  # against maxRestarts; None when not known
+    evidence: str
+    loss: Loss
+
+
+@dataclass(frozen=True)
+class Timeline:
+    namespace: str
+    name: str
+    kind: str
+    state: str
+    gpus: int
+    restarts: int  # status.restarts (a JobSet), else the restarts listed
+    counted: int | None  # status.restartsCountTowardsMax
+    max_restarts: int | None
+    entries: list[Entry]
+    restart_list: list[Restart]
+    prometheus: str | None  # why there are no Prometheus figures; None when there are
+
+    @property
+    def steps_lost(self) -> int | None:
+        values = [r.loss.steps for r in self.restart_list if r.loss.steps is not None]
+        return sum(values) if values else None
+
+    @property
+    def gpu_hours_lost(self) -> float | None:
+        values = [h for r in self.restart_list if (h := r.loss.gpu_hours(self.gpus)) is not None]
+        return round(sum(values), 2) if values else None
+
+
+def when(value: str | None) -> float | None:
+    """Unix seconds of an RFC 3339 time of the API (None stays None)."""
+    return datetime.fromisoformat(value).timestamp() if value else None
+
+
+def event_time(e: Mapping[str, Any]) -> str | None:
+    """core/v1 Events set lastTimestamp; events.k8s.io ones (Kueue 0.19) eventTime, possibly with a series."""
+    series = e.get("series") or {}
+    return (
+        series.get("lastObservedTime")
+        or e.get("lastTimestamp")
+        or e.get("eventTime")
+        or e.get("firstTimestamp")
+        or (e.get("metadata") or {}).get("creationTimestamp")
+    )
+
+
+def _occurrences(e: Mapping[str, Any]) -> list[str | None]:
+    """The times of each occurrence an Event stands for: the API folds repeats into one (count, or
+    series.count) with their first and last time; the times between are not kept."""
+    n = int((e.get("series") or {}).get("count") or e.get("count") or 1)
+    last = event_time(e)
+    first = e.get("firstTimestamp") or e.get("eventTime") or last
+    return [last] if n <= 1 else [first, *([None] * (n - 2)), last]
+
+
+def job_gpus(obj: Mapping[str, Any], kind: str) -> int:
+    """GPUs of the whole job: replicas x pods x the GPUs each pod's containers request."""
+    jobs = (
+        [((r.get("replicas") or 1), r.get("template") or {}) for r in obj["spec"].get("replicatedJobs") or []]
+        if kind == "JobSet"
+        else [(1, obj)]
+    )
+    total = 0
+    for replicas, job in jobs:
+        spec = job.get("spec") or {}
+        pods = spec.get("parallelism") or spec.get("completions") or 1
+        containers = ((spec.get("template") or {}).get("spec") or {}).get("containers") or []
+        per_pod = sum(
+            int(((c.get("resources") or {}).get("limits") or {}).get("nvidia.com/gpu", 0)) for c in containers
+        )
+        total += replicas * pods * per_pod
+    return total
+
+
+def _conditions(obj: Mapping[str, Any], source: str, types: Iterable[str] | None = None) -> list[Entry]:
+    return [
+        Entry(
+            c.get("lastTransitionTime"),
+            source,
+            f"{c['type']}={c.get('status')}",
+            ": ".join(x for x in (c.get("reason"), c.get("message")) if x),
+        )
+        for c in (obj.get("status") or {}).get("conditions") or []
+        if types is None or c.get("type") in types
+    ]
+
+
+def _kind(e: Mapping[str, Any]) -> tuple[str, str]:
+    ref = e.get("involvedObject") or e.get("regarding") or {}
+    return str(ref.get("kind", "")), str(ref.get("name", ""))
+
+
+def _admissions(state: JobState) -> tuple[list[Entry], list[tuple[str | None, str]]]:
+    """The Workloads' conditions and Events (an Event the condition already shows is left out), and the
+    Kueue evictions (time, reason)."""
+    entries: list[Entry] = []
+    evictions: list[tuple[str | None, str]] = []
+    for wl in state.workloads:
+        name = wl["metadata"]["name"]
+        conds = _conditions(wl, f"Workload {name}", WORKLOAD_CONDITIONS)
+        shown = {
+            (c.what.split("=")[0], c.time, c.detail.split(":")[0]) for c in conds if c.what.endswith("=True")
+        }
+        entries += conds
+        for e in state.events:
+            if _kind(e) != ("Workload", name):
+                continue
+            reason = str(e.get("reason", ""))
+            if reason.startswith(EVICTED_EVENT_PREFIX):
+                cause = reason[len(EVICTED_EVENT_PREFIX) :]
+                for t in _occurrences(e):
+                    evictions.append((t, cause))
+                    if ("Evicted", t, cause) not in shown:
+                        entries.append(
+                            Entry(t, f"Workload {name}", "Evicted", f"{cause}: {e.get('message', '')}")
+                        )
+            elif reason in WORKLOAD_EVENTS:
+                for t in _occurrences(e):
+                    if (reason, t, reason) not in shown and not any(
+                        k == reason and tt == t for k, tt, _ in shown
+                    ):
+                        entries.append(Entry(t, f"Workload {name}", reason, str(e.get("message", ""))))
+        for c in conds:
+            kind, _, status = c.what.partition("=")
+            reason = c.detail.split(":")[0]
+            if kind == "Evicted" and status == "True" and (c.time, reason) not in evictions:
+                evictions.append((c.time, reason))
+    return entries, evictions
+
+
+def _state(state: JobState) -> str:
+    conds = {c.get("type"): c for c in (state.object.get("status") or {}).get("conditions") or []}
+    for kind in ("Completed", "Complete", "Failed", "Suspended"):
+        c = conds.get(kind)
+        if c and c.get("status") == "True":
+            return f"{kind} ({c['reason']})" if kind == "Failed" and c.get("reason") else kind
+    return "Running" if state.pods else "Pending"
+
+
+def _in_window(state: JobState, start: float | None, end: float | None) -> list[dict[str, Any]]:
+    out = []
+    for e in state.events:
+        t = when(event_time(e))
+        if t is None or (start is not None and t <= start) or (end is not None and t > end + SLACK_S):
+            continue
+        out.append(e)
+    return out
+
+
+def _attempt_pods(state: JobState, attempt: int) -> list[dict[str, Any]]:
+    return [
+        p
+        for p in state.pods
+        if ((p.get("metadata") or {}).get("labels") or {}).get(RESTART_ATTEMPT_LABEL) == str(attempt)
+    ]
+
+
+def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
+    status = state.object.get("status") or {}
+    total = int(status.get("restarts") or 0)
+    own = [e for e in state.events if _kind(e) == ("JobSet", state.name)]
+    actions = (
+        sorted(
+            (
+                (t, e["reason"] == RESTART_COUNTED, e)
+                for e in own
+                if e.get("reason") in (RESTART_COUNTED, RESTART_UNCOUNTED)
+                for t in _occurrences(e)
+            ),
+            key=lambda x: when(x[0]) or 0.0,
+        )[-total:]
+        if total
+        else []
+    )
+    rules = [
+        (when(event_time(e)), e["reason"][len(RULE_EVENT_PREFIX) :])
+        for e in own
+        if str(e.get("reason", "")).startswith(RULE_EVENT_PREFIX)
+    ]
+    for c in status.get("conditions") or []:
+        if c.get("type") == "RestartingJobSet" and str(c.get("reason", "")).startswith(RULE_EVENT_PREFIX):
+            rules.append((when(c.get("lastTransitionTime")), c["reason"][len(RULE_EVENT_PREFIX) :]))
+    known = [None] * (total - len(actions)) + actions
+    out: list[Restart] = []
+    previous: float | None = None
+    for i, action in enumerate(known, start=1):
+        pods = _attempt_pods(state, i - 1)
+        if action is None:
+            cause = classify(Evidence(pods=pods, nodes=state.nodes))
+            out.append(
+                Restart(
+                    i,
+                    None,
+                    "JobSet",
+                    cause.cause,
+                    None,
+                    f"{cause.evidence} (its Events expired)",
+                    Loss(note="no restart time"),
+                )
+            )
+            continue
+        t, counted, _ = action
+        ts = when(t)
+        rule = next(
+            (r for rt, r in rules if rt is not None and ts is not None and abs(rt - ts) <= SLACK_S), None
+        )
+        cause = classify(
+            Evidence(pods=pods, nodes=state.nodes, events=_in_window(state, previous, ts), rule=rule)
+        )
+        out.append(
+            Restart(
+                i,
+                t,
+                "JobSet",
+                cause.cause,
+                counted,
+                cause.evidence,
+                restart_loss(series, ts, _next_time(known, i)),
+            )
+        )
+        previous = ts
+    return out
+
+
+def _next_time(known: list[Any], i: int) -> float | None:
+    return next((when(a[0]) for a in known[i:] if a is not None and a[0]), None)
+
+
+def _pod_restarts(state: JobState, series: Series | None) -> list[Restart]:
+    """An elastic job (batch/v1 Job): each failed trainer pod still listed is a restart of its rank."""
+    from infra.status.causes import trainer_exit_code
+    from trainer import contract
+
+    out = []
+    for pod in state.pods:
+        if (pod.get("status") or {}).get("phase") != "Failed":
+            continue
+        code = trainer_exit_code(pod)
+        cause = classify(
+            Evidence(
+                pods=[pod],
+                nodes=state.nodes,
+                events=[e for e in state.events if _kind(e)[1] == pod["metadata"]["name"]],
+            )
+        )
+        disrupted = any(
+            c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+            for c in pod["status"].get("conditions") or []
+        )
+        counted = None if code is None else not disrupted and contract.exit_action(code) == "count"
+        t = pod["metadata"].get("deletionTimestamp") or _finished(pod)
+        out.append(
+            Restart(None, t, "pod", cause.cause, counted, cause.evidence, restart_loss(series, when(t), None))
+        )
+    return out
+
+
+def _finished(pod: Mapping[str, Any]) -> str | None:
+    for s in (pod.get("status") or {}).get("containerStatuses") or []:
+        if t := ((s.get("state") or {}).get("terminated") or {}).get("finishedAt"):
+            return str(t)
+    return None
+
+
+def build(state: JobState, series: Series | None = None, prometheus_note: str | None = None) -> Timeline:
+    """The timeline of `state`; `series` from Prometheus, or None with `prometheus_note` saying why."""
+    admissions, evictions = _admissions(state)
+    jobset = state.kind == "JobSet"
+    restarts = _jobset_restarts(state, series) if jobset else _pod_restarts(state, series)
+    for t, reason in evictions:
+        cause = classify(Evidence(events=_in_window(state, None, when(t)), kueue_reason=reason))
+        restarts.append(
+            Restart(None, t, "Kueue", cause.cause, False, cause.evidence, restart_loss(series, when(t), None))
+        )
+    restarts.sort(key=lambda r: (when(r.time) is None, when(r.time) or 0.0, r.number or 0))
+    entries = admissions + _conditions(state.object, f"{state.kind} {state.name}")
+    # A Kueue eviction is on the timeline already (the Workload's Evicted condition or Event).
+    entries += [
+        Entry(r.time, f"{state.kind} {state.name}", _restart_what(r), f"{r.cause}: {r.evidence}")
+        for r in restarts
+        if r.via != "Kueue"
+    ]
+    entries.sort(key=lambda e: (when(e.time) is None, when(e.time) or 0.0, e.source, e.what))
+    status = state.object.get("status") or {}
+    policy = (state.object.get("spec") or {}).get("failurePolicy") or {}
+    return Timeline(
+        namespace=state.namespace,
+        name=state.name,
+        kind=state.kind,
+        state=_state(state),
+        gpus=job_gpus(state.object, state.kind),
+        restarts=int(status.get("restarts") or 0) if jobset else len(restarts),
+        counted=int(status.get("restartsCountTowardsMax") or 0) if jobset else None,
+        max_restarts=policy.get("maxRestarts")
+        if jobset
+        else (state.object.get("spec") or {}).get("backoffLimit"),
+        entries=entries,
+        restart_list=restarts,
+        prometheus=prometheus_note if series is None else None,
+    )
+
+
+def _restart_what(r: Restart) -> str:
+    counted = {True: "counted", False: "not counted", None: "counted?"}[r.counted]
+    return f"restart {r.number} ({counted})" if r.number else f"pod restart ({counted})"
