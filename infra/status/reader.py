@@ -19,7 +19,7 @@ from typing import Any
 from components.incluster.names import JOB_LABEL
 from components.incluster.recovery_names import EVENT_REASONS, STEPS_REDONE
 from infra.status.goodput import Series
-from infra.status.timeline import JobState, when
+from infra.status.timeline import JobState, related, when
 
 # JobSet v0.12.0 (jobset.x-k8s.io/v1alpha2; components/incluster/job_runtime.py JOBSET_API) and Kueue
 # 0.19.2 (kueue.x-k8s.io/v1beta2, its storage version: config/components/crd/bases/kueue.x-k8s.io_workloads.yaml).
@@ -104,14 +104,10 @@ def _read(
         pods = [plain(p) for p in core.list_namespaced_pod(namespace, label_selector=selector).items]
     node_names = sorted({p["spec"]["nodeName"] for p in pods if (p.get("spec") or {}).get("nodeName")})
     nodes = {n: plain(node) for n in node_names if (node := absent(core.read_node, n)) is not None}
-    mine = {("Pod", p["metadata"]["name"]) for p in pods} | {
-        ("Workload", w["metadata"]["name"]) for w in workloads
-    }
-    events = [
-        e
-        for e in (plain(x) for x in core.list_namespaced_event(namespace).items)
-        if _related(e, found, name, mine)
-    ]
+    # Node Events are read below, only for the job's nodes and the GPU health controller's reasons.
+    names = [w["metadata"]["name"] for w in workloads]
+    ns_events = [plain(x) for x in core.list_namespaced_event(namespace).items]
+    events = [e for e in ns_events if related(e, found, name, names) and _kind_of(e) != "Node"]
     node_events = core.list_event_for_all_namespaces(field_selector="involvedObject.kind=Node").items
     events += [
         e
@@ -121,12 +117,8 @@ def _read(
     return JobState(namespace, name, found, obj, workloads, pods, nodes, events)
 
 
-def _related(e: dict[str, Any], kind: str, name: str, mine: set[tuple[str, str]]) -> bool:
-    """An Event about the job, its Workloads, its pods (also those already deleted: the pods and child Jobs
-    of a job are named after it, `<job>-workers-0-1-abcde`)."""
-    ref = e.get("involvedObject") or {}
-    key = (ref.get("kind"), ref.get("name") or "")
-    return key == (kind, name) or key in mine or (key[0] in ("Pod", "Job") and key[1].startswith(f"{name}-"))
+def _kind_of(e: dict[str, Any]) -> str:
+    return str((e.get("involvedObject") or {}).get("kind", ""))
 
 
 def read_series(url: str, state: JobState, now: float | None = None) -> Series:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from infra.status.causes import Evidence, classify
@@ -70,6 +70,9 @@ class Entry:
     what: str
     detail: str = ""
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time", stamp(self.time))
+
 
 @dataclass(frozen=True)
 class Restart:
@@ -80,6 +83,9 @@ class Restart:
     counted: bool | None  # against maxRestarts; None when not known
     evidence: str
     loss: Loss
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time", stamp(self.time))
 
 
 @dataclass(frozen=True)
@@ -112,6 +118,13 @@ def when(value: str | None) -> float | None:
     return datetime.fromisoformat(value).timestamp() if value else None
 
 
+def stamp(value: str | None) -> str | None:
+    """An API time as the API writes it, `2026-11-20T10:00:00Z`, whichever way it came (custom objects
+    keep the API's string; the client's typed models give `+00:00`)."""
+    t = when(value)
+    return None if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def event_time(e: Mapping[str, Any]) -> str | None:
     """core/v1 Events set lastTimestamp; events.k8s.io ones (Kueue 0.19) eventTime, possibly with a series."""
     series = e.get("series") or {}
@@ -128,8 +141,8 @@ def _occurrences(e: Mapping[str, Any]) -> list[str | None]:
     """The times of each occurrence an Event stands for: the API folds repeats into one (count, or
     series.count) with their first and last time; the times between are not kept."""
     n = int((e.get("series") or {}).get("count") or e.get("count") or 1)
-    last = event_time(e)
-    first = e.get("firstTimestamp") or e.get("eventTime") or last
+    last = stamp(event_time(e))
+    first = stamp(e.get("firstTimestamp") or e.get("eventTime")) or last
     return [last] if n <= 1 else [first, *([None] * (n - 2)), last]
 
 
@@ -217,13 +230,28 @@ def _state(state: JobState) -> str:
     return "Running" if state.pods else "Pending"
 
 
+def related(e: Mapping[str, Any], kind: str, name: str, workloads: Iterable[str] = ()) -> bool:
+    """An Event about the job, its Workloads, its pods and child Jobs (also those already deleted: they are
+    named after the job, `<job>-workers-0-1-abcde`), or a node (the reader keeps those of the job's nodes)."""
+    ref_kind, ref_name = _kind(e)
+    return (
+        (ref_kind, ref_name) == (kind, name)
+        or (ref_kind == "Workload" and ref_name in workloads)
+        or (ref_kind in ("Pod", "Job") and ref_name.startswith(f"{name}-"))
+        or ref_kind == "Node"
+    )
+
+
 def _in_window(state: JobState, start: float | None, end: float | None) -> list[dict[str, Any]]:
+    """The job's Events after `start` up to `end` (and a little after: SLACK_S)."""
+    workloads = [w["metadata"]["name"] for w in state.workloads]
     out = []
     for e in state.events:
         t = when(event_time(e))
         if t is None or (start is not None and t <= start) or (end is not None and t > end + SLACK_S):
             continue
-        out.append(e)
+        if related(e, state.kind, state.name, workloads):
+            out.append(e)
     return out
 
 
