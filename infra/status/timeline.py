@@ -16,6 +16,7 @@ number - 1. A Kueue eviction (the JobSet suspended and re-admitted, no JobSet re
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -380,7 +381,7 @@ def build(state: JobState, series: Series | None = None, prometheus_note: str | 
         restarts.append(
             Restart(None, t, "Kueue", cause.cause, False, cause.evidence, restart_loss(series, when(t), None))
         )
-    restarts.sort(key=lambda r: (when(r.time) is None, when(r.time) or 0.0, r.number or 0))
+    restarts.sort(key=_order)
     entries = admissions + _conditions(state.object, f"{state.kind} {state.name}")
     # A Kueue eviction is on the timeline already (the Workload's Evicted condition or Event).
     entries += [
@@ -406,6 +407,12 @@ def build(state: JobState, series: Series | None = None, prometheus_note: str | 
         restart_list=restarts,
         prometheus=prometheus_note if series is None else None,
     )
+
+
+def _order(r: Restart) -> tuple[float, int]:
+    """By time; a JobSet restart whose Events expired is older than every Event left."""
+    t = when(r.time)
+    return (t if t is not None else -math.inf if r.number else math.inf), r.number or 0
 
 
 def _restart_what(r: Restart) -> str:
