@@ -7,7 +7,8 @@ The command itself is infra/commands/status.py.
 
 from __future__ import annotations
 
+from infra.status.api import JobState
 from infra.status.goodput import Loss, Series
-from infra.status.timeline import JobState, Timeline, build
+from infra.status.timeline import Timeline, build
 
 __all__ = ["JobState", "Loss", "Series", "Timeline", "build"]

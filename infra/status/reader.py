@@ -18,8 +18,8 @@ from typing import Any
 
 from components.incluster.names import JOB_LABEL
 from components.incluster.recovery_names import EVENT_REASONS, STEPS_REDONE
+from infra.status.api import JobState, related, when
 from infra.status.goodput import Series
-from infra.status.timeline import JobState, related, when
 
 # JobSet v0.12.0 (jobset.x-k8s.io/v1alpha2; components/incluster/job_runtime.py JOBSET_API) and Kueue
 # 0.19.2 (kueue.x-k8s.io/v1beta2, its storage version: config/components/crd/bases/kueue.x-k8s.io_workloads.yaml).

@@ -17,11 +17,22 @@ number - 1. A Kueue eviction (the JobSet suspended and re-admitted, no JobSet re
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from infra.status.admissions import admissions
+from infra.status.api import (
+    Entry,
+    JobState,
+    conditions,
+    event_time,
+    kind_of,
+    occurrences,
+    related,
+    stamp,
+    when,
+)
 from infra.status.causes import Evidence, classify
 from infra.status.goodput import Loss, Series, restart_loss
 
@@ -30,49 +41,11 @@ RESTART_COUNTED = "RestartJobSetFailurePolicyAction"
 RESTART_UNCOUNTED = "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
 RULE_EVENT_PREFIX = "FailurePolicy_"  # RestartingJobSetReasonFailurePolicyFormat "FailurePolicy_%s"
 RESTART_ATTEMPT_LABEL = "jobset.sigs.k8s.io/restart-attempt"
-# Kueue v0.19.2 apis/kueue/v1beta2/workload_types.go: the Workload conditions an admission goes through.
-WORKLOAD_CONDITIONS = (
-    "QuotaReserved",
-    "Admitted",
-    "PodsReady",
-    "Evicted",
-    "Preempted",
-    "Requeued",
-    "Finished",
-)
-# Kueue's Workload Events (pkg/scheduler/scheduler.go "QuotaReserved", "Admitted"; eviction:
-# "EvictedDueTo<reason>", pkg/workload/evict/evict.go).
-WORKLOAD_EVENTS = ("QuotaReserved", "Admitted")
-EVICTED_EVENT_PREFIX = "EvictedDueTo"
 # Events of the failed attempt can be stamped a little after the restart that they caused.
 SLACK_S = 5.0
-
-
-@dataclass(frozen=True)
-class JobState:
-    """What the reader got from the cluster for one job (API objects as JSON dicts)."""
-
-    namespace: str
-    name: str
-    kind: str  # JobSet, or Job (an elastic job)
-    object: dict[str, Any]
-    workloads: list[dict[str, Any]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
-    nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
-    events: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One line of the timeline: when, on what, what happened, why."""
-
-    time: str | None
-    source: str
-    what: str
-    detail: str = ""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "time", stamp(self.time))
+# A Kueue eviction's evidence: the Events of the minutes before it (the Workload is evicted after its pods
+# failed or its node did).
+EVICTION_WINDOW_S = 300.0
 
 
 @dataclass(frozen=True)
@@ -114,39 +87,6 @@ class Timeline:
         return round(sum(values), 2) if values else None
 
 
-def when(value: str | None) -> float | None:
-    """Unix seconds of an RFC 3339 time of the API (None stays None)."""
-    return datetime.fromisoformat(value).timestamp() if value else None
-
-
-def stamp(value: str | None) -> str | None:
-    """An API time as the API writes it, `2026-11-20T10:00:00Z`, whichever way it came (custom objects
-    keep the API's string; the client's typed models give `+00:00`)."""
-    t = when(value)
-    return None if t is None else datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def event_time(e: Mapping[str, Any]) -> str | None:
-    """core/v1 Events set lastTimestamp; events.k8s.io ones (Kueue 0.19) eventTime, possibly with a series."""
-    series = e.get("series") or {}
-    return (
-        series.get("lastObservedTime")
-        or e.get("lastTimestamp")
-        or e.get("eventTime")
-        or e.get("firstTimestamp")
-        or (e.get("metadata") or {}).get("creationTimestamp")
-    )
-
-
-def _occurrences(e: Mapping[str, Any]) -> list[str | None]:
-    """The times of each occurrence an Event stands for: the API folds repeats into one (count, or
-    series.count) with their first and last time; the times between are not kept."""
-    n = int((e.get("series") or {}).get("count") or e.get("count") or 1)
-    last = stamp(event_time(e))
-    first = stamp(e.get("firstTimestamp") or e.get("eventTime")) or last
-    return [last] if n <= 1 else [first, *([None] * (n - 2)), last]
-
-
 def job_gpus(obj: Mapping[str, Any], kind: str) -> int:
     """GPUs of the whole job: replicas x pods x the GPUs each pod's containers request."""
     jobs = (
@@ -166,62 +106,6 @@ def job_gpus(obj: Mapping[str, Any], kind: str) -> int:
     return total
 
 
-def _conditions(obj: Mapping[str, Any], source: str, types: Iterable[str] | None = None) -> list[Entry]:
-    return [
-        Entry(
-            c.get("lastTransitionTime"),
-            source,
-            f"{c['type']}={c.get('status')}",
-            ": ".join(x for x in (c.get("reason"), c.get("message")) if x),
-        )
-        for c in (obj.get("status") or {}).get("conditions") or []
-        if types is None or c.get("type") in types
-    ]
-
-
-def _kind(e: Mapping[str, Any]) -> tuple[str, str]:
-    ref = e.get("involvedObject") or e.get("regarding") or {}
-    return str(ref.get("kind", "")), str(ref.get("name", ""))
-
-
-def _admissions(state: JobState) -> tuple[list[Entry], list[tuple[str | None, str]]]:
-    """The Workloads' conditions and Events (an Event the condition already shows is left out), and the
-    Kueue evictions (time, reason)."""
-    entries: list[Entry] = []
-    evictions: list[tuple[str | None, str]] = []
-    for wl in state.workloads:
-        name = wl["metadata"]["name"]
-        conds = _conditions(wl, f"Workload {name}", WORKLOAD_CONDITIONS)
-        shown = {
-            (c.what.split("=")[0], c.time, c.detail.split(":")[0]) for c in conds if c.what.endswith("=True")
-        }
-        entries += conds
-        for e in state.events:
-            if _kind(e) != ("Workload", name):
-                continue
-            reason = str(e.get("reason", ""))
-            if reason.startswith(EVICTED_EVENT_PREFIX):
-                cause = reason[len(EVICTED_EVENT_PREFIX) :]
-                for t in _occurrences(e):
-                    evictions.append((t, cause))
-                    if ("Evicted", t, cause) not in shown:
-                        entries.append(
-                            Entry(t, f"Workload {name}", "Evicted", f"{cause}: {e.get('message', '')}")
-                        )
-            elif reason in WORKLOAD_EVENTS:
-                for t in _occurrences(e):
-                    if (reason, t, reason) not in shown and not any(
-                        k == reason and tt == t for k, tt, _ in shown
-                    ):
-                        entries.append(Entry(t, f"Workload {name}", reason, str(e.get("message", ""))))
-        for c in conds:
-            kind, _, status = c.what.partition("=")
-            reason = c.detail.split(":")[0]
-            if kind == "Evicted" and status == "True" and (c.time, reason) not in evictions:
-                evictions.append((c.time, reason))
-    return entries, evictions
-
-
 def _state(state: JobState) -> str:
     conds = {c.get("type"): c for c in (state.object.get("status") or {}).get("conditions") or []}
     for kind in ("Completed", "Complete", "Failed", "Suspended"):
@@ -229,18 +113,6 @@ def _state(state: JobState) -> str:
         if c and c.get("status") == "True":
             return f"{kind} ({c['reason']})" if kind == "Failed" and c.get("reason") else kind
     return "Running" if state.pods else "Pending"
-
-
-def related(e: Mapping[str, Any], kind: str, name: str, workloads: Iterable[str] = ()) -> bool:
-    """An Event about the job, its Workloads, its pods and child Jobs (also those already deleted: they are
-    named after the job, `<job>-workers-0-1-abcde`), or a node (the reader keeps those of the job's nodes)."""
-    ref_kind, ref_name = _kind(e)
-    return (
-        (ref_kind, ref_name) == (kind, name)
-        or (ref_kind == "Workload" and ref_name in workloads)
-        or (ref_kind in ("Pod", "Job") and ref_name.startswith(f"{name}-"))
-        or ref_kind == "Node"
-    )
 
 
 def _in_window(state: JobState, start: float | None, end: float | None) -> list[dict[str, Any]]:
@@ -267,14 +139,14 @@ def _attempt_pods(state: JobState, attempt: int) -> list[dict[str, Any]]:
 def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
     status = state.object.get("status") or {}
     total = int(status.get("restarts") or 0)
-    own = [e for e in state.events if _kind(e) == ("JobSet", state.name)]
+    own = [e for e in state.events if kind_of(e) == ("JobSet", state.name)]
     actions = (
         sorted(
             (
                 (t, e["reason"] == RESTART_COUNTED, e)
                 for e in own
                 if e.get("reason") in (RESTART_COUNTED, RESTART_UNCOUNTED)
-                for t in _occurrences(e)
+                for t in occurrences(e)
             ),
             key=lambda x: when(x[0]) or 0.0,
         )[-total:]
@@ -349,7 +221,7 @@ def _pod_restarts(state: JobState, series: Series | None) -> list[Restart]:
             Evidence(
                 pods=[pod],
                 nodes=state.nodes,
-                events=[e for e in state.events if _kind(e)[1] == pod["metadata"]["name"]],
+                events=[e for e in state.events if kind_of(e)[1] == pod["metadata"]["name"]],
             )
         )
         disrupted = any(
@@ -373,19 +245,22 @@ def _finished(pod: Mapping[str, Any]) -> str | None:
 
 def build(state: JobState, series: Series | None = None, prometheus_note: str | None = None) -> Timeline:
     """The timeline of `state`; `series` from Prometheus, or None with `prometheus_note` saying why."""
-    admissions, evictions = _admissions(state)
+    entries, evictions = admissions(state)
     jobset = state.kind == "JobSet"
     restarts = _jobset_restarts(state, series) if jobset else _pod_restarts(state, series)
     for t, reason in evictions:
-        cause = classify(Evidence(events=_in_window(state, None, when(t)), kueue_reason=reason))
+        # Kueue says why it evicted; the pod and node Events of the minutes before may say more.
+        ts = when(t)
+        window = _in_window(state, ts - EVICTION_WINDOW_S, ts) if ts is not None else []
+        cause = classify(Evidence(events=window, kueue_reason=reason))
         restarts.append(
             Restart(None, t, "Kueue", cause.cause, False, cause.evidence, restart_loss(series, when(t), None))
         )
     restarts.sort(key=_order)
-    entries = admissions + _conditions(state.object, f"{state.kind} {state.name}")
+    entries += conditions(state.object, f"{state.kind} {state.name}")
     # A Kueue eviction is on the timeline already (the Workload's Evicted condition or Event).
     entries += [
-        Entry(r.time, f"{state.kind} {state.name}", _restart_what(r), f"{r.cause}: {r.evidence}")
+        Entry(r.time, f"{state.kind} {state.name}", _restart_what(r), r.evidence)
         for r in restarts
         if r.via != "Kueue"
     ]
@@ -417,4 +292,4 @@ def _order(r: Restart) -> tuple[float, int]:
 
 def _restart_what(r: Restart) -> str:
     counted = {True: "counted", False: "not counted", None: "counted?"}[r.counted]
-    return f"restart {r.number} ({counted})" if r.number else f"pod restart ({counted})"
+    return f"restart {r.number}: {r.cause} ({counted})" if r.number else f"pod restart: {r.cause} ({counted})"

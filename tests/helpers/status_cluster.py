@@ -22,7 +22,7 @@ from components.incluster.recovery_names import (
     EVENT_QUARANTINED,
     QUARANTINE_CONDITION,
 )
-from infra.status.timeline import JobState
+from infra.status.api import JobState
 from tests.helpers.fake_k8s import FakeApiServer, Request
 
 NAMESPACE, JOB = "research", "gpt-small"

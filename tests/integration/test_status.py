@@ -66,7 +66,7 @@ def test_json_through_the_client_equals_the_builders_on_the_same_objects(cluster
 def test_without_prometheus_the_cluster_part_prints(cluster):
     ran = cli("status", "gpt-small", "--namespace", "research", "--kubeconfig", cluster.kubeconfig)
     assert ran.returncode == 0, ran.stderr
-    assert "restart 2 (counted)" in ran.stdout
+    assert "restart 2: hang (counted)" in ran.stdout
     assert ran.stdout.splitlines()[-1] == "Prometheus columns empty: no --prometheus URL given"
 
 
@@ -119,7 +119,10 @@ def test_the_real_command_line(cluster):
         "status", "gpt-small-aws-dev", "--kubeconfig", cluster.kubeconfig, "--prometheus", cluster.url
     )
     assert ran.returncode == 0, ran.stderr
-    assert "hang: pod gpt-small-workers-0-0-a1x0 exited 124" in ran.stdout
+    assert (
+        "restart 2: hang (counted)" in ran.stdout
+        and "pod gpt-small-workers-0-0-a1x0 exited 124" in ran.stdout
+    )
     assert "lost in total: 120 steps, 11.20 GPU-hours" in ran.stdout
     bad = trainplane("status", "research/gpt-large", "--kubeconfig", cluster.kubeconfig)
     one_line_error(bad, "no JobSet or Job of that name")

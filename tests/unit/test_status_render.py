@@ -48,7 +48,7 @@ def test_piped_output_is_whole_and_the_same_every_time():
 
 def test_without_prometheus_the_cluster_part_prints_and_the_columns_say_why():
     text = printed(build(job_state(), None, "no --prometheus URL given"))
-    assert "restart 2 (counted)" in text and "hang" in text
+    assert "restart 2: hang (counted)" in text and "hang" in text
     assert "lost in total: - steps, - GPU-hours" in text
     assert text.splitlines()[-1] == "Prometheus columns empty: no --prometheus URL given"
 
@@ -106,3 +106,24 @@ def test_bad_job_arguments_are_one_line(job, namespace, said):
     with pytest.raises(UsageError) as caught:
         resolve_job(job, namespace)
     assert len(caught.value.lines) == 1 and said in caught.value.lines[0]
+
+
+# ---- docs/cli.md ----------------------------------------------------------------------------------
+def _docs_section() -> str:
+    from tests.helpers.plans import ROOT
+
+    text = (ROOT / "docs" / "cli.md").read_text()
+    return text.split("## `trainplane status`", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_sample_in_docs_cli_md_is_what_the_command_prints():
+    sample = _docs_section().split("```text\n", 1)[1].split("```", 1)[0]
+    out = printed(build(job_state(), Series(steps=step_series())))
+    assert sample.rstrip("\n").splitlines() == [line.rstrip() for line in out.rstrip("\n").splitlines()]
+
+
+def test_docs_cli_md_names_every_json_key():
+    data = as_json(build(job_state(), Series(steps=step_series())))
+    section = _docs_section()
+    keys = [*data, *data["timeline"][0], *data["restartList"][0]]
+    assert [k for k in keys if f"`{k}`" not in section] == []
