@@ -33,6 +33,9 @@ MIN_STEP_S = 15  # the PodMonitor's scrape interval (components/incluster/observ
 TIMEOUT_S = 30
 
 
+FORBIDDEN = object()  # `absent`'s default: a 403 is an error
+
+
 class StatusError(Exception):
     """The job, the cluster or Prometheus cannot be read: one line."""
 
@@ -70,15 +73,19 @@ def _read(
     def plain(obj: Any) -> dict[str, Any]:
         return api.sanitize_for_serialization(obj)
 
-    def absent(call: Any, *args: Any, **kw: Any) -> Any:
+    def absent(call: Any, *args: Any, forbidden: Any = FORBIDDEN, **kw: Any) -> Any:
+        """None when not found; `forbidden` when the user may not read it (a team's Role need not
+        cover namespaces, nodes or cluster-wide Events: that evidence is then left out)."""
         try:
             return call(*args, **kw)
         except ApiException as e:
             if e.status == 404:
                 return None
+            if e.status == 403 and forbidden is not FORBIDDEN:
+                return forbidden
             raise
 
-    if absent(core.read_namespace, namespace) is None:
+    if absent(core.read_namespace, namespace, forbidden=True) is None:
         raise StatusError(f"namespace {namespace!r}: no such namespace on the cluster")
     obj, found = None, kind or "JobSet"
     if kind in (None, "JobSet"):
@@ -89,12 +96,15 @@ def _read(
     if obj is None:
         what = kind or "JobSet or Job"
         raise StatusError(f"job {namespace}/{name}: no {what} of that name in namespace {namespace}")
-    listed = absent(custom.list_namespaced_custom_object, *WORKLOADS[:2], namespace, WORKLOADS[2])
+    uid = obj["metadata"].get("uid")
+    listed = absent(
+        custom.list_namespaced_custom_object, *WORKLOADS[:2], namespace, WORKLOADS[2], forbidden=None
+    )
     workloads = [
         w
         for w in (listed or {}).get("items", [])
         if any(
-            o.get("kind") == found and o.get("name") == name
+            o.get("kind") == found and o.get("name") == name and o.get("uid") in (None, uid)
             for o in w["metadata"].get("ownerReferences") or []
         )
     ]
@@ -103,12 +113,17 @@ def _read(
         selector = f"{JOBSET_NAME_LABEL}={name}"
         pods = [plain(p) for p in core.list_namespaced_pod(namespace, label_selector=selector).items]
     node_names = sorted({p["spec"]["nodeName"] for p in pods if (p.get("spec") or {}).get("nodeName")})
-    nodes = {n: plain(node) for n in node_names if (node := absent(core.read_node, n)) is not None}
+    nodes = {
+        n: plain(node) for n in node_names if (node := absent(core.read_node, n, forbidden=None)) is not None
+    }
     # Node Events are read below, only for the job's nodes and the GPU health controller's reasons.
     names = [w["metadata"]["name"] for w in workloads]
     ns_events = [plain(x) for x in core.list_namespaced_event(namespace).items]
     events = [e for e in ns_events if related(e, found, name, names) and _kind_of(e) != "Node"]
-    node_events = core.list_event_for_all_namespaces(field_selector="involvedObject.kind=Node").items
+    node_events = absent(
+        core.list_event_for_all_namespaces, field_selector="involvedObject.kind=Node", forbidden=None
+    )
+    node_events = node_events.items if node_events is not None else []
     events += [
         e
         for e in (plain(x) for x in node_events)

@@ -139,7 +139,13 @@ def _attempt_pods(state: JobState, attempt: int) -> list[dict[str, Any]]:
 def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
     status = state.object.get("status") or {}
     total = int(status.get("restarts") or 0)
-    own = [e for e in state.events if kind_of(e) == ("JobSet", state.name)]
+    # An earlier JobSet of the same name (deleted, created again) left Events too: not this one's.
+    uid = (state.object.get("metadata") or {}).get("uid")
+    own = [
+        e
+        for e in state.events
+        if kind_of(e) == ("JobSet", state.name) and (e.get("involvedObject") or {}).get("uid") in (None, uid)
+    ]
     actions = (
         sorted(
             (

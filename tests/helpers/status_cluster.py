@@ -252,12 +252,17 @@ class StatusCluster:
         self.state = copy.deepcopy(state or job_state())
         self.steps = step_series() if steps is None else steps
         self.queries: list[str] = []
+        self.forbidden: set[str] = set()  # paths answered 403 (a user whose Role does not cover them)
         self.server = FakeApiServer(self)
         self.url = self.server.url
 
     def get(self, req: Request) -> tuple[int, Any]:
         if req.path == "/api/v1/query_range":
             return self._query_range(req)
+        if req.path in self.forbidden or any(
+            p.endswith("*") and req.path.startswith(p[:-1]) for p in self.forbidden
+        ):
+            return 403, {"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403}
         if req.path == "/api/v1/events":
             return 200, {"items": self._node_events(req)}
         s, ns = self.state, f"/namespaces/{self.state.namespace}"

@@ -113,6 +113,31 @@ def test_a_prometheus_without_the_jobs_series_leaves_the_columns_empty_and_says_
     )
 
 
+def test_a_user_who_may_not_read_nodes_or_cluster_events_still_gets_the_timeline(tmp_path):
+    """A team's Role covers its namespace: nodes, node Events, the namespace itself answer 403. The
+    quarantine evidence on nodes is then left out, the rest stays."""
+    team = StatusCluster()
+    team.forbidden = {"/api/v1/nodes/*", "/api/v1/events", "/api/v1/namespaces/research"}
+    try:
+        ran = cli("status", "research/gpt-small", "--kubeconfig", team.server.kubeconfig(tmp_path / "config"))
+    finally:
+        team.close()
+    assert ran.returncode == 0, ran.stderr
+    assert "restart 1: node fault (not counted)" in ran.stdout  # the pod's GpuPodEvicted Event says so
+    assert "restart 2: hang (counted)" in ran.stdout
+
+
+def test_a_forbidden_job_is_one_line(tmp_path):
+    team = StatusCluster()
+    team.forbidden = {"/apis/jobset.x-k8s.io/*"}
+    try:
+        ran = cli("status", "gpt-small-aws-dev", "--kubeconfig", team.server.kubeconfig(tmp_path / "config"))
+    finally:
+        team.close()
+    one_line_error(ran, "cannot read the cluster")
+    assert "403" in ran.stderr
+
+
 def test_the_real_command_line(cluster):
     """One real process: `python -m infra.cli status ...`, its output piped."""
     ran = trainplane(

@@ -57,6 +57,25 @@ def test_restarts_the_api_folded_into_one_event_keep_their_numbers_and_times():
     ]
 
 
+def test_the_events_of_an_earlier_jobset_of_the_same_name_are_not_its_restarts():
+    state = job_state()
+    old = {
+        "metadata": {"name": "gpt-small.old", "namespace": "research"},
+        "involvedObject": {"kind": "JobSet", "name": "gpt-small", "uid": "an-earlier-jobset"},
+        "reason": "RestartJobSetFailurePolicyAction",
+        "count": 1,
+        "lastTimestamp": at(170),
+    }
+    for e in state.events:
+        e["involvedObject"]["uid"] = "js-uid"
+    tl = build(dataclasses.replace(state, events=[*state.events, old]))
+    assert [(r.number, r.time, r.counted) for r in tl.restart_list if r.via == "JobSet"] == [
+        (1, at(60), False),
+        (2, at(120), True),
+        (3, at(180), False),
+    ]
+
+
 def test_restarts_whose_events_expired_are_listed_without_a_cause_or_a_time():
     tl = build(day(object=jobset(restarts=5, counted=2), pods=[]), Series(steps=step_series()))
     jobset_rows = [(r.number, r.time, r.cause, r.counted) for r in tl.restart_list if r.via == "JobSet"]
