@@ -146,19 +146,20 @@ def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
         for e in state.events
         if kind_of(e) == ("JobSet", state.name) and (e.get("involvedObject") or {}).get("uid") in (None, uid)
     ]
-    actions = (
-        sorted(
-            (
-                (t, e["reason"] == RESTART_COUNTED, e)
-                for e in own
-                if e.get("reason") in (RESTART_COUNTED, RESTART_UNCOUNTED)
-                for t in occurrences(e)
-            ),
-            key=lambda x: when(x[0]) or 0.0,
-        )[-total:]
-        if total
-        else []
-    )
+    actions: list[tuple[float, str | None, bool]] = []
+    for e in own:
+        if e.get("reason") not in (RESTART_COUNTED, RESTART_UNCOUNTED):
+            continue
+        times = occurrences(e)
+        first = when(times[0]) or 0.0
+        for k, t in enumerate(times):
+            # An occurrence between a folded Event's first and last has no time: kept after the first.
+            at = when(t)
+            actions.append((at if at is not None else first + k * 1e-3, t, e["reason"] == RESTART_COUNTED))
+    actions.sort(key=lambda a: a[0])
+    kept = actions[-total:] if total else []
+    known: list[tuple[float, str | None, bool] | None] = [None] * (total - len(kept))
+    known += kept
     rules = [
         (when(event_time(e)), e["reason"][len(RULE_EVENT_PREFIX) :])
         for e in own
@@ -167,7 +168,6 @@ def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
     for c in status.get("conditions") or []:
         if c.get("type") == "RestartingJobSet" and str(c.get("reason", "")).startswith(RULE_EVENT_PREFIX):
             rules.append((when(c.get("lastTransitionTime")), c["reason"][len(RULE_EVENT_PREFIX) :]))
-    known = [None] * (total - len(actions)) + actions
     out: list[Restart] = []
     previous: float | None = None
     for i, action in enumerate(known, start=1):
@@ -186,14 +186,13 @@ def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
                 )
             )
             continue
-        t, counted, _ = action
+        _, t, counted = action
         ts = when(t)
         rule = next(
             (r for rt, r in rules if rt is not None and ts is not None and abs(rt - ts) <= SLACK_S), None
         )
-        cause = classify(
-            Evidence(pods=pods, nodes=state.nodes, events=_in_window(state, previous, ts), rule=rule)
-        )
+        window = _in_window(state, previous, ts) if ts is not None else []
+        cause = classify(Evidence(pods=pods, nodes=state.nodes, events=window, rule=rule))
         out.append(
             Restart(
                 i,
@@ -201,7 +200,7 @@ def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
                 "JobSet",
                 cause.cause,
                 counted,
-                cause.evidence,
+                cause.evidence if t else f"{cause.evidence} (its time is not kept: one Event for several)",
                 restart_loss(series, ts, _next_time(known, i)),
             )
         )
@@ -210,7 +209,7 @@ def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
 
 
 def _next_time(known: list[Any], i: int) -> float | None:
-    return next((when(a[0]) for a in known[i:] if a is not None and a[0]), None)
+    return next((when(a[1]) for a in known[i:] if a is not None and a[1]), None)
 
 
 def _pod_restarts(state: JobState, series: Series | None) -> list[Restart]:
@@ -262,7 +261,7 @@ def build(state: JobState, series: Series | None = None, prometheus_note: str | 
         restarts.append(
             Restart(None, t, "Kueue", cause.cause, False, cause.evidence, restart_loss(series, when(t), None))
         )
-    restarts.sort(key=_order)
+    restarts = _in_order(restarts)
     entries += conditions(state.object, f"{state.kind} {state.name}")
     # A Kueue eviction is on the timeline already (the Workload's Evicted condition or Event).
     entries += [
@@ -290,10 +289,18 @@ def build(state: JobState, series: Series | None = None, prometheus_note: str | 
     )
 
 
-def _order(r: Restart) -> tuple[float, int]:
-    """By time; a JobSet restart whose Events expired is older than every Event left."""
-    t = when(r.time)
-    return (t if t is not None else -math.inf if r.number else math.inf), r.number or 0
+def _in_order(restarts: list[Restart]) -> list[Restart]:
+    """By time. A JobSet restart without one sits where its number puts it: after the numbered restart
+    before it (Events expired: before all)."""
+    keys: dict[int, float] = {}
+    last = -math.inf
+    for i, r in enumerate(restarts):
+        t = when(r.time)
+        if r.number is not None:
+            last = t if t is not None else last + 1e-3
+        keys[i] = t if t is not None else last if r.number is not None else math.inf
+    order = sorted(range(len(restarts)), key=lambda i: (keys[i], restarts[i].number or 0))
+    return [restarts[i] for i in order]
 
 
 def _restart_what(r: Restart) -> str:

@@ -76,6 +76,28 @@ def test_the_events_of_an_earlier_jobset_of_the_same_name_are_not_its_restarts()
     ]
 
 
+def test_a_restart_inside_a_folded_event_keeps_its_number_without_a_time():
+    """Three uncounted restarts folded into one Event (first 11:00, last 13:00) and a counted one at 12:00."""
+    state = job_state()
+    folded = next(
+        e for e in state.events if e["reason"] == "RestartJobSetAndIgnoreMaxRestartsFailurePolicyAction"
+    )
+    folded["count"] = 3
+    tl = build(
+        dataclasses.replace(state, object=jobset(restarts=4, counted=1), pods=[]), Series(steps=step_series())
+    )
+    rows = [(r.number, r.time, r.counted, r.loss.note) for r in tl.restart_list if r.via == "JobSet"]
+    assert rows == [
+        (1, at(60), False, None),
+        (2, None, False, "no restart time"),
+        (3, at(120), True, None),
+        (4, at(180), False, None),
+    ]
+    assert "its time is not kept" in tl.restart_list[2].evidence
+    # Restart 1's loss ends at the next restart with a time, not at the one without.
+    assert tl.restart_list[1].loss.steps == 40
+
+
 def test_restarts_whose_events_expired_are_listed_without_a_cause_or_a_time():
     tl = build(day(object=jobset(restarts=5, counted=2), pods=[]), Series(steps=step_series()))
     jobset_rows = [(r.number, r.time, r.cause, r.counted) for r in tl.restart_list if r.via == "JobSet"]
