@@ -127,3 +127,14 @@ def test_docs_cli_md_names_every_json_key():
     section = _docs_section()
     keys = [*data, *data["timeline"][0], *data["restartList"][0]]
     assert [k for k in keys if f"`{k}`" not in section] == []
+
+
+def test_docs_cli_md_gives_the_causes_in_the_order_they_are_tried_and_the_contract_names():
+    from components.incluster.recovery_names import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
+    from infra.status.causes import CAUSES
+
+    section = _docs_section()
+    table = section.split("| cause | evidence |", 1)[1].split("\n\n", 1)[0]
+    assert [row.split("|")[1].strip() for row in table.strip().splitlines()[1:]] == list(CAUSES)
+    for name in (EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION):
+        assert f"`{name}`" in section
