@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from components.incluster.job_pod import CONTAINER
@@ -22,6 +23,9 @@ from components.incluster.job_runtime import RULE_CONFIG, RULE_OTHER, RULE_PEER_
 from components.incluster.recovery_names import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
 from trainer import contract
 
+# A quarantine stamped this long after a restart is still its cause (the controller writes the node
+# condition and evicts; the JobSet restarts when the evicted pods are gone).
+SLACK_S = 60.0
 CONFIG_ERROR, NODE_FAULT, PREEMPTION = "config error", "node fault", "preemption"
 HANG, CRASH, PEER_LOSS = "hang", "crash", "peer loss"
 EVICTED, UNKNOWN = "evicted", "unknown"  # Kueue evicted it for another reason (e.g. PodsReadyTimeout)
@@ -62,6 +66,8 @@ class Evidence:
     events: list[dict[str, Any]] = field(default_factory=list)
     rule: str | None = None
     kueue_reason: str | None = None  # a Kueue eviction (Preempted, NodeFailures, PodsReadyTimeout, ...)
+    # When the restart happened (unix seconds): a node quarantined after it did not cause it.
+    at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -89,9 +95,13 @@ def disruption_reason(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def quarantine(node: Mapping[str, Any] | None) -> str | None:
-    """The reason of the node's QUARANTINE_CONDITION while True (e.g. Xid79), else None."""
+def quarantine(node: Mapping[str, Any] | None, before: float | None = None) -> str | None:
+    """The reason of the node's QUARANTINE_CONDITION while True (e.g. Xid79), else None; with `before`,
+    only a quarantine that began before then (and a little after: the restart follows the eviction)."""
     for cond in ((node or {}).get("status") or {}).get("conditions") or []:
+        since = cond.get("lastTransitionTime")
+        if before is not None and since and datetime.fromisoformat(since).timestamp() > before + SLACK_S:
+            continue
         if cond.get("type") == QUARANTINE_CONDITION and cond.get("status") == "True":
             message = f": {cond['message']}" if cond.get("message") else ""
             return f"{cond.get('reason') or 'quarantined'}{message}"
@@ -154,7 +164,7 @@ def _peer_loss(ev: Evidence, exits: Mapping[str, int]) -> str | None:
 def _node_fault(ev: Evidence, exits: Mapping[str, int]) -> str | None:
     for pod in ev.pods:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
-        if node and (why := quarantine(ev.nodes.get(node))):
+        if node and (why := quarantine(ev.nodes.get(node), ev.at)):
             return f"node {node} quarantined ({why}); pod {_name(pod)}"
         if node and _events(
             (e for e in ev.events if (e.get("involvedObject") or {}).get("name") == node),

@@ -192,7 +192,7 @@ def _jobset_restarts(state: JobState, series: Series | None) -> list[Restart]:
             (r for rt, r in rules if rt is not None and ts is not None and abs(rt - ts) <= SLACK_S), None
         )
         window = _in_window(state, previous, ts) if ts is not None else []
-        cause = classify(Evidence(pods=pods, nodes=state.nodes, events=window, rule=rule))
+        cause = classify(Evidence(pods=pods, nodes=state.nodes, events=window, rule=rule, at=ts))
         out.append(
             Restart(
                 i,

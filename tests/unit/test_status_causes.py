@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 
 from components.incluster.job_runtime import RULE_CONFIG, RULE_OTHER, RULE_PEER_LOST, RULE_PREEMPTED
@@ -141,6 +143,27 @@ def test_a_healthy_node_and_another_nodes_event_do_not_make_a_node_fault():
         )
     )
     assert found.cause == HANG
+
+
+def test_a_node_quarantined_after_the_restart_did_not_cause_it():
+    node = {
+        "metadata": {"name": "n1"},
+        "status": {
+            "conditions": [
+                {
+                    "type": QUARANTINE_CONDITION,
+                    "status": "True",
+                    "reason": "Xid79",
+                    "lastTransitionTime": "2026-11-20T12:00:00Z",
+                }
+            ]
+        },
+    }
+    restart = datetime(2026, 11, 20, 11, 0, tzinfo=UTC).timestamp()
+    assert classify(Evidence(pods=[pod("p0", 124)], nodes={"n1": node}, at=restart)).cause == HANG
+    assert (
+        classify(Evidence(pods=[pod("p0", 124)], nodes={"n1": node}, at=restart + 3600)).cause == NODE_FAULT
+    )
 
 
 def test_only_the_trainer_containers_exit_code_counts():
