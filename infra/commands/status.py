@@ -37,9 +37,11 @@ def resolve_job(job: str, namespace: str | None) -> tuple[str, str, str | None]:
         return _from_stack(job, namespace)
     if namespace:
         return namespace, job, None
-    raise UsageError(
-        [f"status {job!r}: no job stack {stackfile.resolve(job)} and no --namespace: {USAGE_HINT}"]
-    )
+    try:
+        stackfile.load(job)
+    except stackfile.StackFileError as e:  # the stack loader's line (with its did-you-mean), and the rest
+        raise UsageError([f"{e}; or give NAMESPACE/NAME, or NAME --namespace NS"]) from None
+    raise UsageError([f"status {job!r}: {USAGE_HINT}"])
 
 
 def _from_stack(job: str, namespace: str | None) -> tuple[str, str, str | None]:

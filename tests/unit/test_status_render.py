@@ -96,7 +96,7 @@ def test_namespace_and_name_without_a_stack():
 @pytest.mark.parametrize(
     ("job", "namespace", "said"),
     [
-        ("gpt-smal", None, "no job stack"),
+        ("gpt-smal", None, "Pulumi.gpt-smal.yaml: no such stack file"),
         ("aws-dev", None, "not a job stack"),
         ("research/gpt-small", "other", "another namespace"),
         ("/gpt-small", None, "NAMESPACE/NAME"),
