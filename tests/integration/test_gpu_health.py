@@ -309,3 +309,18 @@ def test_diag_script_is_valid_bash():
     for level in (1, 2, 3):
         run = subprocess.run(["bash", "-n"], input=diag_script(level), text=True, capture_output=True)
         assert run.returncode == 0, run.stderr
+
+
+def test_the_operators_modules_but_the_kopf_handlers_need_only_the_standard_library(tmp_path):
+    # Shipped flat beside the operator; only gpu_health_operator.py imports kopf (from the init
+    # container's wheels). -S -E: no site-packages, the folder on the path.
+    files = shipped_files()
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    modules = [n[:-3] for n in files if n.endswith(".py") and n != "gpu_health_operator.py"]
+    assert "node_reconcile" in modules and "quarantine" in modules
+    code = "import sys; sys.path.insert(0, '.'); " + "; ".join(f"import {m}" for m in modules)
+    out = subprocess.run(
+        [sys.executable, "-S", "-E", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr
