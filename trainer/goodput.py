@@ -30,11 +30,12 @@ from typing import Any
 import fsspec
 
 from components.incluster.recovery_names import PHASES
+from trainer.contract import ENV_HIGH_WATER_INTERVAL
 
 HIGH_WATER_FILE = "trainplane-high-water.json"
 # Writes of the mark at most this often (seconds): one small object per interval, not one per step.
 # The mark can lag the true highest step by this much, so redone counts are a lower bound by at most
-# the steps of one interval. TRAINPLANE_HIGH_WATER_INTERVAL_S overrides it (tests use 0).
+# the steps of one interval. ENV_HIGH_WATER_INTERVAL overrides it (tests use 0).
 HIGH_WATER_INTERVAL_S = 30.0
 
 
@@ -103,7 +104,7 @@ class HighWater:
         self.path = f"{root}/{HIGH_WATER_FILE}"
         self.local = "file" in _protocols(self.fs)
         self.log = log
-        env = os.environ.get("TRAINPLANE_HIGH_WATER_INTERVAL_S")
+        env = os.environ.get(ENV_HIGH_WATER_INTERVAL)
         self.interval_s = float(env) if env else (HIGH_WATER_INTERVAL_S if interval_s is None else interval_s)
         self.written = 0  # the highest mark known to be stored (read at start or written since)
         self._want = 0

@@ -13,6 +13,7 @@ import pytest
 
 from components.incluster.recovery_names import PHASES
 from tests.helpers.trainer import BASE, launch
+from trainer.contract import ENV_HIGH_WATER_INTERVAL
 from trainer.goodput import HIGH_WATER_FILE
 
 pytestmark = pytest.mark.slow
@@ -65,7 +66,7 @@ def test_a_restart_counts_exactly_the_steps_it_redoes(tmp_path, corpus):
         2,
         args,
         run_opts=["--max-restarts", "1"],
-        extra_env={"TRAINPLANE_HIGH_WATER_INTERVAL_S": "0"},
+        extra_env={ENV_HIGH_WATER_INTERVAL: "0"},
     )
     run.wait_for(lambda e: e["event"] == "checkpoint_committed" and e["ckpt_step"] >= 4)
     mark = tmp_path / "ckpt" / HIGH_WATER_FILE
