@@ -80,8 +80,8 @@ class Metrics:
             "Hangs detected by the step watchdog in this pod (earlier incarnations included)",
             registry=r,
         )
-        # One series per global rank, exported by global rank 0 only: the straggler alert compares ranks
-        # of one job at one step, from one scrape target.
+        # One series per global rank, exported by the local rank 0 of the rank's node (trainer/reporting.py):
+        # the scrape adds that node's name, which the straggler alert reports.
         self.rank_step_seconds = Gauge(
             "trainplane_rank_step_seconds",
             "The rank's own compute time for the last step, before waiting for peers",
