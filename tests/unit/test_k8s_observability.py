@@ -322,3 +322,14 @@ def test_alloy_ships_pod_logs_with_job_and_rank_labels():
     }
     assert 'url = "http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push"' in config
     assert config.count("{") == config.count("}")
+
+
+def test_training_dashboard_shows_goodput_badput_by_cause_and_team_goodput():
+    board = dashboards()["training.json"]
+    exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in board["panels"]}
+    (goodput,) = [e for t, e in exprs.items() if t.startswith("Goodput")]
+    (team,) = [e for t, e in exprs.items() if t.startswith("Team goodput")]
+    (badput,) = [e for t, e in exprs.items() if t.startswith("Badput by cause")]
+    assert goodput == [f'{GOODPUT_RATIO}{{namespace=~"$namespace", job=~"$job"}}']
+    assert team == [f'{GOODPUT_TEAM_RATIO}{{namespace=~"$namespace"}}']
+    assert badput == [f'{BADPUT_SECONDS}{{namespace=~"$namespace", job=~"$job"}}']
