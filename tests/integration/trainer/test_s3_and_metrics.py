@@ -16,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers.trainer import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
+from trainer.goodput import HIGH_WATER_FILE
 
 STEPS = 24
 
@@ -50,7 +51,9 @@ def test_s3_checkpoint_resume_is_bitwise_exact(tmp_path, corpus, reference, moto
     fs = fsspec.filesystem("s3", endpoint_url=moto_s3["AWS_ENDPOINT_URL"], key="testing", secret="testing")
     names = {p.rsplit("/", 1)[-1] for p in fs.ls("ckpt/run-1")}
     newest = sorted({5, 10, 15, 20, STEPS, stop})[-3:]  # retention (keep 3) on S3 too
-    assert names == {f"step-{s}" for s in newest}
+    assert names == {f"step-{s}" for s in newest} | {HIGH_WATER_FILE}
+    # the goodput high-water mark, one PUT on S3: the highest step reached
+    assert json.loads(fs.cat_file(f"ckpt/run-1/{HIGH_WATER_FILE}"))["step"] == STEPS
     man = json.loads(fs.cat_file(f"ckpt/run-1/step-{STEPS}/manifest.json"))
     assert man["world_size"] == 2 and man["bytes"] > 0
     local = tmp_path / "download"
