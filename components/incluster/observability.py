@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -29,7 +29,7 @@ from components.incluster.names import (
     RELEASE_TIMEOUT_S,
     TRAINER_METRICS_PORT_NAME,
 )
-from components.spec import APPLICATION_XIDS, ObservabilitySpec
+from components.spec import APPLICATION_XIDS, GpuHealthSpec, ObservabilitySpec
 
 DASHBOARD_LABEL = "grafana_dashboard"
 
@@ -102,9 +102,9 @@ def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
                 "port": TRAINER_METRICS_PORT_NAME,
                 "interval": "15s",
                 # namespace and pod come with every PodMonitor target; job and node_rank (the pod's
-                # completion index) from the Job's labels. `rank` is left to the trainer: it labels its
-                # per-GPU series with the global rank, and a target label of the same name would rename
-                # the trainer's to exported_rank (honorLabels is off).
+                # completion index) from the Job's labels, node from the pod's spec.nodeName. `rank` is
+                # left to the trainer: it labels its per-GPU series with the global rank, and a target
+                # label of the same name would rename the trainer's to exported_rank (honorLabels is off).
                 "relabelings": [
                     {
                         "sourceLabels": [_meta_label(JOB_NAME_LABEL)],
@@ -114,6 +114,13 @@ def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
                     {
                         "sourceLabels": [_meta_label(RANK_LABEL)],
                         "targetLabel": "node_rank",
+                        "action": "replace",
+                    },
+                    # The pod's node under the name kube-state-metrics and the DCGM series use (the
+                    # straggler alert names the node; the GPU health controller quarantines it).
+                    {
+                        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                        "targetLabel": "node",
                         "action": "replace",
                     },
                 ],
@@ -130,6 +137,8 @@ class ObservabilityArgs:
     namespace: k8s.core.v1.Namespace
     # XIDs the GPU XID alert ignores (the GPU health settings').
     ignored_xids: tuple[int, ...] = APPLICATION_XIDS
+    # The straggler and quarantine alerts' thresholds (gpuHealth.stragglers, gpuHealth.quarantine).
+    gpu_health: GpuHealthSpec = field(default_factory=GpuHealthSpec)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -190,7 +199,7 @@ class Observability(pulumi.ComponentResource):
                 api_version="monitoring.coreos.com/v1",
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
-                spec={"groups": alert_groups(list(args.ignored_xids))},
+                spec={"groups": alert_groups(list(args.ignored_xids), args.gpu_health)},
                 opts=after_crds,
             )
         self.resources = ObservabilityResources(release=self.release, dashboards=tuple(boards), alerts=alerts)

@@ -86,6 +86,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 bundle=bundle,
                 namespace=monitoring,
                 ignored_xids=tuple(spec.gpu_health.ignored_xids),
+                gpu_health=spec.gpu_health,
             ),
             child,
         )

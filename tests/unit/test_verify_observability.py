@@ -55,3 +55,15 @@ def test_excluding_the_exporters_namespace_resolves_the_mixed_labels():
     expr = 'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace!="gpu-operator", pod!=""}) < 5'
     assert probe(expr, honor=True) == []
     assert probe(expr.replace('namespace!="gpu-operator", ', ""), honor=True)
+
+
+def test_recorded_series_carry_the_labels_their_rule_outputs():
+    # trainplane's recording rules (goodput_rules.py): a query on a recorded series is judged by the
+    # rule's output labels, label_replace's included, not refused as a metric of no exporter.
+    assert probe('max by (namespace, job) (trainplane:goodput:ratio{job!=""}) < 0.5') == []
+    assert probe('sum by (namespace, cause) (trainplane:badput_seconds{cause="down"}) > 0') == []
+    assert probe("max by (node, rank) (trainplane:rank_straggler:ratio) > 1.5") == []
+    bad = probe('max by (pod) (trainplane:goodput:ratio{pod!=""}) < 0.5')
+    assert bad and "'pod', which trainplane:goodput:ratio does not carry" in bad[0], bad
+    bad = probe("max by (job) (trainplane:team_goodput:ratio) < 0.5")
+    assert bad and "'job', which trainplane:team_goodput:ratio does not carry" in bad[0], bad

@@ -52,6 +52,7 @@ class Analyzer:
         self.problems: dict[str, list[str]] = {}
         self.unknown: list[str] = []
         self.notes: list[str] = []
+        self._depth = 0  # nesting of recording rules being walked
 
     def _use(
         self, labels: dict[str, str], why: dict[str, str], label: str, context: str, metrics: str
@@ -88,6 +89,8 @@ class Analyzer:
         name = vs.name or next((m.value for m in vs.matchers.matchers if m.name == "__name__"), None)
         if not name:
             return {}, {}, "a selector without a metric name"
+        if str(name) in getattr(self.model, "recorded", {}):
+            return self._recorded(str(name), vs)
         got = self.model.labels(str(name))
         if isinstance(got, str):
             (self.notes if got.startswith(NOTE) else self.unknown).append(got.removeprefix(NOTE))
@@ -106,6 +109,28 @@ class Analyzer:
                 continue
             self._use(got.labels, got.why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
         return dict(got.labels), dict(got.why), str(name)
+
+    def _recorded(self, name: str, vs: Any) -> Walked:
+        """A recording rule's series: the labels its query outputs (walked on its own, so the rule's own
+        problems are reported once, against the rule)."""
+        import promql_parser as P
+
+        if self._depth > 4:  # a record reading itself through others: no labels to learn
+            return None
+        sub = Analyzer(self.model)
+        sub._depth = self._depth + 1
+        try:
+            walked = sub.walk(P.parse(self.model.recorded[name]))
+        except Exception:  # its own query is reported as not valid PromQL where it is analysed
+            return None
+        if walked is None:
+            return None
+        labels, why, _ = walked
+        for m in vs.matchers.matchers:
+            if m.name == "__name__" or (m.name not in labels and _matches_empty(str(m.op), m.value)):
+                continue
+            self._use(labels, why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
+        return dict(labels), dict(why), name
 
     def _call(self, node: Any) -> Walked:
         out = None

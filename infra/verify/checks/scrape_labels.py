@@ -126,6 +126,15 @@ class LabelModel:
                         pm.ref,
                     )
         self.exporters = F.facts()["exporters"]
+        # Series the platform's recording rules produce (record name -> expr): their labels are the
+        # output labels of the rule's query (promql_labels.Analyzer walks it).
+        self.recorded: dict[str, str] = {}
+        platform = getattr(ctx, "platform", None)
+        for pr in platform.objects("PrometheusRule") if platform is not None else ():
+            for g in pr.spec.get("groups") or []:
+                for r in g.get("rules") or []:
+                    if r.get("record"):
+                        self.recorded.setdefault(str(r["record"]), str(r.get("expr", "")))
 
     def exporter_of(self, metric: str) -> str | None:
         for name, ex in self.exporters.items():
