@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from components.incluster.goodput_rules import recovery_groups
-from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+from components.incluster.gpu_health_agent import PENDING_TAINT
 from components.spec import APPLICATION_XIDS, GpuHealthSpec
 
 GPU = 'resource="nvidia_com_gpu"'
@@ -156,14 +156,8 @@ def node_rules() -> list[dict[str, Any]]:
             "critical",
             "GPU node {{ $labels.node }} offers only {{ $value }} of its GPUs",
         ),
-        # The health controller's taints (components/incluster/gpu_health.py); the value is the reason.
-        _rule(
-            "GpuNodeQuarantined",
-            f'max by (node, value) (kube_node_spec_taint{{key="{UNHEALTHY_TAINT}"}}) > 0',
-            "0m",
-            "critical",
-            "GPU node {{ $labels.node }} is tainted out of scheduling: {{ $labels.value }}",
-        ),
+        # A quarantine (the unhealthy taint) pages through TrainplaneGpuNodeQuarantined, on the node condition
+        # the controller sets with it (goodput_rules.py): one alert per quarantine, not two.
         _rule(
             "GpuNodeDiagnosticPending",
             f'max by (node) (kube_node_spec_taint{{key="{PENDING_TAINT}"}}) > 0',

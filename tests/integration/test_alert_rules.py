@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from components.incluster.alerts import alert_groups
-from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+from components.incluster.gpu_health_agent import PENDING_TAINT
 from components.incluster.recovery_names import (
     ALERT_QUARANTINED,
     ALERT_REPLACE_NEEDED,
@@ -221,22 +221,6 @@ CASES = [
             ): "8x10",
         },
         {"2m": [], "6m": [{"node": NODE, "$value": "7"}]},
-    ),
-    Case(
-        "GpuNodeQuarantined",
-        {
-            ksm(
-                "kube_node_spec_taint", node=NODE, key=UNHEALTHY_TAINT, value="xid-79", effect="NoSchedule"
-            ): "1x5",
-            ksm(
-                "kube_node_spec_taint",
-                node="gpu-node-b",
-                key="nvidia.com/gpu",
-                value="present",
-                effect="NoSchedule",
-            ): "1x5",
-        },
-        {"1m": [{"node": NODE, "value": "xid-79"}]},
     ),
     Case(
         "GpuNodeDiagnosticPending",

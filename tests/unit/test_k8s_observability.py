@@ -128,7 +128,6 @@ def test_alert_rules_cover_gpu_faults_nodes_and_training_jobs():
         "GpuHardwareSlowdown",
         "GpuNodeNotReady",
         "GpuNodeMissingGpus",
-        "GpuNodeQuarantined",
         "GpuNodeDiagnosticPending",
         "TrainingJobStalled",
         "TrainingJobHang",
