@@ -44,7 +44,9 @@ DETECT_S = {"preemption": 0, "xid": h.XID_DETECT_S, "lost_node": h.PEER_LOSS_DET
 class Ledger:
     """Virtual seconds by cause (a fault's id, ``startup``, ``checkpoint``, ``productive``) and kind of cost."""
 
-    seconds: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    seconds: dict[str, dict[str, float]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(float))
+    )
     redone: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
     def add(self, cause: str, what: str, s: float) -> None:
@@ -131,7 +133,9 @@ def check(c: Campaign, led: Ledger, reference_ckpt: Path, goodput_floor: float |
     """The campaign's assertions (also the integration test's)."""
     for f in c.faults:
         o = c.outcomes[f.id]
-        assert (o.level, o.counted) == EXPECTED[f.kind], f"{f.id}: {o.level}/{o.counted}, expected {EXPECTED[f.kind]}"
+        assert (o.level, o.counted) == EXPECTED[f.kind], (
+            f"{f.id}: {o.level}/{o.counted}, expected {EXPECTED[f.kind]}"
+        )
     if any(f.kind == "xid" for f in c.faults):
         assert c.quarantined_seen > 0, "no placement happened while a node was quarantined"
     assert_bitwise(final_state(c.ckpt, c.steps), final_state(reference_ckpt, c.steps))
@@ -139,7 +143,9 @@ def check(c: Campaign, led: Ledger, reference_ckpt: Path, goodput_floor: float |
         assert led.productive / led.wall >= goodput_floor, f"goodput {led.productive / led.wall:.1%}"
 
 
-def run(work: Path, steps: int, faults: tuple[Fault, ...], goodput_floor: float | None) -> tuple[Campaign, Ledger]:
+def run(
+    work: Path, steps: int, faults: tuple[Fault, ...], goodput_floor: float | None
+) -> tuple[Campaign, Ledger]:
     js = jobset()
     ref = Campaign(work / "reference", steps, (), js)
     ref.run()
@@ -164,7 +170,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"campaign: FAILED: {e}", file=sys.stderr)
             return 1
     print(table(c, led))
-    print(f"campaign: passed in {time.monotonic() - t0:.0f} s real: final weights equal the uninterrupted run's")
+    print(
+        f"campaign: passed in {time.monotonic() - t0:.0f} s real: final weights equal the uninterrupted run's"
+    )
     return 0
 
 

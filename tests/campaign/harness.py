@@ -26,7 +26,7 @@ from typing import Any
 
 from tests.campaign.faults import ENV_PLAN
 from tests.helpers.jobset_sim import JobSetState, PodOutcome, job_failure, jobset_rule
-from tests.helpers.node_sim import HOSTNAME, Cluster, Node, Unschedulable
+from tests.helpers.node_sim import HOSTNAME, Node, Unschedulable, spot_pool_cluster
 from tests.helpers.trainer import Proc, free_port
 from trainer.contract import EXIT_HANG, EXIT_PEER_LOST, EXIT_PREEMPTED, exit_action
 
@@ -57,7 +57,10 @@ EXPECTED = {
     "straggler": ("none", "none"),  # team `stragglers: alert`: an alert and an Event, no restart
     "save_failure": ("none", "none"),  # one save fails, fewer than maxConsecutiveFailures: training goes on
 }
-assert exit_action(EXIT_PREEMPTED) == exit_action(EXIT_PEER_LOST) == "retry" and exit_action(EXIT_HANG) == "count"
+assert (
+    exit_action(EXIT_PREEMPTED) == exit_action(EXIT_PEER_LOST) == "retry"
+    and exit_action(EXIT_HANG) == "count"
+)
 
 
 @dataclass(frozen=True)
@@ -94,18 +97,6 @@ class Attempt:
     in_pod: list[str] = field(default_factory=list)
 
 
-def day_cluster() -> Cluster:
-    """The GPU pool the job's nodeSelector names (3 spot H100 nodes, GPU taint), plus nodes it must avoid:
-    an on-demand H100 node (capacity label differs) and a system node (no GPUs, no GPU taint)."""
-    pool = {"trainplane.dev/pool": "h100", "trainplane.dev/capacity": "spot", "trainplane.dev/gpu": "H100"}
-    gpu_taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    nodes = [Node(f"h100-spot-{i}", {**pool, HOSTNAME: f"h100-spot-{i}"}, list(gpu_taint)) for i in range(2)]
-    ondemand = {**pool, "trainplane.dev/capacity": "on-demand", HOSTNAME: "h100-od-0"}
-    nodes.append(Node("h100-od-0", ondemand, list(gpu_taint)))
-    nodes.append(Node("system-0", {HOSTNAME: "system-0"}, [], gpus=0))
-    return Cluster(nodes)
-
-
 def _code(p: Proc) -> int:
     rc = p.p.returncode
     return 128 - rc if rc < 0 else rc  # the kubelet reports a container killed by signal N as 128 + N
@@ -120,7 +111,7 @@ class Campaign:
         self.pod_template = self.rj["template"]["spec"]["template"]
         self.size = int(self.rj["template"]["spec"]["parallelism"]) * int(self.rj.get("replicas", 1))
         self.state = JobSetState(max_restarts=jobset["spec"]["failurePolicy"]["maxRestarts"])
-        self.cluster = day_cluster()
+        self.cluster = spot_pool_cluster()
         self.ckpt, self.plans = workdir / "ckpt", workdir / "plans"
         self.plans.mkdir(parents=True, exist_ok=True)
         self.attempts: list[Attempt] = []
@@ -157,8 +148,21 @@ class Campaign:
                 "--master-port": str(port),
             }.get(key)
             out.append(o if value is None else f"{key}={value}")
-        assert {o.split("=")[0] for o in out} >= {"--nnodes", "--node-rank", "--master-addr", "--max-restarts"}
-        return ["-m", "trainer.launch", *out, "--", *self.trainer_args(self.steps), "--checkpoint.uri", str(ckpt)]
+        assert {o.split("=")[0] for o in out} >= {
+            "--nnodes",
+            "--node-rank",
+            "--master-addr",
+            "--max-restarts",
+        }
+        return [
+            "-m",
+            "trainer.launch",
+            *out,
+            "--",
+            *self.trainer_args(self.steps),
+            "--checkpoint.uri",
+            str(ckpt),
+        ]
 
     def write_plan(self) -> Path:
         holds = []
@@ -209,7 +213,12 @@ class Campaign:
             placement = self.place(index)
             port = free_port()
             procs = [
-                Proc(self.launcher_args(i, port, self.ckpt), self.work, f"a{index}-pod{i}", {ENV_PLAN: str(plan)})
+                Proc(
+                    self.launcher_args(i, port, self.ckpt),
+                    self.work,
+                    f"a{index}-pod{i}",
+                    {ENV_PLAN: str(plan)},
+                )
                 for i in range(self.size)
             ]
             attempt = Attempt(index, placement, procs, self._provisioned)
@@ -230,14 +239,17 @@ class Campaign:
             out.node = list(at.placement.values())[f.node_rank]
             if f.kind == "hang":
                 starts = 1 + len(at.in_pod)
-                self._wait(at, lambda: self._starts(at) > starts, f"the in-pod restart after {f.id}")
+                self._wait(at, lambda n=starts: self._starts(at) > n, f"the in-pod restart after {f.id}")
                 hangs = [e for p in at.procs for e in p.events("hang_detected")]
                 out.codes = sorted({e["exit_code"] for e in hangs})
-                out.level, out.counted = "in-pod", "counted" if exit_action(out.codes[0]) == "count" else "uncounted"
+                out.level, out.counted = (
+                    "in-pod",
+                    "counted" if exit_action(out.codes[0]) == "count" else "uncounted",
+                )
                 out.detail = "watchdog exit 124; torchrun restarted the workers in the pod (--max-restarts)"
                 at.in_pod.append(f.id)
             elif f.kind == "straggler":
-                self._wait(at, lambda: self._step(at) >= f.until + 1, f"the end of {f.id}")
+                self._wait(at, lambda u=f.until: self._step(at) >= u + 1, f"the end of {f.id}")
                 self._straggler(at, f, out)
             elif f.kind == "save_failure":
                 self._hold(at, f"{f.id}-break")
@@ -325,14 +337,20 @@ class Campaign:
         run, longest = 0, 0
         for step in range(f.step + 1, f.until + 1):
             ranks = times.get(step, {})
-            slow = len(ranks) == self.size and ranks[f.node_rank] > STRAGGLER_FACTOR * statistics.median(ranks.values())
+            slow = len(ranks) == self.size and ranks[f.node_rank] > STRAGGLER_FACTOR * statistics.median(
+                ranks.values()
+            )
             run = run + 1 if slow else 0
             longest = max(longest, run)
         need = STRAGGLER_FOR_MINUTES * 60 // STEP_S
         fired = longest >= need
         if fired:
-            self.cluster.straggler(out.node, f"rank {f.node_rank} slower than {STRAGGLER_FACTOR}x its job's median")
-        out.detail = f"alert {'fired' if fired else 'did NOT fire'} ({longest} slow steps in a row, need {need})"
+            self.cluster.straggler(
+                out.node, f"rank {f.node_rank} slower than {STRAGGLER_FACTOR}x its job's median"
+            )
+        out.detail = (
+            f"alert {'fired' if fired else 'did NOT fire'} ({longest} slow steps in a row, need {need})"
+        )
         assert fired, out.detail
 
     # ---- waiting on the processes --------------------------------------------------------------------------
@@ -340,7 +358,9 @@ class Campaign:
         deadline = time.monotonic() + timeout
         while not cond():
             dead = [p for p in at.procs if p.p.poll() is not None]
-            assert not dead and time.monotonic() < deadline, f"waiting for {what}: {(dead or at.procs)[0].tail()}"
+            assert not dead and time.monotonic() < deadline, (
+                f"waiting for {what}: {(dead or at.procs)[0].tail()}"
+            )
             time.sleep(0.02)
 
     def _hold(self, at: Attempt, fid: str) -> None:

@@ -60,7 +60,9 @@ class Node:
     @property
     def quarantined(self) -> bool:
         cond = self.conditions.get(QUARANTINE_CONDITION)
-        return any(t["key"] == QUARANTINE_TAINT for t in self.taints) or bool(cond and cond["status"] == "True")
+        return any(t["key"] == QUARANTINE_TAINT for t in self.taints) or bool(
+            cond and cond["status"] == "True"
+        )
 
 
 @dataclass
@@ -134,7 +136,13 @@ class Cluster:
                 return f"untolerated taint {taint['key']}={taint.get('value', '')}:{taint['effect']}"
         if any(node.labels.get(k) != v for k, v in (spec.get("nodeSelector") or {}).items()):
             return "nodeSelector does not match"
-        affinity = spec.get("affinity") or {}
+        why = self._affinity(spec.get("affinity") or {}, node)
+        used = sum(p.gpus for p in self.pods.values() if p.node == node.name)
+        if why is None and _resources(spec) > node.gpus - used:
+            return f"insufficient {GPU}"
+        return why
+
+    def _affinity(self, affinity: Mapping[str, Any], node: Node) -> str | None:
         required = (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
         if required and not any(
             all(_expression(e, node.labels) for e in term.get("matchExpressions") or [])
@@ -149,9 +157,6 @@ class Cluster:
                 if there and domain is not None and there.labels.get(term["topologyKey"]) == domain:
                     if _selector(term["labelSelector"], other.labels):
                         return f"pod anti-affinity with {other.pod}"
-        used = sum(p.gpus for p in self.pods.values() if p.node == node.name)
-        if _resources(spec) > node.gpus - used:
-            return f"insufficient {GPU}"
         return None
 
     def place(self, pod: str, spec: Mapping[str, Any], labels: Mapping[str, str]) -> str:
@@ -175,7 +180,9 @@ class Cluster:
     def add(self, node: Node) -> None:
         self.nodes[node.name] = node
 
-    def quarantine(self, node: str, reason: str, message: str, at: dt.datetime, *, evict: bool = True) -> list[str]:
+    def quarantine(
+        self, node: str, reason: str, message: str, at: dt.datetime, *, evict: bool = True
+    ) -> list[str]:
         """The GPU health controller's quarantine (the contract in recovery_names.py and ISSUE19: taint,
         cordon marked as ours, condition, annotation, Event); returns the GPU pods it evicts."""
         n = self.nodes[node]
@@ -209,3 +216,15 @@ class Cluster:
             self.remove_pod(pod)
         del self.nodes[node]
         return gone
+
+
+def spot_pool_cluster() -> Cluster:
+    """The GPU pool the job's nodeSelector names (3 spot H100 nodes, GPU taint), plus nodes it must avoid:
+    an on-demand H100 node (capacity label differs) and a system node (no GPUs, no GPU taint)."""
+    pool = {"trainplane.dev/pool": "h100", "trainplane.dev/capacity": "spot", "trainplane.dev/gpu": "H100"}
+    gpu_taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
+    nodes = [Node(f"h100-spot-{i}", {**pool, HOSTNAME: f"h100-spot-{i}"}, list(gpu_taint)) for i in range(2)]
+    ondemand = {**pool, "trainplane.dev/capacity": "on-demand", HOSTNAME: "h100-od-0"}
+    nodes.append(Node("h100-od-0", ondemand, list(gpu_taint)))
+    nodes.append(Node("system-0", {HOSTNAME: "system-0"}, [], gpus=0))
+    return Cluster(nodes)
