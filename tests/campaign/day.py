@@ -94,6 +94,10 @@ def ledger(c: Campaign) -> Ledger:
                 for f in slow:
                     if f.step < k <= f.until:
                         led.add(f.id, "slowdown", (h.STRAGGLER_SLOWDOWN - 1) * h.STEP_S)
+            elif ev == "checkpoint_failed":  # the save's time bought nothing: the fault that broke it pays
+                broke = [f.id for f in c.faults if f.kind == "save_failure" and f.step == e["ckpt_step"]]
+                led.add("checkpoint", "save", -h.CKPT_SAVE_S)
+                led.add(broke[0] if broke else "checkpoint", "failed save", h.CKPT_SAVE_S)
             elif ev == "checkpoint_save_started":
                 periodic = e["ckpt_step"] % h.CKPT_INTERVAL_STEPS == 0 or e["ckpt_step"] == c.steps
                 led.add("checkpoint" if periodic else at.ended_by, "save", h.CKPT_SAVE_S)
