@@ -140,6 +140,10 @@ def check(c: Campaign, led: Ledger, reference_ckpt: Path, goodput_floor: float |
         assert (o.level, o.counted) == EXPECTED[f.kind], (
             f"{f.id}: {o.level}/{o.counted}, expected {EXPECTED[f.kind]}"
         )
+        if o.level != "none":  # the simulator's decision (or torchrun's) agrees with the exit contract
+            assert o.counted == o.contract_kind(), (
+                f"{f.id}: {o.counted}, the contract says {o.contract_kind()}"
+            )
     if any(f.kind == "xid" for f in c.faults):
         assert c.quarantined_seen > 0, "no placement happened while a node was quarantined"
     assert_bitwise(final_state(c.ckpt, c.steps), final_state(reference_ckpt, c.steps))

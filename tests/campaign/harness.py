@@ -15,6 +15,7 @@ time (every step once) over the virtual wall time of the allocation, from the ha
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import signal
 import statistics
@@ -45,6 +46,7 @@ PEER_LOSS_DETECT_S = 60  # assumed: the peers' collective breaks when the lost n
 STRAGGLER_SLOWDOWN = 1.3  # assumed: a throttled GPU at 1/1.3 speed (above gpuHealth.stragglers.factor 1.25)
 STRAGGLER_FACTOR = 1.25  # gpuHealth.stragglers.factor default (components/spec/platform.py)
 STRAGGLER_FOR_MINUTES = 15  # gpuHealth.stragglers.forMinutes default
+DAY_START = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)  # the quarantine annotation's clock (a fault's step)
 GRACE_S = 60.0  # real seconds a deleted pod's launcher gets after SIGTERM before SIGKILL
 
 KINDS = ("preemption", "xid", "hang", "straggler", "save_failure", "lost_node")
@@ -83,6 +85,14 @@ class Outcome:
     codes: list[int] = field(default_factory=list)
     rule: str = ""
     detail: str = ""
+    disrupted: bool = False  # the failed pod had DisruptionTarget (an eviction)
+
+    def contract_kind(self) -> str:
+        """What trainer/contract.py makes of the first failure: an eviction or a `retry` exit code is an
+        uncounted restart, a `count` one a counted restart."""
+        if self.disrupted or exit_action(self.codes[0]) == "retry":
+            return "uncounted"
+        return "counted" if exit_action(self.codes[0]) == "count" else "fail"
 
 
 @dataclass
@@ -286,7 +296,8 @@ class Campaign:
             outcomes = [PodOutcome(pods[first], _code(at.procs[first]))]
             self.cluster.delete(node)
         elif f.kind == "xid":  # the controller quarantines the node and evicts its GPU pods
-            evicted = self.cluster.quarantine(node, "Xid79", "XID 79: GPU has fallen off the bus", at=_vt(f))
+            when = DAY_START + dt.timedelta(seconds=f.step * STEP_S)
+            evicted = self.cluster.quarantine(node, "Xid79", "XID 79: GPU has fallen off the bus", at=when)
             assert evicted == [victim], evicted
             vproc.kill_tree()  # the rank cannot checkpoint without its GPU
             vproc.wait()
@@ -299,6 +310,7 @@ class Campaign:
             outcomes = [PodOutcome(pods[first], _code(at.procs[first]))]
             self.cluster.delete(node)  # the pool replaces it
         out.codes = [o.exit_code or 0 for o in outcomes]
+        out.disrupted = "DisruptionTarget" in outcomes[0].conditions
         self._decide(at, f, out, outcomes)
         self._recreate(at)
 
@@ -386,9 +398,3 @@ class Campaign:
 
     def _starts(self, at: Attempt) -> int:
         return len(at.procs[0].events("start"))
-
-
-def _vt(f: Fault) -> Any:
-    import datetime as dt
-
-    return dt.datetime(2026, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=f.step * STEP_S)
