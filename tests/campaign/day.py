@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.campaign import harness as h
 from tests.campaign.harness import EXPECTED, Campaign, Fault
-from tests.helpers.jobs import jobset
+from tests.helpers.jobs import jobset, platform_outputs
 from tests.helpers.trainer import assert_bitwise, final_state
 
 DAY_STEPS = 1440
@@ -154,10 +154,10 @@ def check(c: Campaign, led: Ledger, reference_ckpt: Path, goodput_floor: float |
 def run(
     work: Path, steps: int, faults: tuple[Fault, ...], goodput_floor: float | None
 ) -> tuple[Campaign, Ledger]:
-    js = jobset()
-    ref = Campaign(work / "reference", steps, (), js)
+    js, pools = jobset(), platform_outputs("aws-dev")["nodePools"]  # the platform jobset() is built for
+    ref = Campaign(work / "reference", steps, (), js, pools)
     ref.run()
-    c = Campaign(work / "campaign", steps, faults, js)
+    c = Campaign(work / "campaign", steps, faults, js, pools)
     c.run()
     led = ledger(c)
     check(c, led, ref.ckpt, goodput_floor)

@@ -27,7 +27,7 @@ from typing import Any
 
 from tests.campaign.faults import ENV_PLAN
 from tests.helpers.jobset_sim import JobSetState, PodOutcome, job_failure, jobset_rule
-from tests.helpers.node_sim import HOSTNAME, Node, Unschedulable, spot_pool_cluster
+from tests.helpers.node_sim import Unschedulable, pool_cluster, pool_node
 from tests.helpers.trainer import Proc, free_port
 from trainer.contract import EXIT_HANG, EXIT_PEER_LOST, EXIT_PREEMPTED, exit_action
 
@@ -113,7 +113,15 @@ def _code(p: Proc) -> int:
 
 
 class Campaign:
-    def __init__(self, workdir: Path, steps: int, faults: Sequence[Fault], jobset: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        workdir: Path,
+        steps: int,
+        faults: Sequence[Fault],
+        jobset: dict[str, Any],
+        pools: list[dict[str, Any]],
+    ) -> None:
+        """``jobset``: the job builder's JobSet; ``pools``: the nodePools of the platform it was built for."""
         self.work, self.steps, self.faults = workdir, steps, sorted(faults, key=lambda f: f.step)
         assert all(f.kind in KINDS for f in self.faults)
         self.jobset = jobset
@@ -121,7 +129,10 @@ class Campaign:
         self.pod_template = self.rj["template"]["spec"]["template"]
         self.size = int(self.rj["template"]["spec"]["parallelism"]) * int(self.rj.get("replicas", 1))
         self.state = JobSetState(max_restarts=jobset["spec"]["failurePolicy"]["maxRestarts"])
-        self.cluster = spot_pool_cluster()
+        # the pool the template's nodeSelector names, exactly as many nodes as the job needs
+        selector = self.pod_template["spec"]["nodeSelector"]
+        (self.pool,) = [p for p in pools if all(p["labels"].get(k) == v for k, v in selector.items())]
+        self.cluster = pool_cluster(pools, self.pool["name"], self.size)
         self.ckpt, self.plans = workdir / "ckpt", workdir / "plans"
         self.plans.mkdir(parents=True, exist_ok=True)
         self.attempts: list[Attempt] = []
@@ -202,10 +213,8 @@ class Campaign:
                 placement[pod] = self.cluster.place(pod, spec, labels)
             except Unschedulable:  # the autoscaler adds a node of the pool for the pending pod
                 provisioned += 1
-                name = f"h100-spot-new-{index}-{provisioned}"
-                pool = {k: v for k, v in spec["nodeSelector"].items()}
-                taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-                self.cluster.add(Node(name, {**pool, HOSTNAME: name}, taint))
+                name = f"{self.pool['name']}-new-{index}-{provisioned}"
+                self.cluster.add(pool_node(self.pool, name))
                 placement[pod] = self.cluster.place(pod, spec, labels)
         for node in placement.values():
             assert not self.cluster.nodes[node].quarantined, f"a restarted pod landed on quarantined {node}"
@@ -252,10 +261,9 @@ class Campaign:
                 self._wait(at, lambda n=starts: self._starts(at) > n, f"the in-pod restart after {f.id}")
                 hangs = [e for p in at.procs for e in p.events("hang_detected")]
                 out.codes = sorted({e["exit_code"] for e in hangs})
-                out.level, out.counted = (
-                    "in-pod",
-                    "counted" if exit_action(out.codes[0]) == "count" else "uncounted",
-                )
+                # torchrun counts the restart against --max-restarts: the new group's restart_count rose
+                counts = [e["restart_count"] for e in at.procs[0].events("start")]
+                out.level, out.counted = "in-pod", "counted" if counts[-1] > counts[-2] else "uncounted"
                 out.detail = "watchdog exit 124; torchrun restarted the workers in the pod (--max-restarts)"
                 at.in_pod.append(f.id)
             elif f.kind == "straggler":

@@ -218,13 +218,21 @@ class Cluster:
         return gone
 
 
-def spot_pool_cluster() -> Cluster:
-    """The GPU pool the job's nodeSelector names (3 spot H100 nodes, GPU taint), plus nodes it must avoid:
-    an on-demand H100 node (capacity label differs) and a system node (no GPUs, no GPU taint)."""
-    pool = {"trainplane.dev/pool": "h100", "trainplane.dev/capacity": "spot", "trainplane.dev/gpu": "H100"}
-    gpu_taint = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}]
-    nodes = [Node(f"h100-spot-{i}", {**pool, HOSTNAME: f"h100-spot-{i}"}, list(gpu_taint)) for i in range(2)]
-    ondemand = {**pool, "trainplane.dev/capacity": "on-demand", HOSTNAME: "h100-od-0"}
-    nodes.append(Node("h100-od-0", ondemand, list(gpu_taint)))
-    nodes.append(Node("system-0", {HOSTNAME: "system-0"}, [], gpus=0))
+def pool_node(pool: Mapping[str, Any], name: str, **labels: str) -> Node:
+    """A node of a platform node pool (PlatformOutputs.nodePools[]: its labels, taints and GPUs)."""
+    taints = [dict(t) for t in pool.get("taints") or []]
+    return Node(
+        name, {**pool["labels"], **labels, HOSTNAME: name}, taints, gpus=int(pool.get("gpusPerNode") or 0)
+    )
+
+
+def pool_cluster(pools: Sequence[Mapping[str, Any]], gpu_pool: str, size: int) -> Cluster:
+    """``size`` nodes of ``gpu_pool`` and one of every other pool, as the platform defines them, plus a
+    node the job must avoid: one of the same GPU pool but on-demand (its capacity label differs)."""
+    nodes = []
+    for pool in pools:
+        for i in range(size if pool["name"] == gpu_pool else 1):
+            nodes.append(pool_node(pool, f"{pool['name']}-{i}"))
+    (gpu,) = [p for p in pools if p["name"] == gpu_pool]
+    nodes.append(pool_node(gpu, f"{gpu_pool}-od-0", **{"trainplane.dev/capacity": "on-demand"}))
     return Cluster(nodes)
