@@ -2,8 +2,9 @@
 controller's quarantine (the names of components/incluster/recovery_names.py), the node lifecycle
 controller's taints on a lost node, and a placer that puts a pod only where the scheduler would.
 
-The placer follows the kube-scheduler's filter plugins (kubernetes v1.33 pkg/scheduler/framework/plugins),
-for the fields the job builder's pod template uses and no further:
+The placer follows the kube-scheduler's filter plugins (kubernetes pkg/scheduler/framework/plugins; read:
+nodeunschedulable/node_unschedulable.go and k8s.io/api core/v1 toleration.go ToleratesTaint; the others
+as documented), for the fields the job builder's pod template uses and no further:
 - NodeUnschedulable: a cordoned node (spec.unschedulable) takes a pod only if the pod tolerates the
   ``node.kubernetes.io/unschedulable:NoSchedule`` taint;
 - TaintToleration: every taint with effect NoSchedule or NoExecute must be tolerated (PreferNoSchedule is
@@ -37,8 +38,8 @@ from components.incluster.recovery_names import (
 
 GPU = "nvidia.com/gpu"
 HOSTNAME = "kubernetes.io/hostname"
-# The node lifecycle controller's taints on a node that stopped reporting (kubernetes v1.33
-# pkg/controller/nodelifecycle: TaintNodesByCondition adds the NoSchedule one, the NoExecute one evicts).
+# The node lifecycle controller's taints on a node that stopped reporting (kubernetes
+# pkg/controller/nodelifecycle, as documented: a NoSchedule one by condition, a NoExecute one that evicts).
 UNREACHABLE = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 
