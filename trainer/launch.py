@@ -209,7 +209,12 @@ def _patch_restart_count() -> None:
 
 def is_fixed_size(tr_args: object) -> bool:
     """Whether the job has a fixed number of nodes (``--nnodes=N`` or ``N:N``), as torchrun parses it
-    (torch@v2.13.0:torch/distributed/run.py parse_min_max_nnodes)."""
+    (torch@v2.13.0:torch/distributed/run.py parse_min_max_nnodes).
+
+    >>> from types import SimpleNamespace as Args
+    >>> [is_fixed_size(Args(nnodes=n)) for n in ("2", "2:2", "1:4")]
+    [True, True, False]
+    """
     bounds = str(getattr(tr_args, "nnodes", "1")).split(":")
     return len(bounds) in (1, 2) and bounds[0].strip() == bounds[-1].strip()
 

@@ -107,3 +107,48 @@ def test_master_whose_peer_node_dies_exits_75_at_once_without_an_in_pod_restart(
     assert summary["restarts"] == 0, summary  # the gang restarts, not this pod's workers
     # a checkpoint committed before the loss: progress, so not counted
     assert "restart not counted" in nodes[0].err.read_text().strip().splitlines()[-1]
+
+
+@pytest.mark.slow
+def test_elastic_job_that_loses_a_node_reforms_in_pod_at_the_smaller_size(tmp_path: Path) -> None:
+    # An elastic job (--nnodes=1:2, c10d) keeps torchrun's in-pod restart after a peer loss: the survivor
+    # re-forms the group with the nodes that are left, which is what an elastic job is for.
+    endpoint = f"127.0.0.1:{free_port()}"
+    nodes = [
+        Proc(
+            [
+                "-m",
+                "trainer.launch",
+                "--nnodes=1:2",
+                "--rdzv-backend=c10d",
+                f"--rdzv-endpoint={endpoint}",
+                "--rdzv-id=elastic",
+                "--rdzv-conf=last_call_timeout=1",
+                "--nproc-per-node=1",
+                "--max-restarts=3",
+                "--",
+                *PLUGIN,
+                "--steps",
+                "100000",
+                "--checkpoint.uri",
+                str(tmp_path / "ckpt"),
+                "--checkpoint.interval-steps",
+                "2",
+            ],
+            tmp_path,
+            f"e-node{rank}",
+        )
+        for rank in (0, 1)
+    ]
+    try:
+        nodes[0].wait_for(lambda e: e.get("event") == "start" and e["world_size"] == 2)
+        nodes[0].wait_for(lambda e: e.get("event") == "checkpoint_committed")
+        nodes[1].kill_tree()
+        # the same launcher's workers again (torchrun's restart count), now alone
+        nodes[0].wait_for(
+            lambda e: e.get("event") == "start" and e["world_size"] == 1 and e["restart_count"] >= 1
+        )
+    finally:
+        for n in nodes:
+            n.kill_tree()
+    assert "no in-pod restart" not in nodes[0].err.read_text()
