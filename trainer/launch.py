@@ -13,6 +13,7 @@ tell a spot reclaim from a bug. This wrapper runs ``torch.distributed.run`` in-p
 * 75  a peer node vanished (a worker's collective broke on a remote end, or the group could not
       rendezvous again) while this node was healthy: retried without counting, at most
       ``TRAINPLANE_MAX_PEER_LOSSES`` times in a row without a new checkpoint, then 1 (trainer/peerloss.py);
+      in a fixed-size job torchrun does not restart the group in the pod first (``_patch_peer_loss_stop``);
 * otherwise the first real failure's code: 124 hang (watchdog), 74 checkpoint saves kept failing, a
   crashing worker's own code (128 + N for one killed by signal N); 1 when the launcher was signalled
   and nothing got committed.
