@@ -13,6 +13,7 @@ tell a spot reclaim from a bug. This wrapper runs ``torch.distributed.run`` in-p
 * 75  a peer node vanished (a worker's collective broke on a remote end, or the group could not
       rendezvous again) while this node was healthy: retried without counting, at most
       ``TRAINPLANE_MAX_PEER_LOSSES`` times in a row without a new checkpoint, then 1 (trainer/peerloss.py);
+      in a fixed-size job torchrun does not restart the group in the pod first (``_patch_peer_loss_stop``);
 * otherwise the first real failure's code: 124 hang (watchdog), 74 checkpoint saves kept failing, a
   crashing worker's own code (128 + N for one killed by signal N); 1 when the launcher was signalled
   and nothing got committed.
@@ -207,6 +208,76 @@ def _patch_restart_count() -> None:
     SimpleElasticAgent._restart_workers = restart  # type: ignore[method-assign]
 
 
+def is_fixed_size(tr_args: object) -> bool:
+    """Whether the job has a fixed number of nodes (``--nnodes=N`` or ``N:N``), as torchrun parses it
+    (torch@v2.13.0:torch/distributed/run.py parse_min_max_nnodes).
+
+    >>> from types import SimpleNamespace as Args
+    >>> [is_fixed_size(Args(nnodes=n)) for n in ("2", "2:2", "1:4")]
+    [True, True, False]
+    """
+    bounds = str(getattr(tr_args, "nnodes", "1")).split(":")
+    return len(bounds) in (1, 2) and bounds[0].strip() == bounds[-1].strip()
+
+
+# Whether this launcher's job has a fixed number of nodes (set per run; the patch below reads it).
+_FIXED_SIZE = [False]
+
+
+def _patch_peer_loss_stop() -> None:
+    """In a fixed-size job, a worker group that failed because a peer node vanished (75) ends the agent's
+    run: no in-pod restart.
+
+    torch@v2.13.0:torch/distributed/elastic/agent/server/api.py, SimpleElasticAgent._invoke_run: after
+    ``_monitor_workers`` returns FAILED it restarts the group while ``_remaining_restarts > 0`` (the
+    restart stops the workers and enters the rendezvous again), else stops the workers and returns the
+    failed result (which torchrun raises as ChildFailedError). A fixed-size group cannot form again
+    without the lost node, so that restart waits in the rendezvous until its timeout (over 150 s in a
+    trial on the surviving master, which hosts the store), and no pod fails until Kubernetes marks the
+    lost node's pod failed. Setting ``_remaining_restarts`` to 0 when the failure's code (as the launcher
+    would report it) is 75 makes the agent stop at once, so the pod exits 75 and the JobSet's
+    PeerLossRestartsWithoutCounting rule restarts the whole gang. (The torchelastic events then report
+    the restarts as used up, which only their metadata reads.)
+
+    Elastic jobs (``--nnodes=MIN:MAX``, c10d) keep the in-pod restart: re-forming with the nodes that are
+    left, at a smaller world size, is what they are for. Other failures (124 hang, 74 saves failed, a
+    crash) keep torchrun's in-pod restarts too. If torch's internals differ (no ``_monitor_workers`` on
+    the local agent, no ``_remaining_restarts``), nothing changes: the old behaviour, no crash.
+    """
+    try:
+        from torch.distributed.elastic.agent.server.api import WorkerState
+        from torch.distributed.elastic.agent.server.local_elastic_agent import LocalElasticAgent
+    except ImportError:
+        return
+    original = getattr(LocalElasticAgent, "_monitor_workers", None)
+    if original is None or getattr(original, "_trainplane_peer_loss", False):
+        return  # not torch 2.13's agent, or patched already (main() run twice in one process)
+
+    def monitor(self: Any, worker_group: Any) -> Any:
+        result = original(self, worker_group)
+        try:
+            if (
+                _FIXED_SIZE[0]
+                and result.state == WorkerState.FAILED
+                and result.failures
+                and getattr(self, "_remaining_restarts", 0) > 0
+                and failure_code(result.failures, _PRIMARY, False, False) == EXIT_PEER_LOST
+            ):
+                self._remaining_restarts = 0
+                print(
+                    "trainplane.launch: a peer node is gone (worker exit 75): no in-pod restart of a "
+                    "fixed-size group; the job restarts all nodes",
+                    file=sys.stderr,
+                    flush=True,
+                )
+        except Exception:  # torch's internals changed: keep its own restart decision
+            pass
+        return result
+
+    monitor._trainplane_peer_loss = True  # type: ignore[attr-defined]
+    LocalElasticAgent._monitor_workers = monitor  # type: ignore[method-assign]
+
+
 def summary_line(code: int, job: str | None, restarts: int, seconds: float) -> str:
     """The launcher's last stdout line: one JSON object saying how it ended (the workers' events come
     before it, one per line, in the same format).
@@ -248,6 +319,8 @@ def _run_group(tr_args: Any) -> tuple[int, str]:
     _patch_second_signal()
     _patch_failure_capture()
     _patch_restart_count()
+    _FIXED_SIZE[0] = is_fixed_size(tr_args)
+    _patch_peer_loss_stop()
     with tempfile.TemporaryDirectory(prefix="trainplane-launch-") as status:
         os.environ[ENV_LAUNCH_DIR] = status
         os.environ[ENV_LAUNCHER_PID] = str(os.getpid())
