@@ -63,6 +63,14 @@ GPU_NODE_LABEL = "nvidia.com/gpu.present"
 RUNTIME_CLASS = "nvidia"
 # The last XID per GPU, by the node label the DCGM ServiceMonitor adds (gpu_operator.dcgm_relabelings).
 XID_QUERY = "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)"
+# GPU memory faults that need a reset (or an RMA) whatever XID came last: reason -> an instant query whose
+# samples above 0 name the node. Both fields are in the exporter's metrics list the platform ships
+# (dashboards/metrics.py, dcgm_exporter_csv), and the alerts GpuEccUncorrectableErrors / GpuRowRemapFailure
+# read the same series (alerts.py); verify's observability check fails a rule on a series nothing exports.
+FAULT_QUERIES = {
+    "ecc-uncorrectable": "max by (node) (DCGM_FI_DEV_ECC_DBE_VOL_TOTAL)",
+    "row-remap-failed": "max by (node) (DCGM_FI_DEV_ROW_REMAP_FAILURE)",
+}
 PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.svc:9090"
 # dcgmi diag exit status: DCGM_ST_NVVS_ERROR (-30) and DCGM_ST_NVVS_ISOLATE_ERROR (-51) as a byte, i.e. a test
 # failed (NVIDIA/DCGM v4.6.0 dcgmi/Diag.cpp, dcgmlib/dcgm_structs.h; main returns the dcgmReturn_t).
@@ -154,6 +162,7 @@ def controller_config(
         "startupGraceSeconds": health.startup_grace_minutes * 60,
         "prometheusUrl": PROMETHEUS_URL,
         "xidQuery": XID_QUERY,
+        "faultQueries": FAULT_QUERIES,
         "intervalSeconds": 30,
         "quarantine": {
             "evictGpuPods": health.quarantine.evict_gpu_pods,

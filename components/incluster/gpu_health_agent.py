@@ -16,7 +16,11 @@ Signals, all produced by components that already watch the GPUs (this controller
   container's termination message ("diag-failed", "diag-error"); until it has, the node carries the
   pending taint;
 - DCGM's last XID per GPU (DCGM_FI_DEV_XID_ERRORS, through Prometheus) when it is not an application
-  XID ("xid-<n>").
+  XID ("xid-<n>");
+- DCGM's memory-health fields, through Prometheus (gpu_health.FAULT_QUERIES): uncorrectable ECC errors since
+  the driver loaded ("ecc-uncorrectable") and a failed row remap ("row-remap-failed"). Each also raises an
+  XID (48; 64) that DCGM's last-XID field may already have overwritten with a later one, and the fields stay
+  set until the GPU is reset, so the node stays out until a reset and a passing diagnostic.
 
 Taint keys use the cluster-autoscaler's prefixes (cluster-autoscaler FAQ, "How does Cluster Autoscaler
 treat nodes with status/startup/ignore taints?"): a node with the startup taint counts as not ready yet,
@@ -29,6 +33,7 @@ from __future__ import annotations
 import calendar
 import re
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,11 +105,13 @@ def assess(
     xids: list[int],
     now: float,
     policy: Policy,
+    faults: Sequence[str] = (),
 ) -> Verdict:
     """Which GPU faults a node shows, and whether its node-start diagnostic is still outstanding.
 
     `expected_gpus` is what the pool's machine type has (None when it cannot be known, e.g. with MIG),
-    `diag` is None when the diagnostic is off, `xids` the last XID of each of the node's GPUs.
+    `diag` is None when the diagnostic is off, `xids` the last XID of each of the node's GPUs, `faults`
+    the reasons of the DCGM fault queries that hold for one of its GPUs (faults_by_node).
     """
     status = node.get("status", {})
     capacity = quantity(status.get("capacity", {}).get(GPU_RESOURCE))
@@ -118,6 +125,7 @@ def assess(
     for xid in sorted(set(xids)):
         if xid > 0 and xid not in policy.ignored_xids:
             reasons.append(f"xid-{xid}")
+    reasons.extend(r for r in sorted(set(faults)) if r not in reasons)
     if capacity is not None and allocatable is not None and allocatable < capacity:
         reasons.append("gpus-unhealthy")
     started = _age_s(node, now) >= policy.startup_grace_s
@@ -183,6 +191,29 @@ def xids_by_node(result: list[dict]) -> dict[str, list[int]]:
         if node:
             out.setdefault(node, []).append(value)
     return out
+
+
+def faults_by_node(reason: str) -> Any:
+    """A parser of one DCGM fault query's samples (value > 0 on a GPU: the fault holds) -> node -> [reason].
+
+    >>> faults_by_node("row-remap-failed")([{"metric": {"node": "n1"}, "value": [0, "1"]},
+    ...                                     {"metric": {"node": "n2"}, "value": [0, "0"]}])
+    {'n1': ['row-remap-failed']}
+    """
+
+    def parse(result: list[dict]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for sample in result:
+            node = sample.get("metric", {}).get("node")
+            try:
+                value = float(sample["value"][1])
+            except (KeyError, IndexError, TypeError, ValueError):
+                continue
+            if node and value > 0:
+                out[node] = [reason]
+        return out
+
+    return parse
 
 
 def pool_of(node: dict, pools: list[dict]) -> dict | None:

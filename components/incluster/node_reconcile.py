@@ -26,6 +26,7 @@ try:
         Verdict,
         assess,
         diag_by_node,
+        faults_by_node,
         pool_of,
         xids_by_node,
     )
@@ -42,6 +43,7 @@ except ImportError:  # in the controller pod: shipped next to this file
         Verdict,
         assess,
         diag_by_node,
+        faults_by_node,
         pool_of,
         xids_by_node,
     )
@@ -109,6 +111,14 @@ class Controller:
         """The last XID per GPU of every node."""
         return self._query(self.config["xidQuery"], xids_by_node)
 
+    def faults(self) -> dict[str, list[str]]:
+        """The DCGM fault reasons (ECC, row remap) that hold on a GPU of each node."""
+        out: dict[str, list[str]] = {}
+        for reason, query in sorted(self.config.get("faultQueries", {}).items()):
+            for node, reasons in self._query(query, faults_by_node(reason)).items():
+                out.setdefault(node, []).extend(reasons)
+        return out
+
     def stragglers(self) -> dict[str, suspects.Suspect]:
         """The nodes the firing straggler alerts name, with their team's choice (quarantine or Event)."""
         return self._query(
@@ -169,6 +179,7 @@ class Controller:
                 xids=self.xids().get(name, []),
                 now=self.clock(),
                 policy=self.policy,
+                faults=self.faults().get(name, []),
             )
             evidence = diag.detail.splitlines()[0] if diag and diag.result in ("fail", "error") else ""
             suspect = self.stragglers().get(name) or self.hang_suspect(node)

@@ -186,6 +186,37 @@ def test_reconcile_sends_the_guarded_patch_then_the_condition_events_and_evictio
     assert controller.reconcile(node("cpu", pool="system"), [], []) is None
 
 
+def test_a_failed_row_remap_quarantines_the_node_whatever_xid_came_last():
+    """DCGM's last-XID field shows only the newest XID; a row remap failure (XID 64) overwritten by an
+    application XID, or an uncorrectable ECC error, is still a fault the node must leave service for."""
+    from components.incluster.gpu_health import FAULT_QUERIES
+
+    api = Api()
+    config = {**CONFIG, "faultQueries": FAULT_QUERIES}
+    controller = Controller(config, api, clock=lambda: 1795650000.0)
+    controller._cache[CONFIG["xidQuery"]] = (0.0, {"gpu-a": [13]})  # an application XID: ignored
+    controller._cache[FAULT_QUERIES["row-remap-failed"]] = (0.0, {"gpu-a": ["row-remap-failed"]})
+    controller._cache[FAULT_QUERIES["ecc-uncorrectable"]] = (0.0, {})
+    verdict = controller.reconcile(node(), [], [])
+    assert verdict is not None and verdict.reasons == ("row-remap-failed",)
+    (_patch, status, event) = api.calls
+    assert status[2]["status"]["conditions"][0]["reason"] == "RowRemapFailed"
+    assert event[2]["reason"] == EVENT_QUARANTINED
+
+
+def test_the_fault_queries_read_series_the_platforms_exporter_ships():
+    from components.incluster.dashboards.metrics import dcgm_exporter_csv
+    from components.incluster.gpu_health import FAULT_QUERIES
+    from components.incluster.gpu_health_agent import faults_by_node
+
+    shipped = dcgm_exporter_csv()
+    for reason, query in FAULT_QUERIES.items():
+        metric = query.split("(")[-1].rstrip(")")
+        assert f"{metric}," in shipped, (reason, metric)
+    rows = [{"metric": {"node": "a"}, "value": [0, "2"]}, {"metric": {"node": "b"}, "value": [0, "0"]}]
+    assert faults_by_node("ecc-uncorrectable")(rows) == {"a": ["ecc-uncorrectable"]}
+
+
 # ---- after the quarantine: node_return's decision through node_recovery.plan ---------------------
 
 
