@@ -20,6 +20,7 @@ import pulumi_kubernetes as k8s
 from components.bundle import ClusterBundle, NodePoolInfo, gpu_taint_tolerations
 from components.charts import CHARTS
 from components.incluster.alerts import alert_groups
+from components.incluster.cost_rules import PoolPrice, cost_groups, ksm_values
 from components.incluster.dashboards import dashboards
 from components.incluster.names import (
     JOB_NAME_LABEL,
@@ -130,6 +131,8 @@ class ObservabilityArgs:
     namespace: k8s.core.v1.Namespace
     # XIDs the GPU XID alert ignores (the GPU health settings').
     ignored_xids: tuple[int, ...] = APPLICATION_XIDS
+    # GPU pools' prices: the cost recording rules (components/incluster/cost_rules.py).
+    pool_prices: tuple[PoolPrice, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -159,6 +162,7 @@ class Observability(pulumi.ComponentResource):
             values={
                 **prometheus_values(obs, storage_class=args.bundle.storage_class),
                 **node_exporter_values(args.bundle.node_pools),
+                **ksm_values(),
             },
             timeout=RELEASE_TIMEOUT_S,
             # Prometheus' volume needs its StorageClass and provisioner before the release can be ready.
@@ -190,7 +194,7 @@ class Observability(pulumi.ComponentResource):
                 api_version="monitoring.coreos.com/v1",
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
-                spec={"groups": alert_groups(list(args.ignored_xids))},
+                spec={"groups": alert_groups(list(args.ignored_xids)) + cost_groups(args.pool_prices)},
                 opts=after_crds,
             )
         self.resources = ObservabilityResources(release=self.release, dashboards=tuple(boards), alerts=alerts)

@@ -15,6 +15,7 @@ from components.backends import CloudBackend, backend, backends
 from components.catalog import catalog
 from components.regions import did_you_mean
 from components.spec.base import Spec, alias_of, duplicates
+from components.spec.capacity import RESERVED
 
 if TYPE_CHECKING:  # PlatformSpec.load calls check_platform: the models import this module, not back
     from components.spec.platform import NodePoolSpec, PlatformSpec
@@ -106,6 +107,13 @@ def _check_storage_kind(kind: str, st: Spec, path: str) -> Iterable[str]:
 def check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iterable[str]:
     storage_names = {s.name for s in spec.storage}
     ceiling = spec.max_gpus()
+    teams = {t.name for t in spec.teams}
+    for i, pool in enumerate(spec.node_pools):
+        if pool.owner is not None and pool.owner not in teams:
+            known = ", ".join(sorted(teams)) or "none defined"
+            yield f"{root}.nodePools[{i}].owner: {pool.owner!r} is not a team of this platform; known: {known}"
+        if pool.owner is not None and pool.capacity not in RESERVED:
+            yield f"{root}.nodePools[{i}].owner: only for capacity reservation or capacity-block (paid idle)"
     for i, team in enumerate(spec.teams):
         path = f"{root}.teams[{i}]"
         if check_quota and team.gpu_quota > ceiling:
