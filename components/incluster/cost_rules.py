@@ -34,7 +34,7 @@ from components.incluster.names import JOB_LABEL
 UNASSIGNED = "unassigned"
 # Rule evaluation interval: each recorded sample stands for this many seconds of spend.
 INTERVAL_S = 60
-WINDOWS = ("1h", "1d")
+WINDOWS = {"1h": 3600, "1d": 86400}
 BY = ("team", "job", "pool")
 
 PRICE = "trainplane:pool_gpu_hourly_price:dollars"
@@ -116,16 +116,26 @@ def idle_rate_expr(prices: Sequence[PoolPrice]) -> str:
         'sum by (pool) (kube_node_status_allocatable{resource="nvidia_com_gpu"}'
         f" * on (node) group_left (pool) {NODE_POOL})"
     )
-    paid = f"(({_committed_expr(prices)}) or on (pool) {allocatable})"
+    # A reservation is charged only while the cluster is seen (kube-state-metrics reports a node): not
+    # for the days before the platform existed, nor while its metrics are missing.
+    committed = f"(({_committed_expr(prices)}) and on () count(kube_node_labels) > 0)"
+    paid = f"({committed} or on (pool) {allocatable})"
     used = f"(sum by (pool) ({POD_GPUS}) or on (pool) {paid} * 0)"
-    idle = f"clamp_min({paid} - on (pool) {used}, 0)"
+    # group_left keeps the left side's team: one-to-one matching on (pool) would keep only pool.
+    idle = f"clamp_min({paid} - on (pool) group_left () {used}, 0)"
     priced = f"{idle} * on (pool) group_left (capacity) ({price_expr(prices)})"
     return f'label_replace({priced}, "team", "{UNASSIGNED}", "team", "")'
 
 
-def window_dollars(rate: str, window: str, by: Sequence[str]) -> str:
-    """Dollars a rate series added up to over `window`, summed by `by` (see the module docstring)."""
-    return f"sum by ({', '.join(by)}) (sum_over_time({rate}[{window}])) / {3600 // INTERVAL_S}"
+def span(seconds: int) -> str:
+    """A range one second short of the window: it holds exactly seconds / INTERVAL_S samples whether the
+    range is closed at its start (Prometheus 2) or open there (Prometheus 3, the chart's)."""
+    return f"{seconds - 1}s"
+
+
+def window_dollars(rate: str, seconds: int, by: Sequence[str]) -> str:
+    """Dollars a rate series added up to over the window, summed by `by` (see the module docstring)."""
+    return f"sum by ({', '.join(by)}) (sum_over_time({rate}[{span(seconds)}])) / {3600 // INTERVAL_S}"
 
 
 def _by(key: str) -> tuple[str, ...]:
@@ -143,32 +153,32 @@ def cost_groups(prices: Sequence[PoolPrice]) -> list[dict[str, Any]]:
         {"record": COST_RATE, "expr": cost_rate_expr(prices)},
         {"record": IDLE_RATE, "expr": idle_rate_expr(prices)},
     ]
-    for window in WINDOWS:
+    for window, seconds in WINDOWS.items():
         for key in BY:
             rules.append(
                 {
                     "record": f"trainplane:{key}_gpu_cost:dollars_{window}",
-                    "expr": window_dollars(COST_RATE, window, _by(key)),
+                    "expr": window_dollars(COST_RATE, seconds, _by(key)),
                 }
             )
         for key in ("team", "pool"):
             rules.append(
                 {
                     "record": f"trainplane:{key}_gpu_idle_cost:dollars_{window}",
-                    "expr": window_dollars(IDLE_RATE, window, (key,)),
+                    "expr": window_dollars(IDLE_RATE, seconds, (key,)),
                 }
             )
     return [{"name": "trainplane-cost", "interval": f"{INTERVAL_S}s", "rules": rules}]
 
 
-def cost_query(prices: Sequence[PoolPrice], what: str, window: str, by: Sequence[str]) -> str:
+def cost_query(prices: Sequence[PoolPrice], what: str, seconds: int, by: Sequence[str]) -> str:
     """What `trainplane cost` asks Prometheus: the recorded rate's own expression as a subquery stepped
     like the rule group, so the report needs no history of the recording rules (`what`: cost, idle or
     gpu_hours)."""
     expr = {"cost": cost_rate_expr, "idle": idle_rate_expr}.get(what)
     inner = expr(prices) if expr else POD_GPUS
     step = 3600 // INTERVAL_S
-    return f"sum by ({', '.join(by)}) (sum_over_time(({inner})[{window}:{INTERVAL_S}s])) / {step}"
+    return f"sum by ({', '.join(by)}) (sum_over_time(({inner})[{span(seconds)}:{INTERVAL_S}s])) / {step}"
 
 
 def ksm_values() -> dict[str, Any]:

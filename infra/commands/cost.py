@@ -30,17 +30,17 @@ def parse_since(text: str) -> timedelta:
 def parse_until(text: str | None) -> datetime:
     """The window's end: an ISO 8601 time with a zone (a month-end report: 2026-11-01T00:00:00Z), else
     now; rounded down to the minute, as the rules' samples fall."""
-    if text is None:
-        at = datetime.now(UTC)
-    else:
+    at: datetime | None = datetime.now(UTC)
+    if text is not None:
         try:
             at = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            at = None  # type: ignore[assignment]
+            at = None
         if at is None or at.tzinfo is None:
             raise UsageError(
                 [f"--until {text}: not an ISO 8601 time with a zone (e.g. 2026-11-01T00:00:00Z)"]
             )
+    assert at is not None
     stamp = int(at.timestamp()) // STEP * STEP
     return datetime.fromtimestamp(stamp, UTC)
 

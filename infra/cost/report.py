@@ -67,17 +67,10 @@ def hours(value: float) -> Decimal:
     return Decimal(repr(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
-def window(seconds: int) -> str:
-    """The subquery range: one step short of the window, so it holds exactly seconds/step samples whether
-    the range is closed (Prometheus 2) or left-open (Prometheus 3)."""
-    return f"{seconds - 1}s"
-
-
 def build(
     stack: str, url: str, prices: Sequence[PoolPrice], end: datetime, since: timedelta, by: str
 ) -> Report:
     seconds = int(since.total_seconds())
-    rng = window(seconds)
     report = Report(stack, url, end - since, end, by, prices)
     rows: dict[tuple[str, ...], Row] = {}
 
@@ -88,11 +81,11 @@ def build(
             key = tuple(labels.get(k) or (NO_JOB if k == "job" else UNASSIGNED) for k in keys)
         return rows.setdefault(key, Row(key))
 
-    for labels, value in query(url, cost_query(prices, "gpu_hours", rng, GROUPS[by]), end):
+    for labels, value in query(url, cost_query(prices, "gpu_hours", seconds, GROUPS[by]), end):
         row(labels, GROUPS[by]).gpu_hours += value
-    for labels, value in query(url, cost_query(prices, "cost", rng, GROUPS[by]), end):
+    for labels, value in query(url, cost_query(prices, "cost", seconds, GROUPS[by]), end):
         row(labels, GROUPS[by]).used += value
-    for labels, value in query(url, cost_query(prices, "idle", rng, IDLE_GROUPS[by]), end):
+    for labels, value in query(url, cost_query(prices, "idle", seconds, IDLE_GROUPS[by]), end):
         row(labels, IDLE_GROUPS[by], idle=True).idle += value
     report.rows = [rows[k] for k in sorted(rows)]
     return report
