@@ -143,6 +143,15 @@ def _by(key: str) -> tuple[str, ...]:
     return ("team", "job") if key == "job" else (key,)
 
 
+def recorded() -> frozenset[str]:
+    """Every series name the cost rules record (dashboards may read these)."""
+    names = {PRICE, USED_GPUS, COST_RATE, IDLE_RATE}
+    for window in WINDOWS:
+        names |= {f"trainplane:{key}_gpu_cost:dollars_{window}" for key in BY}
+        names |= {f"trainplane:{key}_gpu_idle_cost:dollars_{window}" for key in ("team", "pool")}
+    return frozenset(names)
+
+
 def cost_groups(prices: Sequence[PoolPrice]) -> list[dict[str, Any]]:
     """The recording rules (a PrometheusRule's groups); none without a priced GPU pool."""
     if not prices:

@@ -43,7 +43,11 @@ def test_dashboards_and_alerts_name_only_dcgm_trainer_and_kube_state_metrics():
     assert not bad, bad
     used = {n for _, e in all_exprs() for n in metric_names(e)}
     for name in used:
-        assert name.startswith("DCGM_FI_") or name in TRAINER_METRICS or name.startswith("kube_"), name
+        assert (
+            name.startswith("DCGM_FI_")
+            or name in TRAINER_METRICS
+            or name.startswith(("kube_", "trainplane:"))
+        ), name
     # The GPU dashboard covers utilisation, memory, tensor activity, power and XIDs.
     assert {
         "DCGM_FI_DEV_GPU_UTIL",
@@ -76,7 +80,7 @@ def test_training_dashboard_shows_stragglers_against_the_job_median():
 
 def test_dashboards_are_valid_grafana_json():
     boards = dashboards()
-    assert set(boards) == {"gpu.json", "training.json"}
+    assert set(boards) == {"gpu.json", "training.json", "cost.json"}
     uids = set()
     for name, board in boards.items():
         assert board["uid"] not in uids and len(board["uid"]) <= 40, name

@@ -8,6 +8,8 @@ collects exactly DCGM_EXPORTER_FIELDS (sent as its metrics ConfigMap), kube_* fr
 
 from __future__ import annotations
 
+from components.incluster.cost_rules import recorded
+
 TRAINER_METRICS = frozenset(
     {
         "trainplane_step",
@@ -106,7 +108,9 @@ KUBE_STATE_METRICS = frozenset(
     }
 )
 
-ALLOWED_METRICS = TRAINER_METRICS | DCGM_METRICS | KUBE_STATE_METRICS
+# The cost recording rules' series (components/incluster/cost_rules.py), read by the cost dashboard.
+RECORDED_METRICS = recorded()
+ALLOWED_METRICS = TRAINER_METRICS | DCGM_METRICS | KUBE_STATE_METRICS | RECORDED_METRICS
 
 
 def dcgm_exporter_csv() -> str:

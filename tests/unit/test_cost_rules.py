@@ -1,0 +1,60 @@
+"""The cost rules' shape and wiring: every reference stack's PrometheusRule prices every GPU pool at the
+plan's price, the cost dashboard reads only series the rules record, kube-state-metrics is told to export
+the pool and job labels, and a pool's owner must be a team. The dollars are tested with promtool
+(tests/integration/test_cost_rules.py) and against a real Prometheus (test_cost_report.py)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from components.incluster.cost_rules import PRICE, recorded
+from components.incluster.dashboards import dashboards
+from components.pricing import pool_costs
+from components.spec import ConfigError, PlatformSpec
+from tests.helpers.plans import one, planned, platform_object
+from tests.helpers.promql import metric_names
+
+
+def cost_rules(result) -> list[dict]:
+    (cr,) = [r for r in result.resources if r.type.endswith("PrometheusRule")]
+    return [r for g in cr.inputs["spec"]["groups"] if g["name"] == "trainplane-cost" for r in g["rules"]]
+
+
+@pytest.mark.parametrize("stack", ["aws-h100-reserved", "gcp-h100-dws", "aws-dev"])
+def test_every_gpu_pool_is_priced_at_the_plans_price(stack):
+    spec = PlatformSpec.load(platform_object(stack))
+    (price,) = [r["expr"] for r in cost_rules(planned(stack)) if r["record"] == PRICE]
+    priced = {p: float(v) for v, p in re.findall(r'vector\(([0-9.e+-]+)\), "pool", "([^"]+)"', price)}
+    want = {c.pool: c.hourly / c.gpus_per_node for c in pool_costs(spec) if c.gpu}
+    assert priced == pytest.approx(want)
+
+
+def test_the_cost_dashboard_reads_only_recorded_series():
+    board = dashboards()["cost.json"]
+    assert board["title"] == "trainplane / Cost"
+    used = {n for p in board["panels"] for t in p["targets"] for n in metric_names(t["expr"])}
+    assert used and used <= recorded(), used - recorded()
+
+
+def test_kube_state_metrics_exports_the_pool_and_job_labels():
+    values = one(
+        planned("aws-dev"), "kubernetes:helm.sh/v3:Release", "ml-dev-observability-prometheus"
+    ).inputs["values"]
+    assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
+        "nodes=[trainplane.dev/pool]",
+        "pods=[trainplane.dev/job]",
+    ]
+
+
+def test_a_pool_owner_must_be_a_team_and_the_pool_reserved():
+    platform = platform_object("aws-h100-reserved")
+    pools = {p["name"]: p for p in platform["nodePools"]}
+    pools["h100-odcr"]["owner"] = "finance"
+    pools["h100-od"]["owner"] = "research"
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(platform)
+    text = "\n".join(e.value.problems)
+    assert "nodePools[2].owner: 'finance' is not a team of this platform; known: eval, research" in text
+    assert "nodePools[3].owner: only for capacity reservation or capacity-block" in text
