@@ -55,3 +55,41 @@ def test_excluding_the_exporters_namespace_resolves_the_mixed_labels():
     expr = 'avg by (namespace, pod) (DCGM_FI_DEV_GPU_UTIL{namespace!="gpu-operator", pod!=""}) < 5'
     assert probe(expr, honor=True) == []
     assert probe(expr.replace('namespace!="gpu-operator", ', ""), honor=True)
+
+
+# ---- cost rules cover every GPU pool (issue 20) ---------------------------------------------------------
+def _drop_price_of(pool: str):
+    def change(inputs: dict) -> None:
+        for g in inputs["spec"]["groups"]:
+            for r in g["rules"]:
+                if r.get("record") == "trainplane:pool_gpu_hourly_price:dollars":
+                    r["expr"] = " or ".join(p for p in r["expr"].split(" or ") if f'"{pool}"' not in p)
+
+    return change
+
+
+def test_a_gpu_pool_without_a_price_series_is_named():
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
+
+    broken = edit(plan("aws-h100-reserved"), kind("PrometheusRule"), _drop_price_of("h100-spot"))
+    found = [line for line in lines(run(broken, "observability")) if "pool_gpu_hourly_price" in line]
+    assert found == [
+        "observability: PrometheusRule monitoring/trainplane: trainplane:pool_gpu_hourly_price:dollars has no "
+        "price for GPU pool(s) h100-spot: their GPUs cost $0 in the cost rules and `trainplane cost` (give "
+        "their machine a price in platform.pricing.overrides)"
+    ]
+    assert not [line for line in lines(run(plan("aws-h100-reserved"), "observability")) if "cost" in line]
+
+
+def test_kube_state_metrics_without_the_pool_label_is_named():
+    from tests.helpers.verify_plans import edit, lines, plan, release, run
+
+    def drop(inputs: dict) -> None:
+        inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] = ["pods=[trainplane.dev/job]"]
+
+    found = lines(run(edit(plan("aws-dev"), release("kube-prometheus-stack"), drop), "observability"))
+    assert any(
+        "kube-state-metrics does not export the node label trainplane.dev/pool" in line for line in found
+    ), found
+    # ...and the rules that read it are named too: the label model knows the allowlist.
+    assert any("label_trainplane_dev_pool" in line and "kube_node_labels" in line for line in found), found

@@ -17,14 +17,16 @@ class Query:
     where: str  # "PrometheusRule monitoring/trainplane alert GpuIdleButAllocated"
     expr: str
     owner: str
+    # A recording rule's series name: later queries may read it, with the labels this query outputs.
+    record: str | None = None
 
 
-GRAFANA_VARS = re.compile(r"\$__(rate_interval|interval|range)|\[\[\w+\]\]|\$\{\w+(:\w+)?\}|\$\w+")
+GRAFANA_VARS = re.compile(r"\$\{?__(rate_interval|interval|range)\}?|\[\[\w+\]\]|\$\{\w+(:\w+)?\}|\$\w+")
 
 
 def grafana_to_promql(expr: str) -> str:
     def sub(m: re.Match) -> str:
-        return "5m" if m.group(0).startswith("$__") else "x"
+        return "5m" if m.group(0).startswith(("$__", "${__")) else "x"
 
     return GRAFANA_VARS.sub(sub, expr)
 
@@ -52,11 +54,15 @@ class Analyzer:
         self.problems: dict[str, list[str]] = {}
         self.unknown: list[str] = []
         self.notes: list[str] = []
+        # Output labels of the last query analysed (a recording rule's series carry them).
+        self.output: dict[str, str] | None = None
 
     def _use(
         self, labels: dict[str, str], why: dict[str, str], label: str, context: str, metrics: str
     ) -> None:
         origin = labels.get(label)
+        if metrics == "vector()":
+            return  # a constant carries the labels label_replace gave it, and joins on nothing else
         if origin is None:
             key = f"label {label!r}, which {metrics} does not carry"
         elif origin in ("shadowed", "mixed"):
@@ -88,6 +94,9 @@ class Analyzer:
         name = vs.name or next((m.value for m in vs.matchers.matchers if m.name == "__name__"), None)
         if not name:
             return {}, {}, "a selector without a metric name"
+        if str(name) in self.model.recorded:
+            # A series a recording rule of the plan records: the labels its expression outputs.
+            return dict(self.model.recorded[str(name)]), {}, str(name)
         got = self.model.labels(str(name))
         if isinstance(got, str):
             (self.notes if got.startswith(NOTE) else self.unknown).append(got.removeprefix(NOTE))
@@ -114,6 +123,9 @@ class Analyzer:
             if r is not None and out is None:
                 out = r
         fname = str(getattr(node.func, "name", ""))
+        if fname == "vector":
+            # vector(s): one series without labels (label_replace then gives it some).
+            out = ({}, {}, "vector()")
         if out is not None and fname in ("label_replace", "label_join") and len(node.args) > 1:
             dst = getattr(node.args[1], "val", None)
             if dst:
@@ -144,9 +156,13 @@ class Analyzer:
             for lb in matching.labels:
                 self._use(lhs[0], lhs[1], lb, f"on ({lb})", lhs[2])
                 self._use(rhs[0], rhs[1], lb, f"on ({lb})", rhs[2])
+        # `a or b` holds series of both sides: either side's labels may be on the result.
+        copied = {**rhs[0], **lhs[0]} if str(node.op) == "or" else dict(lhs[0])
         for lb in getattr(mod, "group_labels", None) or []:
             self._use(rhs[0], rhs[1], lb, f"group_left/right ({lb})", rhs[2])
-        return lhs
+            if lb in rhs[0]:
+                copied[lb] = rhs[0][lb]  # group_left (lb) copies lb from the one side onto the result
+        return copied, lhs[1], lhs[2]
 
     def analyse(self, query: Query) -> list[str]:
         import promql_parser as P
@@ -156,7 +172,8 @@ class Analyzer:
             tree = P.parse(grafana_to_promql(query.expr))
         except Exception as e:  # promql-parser raises ValueError with the parser's message
             return [f"{query.where}: not valid PromQL ({str(e).splitlines()[0]}): {query.expr}"]
-        self.walk(tree)
+        walked = self.walk(tree)
+        self.output = dict(walked[0]) if walked is not None else None
         lines = [f"{query.where}: {', '.join(ctx)} use {key}" for key, ctx in self.problems.items()]
         return lines + [f"{query.where}: {u}" for u in dict.fromkeys(self.unknown)]
 

@@ -126,6 +126,17 @@ class LabelModel:
                         pm.ref,
                     )
         self.exporters = F.facts()["exporters"]
+        # Series recording rules of the plan record: name -> the labels their expression outputs.
+        self.recorded: dict[str, dict[str, str]] = {}
+        # kube-state-metrics' metricLabelsAllowlist: resource (plural) -> Kubernetes labels its *_labels
+        # series carry as label_<name> (KSM exports none by default).
+        self.allowlist: dict[str, set[str]] = {}
+        for s in ctx.charts.scrapes:
+            for entry in s.labels_allowlist:
+                resource, _, keys = str(entry).partition("=")
+                self.allowlist.setdefault(resource.strip(), set()).update(
+                    k.strip() for k in keys.strip("[]").split(",") if k.strip()
+                )
 
     def exporter_of(self, metric: str) -> str | None:
         for name, ex in self.exporters.items():
@@ -158,6 +169,11 @@ class LabelModel:
                     NOTE + f"metric {metric}: its labels are not in facts.yaml ({name} families); not checked"
                 )
             emitted, sometimes = set(ex["families"][metric]), set()
+            if name == "kube-state-metrics" and metric.endswith("_labels"):
+                resource = metric.removeprefix("kube_").removesuffix("_labels") + "s"
+                emitted |= {
+                    "label_" + re.sub(r"[^A-Za-z0-9]", "_", k) for k in self.allowlist.get(resource, ())
+                }
         else:
             emitted, sometimes = set(ex.get("labels") or ()), set(ex.get("workloadLabels") or ())
         return scraped_labels(scrape, emitted, sometimes)
