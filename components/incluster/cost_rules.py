@@ -153,9 +153,8 @@ def recorded() -> frozenset[str]:
 
 
 def cost_groups(prices: Sequence[PoolPrice]) -> list[dict[str, Any]]:
-    """The recording rules (a PrometheusRule's groups); none without a priced GPU pool."""
-    if not prices:
-        return []
+    """The recording rules (a PrometheusRule's group). Without a priced GPU pool they record nothing,
+    but exist, so the cost dashboard reads defined (empty) series."""
     rules: list[dict[str, Any]] = [
         {"record": PRICE, "expr": price_expr(prices)},
         {"record": USED_GPUS, "expr": POD_GPUS},

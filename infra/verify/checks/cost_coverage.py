@@ -38,6 +38,13 @@ def check_cost_coverage(ctx: Context, model: LabelModel, res: CheckResult) -> No
         )
         return
     priced = {name for _, expr in prices for name in _POOL.findall(expr)}
+    if not priced:
+        # No pool has a price (a cluster trainplane did not buy and no pricing.overrides): nothing to record.
+        res.note(
+            f"{PRICE} prices no pool: GPU pools {', '.join(pools)} have no price (set "
+            "platform.pricing.overrides), GPU cost is not recorded"
+        )
+        return
     missing = [p for p in pools if p not in priced]
     if missing:
         res.fail(
