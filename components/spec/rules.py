@@ -15,7 +15,6 @@ from components.backends import CloudBackend, backend, backends
 from components.catalog import catalog
 from components.regions import did_you_mean
 from components.spec.base import Spec, alias_of, duplicates
-from components.spec.capacity import RESERVED
 
 if TYPE_CHECKING:  # PlatformSpec.load calls check_platform: the models import this module, not back
     from components.spec.platform import NodePoolSpec, PlatformSpec
@@ -112,7 +111,8 @@ def check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iter
         if pool.owner is not None and pool.owner not in teams:
             known = ", ".join(sorted(teams)) or "none defined"
             yield f"{root}.nodePools[{i}].owner: {pool.owner!r} is not a team of this platform; known: {known}"
-        if pool.owner is not None and pool.capacity not in RESERVED:
+        # `reservation` is set exactly on reservation and capacity-block pools (components/spec/capacity.py).
+        if pool.owner is not None and not pool.reservation:
             yield f"{root}.nodePools[{i}].owner: only for capacity reservation or capacity-block (paid idle)"
     for i, team in enumerate(spec.teams):
         path = f"{root}.teams[{i}]"
