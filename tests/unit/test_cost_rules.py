@@ -58,3 +58,20 @@ def test_a_pool_owner_must_be_a_team_and_the_pool_reserved():
     text = "\n".join(e.value.problems)
     assert "nodePools[2].owner: 'finance' is not a team of this platform; known: eval, research" in text
     assert "nodePools[3].owner: only for capacity reservation or capacity-block" in text
+
+
+def test_plan_shows_the_month_and_what_reserved_capacity_costs_idle():
+    """aws-h100-reserved: minimum $189.24/h (the reservations, 4 + 2 p5.48xlarge at the override's $31.46,
+    plus the system pool and control plane) is $138,145.20 over 730 hours; the Capacity Block alone is
+    4 x $31.46 = $125.84/h, $91,863.20 a month, idle or not."""
+    from infra.plan import estimate_cost
+    from infra.plan_output import monthly_lines
+
+    lines = monthly_lines(estimate_cost(PlatformSpec.load(platform_object("aws-h100-reserved"))))
+    assert lines[0] == "per month (730 h): $138,145.20 at the minimum scale, $371,467.80 at the maximum"
+    assert lines[1].startswith(
+        "reserved h100-block: 4 nodes x $31.46/h = $91,863.20/month, used or not; while idle it costs $125.84/h"
+    )
+    assert lines[2].startswith("reserved h100-odcr: 2 nodes x $31.46/h = $45,931.60/month")
+    # A cloud that sells no machines prints no month (nothing is priced).
+    assert monthly_lines(estimate_cost(PlatformSpec.load(platform_object("onprem-dev")))) == []
