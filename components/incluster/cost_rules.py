@@ -9,9 +9,12 @@ The series, all from kube-state-metrics (kubernetes/kube-state-metrics docs/metr
   asked for, on the node it was scheduled to;
 - kube_pod_status_phase{phase="Running"} == 1: only running pods hold their GPUs;
 - kube_pod_labels{label_trainplane_dev_job}: the job, and kube_node_labels{label_trainplane_dev_pool}: the
-  pool of a node. KSM exports no Kubernetes label by default (prometheus-community/helm-charts
-  charts/kube-state-metrics/values.yaml: `metricLabelsAllowlist: []`, which kube-prometheus-stack 88.5.3's
-  values.yaml leaves unset), so `ksm_values()` allows exactly these two (KSM names `a.b/c` `label_a_b_c`);
+  pool of a node. KSM exports no Kubernetes label by default: kube-prometheus-stack 88.5.3 depends on
+  kube-state-metrics 8.4.0 (prometheus-community/helm-charts@kube-prometheus-stack-88.5.3:
+  charts/kube-prometheus-stack/Chart.yaml), whose values.yaml has `metricLabelsAllowlist: []` and whose
+  templates/deployment.yaml joins the list with "," into --metric-labels-allowlist
+  (@kube-state-metrics-8.4.0); the parent's values leave it unset. So `ksm_values()` allows exactly these
+  two (KSM names a label `a.b/c` `label_a_b_c`);
 - kube_node_status_allocatable{resource="nvidia_com_gpu"}: GPUs an on-demand or spot node brings, paid for
   whether a pod holds them or not.
 
