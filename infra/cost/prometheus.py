@@ -17,10 +17,10 @@ TIMEOUT_S = 60
 
 def query(url: str, promql: str, at: datetime) -> list[tuple[dict[str, str], float]]:
     """The instant vector `promql` evaluates to at `at`: (labels, value) per series."""
-    params = urllib.parse.urlencode({"query": promql, "time": f"{at.timestamp():.3f}"})
-    endpoint = f"{url.rstrip('/')}/api/v1/query?{params}"
     if not url.startswith(("http://", "https://")):
         raise UsageError([f"--prometheus {url}: not an http:// or https:// URL"])
+    params = urllib.parse.urlencode({"query": promql, "time": f"{at.timestamp():.3f}"})
+    endpoint = f"{url.rstrip('/')}/api/v1/query?{params}"
     try:
         with urllib.request.urlopen(endpoint, timeout=TIMEOUT_S) as resp:
             body = json.load(resp)

@@ -94,7 +94,7 @@ def build(
 HEADERS = ("GPU-HOURS", "USED $", "IDLE $", "TOTAL $")
 
 
-def _cells(r: Row) -> list[str]:
+def cells(r: Row) -> list[str]:
     return [str(hours(r.gpu_hours)), str(cents(r.used)), str(cents(r.idle)), str(cents(r.total))]
 
 
@@ -105,7 +105,7 @@ def to_csv(report: Report) -> str:
         [c.lower() for c in report.columns] + ["gpu_hours", "used_dollars", "idle_dollars", "total_dollars"]
     )
     for r in report.rows:
-        writer.writerow([*r.key, *_cells(r)])
+        writer.writerow([*r.key, *cells(r)])
     return out.getvalue()
 
 

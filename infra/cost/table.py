@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console
 
 from infra.console import heading, table
-from infra.cost.report import HEADERS, Report, _cells, price_lines, title
+from infra.cost.report import HEADERS, Report, cells, price_lines, title
 
 
 def print_report(report: Report, console: Console) -> None:
@@ -13,11 +13,11 @@ def print_report(report: Report, console: Console) -> None:
     console.print(title(report), markup=False, highlight=False, soft_wrap=True)
     t = table(None, *report.columns, *HEADERS, right=HEADERS)
     for r in report.rows:
-        t.add_row(*r.key, *_cells(r))
+        t.add_row(*r.key, *cells(r))
     total = report.totals()
     pad = [""] * (len(report.columns) - 1)
     t.add_section()
-    t.add_row("TOTAL", *pad, *_cells(total))
+    t.add_row("TOTAL", *pad, *cells(total))
     console.print(t, highlight=False)
     console.print("prices (the stack's, as `trainplane plan` shows them):", markup=False, highlight=False)
     for line in price_lines(report.prices):
