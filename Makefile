@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast test-integration lint plan bench dist clean
+.PHONY: venv demo test test-fast test-integration lint plan bench campaign dist clean
 
 venv: $(STAMP)
 
@@ -54,6 +54,13 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_plan.py --markdown
 	$(BIN)/python tests/benchmarks/bench_trainer.py
+
+# The fault campaign (issue 19): a scripted day (1440 virtual minutes, a checkpoint every 10) of spot
+# preemptions, an XID 79 quarantine, a hang, a straggler, a failed checkpoint write and a lost node, on real
+# launcher and trainer processes under the simulated JobSet and node controllers; prints a table of goodput,
+# restarts and steps redone per fault (docs/BENCHMARKS.md) and fails on a lost step or a misclassified fault.
+campaign: $(STAMP)
+	$(BIN)/python -m tests.campaign.day
 
 # The wheel that the `pulumi new` templates install until trainplane is on an index: their
 # requirements.txt reads `--find-links ${TRAINPLANE_DIST}` (README, "Use trainplane in your own Pulumi

@@ -9,6 +9,7 @@
     trainplane verify aws-dev --kubeconfig ~/.kube/config   the same against a running cluster, read-only
     trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
     trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
+    trainplane status gpt-small-aws-dev [--kubeconfig F] [--prometheus URL]   a job's restarts and losses
 
 The commands live in infra/commands/ (one module each), stack loading in infra/stacks.py.
 --debug goes anywhere on the line (before or after the command) and shows tracebacks of internal errors.
@@ -27,6 +28,7 @@ from infra.commands import EXIT_CODES, EXIT_CONFIG, EXIT_FAILED, EXIT_INPUT, EXI
 from infra.commands import cost as cost_command
 from infra.commands import nccl_test as nccl_command
 from infra.commands import plan as plan_commands
+from infra.commands import status as status_command
 from infra.commands import verify as verify_command
 from infra.console import make_console
 from infra.stacks import UsageError
@@ -59,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, **kw: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], epilog=EXIT_CODES, formatter_class=fmt, **kw)
 
-    for module in (plan_commands, verify_command, nccl_command, cost_command):
+    for module in (plan_commands, verify_command, nccl_command, status_command, cost_command):
         module.add_parsers(command)
     return parser
 

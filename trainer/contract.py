@@ -145,6 +145,8 @@ ENV_LAUNCH_DIR: Final = "TRAINPLANE_LAUNCH_DIR"  # workers leave status markers 
 ENV_LAUNCHER_PID: Final = "TRAINPLANE_LAUNCHER_PID"  # workers die when this process does
 # Tests only: seconds rank 0 waits between DCP finishing and writing a synchronous save's manifest.
 ENV_FAULT_COMMIT_DELAY: Final = "TRAINPLANE_FAULT_COMMIT_DELAY_S"
+# Seconds between writes of the goodput high-water mark (trainer/goodput.py; default 30, tests use 0).
+ENV_HIGH_WATER_INTERVAL: Final = "TRAINPLANE_HIGH_WATER_INTERVAL_S"
 
 # The config file the job stack writes holds the trainer's keys under this top-level key.
 CONFIG_SECTION: Final = "trainer"

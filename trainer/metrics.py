@@ -13,6 +13,8 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
+from components.incluster.recovery_names import PHASE_SECONDS, PHASES, STEPS_REDONE
+
 # Dense bf16 peak FLOP/s per GPU (vendor datasheets); MFU is only reported for these.
 GPU_PEAK_BF16 = {
     "H100": 989e12,
@@ -78,8 +80,8 @@ class Metrics:
             "Hangs detected by the step watchdog in this pod (earlier incarnations included)",
             registry=r,
         )
-        # One series per global rank, exported by global rank 0 only: the straggler alert compares ranks
-        # of one job at one step, from one scrape target.
+        # One series per global rank, exported by the local rank 0 of the rank's node (trainer/reporting.py):
+        # the scrape adds that node's name, which the straggler alert reports.
         self.rank_step_seconds = Gauge(
             "trainplane_rank_step_seconds",
             "The rank's own compute time for the last step, before waiting for peers",
@@ -108,7 +110,27 @@ class Metrics:
             "Preemptions handled by this job (cumulative across restarts)",
             registry=r,
         )
+        # Goodput (trainer/goodput.py): this process's wall time by phase, and steps computed again after
+        # a restart. Counters of this process (a restart starts them at 0: rules read them with
+        # increase()); every phase is present from the start so increase() sees its first slice.
+        self.phase_seconds = Counter(
+            PHASE_SECONDS.removesuffix("_total"),
+            "Seconds this process spent in each phase (startup, data, step, checkpoint_save, "
+            "checkpoint_load, redone); they add up to its wall time",
+            ["phase"],
+            registry=r,
+        )
+        self.phase_children = {p: self.phase_seconds.labels(phase=p) for p in PHASES}
+        self.steps_redone = Counter(
+            STEPS_REDONE.removesuffix("_total"),
+            "Steps this process computed again after a restart (past the resumed checkpoint, up to the "
+            "highest step an earlier attempt reached)",
+            registry=r,
+        )
         self.job = job
+
+    def add_phase_time(self, phase: str, seconds: float) -> None:
+        self.phase_children[phase].inc(seconds)
 
     def serve(self, port: int) -> None:
         start_http_server(port, registry=self.registry)

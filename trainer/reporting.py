@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,13 @@ class StepReporter:
         # FLOPs per second at 100% utilisation of the whole job; MFU only where the GPU peak is known
         self.job_peak = peak * ctx.world_size if peak and flops_per_token else None
         self.flops_per_step = (flops_per_token or 0.0) * self.tokens_per_step
+        # Each node's exporting process (local rank 0) publishes the compute times of its own node's ranks
+        # (every rank has all of them from the step's vote), so the scrape labels each rank's series with
+        # the node it runs on and the straggler alert names that node. torchrun numbers a node's ranks
+        # contiguously from rank - local_rank and sets LOCAL_WORLD_SIZE.
+        local = int(os.environ.get("LOCAL_WORLD_SIZE", "1")) if ctx.local_rank == 0 else 0
+        first = ctx.rank - ctx.local_rank
+        self.node_ranks = range(first, min(first + local, ctx.world_size))
 
     @property
     def recording(self) -> bool:
@@ -85,9 +93,8 @@ class StepReporter:
         m.step_seconds.set(dt)
         m.tokens_per_second.set(self.tokens_per_step / dt)
         m.tokens.inc(self.tokens_per_step)
-        if self.ctx.rank == 0:
-            for r, sec in enumerate(res.rank_seconds):
-                m.rank_step_seconds.labels(rank=str(r)).set(sec)
+        for r in self.node_ranks:
+            m.rank_step_seconds.labels(rank=str(r)).set(res.rank_seconds[r])
         if self.job_peak:
             m.mfu.set(self.flops_per_step / dt / self.job_peak)
         if self.recorder is not None:

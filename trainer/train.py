@@ -38,6 +38,7 @@ from trainer.contract import (
 )
 from trainer.data import build_dataset
 from trainer.distributed import DistContext, init_process_groups
+from trainer.goodput import HighWater, PhaseClock, redone_until
 from trainer.metrics import EventLog, Metrics, Progress
 from trainer.preemption import PreemptionFlag
 from trainer.reporting import SampleRecorder, StepReporter, StepResult
@@ -75,6 +76,15 @@ class Trainer:
         if ctx.local_rank == 0:
             lifecycle.new_incarnation()
         self.metrics = Metrics(cfg.job_name)
+        # Wall time by phase since the OS started this process (startup until the loop; trainer/goodput.py)
+        self.phases = PhaseClock(self.metrics.add_phase_time)
+        # The highest step any attempt reached: kept by global rank 0 next to the checkpoints.
+        self.high_water = (
+            HighWater(cfg.checkpoint.uri, self.log) if cfg.checkpoint.uri and ctx.rank == 0 else None
+        )
+        self._redo_until = 0  # steps up to this one (count of done steps) are computed again
+        self._steps_redone = 0
+        self._data_phase = "data"
         self.metrics.hangs.inc(lifecycle.hang_incidents())
         serving = bool(cfg.metrics_port) and ctx.local_rank == 0
         self.watchdog = Watchdog(
@@ -142,7 +152,10 @@ class Trainer:
     # ---- run -----------------------------------------------------------------------------------
     def run(self) -> int:
         """Resume (or start fresh), train to ``steps``; the exit code."""
+        self.phases.switch("checkpoint_load")
         start = self.checkpointer.resume()
+        self.phases.switch("startup")
+        self._redo_until = self._agree_redo(start)
         if start == 0:
             seed_rank(self.cfg.seed, 0, self.ctx.rank)
         self.sampler.start_at(start)
@@ -159,12 +172,37 @@ class Trainer:
             code = EXIT_SAVE_FAILED
         finally:
             self.watchdog.stop()
-            self.checkpointer.close()
+            with self.phases.phase("checkpoint_save"):  # waits for a commit still in flight
+                self.checkpointer.close()
+            if self.high_water is not None:
+                self.high_water.close()
         if code == EXIT_OK and self.ctx.local_rank == 0:
             # complete: a SIGTERM to the launcher from now on (pod deletion at the end) must give 0
             lifecycle.mark(lifecycle.FINISHED, {"step": self.cfg.steps})
         dist.destroy_process_group()
+        self._log_phases(code)
         return code
+
+    def _agree_redo(self, start: int) -> int:
+        """The last step this attempt computes again: rank 0 reads the high-water mark, all ranks agree."""
+        box: list[Any] = [self.high_water.read() if self.high_water is not None else 0]
+        if self.cfg.checkpoint.uri and dist.is_initialized():
+            dist.broadcast_object_list(box, src=0, group=self.ckpt_pg)
+        until = redone_until(int(box[0]), start, self.cfg.steps)
+        if until > start:
+            self.log("redoing_steps", ckpt_step=start, high_water=int(box[0]), steps=until - start)
+        return until
+
+    def _log_phases(self, code: int | None) -> None:
+        """The phases of this process so far in the event log (offline tools read them; goodput)."""
+        seconds = self.phases.snapshot()
+        self.log(
+            "phases",
+            seconds=seconds,
+            wall_s=round(time.time() - self.phases.started_at, 4),
+            steps_redone=self._steps_redone,
+            exit_code=code,
+        )
 
     def _loop(self, start: int) -> int:
         progress = Progress(self.cfg.steps, start, enabled=self.ctx.rank == 0)
@@ -172,6 +210,10 @@ class Trainer:
         loss: float | None = None  # no step in this attempt: a finished job started again
         try:
             for step in range(start, self.cfg.steps):
+                # a step an earlier attempt already reached is badput (redone), data loading included
+                redo = step < self._redo_until
+                self._data_phase = "redone" if redo else "data"
+                self.phases.switch("redone" if redo else "step")
                 result = self.train_step(batches)
                 loss = result.loss
                 code = self._step_done(step, result, progress)
@@ -180,7 +222,8 @@ class Trainer:
         finally:
             progress.close()
             self.reporter.close()
-        self.checkpointer.finish()
+        with self.phases.phase("checkpoint_save"):
+            self.checkpointer.finish()
         # loss: this attempt's last step; null when it ran none (the job had already finished)
         self.log("finished", loss=None if loss is None else round(loss, 6), steps=self.cfg.steps)
         return EXIT_OK
@@ -193,12 +236,19 @@ class Trainer:
         self.log.step = done
         self.reporter.step_done(step, result, lr=float(self.scheduler.get_last_lr()[0]))
         progress.update(done, result.loss)
-        self.checkpointer.poll()
+        if done <= self._redo_until:
+            self._steps_redone += 1
+            self.metrics.steps_redone.inc()
+        if self.high_water is not None:
+            self.high_water.record(done)
+        with self.phases.phase("checkpoint_save"):
+            self.checkpointer.poll()
         # At the last step a signal changes nothing: the final save is the checkpoint, and the run is
         # complete (exit 0), not preempted.
         if result.preempt and done < self.cfg.steps:
             return self._preempt(done)
-        self.checkpointer.maybe_save(done)
+        with self.phases.phase("checkpoint_save"):
+            self.checkpointer.maybe_save(done)
         return None
 
     # ---- one step ------------------------------------------------------------------------------
@@ -209,7 +259,8 @@ class Trainer:
         loss_sum = torch.zeros((), device=self.ctx.device)
         seen: list[int] = []
         for a in range(self.accum):
-            idx, x = next(batches)
+            with self.phases.phase(self._data_phase):
+                idx, x = next(batches)
             loss_sum += self.forward_backward(x, last=a == self.accum - 1)
             if self.reporter.recording:
                 seen.extend(idx.tolist())
@@ -259,7 +310,8 @@ class Trainer:
             return EXIT_CRASH
         self.train_state.preemptions += 1  # also when `done` was just saved: the count must persist
         self.metrics.preemptions.set(self.train_state.preemptions)
-        self.checkpointer.save_for_preemption(done)
+        with self.phases.phase("checkpoint_save"):
+            self.checkpointer.save_for_preemption(done)
         if self.ctx.local_rank == 0:
             lifecycle.mark(lifecycle.PREEMPTED, {"step": done})
         since = time.monotonic() - self.flag.received_at if self.flag.received_at else None
@@ -273,6 +325,9 @@ class Trainer:
 
     def _on_hang(self) -> None:
         self.metrics.hangs.inc()
+        self._log_phases(EXIT_HANG)
+        if self.high_water is not None:
+            self.high_water.close(timeout_s=1.0)
         lifecycle.mark(f"{lifecycle.HANG_PREFIX}{self.ctx.restart_count}", {"rank": self.ctx.rank})
         _mark_exit(self.ctx.rank, EXIT_HANG)
 

@@ -1,9 +1,9 @@
 """What the in-cluster controllers shipped as files share: the API client, the log line and the loop.
 
-The GPU health controller (gpu_health_agent.py) and the Capacity Block window controller
-(block_window_agent.py) run on a stock Python image from a ConfigMap, so they use the standard library
-only. This file ships next to each of them (the ConfigMap's `agent_runtime.py`), and is imported from
-the package when the agents run in tests.
+The Capacity Block window controller (block_window_agent.py) runs on a stock Python image from a
+ConfigMap, so it uses the standard library only; the GPU health operator (gpu_health_operator.py, kopf)
+makes its own calls (patches, evictions, Events) with `KubeApi` too. This file ships next to each of them
+(the ConfigMap's `agent_runtime.py`), and is imported from the package when they run in tests.
 """
 
 from __future__ import annotations
@@ -38,9 +38,13 @@ def quantity(value: Any) -> int | None:
 class KubeApi:
     """Requests to the Kubernetes API with the pod's service-account token."""
 
-    def __init__(self, url: str, token_file: str | None, ca_file: str | None) -> None:
+    def __init__(
+        self, url: str, token_file: str | None, ca_file: str | None, token: str | None = None
+    ) -> None:
         self.url = url.rstrip("/")
         self.token_file = token_file
+        # A fixed token (a kubeconfig's, outside the pod); the pod's token file wins when both are given.
+        self.token = token
         self.context = ssl.create_default_context(cafile=ca_file) if url.startswith("https") else None
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "") -> Any:
@@ -49,6 +53,8 @@ class KubeApi:
             # Bound tokens rotate: read the file on every call.
             with open(self.token_file) as f:
                 headers["Authorization"] = f"Bearer {f.read().strip()}"
+        elif self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
         data = None
         if body is not None:
             data = json.dumps(body).encode()

@@ -6,8 +6,10 @@ exporter with the same configuration through a real Prometheus):
   (the exporter pod's node), `gpu`, `UUID`, `modelName`, ...; `pod`, `namespace`, `container` only while a
   pod holds the GPU (dcgm-exporter's Kubernetes mapping), never the exporter's own.
 - kube-state-metrics: `node`, and `resource="nvidia_com_gpu"` for extended resources.
-- trainer series (the job's PodMonitor): `namespace`, `pod`, `job`, `node_rank`, and `rank` (global rank)
-  on trainplane_rank_step_seconds.
+- trainer series (the job's PodMonitor): `namespace`, `pod`, `job`, `node_rank`, `node` (the pod's node),
+  and `rank` (global rank) on trainplane_rank_step_seconds.
+
+The goodput and straggler recording rules and the recovery loop's alerts are goodput_rules.py's.
 """
 
 from __future__ import annotations
@@ -15,17 +17,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
-from components.spec import APPLICATION_XIDS
+from components.incluster.goodput_rules import recovery_groups
+from components.incluster.gpu_health_agent import PENDING_TAINT
+from components.spec import APPLICATION_XIDS, GpuHealthSpec
 
 GPU = 'resource="nvidia_com_gpu"'
 # NVML clock event reason bits (nvml.h; go-nvml const.go): HW slowdown 0x8, SW thermal 0x20,
 # HW thermal 0x40, HW power brake 0x80. SW power capping (0x4) is normal under full load and not alerted.
 THERMAL_BITS = (32, 64)
 HW_SLOWDOWN_BITS = (8, 128)
-# A straggler: one rank this much slower than the job's median step, for STRAGGLER_FOR.
-STRAGGLER_RATIO = 1.2
-STRAGGLER_FOR = "10m"
 
 
 def _rule(alert: str, expr: str, duration: str, severity: str, summary: str) -> dict[str, Any]:
@@ -156,14 +156,8 @@ def node_rules() -> list[dict[str, Any]]:
             "critical",
             "GPU node {{ $labels.node }} offers only {{ $value }} of its GPUs",
         ),
-        # The health controller's taints (components/incluster/gpu_health.py); the value is the reason.
-        _rule(
-            "GpuNodeQuarantined",
-            f'max by (node, value) (kube_node_spec_taint{{key="{UNHEALTHY_TAINT}"}}) > 0',
-            "0m",
-            "critical",
-            "GPU node {{ $labels.node }} is tainted out of scheduling: {{ $labels.value }}",
-        ),
+        # A quarantine (the unhealthy taint) pages through TrainplaneGpuNodeQuarantined, on the node condition
+        # the controller sets with it (goodput_rules.py): one alert per quarantine, not two.
         _rule(
             "GpuNodeDiagnosticPending",
             f'max by (node) (kube_node_spec_taint{{key="{PENDING_TAINT}"}}) > 0',
@@ -175,7 +169,7 @@ def node_rules() -> list[dict[str, Any]]:
 
 
 def training_rules() -> list[dict[str, Any]]:
-    rank = "max by (namespace, job, rank) (trainplane_rank_step_seconds)"
+    # The straggler alert is goodput_rules.ALERT_STRAGGLER (factor and duration from gpuHealth.stragglers).
     return [
         # Only a job that already existed 15 minutes ago: a new one loading data or its checkpoint
         # shows no change in a window shorter than 15 minutes and is not stalled.
@@ -186,16 +180,6 @@ def training_rules() -> list[dict[str, Any]]:
             "5m",
             "warning",
             "Training job {{ $labels.namespace }}/{{ $labels.job }} has made no step in 20 minutes",
-        ),
-        # Every pod may export its own ranks (or one pod all of them): max by rank dedupes either way.
-        _rule(
-            "TrainingRankStraggler",
-            f"{rank} > on (namespace, job) group_left "
-            f"{STRAGGLER_RATIO} * quantile by (namespace, job) (0.5, {rank})",
-            STRAGGLER_FOR,
-            "warning",
-            "Rank {{ $labels.rank }} of {{ $labels.namespace }}/{{ $labels.job }} steps in {{ $value }} s, "
-            f"over {STRAGGLER_RATIO}x the job's median for {STRAGGLER_FOR}",
         ),
         _rule(
             "TrainingJobHang",
@@ -215,8 +199,13 @@ def training_rules() -> list[dict[str, Any]]:
     ]
 
 
-def alert_groups(ignored_xids: Iterable[int] = APPLICATION_XIDS) -> list[dict[str, Any]]:
+def alert_groups(
+    ignored_xids: Iterable[int] = APPLICATION_XIDS, gpu_health: GpuHealthSpec | None = None
+) -> list[dict[str, Any]]:
+    """The PrometheusRule's groups: alerts, then goodput/straggler recording rules and recovery alerts
+    (gpuHealth.stragglers and .quarantine set their thresholds; the spec's defaults without one)."""
     return [
         {"name": "trainplane.gpu", "rules": gpu_rules(ignored_xids) + node_rules()},
         {"name": "trainplane.training", "rules": training_rules()},
+        *recovery_groups(gpu_health or GpuHealthSpec()),
     ]

@@ -4,17 +4,21 @@ job and pool, and what committed capacity (reservations, Capacity Blocks) costs 
 Prices come in as `PoolPrice`s, made by components/platform.py from the same table `trainplane plan` prints
 (components/pricing.py: the catalog and `pricing.overrides`); the in-cluster layer never asks the catalog.
 
-The series, all from kube-state-metrics (kubernetes/kube-state-metrics docs/metrics; infra/verify/facts.yaml):
+The series (kube-state-metrics' defaults: kubernetes/kube-state-metrics docs/metrics/workload/pod-metrics.md,
+job-metrics.md and docs/metrics/cluster/node-metrics.md; infra/verify/facts.yaml), none of which needs a
+chart value the team's values checker does not know:
 - kube_pod_container_resource_requests{resource="nvidia_com_gpu"} (namespace, pod, node): GPUs a container
   asked for, on the node it was scheduled to;
 - kube_pod_status_phase{phase="Running"} == 1: only running pods hold their GPUs;
-- kube_pod_labels{label_trainplane_dev_job}: the job, and kube_node_labels{label_trainplane_dev_pool}: the
-  pool of a node. KSM exports no Kubernetes label by default: kube-prometheus-stack 88.5.3 depends on
-  kube-state-metrics 8.4.0 (prometheus-community/helm-charts@kube-prometheus-stack-88.5.3:
-  charts/kube-prometheus-stack/Chart.yaml), whose values.yaml has `metricLabelsAllowlist: []` and whose
-  templates/deployment.yaml joins the list with "," into --metric-labels-allowlist
-  (@kube-state-metrics-8.4.0); the parent's values leave it unset. So `ksm_values()` allows exactly these
-  two (KSM names a label `a.b/c` `label_a_b_c`);
+- the job: kube_pod_owner{owner_kind="Job", owner_name} names a pod's Job, kube_job_owner{job_name,
+  owner_kind="JobSet", owner_name} that Job's JobSet (a JobSet's child Jobs are owned by it; an elastic
+  job's pods by its Job, which has no JobSet owner). A pod owned by no Job has no job (its team pays);
+- the pool: `up{job="trainplane-node-pools", node, pool}`, one series per node from our own ServiceMonitor
+  on the node exporter's Service (`node_pool_service_monitor()`): `attachMetadata.node` gives each target
+  its node's labels (Prometheus' kubernetes_sd `attach_metadata.node` for role endpoints, mapped by
+  prometheus-operator), relabelings copy `trainplane.dev/pool` and `trainplane.dev/capacity` into target
+  labels, and metricRelabelings drop every scraped sample, so only the scrape's own series are stored.
+  kube-state-metrics' kube_node_labels would need its `metricLabelsAllowlist`, a subchart value;
 - kube_node_status_allocatable{resource="nvidia_com_gpu"}: GPUs an on-demand or spot node brings, paid for
   whether a pod holds them or not.
 
@@ -31,8 +35,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from components.bundle import POOL_LABEL as POOL_NODE_LABEL
-from components.incluster.names import JOB_LABEL
+from components.bundle import CAPACITY_LABEL, POOL_LABEL
+from components.incluster.names import PROMETHEUS_RELEASE
 
 UNASSIGNED = "unassigned"
 # Rule evaluation interval: each recorded sample stands for this many seconds of spend.
@@ -46,9 +50,13 @@ IDLE_RATE = "trainplane:gpu_idle_cost:dollars_per_hour"
 USED_GPUS = "trainplane:gpus_held:count"
 
 
-def ksm_label(label: str) -> str:
-    """kube-state-metrics' name of a Kubernetes label on its *_labels series."""
-    return "label_" + "".join(c if c.isalnum() else "_" for c in label)
+# The `job` label of the node -> pool series (set by node_pool_service_monitor()'s relabelings).
+NODE_POOLS_JOB = "trainplane-node-pools"
+
+
+def node_meta_label(label: str) -> str:
+    """Prometheus' service-discovery name of a node label (kubernetes_sd, role node or attach_metadata)."""
+    return "__meta_kubernetes_node_label_" + "".join(c if c.isalnum() else "_" for c in label)
 
 
 @dataclass(frozen=True)
@@ -89,18 +97,26 @@ def _committed_expr(prices: Sequence[PoolPrice]) -> str:
     return " or ".join(parts) if parts else "vector(0) < 0"
 
 
-NODE_POOL = (
-    f'max by (node, pool) (label_replace(kube_node_labels{{{ksm_label(POOL_NODE_LABEL)}!=""}}, '
-    f'"pool", "$1", "{ksm_label(POOL_NODE_LABEL)}", "(.+)"))'
+# Node -> pool: `group` is 1 whatever `up` says (a failed scrape still names the node's pool).
+NODE_POOL = f'group by (node, pool) (up{{job="{NODE_POOLS_JOB}", pool!=""}})'
+# Pod -> job (labels namespace, pod, job): its Job's JobSet, else its Job; a pod of no Job has no job label.
+# KSM's target label job="kube-state-metrics" is replaced on the first two, dropped on the last.
+_POD_JOB_NAME = 'label_replace(kube_pod_owner{owner_kind="Job"}, "job_name", "$1", "owner_name", "(.+)")'
+POD_JOB = (
+    "max by (namespace, pod, job) ("
+    f"{_POD_JOB_NAME} * on (namespace, job_name) group_left (job)"
+    ' max by (namespace, job_name, job) (label_replace(kube_job_owner{owner_kind="JobSet"},'
+    ' "job", "$1", "owner_name", "(.+)"))'
+    ' or on (namespace, pod) label_replace(kube_pod_owner{owner_kind="Job"}, "job", "$1", "owner_name", "(.+)")'
+    ' or on (namespace, pod) label_replace(kube_pod_owner, "job", "", "", ""))'
 )
 # GPUs each running pod holds, with its team (= namespace), job and node's pool.
 POD_GPUS = (
     "sum by (team, job, pool) ("
-    "label_replace(label_replace("
+    "label_replace("
     'kube_pod_container_resource_requests{resource="nvidia_com_gpu"}'
-    f" * on (namespace, pod) group_left ({ksm_label(JOB_LABEL)})"
-    f" max by (namespace, pod, {ksm_label(JOB_LABEL)}) (kube_pod_labels)"
-    f', "job", "$1", "{ksm_label(JOB_LABEL)}", "(.*)"), "team", "$1", "namespace", "(.*)")'
+    f" * on (namespace, pod) group_left (job) {POD_JOB}"
+    ', "team", "$1", "namespace", "(.*)")'
     ' * on (namespace, pod) group_left () (max by (namespace, pod) (kube_pod_status_phase{phase="Running"}) == 1)'
     f" * on (node) group_left (pool) {NODE_POOL})"
 )
@@ -121,7 +137,7 @@ def idle_rate_expr(prices: Sequence[PoolPrice]) -> str:
     )
     # A reservation is charged only while the cluster is seen (kube-state-metrics reports a node): not
     # for the days before the platform existed, nor while its metrics are missing.
-    committed = f"(({_committed_expr(prices)}) and on () count(kube_node_labels) > 0)"
+    committed = f"(({_committed_expr(prices)}) and on () count(kube_node_status_allocatable) > 0)"
     paid = f"({committed} or on (pool) {allocatable})"
     used = f"(sum by (pool) ({POD_GPUS}) or on (pool) {paid} * 0)"
     # group_left keeps the left side's team: one-to-one matching on (pool) would keep only pool.
@@ -192,8 +208,52 @@ def cost_query(prices: Sequence[PoolPrice], what: str, seconds: int, by: Sequenc
     return f"sum by ({', '.join(by)}) (sum_over_time(({inner})[{span(seconds)}:{INTERVAL_S}s])) / {step}"
 
 
-def ksm_values() -> dict[str, Any]:
-    """kube-prometheus-stack values: the node and pod labels the cost rules read from kube-state-metrics."""
+def node_pool_service_monitor(namespace: str) -> dict[str, Any]:
+    """The ServiceMonitor spec whose `up` series map each node to its pool and capacity (module docstring).
+
+    It selects the node exporter's Service, which kube-prometheus-stack deploys with an endpoint on every
+    node (its DaemonSet): selector labels of prometheus-community/helm-charts
+    charts/prometheus-node-exporter/templates/_helpers.tpl (`prometheus-node-exporter.selectorLabels`:
+    app.kubernetes.io/name, app.kubernetes.io/instance = the release), port `http-metrics`
+    (kube-prometheus-stack-88.5.3 values.yaml `prometheus-node-exporter.service.portName`).
+    `attachMetadata.node` is in the chart's ServiceMonitor CRD (prometheus-operator v0.93.1); the operator
+    writes it as kubernetes_sd `attach_metadata: {node: true}`, which Prometheus supports for role
+    endpoints and endpointslice since v2.37 (the chart runs v3.14.0): each endpoint target gets
+    __meta_kubernetes_node_label_* of the node its pod runs on. The relabelings come after the operator's
+    own, so `job` is ours; metricRelabelings drop every sample the node exporter exposes (up and the
+    scrape_* series are the scrape's own and stay)."""
     return {
-        "kube-state-metrics": {"metricLabelsAllowlist": [f"nodes=[{POOL_NODE_LABEL}]", f"pods=[{JOB_LABEL}]"]}
+        "selector": {
+            "matchLabels": {
+                "app.kubernetes.io/name": "prometheus-node-exporter",
+                "app.kubernetes.io/instance": PROMETHEUS_RELEASE,
+            }
+        },
+        "namespaceSelector": {"matchNames": [namespace]},
+        "attachMetadata": {"node": True},
+        "endpoints": [
+            {
+                "port": "http-metrics",
+                "interval": f"{INTERVAL_S}s",
+                "relabelings": [
+                    {"action": "replace", "targetLabel": "job", "replacement": NODE_POOLS_JOB},
+                    {
+                        "action": "replace",
+                        "sourceLabels": ["__meta_kubernetes_endpoint_node_name"],
+                        "targetLabel": "node",
+                    },
+                    {
+                        "action": "replace",
+                        "sourceLabels": [node_meta_label(POOL_LABEL)],
+                        "targetLabel": "pool",
+                    },
+                    {
+                        "action": "replace",
+                        "sourceLabels": [node_meta_label(CAPACITY_LABEL)],
+                        "targetLabel": "capacity",
+                    },
+                ],
+                "metricRelabelings": [{"action": "drop", "sourceLabels": ["__name__"], "regex": ".+"}],
+            }
+        ],
     }

@@ -8,8 +8,10 @@ What NVIDIA's stack and the clouds already do, and is used as is:
   and node repair replaces the node about 10 minutes later (EKS node-health docs); the AWS layer
   installs the agent.
 What none of them does, and is added here:
-- a NoSchedule taint on such a node (a node condition alone does not stop the scheduler) and on a node
-  that has fewer GPUs than its machine type: `gpu_health_agent.py`, one small controller Deployment;
+- quarantine of such a node (a node condition alone does not stop the scheduler) and of a node that has
+  fewer GPUs than its machine type: the NoSchedule taint, a cordon, the node condition, an Event, and its
+  GPU pods evicted (quarantine.py), by one small kopf operator Deployment (gpu_health_operator.py, deciding
+  with gpu_health_agent.assess);
 - `dcgmi diag` once at node start (the EKS agent leaves active diagnostics off unless DCGM_DIAG_LEVEL is
   set; GKE runs none): a DaemonSet whose init container runs it in NVIDIA's DCGM image and reports through
   its termination message; the node carries a startup taint until the result is in.
@@ -24,7 +26,6 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pulumi
@@ -37,19 +38,24 @@ from components.bundle import (
     NodePoolInfo,
     gpu_taint_tolerations,
 )
-from components.incluster import agent_runtime
 from components.incluster import gpu_health_agent as agent
-from components.incluster.names import PROMETHEUS_RELEASE
+from components.incluster import recovery_names
+from components.incluster.gpu_health_controller import (
+    PYTHON_IMAGE,  # noqa: F401  (block_window.py runs on the same image)
+    controller_pod,
+    controller_rules,
+    shipped_files,
+)
+from components.incluster.job_pod import CONTAINER as TRAINER_CONTAINER
+from components.incluster.names import JOB_LABEL, PROMETHEUS_RELEASE
 from components.spec import GpuHealthSpec, GpuOperatorSpec
 
-CONTROLLER = "trainplane-gpu-health"
+CONTROLLER = recovery_names.CONTROLLER_NAME
 DIAG = "trainplane-gpu-diag"
 DIAG_CONTAINER = "dcgm-diag"
 # Standalone DCGM (nv-hostengine, dcgmi and the diagnostic plugins) in the version gpu-operator v26.7.0
 # pins for its `dcgm` component (chart values dcgm.repository/image/version).
 DCGM_IMAGE = "nvcr.io/nvidia/cloud-native/dcgm:4.6.0-1-ubuntu24.04"
-# The controller needs nothing but the Python standard library.
-PYTHON_IMAGE = "docker.io/library/python:3.12-slim"
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 # The GPU operator labels every node with an NVIDIA GPU (from node-feature-discovery's PCI scan).
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
@@ -119,11 +125,22 @@ def expected_gpus(op: GpuOperatorSpec, pool: NodePoolInfo) -> int | None:
 
 
 def controller_config(
-    health: GpuHealthSpec, op: GpuOperatorSpec, bundle: ClusterBundle, namespace: str
+    health: GpuHealthSpec,
+    op: GpuOperatorSpec,
+    bundle: ClusterBundle,
+    namespace: str,
+    straggler_quarantine: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     return {
         "pools": [
-            {"name": p.name, "matchLabels": pool_selector(p), "expectedGpus": expected_gpus(op, p)}
+            {
+                "name": p.name,
+                "matchLabels": pool_selector(p),
+                "expectedGpus": expected_gpus(op, p),
+                # How a node that stays quarantined is replaced (node_return.Replacement.from_config).
+                "minNodes": p.min_nodes,
+                "replacement": p.replacement.model_dump(by_alias=True),
+            }
             for p in bundle.node_pools
             if p.gpu
         ],
@@ -138,43 +155,24 @@ def controller_config(
         "prometheusUrl": PROMETHEUS_URL,
         "xidQuery": XID_QUERY,
         "intervalSeconds": 30,
+        "quarantine": {
+            "evictGpuPods": health.quarantine.evict_gpu_pods,
+            "rediagnose": health.quarantine.rediagnose,
+            "replaceAfterMinutes": health.quarantine.replace_after_minutes,
+        },
+        # Hang exits (suspects.hang_exits): the training pods' trainer container and job label.
+        "hangs": {"container": TRAINER_CONTAINER, "jobLabel": JOB_LABEL},
+        # A firing straggler alert quarantines the node only in these namespaces (an Event elsewhere).
+        "stragglers": {
+            "alert": recovery_names.ALERT_STRAGGLER,
+            "quarantineNamespaces": sorted(straggler_quarantine),
+        },
     }
 
 
 def gpu_pool_tolerations(bundle: ClusterBundle) -> list[dict[str, str]]:
     """Every GPU pool taint with its own effect (NoExecute included), and the health taints."""
     return gpu_taint_tolerations(bundle.node_pools, HEALTH_TAINT_KEYS)
-
-
-def controller_pod(config_map: str) -> dict[str, Any]:
-    return {
-        "serviceAccountName": CONTROLLER,
-        "securityContext": {
-            "runAsNonRoot": True,
-            "runAsUser": 65534,
-            "runAsGroup": 65534,
-            "seccompProfile": {"type": "RuntimeDefault"},
-        },
-        "containers": [
-            {
-                "name": "controller",
-                "image": PYTHON_IMAGE,
-                "command": ["python3", "/opt/gpu-health/agent.py", "--config", "/opt/gpu-health/config.json"],
-                "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
-                "resources": {
-                    "requests": {"cpu": "10m", "memory": "64Mi"},
-                    "limits": {"memory": "128Mi"},
-                },
-                "securityContext": {
-                    "allowPrivilegeEscalation": False,
-                    "readOnlyRootFilesystem": True,
-                    "capabilities": {"drop": ["ALL"]},
-                },
-                "volumeMounts": [{"name": "agent", "mountPath": "/opt/gpu-health", "readOnly": True}],
-            }
-        ],
-        "volumes": [{"name": "agent", "configMap": {"name": config_map}}],
-    }
 
 
 def diag_pod(config_map: str, bundle: ClusterBundle, level: int) -> dict[str, Any]:
@@ -233,6 +231,8 @@ class GpuHealthArgs:
     namespace: pulumi.Input[str]
     # The GPU operator release: the diagnostic uses its RuntimeClass and validation files.
     operator: pulumi.Resource | None = None
+    # The namespaces of the teams whose straggler nodes are quarantined (teams[].stragglers: quarantine).
+    straggler_quarantine: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -259,25 +259,27 @@ class GpuHealth(pulumi.ComponentResource):
 
         config = pulumi.Output.from_input(ns).apply(
             lambda n: json.dumps(
-                controller_config(health, args.gpu_operator, args.bundle, n), indent=2, sort_keys=True
+                controller_config(health, args.gpu_operator, args.bundle, n, args.straggler_quarantine),
+                indent=2,
+                sort_keys=True,
             )
         )
-        source = Path(agent.__file__).read_text()
-        runtime = Path(agent_runtime.__file__).read_text()  # the agent's imports, shipped beside it
+        files = shipped_files()
         agent_cm = k8s.core.v1.ConfigMap(
             f"{name}-agent",
             metadata=meta(CONTROLLER, labels=labels),
-            data={"agent.py": source, "agent_runtime.py": runtime, "config.json": config},
+            data={**files, "config.json": config},
             opts=child,
         )
-        # A changed script or config restarts the controller.
-        digest = config.apply(lambda c: hashlib.sha256((source + runtime + c).encode()).hexdigest()[:16])
+        # A changed file or config restarts the controller.
+        source = "".join(files[k] for k in sorted(files))
+        digest = config.apply(lambda c: hashlib.sha256((source + c).encode()).hexdigest()[:16])
         k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(CONTROLLER, labels=labels), opts=child)
-        # Least privilege: read nodes and patch them (taints); list pods of this namespace (diagnostics).
+        # Least privilege: the contract's permissions (nodes, nodes/status, pods, evictions, Events).
         k8s.rbac.v1.ClusterRole(
             f"{name}-nodes",
             metadata={"name": CONTROLLER, "labels": labels},
-            rules=[{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}],
+            rules=controller_rules(),
             opts=child,
         )
         k8s.rbac.v1.ClusterRoleBinding(
@@ -287,6 +289,8 @@ class GpuHealth(pulumi.ComponentResource):
             subjects=[{"kind": "ServiceAccount", "name": CONTROLLER, "namespace": ns}],
             opts=child,
         )
+        # Grants nothing beyond the ClusterRole now (pods are watched cluster-wide); kept so its URN and
+        # that of its binding stay as deployed.
         k8s.rbac.v1.Role(
             f"{name}-pods",
             metadata=meta(CONTROLLER, labels=labels),
@@ -310,7 +314,7 @@ class GpuHealth(pulumi.ComponentResource):
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels, "annotations": {"trainplane.dev/config-digest": digest}},
-                    "spec": controller_pod(agent_cm.metadata["name"]),
+                    "spec": controller_pod(agent_cm.metadata["name"], health.controller_image),
                 },
             },
             opts=child,

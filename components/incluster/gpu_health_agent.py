@@ -1,8 +1,9 @@
-"""GPU node health controller: taints GPU nodes whose GPUs are unhealthy so no job lands there.
+"""GPU node health: the decision. Which faults a GPU node shows, and whether its diagnostic is outstanding.
 
-This file is shipped as is (a ConfigMap) into the controller pod and runs on a stock Python image, so it
-uses the standard library only. The decision is one pure function, `assess()`, unit-tested on node
-objects; the loop around it reads nodes, the diagnostic pods and Prometheus, and patches taints.
+This file is shipped as is (a ConfigMap) into the controller pod beside the kopf operator that calls it
+(gpu_health_operator.py) and uses the standard library only. The decision is one pure function, `assess()`,
+unit-tested on node objects; quarantine.py turns its verdict into the node's taints, cordon, condition,
+Events and evictions.
 
 Signals, all produced by components that already watch the GPUs (this controller only acts on them):
 - the NVIDIA device plugin marks a GPU unhealthy on a critical XID and the kubelet lowers the node's
@@ -21,30 +22,25 @@ Taint keys use the cluster-autoscaler's prefixes (cluster-autoscaler FAQ, "How d
 treat nodes with status/startup/ignore taints?"): a node with the startup taint counts as not ready yet,
 a node with the status taint as ready but unusable, so the autoscaler adds capacity for waiting jobs.
 Jobs never tolerate either key; the GPU operator's DaemonSets and the diagnostic do.
-
-Usage: python gpu_health_agent.py --config /etc/gpu-health/config.json [--once]
 """
 
 from __future__ import annotations
 
 import calendar
-import json
 import re
-import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from dataclasses import dataclass, field
 from typing import Any
 
 try:
-    from components.incluster.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
+    from components.incluster.agent_runtime import quantity
+    from components.incluster.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
 except ImportError:  # in the controller pod: shipped next to this file
-    from agent_runtime import JSON_PATCH, KubeApi, log, quantity, run  # type: ignore[import-not-found,no-redef]
+    from agent_runtime import quantity  # type: ignore[import-not-found,no-redef]
+    from recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT  # type: ignore[import-not-found,no-redef]
 
-UNHEALTHY_TAINT = "status-taint.cluster-autoscaler.kubernetes.io/gpu-unhealthy"
-PENDING_TAINT = "startup-taint.cluster-autoscaler.kubernetes.io/gpu-diagnostic"
+UNHEALTHY_TAINT = QUARANTINE_TAINT
+PENDING_TAINT = DIAGNOSTIC_TAINT
 OUR_TAINTS = (UNHEALTHY_TAINT, PENDING_TAINT)
 GPU_RESOURCE = "nvidia.com/gpu"
 # Set by the EKS node monitoring agent (EKS node health docs, AcceleratedHardware issues).
@@ -146,10 +142,6 @@ def desired_taints(node: dict, verdict: Verdict) -> list[dict[str, Any]]:
     return kept + wanted
 
 
-def _canonical(taints: list[dict]) -> list[str]:
-    return sorted(json.dumps(t, sort_keys=True) for t in taints)
-
-
 def diag_of(pod: dict, container: str) -> Diag:
     """Read the diagnostic's verdict from its init container's termination message."""
     for status in pod.get("status", {}).get("initContainerStatuses") or []:
@@ -199,95 +191,3 @@ def pool_of(node: dict, pools: list[dict]) -> dict | None:
         if all(labels.get(k) == v for k, v in pool["matchLabels"].items()):
             return pool
     return None
-
-
-# ---- I/O: the Kubernetes API and Prometheus over HTTP ------------------------------------------
-
-
-class Api(KubeApi):
-    """The few Kubernetes API calls the controller makes."""
-
-    def nodes(self) -> list[dict]:
-        return self.request("GET", "/api/v1/nodes").get("items", [])
-
-    def pods(self, namespace: str, selector: str) -> list[dict]:
-        query = urllib.parse.urlencode({"labelSelector": selector})
-        return self.request("GET", f"/api/v1/namespaces/{namespace}/pods?{query}").get("items", [])
-
-    def set_taints(self, node: dict, taints: list[dict]) -> None:
-        # JSON patch guarded by the resourceVersion: a node changed meanwhile (the node lifecycle
-        # controller adds its own taints) fails the test op, and the next round starts from fresh state.
-        patch = [
-            {"op": "test", "path": "/metadata/resourceVersion", "value": node["metadata"]["resourceVersion"]},
-            {"op": "add", "path": "/spec/taints", "value": taints},
-        ]
-        name = urllib.parse.quote(node["metadata"]["name"])
-        self.request("PATCH", f"/api/v1/nodes/{name}", patch, JSON_PATCH)
-
-
-def query_prometheus(url: str, query: str) -> list[dict]:
-    full = f"{url.rstrip('/')}/api/v1/query?{urllib.parse.urlencode({'query': query})}"
-    with urllib.request.urlopen(full, timeout=15) as resp:
-        body = json.loads(resp.read())
-    if body.get("status") != "success":
-        raise RuntimeError(f"prometheus: {body.get('error', body)}")
-    return body["data"]["result"]
-
-
-def reconcile(api: Api, config: dict, now: float | None = None) -> dict[str, Verdict]:
-    """One round: assess every node of a GPU pool and patch the taints that differ. Returns verdicts."""
-    now = time.time() if now is None else now
-    policy = Policy(
-        diagnostic=bool(config["diagnostic"]["enabled"]),
-        startup_grace_s=float(config["startupGraceSeconds"]),
-        ignored_xids=frozenset(config["ignoredXids"]),
-    )
-    diags: dict[str, Diag] = {}
-    if policy.diagnostic:
-        d = config["diagnostic"]
-        diags = diag_by_node(api.pods(d["namespace"], d["podSelector"]), d["container"])
-    xids: dict[str, list[int]] = {}
-    if config.get("prometheusUrl"):
-        try:
-            xids = xids_by_node(query_prometheus(config["prometheusUrl"], config["xidQuery"]))
-        except (OSError, urllib.error.URLError, RuntimeError, ValueError) as e:
-            # Without Prometheus the other signals still hold; the XID alert covers the gap.
-            log("prometheus_unavailable", error=str(e))
-    verdicts: dict[str, Verdict] = {}
-    for node in api.nodes():
-        pool = pool_of(node, config["pools"])
-        if pool is None:
-            continue
-        name = node["metadata"]["name"]
-        verdict = assess(
-            node,
-            expected_gpus=pool.get("expectedGpus"),
-            diag=diags.get(name, Diag("pending")) if policy.diagnostic else None,
-            xids=xids.get(name, []),
-            now=now,
-            policy=policy,
-        )
-        verdicts[name] = verdict
-        current = node.get("spec", {}).get("taints") or []
-        wanted = desired_taints(node, verdict)
-        if _canonical(wanted) != _canonical(current):
-            try:
-                api.set_taints(node, wanted)
-                log(
-                    "taints_set",
-                    node=name,
-                    pool=pool["name"],
-                    reasons=list(verdict.reasons),
-                    pending=verdict.pending,
-                )
-            except urllib.error.HTTPError as e:
-                log("taint_patch_failed", node=name, status=e.code)
-    return verdicts
-
-
-def main(argv: list[str] | None = None) -> int:
-    return run("gpu-health", (__doc__ or "").splitlines()[0], argv, Api, reconcile)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

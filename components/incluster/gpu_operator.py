@@ -175,6 +175,8 @@ class GpuOperatorArgs:
     # the DCGM ServiceMonitor only if they exist when it reconciles (controllers/object_controls.go
     # ServiceMonitor -> crdExists), so the operator release waits for it.
     prometheus: pulumi.Resource | None = None
+    # The namespaces of the teams whose straggler nodes are quarantined (teams[].stragglers: quarantine).
+    straggler_quarantine: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -246,6 +248,7 @@ class GpuOperator(pulumi.ComponentResource):
                     bundle=args.bundle,
                     namespace=ns.metadata["name"],
                     operator=self.release,
+                    straggler_quarantine=args.straggler_quarantine,
                 ),
                 child,
             )

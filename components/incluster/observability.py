@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import ClusterBundle, NodePoolInfo, gpu_taint_tolerations
+from components.bundle import MONITORING_NAMESPACE, ClusterBundle, NodePoolInfo, gpu_taint_tolerations
 from components.charts import CHARTS
 from components.incluster.alerts import alert_groups
-from components.incluster.cost_rules import PoolPrice, cost_groups, ksm_values
+from components.incluster.cost_rules import PoolPrice, cost_groups, node_pool_service_monitor
 from components.incluster.dashboards import dashboards
 from components.incluster.names import (
     JOB_NAME_LABEL,
@@ -30,7 +30,7 @@ from components.incluster.names import (
     RELEASE_TIMEOUT_S,
     TRAINER_METRICS_PORT_NAME,
 )
-from components.spec import APPLICATION_XIDS, ObservabilitySpec
+from components.spec import APPLICATION_XIDS, GpuHealthSpec, ObservabilitySpec
 
 DASHBOARD_LABEL = "grafana_dashboard"
 
@@ -103,9 +103,9 @@ def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
                 "port": TRAINER_METRICS_PORT_NAME,
                 "interval": "15s",
                 # namespace and pod come with every PodMonitor target; job and node_rank (the pod's
-                # completion index) from the Job's labels. `rank` is left to the trainer: it labels its
-                # per-GPU series with the global rank, and a target label of the same name would rename
-                # the trainer's to exported_rank (honorLabels is off).
+                # completion index) from the Job's labels, node from the pod's spec.nodeName. `rank` is
+                # left to the trainer: it labels its per-GPU series with the global rank, and a target
+                # label of the same name would rename the trainer's to exported_rank (honorLabels is off).
                 "relabelings": [
                     {
                         "sourceLabels": [_meta_label(JOB_NAME_LABEL)],
@@ -115,6 +115,13 @@ def trainer_pod_monitor(job_name: str) -> dict[str, Any]:
                     {
                         "sourceLabels": [_meta_label(RANK_LABEL)],
                         "targetLabel": "node_rank",
+                        "action": "replace",
+                    },
+                    # The pod's node under the name kube-state-metrics and the DCGM series use (the
+                    # straggler alert names the node; the GPU health controller quarantines it).
+                    {
+                        "sourceLabels": ["__meta_kubernetes_pod_node_name"],
+                        "targetLabel": "node",
                         "action": "replace",
                     },
                 ],
@@ -133,6 +140,8 @@ class ObservabilityArgs:
     ignored_xids: tuple[int, ...] = APPLICATION_XIDS
     # GPU pools' prices: the cost recording rules (components/incluster/cost_rules.py).
     pool_prices: tuple[PoolPrice, ...] = ()
+    # The straggler and quarantine alerts' thresholds (gpuHealth.stragglers, gpuHealth.quarantine).
+    gpu_health: GpuHealthSpec = field(default_factory=GpuHealthSpec)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,7 +171,6 @@ class Observability(pulumi.ComponentResource):
             values={
                 **prometheus_values(obs, storage_class=args.bundle.storage_class),
                 **node_exporter_values(args.bundle.node_pools),
-                **ksm_values(),
             },
             timeout=RELEASE_TIMEOUT_S,
             # Prometheus' volume needs its StorageClass and provisioner before the release can be ready.
@@ -194,7 +202,19 @@ class Observability(pulumi.ComponentResource):
                 api_version="monitoring.coreos.com/v1",
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
-                spec={"groups": alert_groups(list(args.ignored_xids)) + cost_groups(args.pool_prices)},
+                spec={
+                    "groups": alert_groups(list(args.ignored_xids), args.gpu_health)
+                    + cost_groups(args.pool_prices)
+                },
+                opts=after_crds,
+            )
+            # The cost rules' node -> pool series (cost_rules.node_pool_service_monitor).
+            k8s.apiextensions.CustomResource(
+                f"{name}-node-pools",
+                api_version="monitoring.coreos.com/v1",
+                kind="ServiceMonitor",
+                metadata={"name": "trainplane-node-pools", "namespace": ns},
+                spec=node_pool_service_monitor(MONITORING_NAMESPACE),
                 opts=after_crds,
             )
         self.resources = ObservabilityResources(release=self.release, dashboards=tuple(boards), alerts=alerts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import MONITORING_NAMESPACE, ClusterBundle
+from components.bundle import MONITORING_NAMESPACE, ClusterBundle, team_namespace
 from components.incluster.cost_rules import PoolPrice
 from components.incluster.fabric import FabricObjects, FabricObjectsArgs
 from components.incluster.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -90,6 +90,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 namespace=monitoring,
                 ignored_xids=tuple(spec.gpu_health.ignored_xids),
                 pool_prices=args.pool_prices,
+                gpu_health=spec.gpu_health,
             ),
             child,
         )
@@ -100,6 +101,9 @@ class InClusterPlatform(pulumi.ComponentResource):
                 gpu_health=spec.gpu_health,
                 bundle=bundle,
                 prometheus=self.observability.release,
+                straggler_quarantine=tuple(
+                    team_namespace(t) for t in spec.teams if t.stragglers == "quarantine"
+                ),
             ),
             child,
         )

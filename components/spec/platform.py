@@ -238,6 +238,10 @@ class GpuHealthSpec(Spec):
     ignored_xids: list[int] = Field(default_factory=lambda: list(APPLICATION_XIDS))
     stragglers: StragglerSpec = StragglerSpec()
     quarantine: QuarantineSpec = QuarantineSpec()
+    # An image with Python 3.12 and kopf 1.45.2 (components/incluster/gpu_health_requirements.txt) for the
+    # health controller, on clusters whose nodes cannot reach PyPI; by default a stock python image
+    # installs the pinned, hashed wheels at start.
+    controller_image: str | None = None
 
 
 # Kueue's own default waitForPodsReady timeout (kueue v0.19.2 apis/config/v1beta2/defaults.go

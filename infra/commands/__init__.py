@@ -1,4 +1,4 @@
-"""The `trainplane` commands, one module each: plan.py (plan, render), verify.py, nccl_test.py. Each
+"""The `trainplane` commands, one module each: plan.py (plan, render), verify.py, nccl_test.py, status.py. Each
 module adds its parser (`add_parsers`) and runs its command; infra/cli.py wires them and maps errors to
 the exit codes below."""
 
@@ -12,7 +12,8 @@ EXIT_CODES = """exit codes (every command):
   0  ok: planned, rendered, every check passed, bandwidth at or above the floor
   1  a check failed: verify (offline, live or --cloud) found a problem, or nccl-test measured less than
      the floor or got no result from a preflight it ran
-  2  the command could not do its job: invalid stack file or config, unknown stack or flag, a cluster or
-     cloud that cannot be reached or read, no credentials, or verify --cloud with no check it can run on
-     that cloud; one line per problem on stderr, no traceback
+  2  the command could not do its job: invalid stack file or config, unknown stack or flag, a job or
+     namespace status cannot find, a cluster, Prometheus or cloud that cannot be reached or read, no
+     credentials, or verify --cloud with no check it can run on that cloud; one line per problem on
+     stderr, no traceback
   3  internal error (a bug): one line on stderr; --debug shows the traceback"""

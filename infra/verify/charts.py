@@ -56,8 +56,6 @@ class Scrape:
     honor_labels: bool
     relabelings: tuple[Mapping[str, Any], ...] = ()
     namespace: str | None = None
-    # kube-state-metrics' metricLabelsAllowlist entries ("nodes=[a,b]"), where the facts name the key.
-    labels_allowlist: tuple[str, ...] = ()
 
 
 @dataclass
@@ -182,11 +180,6 @@ def _release_scrapes(rel: HelmRelease, cf: Mapping[str, Any], out: ChartModel) -
                 honor_labels=bool(F.chart_value(rel.chart, values, s["honorLabels"])),
                 relabelings=tuple(F.chart_value(rel.chart, values, s["relabelings"]) or ()),
                 namespace=rel.namespace,
-                labels_allowlist=tuple(
-                    F.chart_value(rel.chart, values, s["labelsAllowlist"]) or ()
-                    if s.get("labelsAllowlist")
-                    else ()
-                ),
             )
         )
 

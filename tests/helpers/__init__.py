@@ -5,6 +5,7 @@
 - cli.py: the CLI in-process (`cli(...)`, unit tier) and as a real process (`trainplane(...)`, the one
   smoke test per command in tests/integration/test_cli.py);
 - fake_k8s.py: the one fake Kubernetes API server (loopback HTTP, routes objects) and its kubeconfig;
+  fake_kube.py: its stateful routes (discovery, list + watch, patches, subresources) a kopf operator runs on;
 - deps.py: the modules a fresh interpreter loads (the runtime dependency walker; helper d's imports.py,
   when merged, is the static one: see the TODO in deps.py);
 - aws.py / gcp.py / jobs.py / queues.py / gpu_health.py / promql.py / templates.py: resource types,

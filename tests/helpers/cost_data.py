@@ -1,9 +1,13 @@
 """One synthetic cluster, minute by minute, for the cost rules (promtool) and `trainplane cost` (a real
 Prometheus): kube-state-metrics series as kube-prometheus-stack stores them (KSM's ServiceMonitor honours
-the metric labels, so a pod's namespace is the pod's), on the pools of stacks/Pulumi.aws-h100-reserved.yaml
+the metric labels, so a pod's namespace is the pod's) and the node -> pool `up` series of the ServiceMonitor
+`trainplane-node-pools` (components/incluster/cost_rules.node_pool_service_monitor), on the pools of stacks/Pulumi.aws-h100-reserved.yaml
 with its `h100-odcr` reservation owned by team research.
 
 Minutes 0..180, one sample a minute. Over the hour ending at minute 120 (samples 61..120):
+Pods name their job through their owners, as kube-state-metrics reports them (kube_pod_owner,
+kube_job_owner; "<none>" where an object has no owner): the JobSet gpt's pods are owned by its child
+Jobs gpt-workers-0 and gpt-workers-1, the elastic job ev's pods by its Job ev (owned by no JobSet).
 - research/gpt-0 (job gpt) holds 8 GPUs on h100-od the whole time,
 - research/gpt-1 (job gpt) holds 8 GPUs on h100-block until minute 90, then Succeeded (30 of the 60),
 - eval/ev-0 (job ev) holds 2 + 2 GPUs (two containers) on h100-spot the whole time,
@@ -23,8 +27,20 @@ KSM = {
     "instance": "10.0.0.12:8080",
     "service": "kube-prometheus-stack-kube-state-metrics",
 }
-POOL = "label_trainplane_dev_pool"
-JOB = "label_trainplane_dev_job"
+# The node -> pool ServiceMonitor's target labels (its relabelings, and the operator's for an endpoint).
+NODE_POOLS = {
+    "job": "trainplane-node-pools",
+    "namespace": "monitoring",
+    "service": "kube-prometheus-stack-prometheus-node-exporter",
+    "endpoint": "http-metrics",
+}
+CAPACITY = {
+    "h100-od": "on-demand",
+    "h100-spot": "spot",
+    "h100-block": "capacity-block",
+    "h100-odcr": "reservation",
+}
+NONE = "<none>"
 
 # pool's price per GPU-hour at its capacity (the plan's table: p5.48xlarge $55.04/h on demand in the catalog,
 # spot at 45% of it, reserved at pricing.overrides' $31.46/h), by hand: node price / 8 GPUs.
@@ -36,26 +52,47 @@ NODES = {
     "n-odcr": "h100-odcr",
     "n-sys": None,
 }
-# pod -> namespace, job, node, GPUs per container, last minute Running (later: Succeeded)
+# Kubernetes Job -> (namespace, its JobSet or None: an elastic job's Job, owned by no JobSet)
+JOBS = {
+    "gpt-workers-0": ("research", "gpt"),
+    "gpt-workers-1": ("research", "gpt"),
+    "ev": ("eval", None),
+}
+# pod -> namespace, owning Job (None: a bare pod), node, GPUs per container, last minute Running (later:
+# Succeeded)
 PODS = {
-    "gpt-0": ("research", "gpt", "n-od", (8,), 180),
-    "gpt-1": ("research", "gpt", "n-block", (8,), 90),
+    "gpt-0": ("research", "gpt-workers-0", "n-od", (8,), 180),
+    "gpt-1": ("research", "gpt-workers-1", "n-block", (8,), 90),
     "ev-0": ("eval", "ev", "n-spot", (2, 2), 180),
     "ev-pending": ("eval", "ev", "", (8,), -1),
-    "cuda-test": ("system", "", "n-sys", (1,), 180),
+    "cuda-test": ("system", None, "n-sys", (1,), 180),
 }
 
 
 def series() -> Iterator[tuple[str, dict[str, str], list[float]]]:
     """(metric, labels, value per minute) for every series of the cluster."""
-    for node, pool in NODES.items():
-        yield "kube_node_labels", {**KSM, "node": node, **({POOL: pool} if pool else {})}, [1.0] * MINUTES
+    for i, (node, pool) in enumerate(NODES.items()):
+        target = {
+            **NODE_POOLS,
+            "instance": f"10.0.1.{i}:9100",
+            "pod": f"kube-prometheus-stack-prometheus-node-exporter-{node}",
+            "container": "node-exporter",
+            "node": node,
+            **({"pool": pool, "capacity": CAPACITY[pool]} if pool else {}),
+        }
+        yield "up", target, [1.0] * MINUTES
         labels = {**KSM, "node": node, "resource": "nvidia_com_gpu", "unit": "integer"}
         yield "kube_node_status_allocatable", labels, [8.0] * MINUTES
+    for job, (ns, jobset) in JOBS.items():
+        kind, name = ("JobSet", jobset) if jobset else (NONE, NONE)
+        owner = {"owner_kind": kind, "owner_name": name, "owner_is_controller": "true" if jobset else NONE}
+        yield "kube_job_owner", {**KSM, "namespace": ns, "job_name": job, **owner}, [1.0] * MINUTES
     for pod, (ns, job, node, gpus, last) in PODS.items():
         uid = f"uid-{pod}"
         base = {**KSM, "namespace": ns, "pod": pod, "uid": uid}
-        yield "kube_pod_labels", {**base, **({JOB: job} if job else {})}, [1.0] * MINUTES
+        kind, name = ("Job", job) if job else (NONE, NONE)
+        owner = {"owner_kind": kind, "owner_name": name, "owner_is_controller": "true" if job else NONE}
+        yield "kube_pod_owner", {**base, **owner}, [1.0] * MINUTES
         for i, n in enumerate(gpus):
             labels = {
                 **base,

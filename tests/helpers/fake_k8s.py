@@ -2,11 +2,14 @@
 hands each request to a routes object and writes the kubeconfig that points a client at it.
 
 A routes object has a method per HTTP verb it answers (`get`, `post`, `patch`, `delete`), each taking a
-`Request` and returning (status, body): a dict is sent as JSON, a str as text. A verb without a method is
-answered 405. Every request is recorded in `FakeApiServer.requests` (method, path).
+`Request` and returning (status, body): a dict is sent as JSON, a str as text, an iterator as a watch
+stream (one JSON event per line). A verb without a method is answered 405. Every request is recorded in
+`FakeApiServer.requests` (method, path).
 
 Routes of the tests: `FakeCluster` below (nodes, diagnostic pods, Prometheus' query API and patchable
-objects, for the in-cluster controllers); tests/integration/test_verify_live.py (read-only lists for
+objects, for the stdlib in-cluster controllers); `FakeKube` in fake_kube.py (a resource store with
+discovery, list + watch by resourceVersion, JSON/merge/strategic patches, subresources: what a kopf
+operator needs); tests/integration/test_verify_live.py (read-only lists for
 `verify --kubeconfig`) and tests/integration/test_nccl_test.py (JobSets, pods and logs for `nccl-test`)
 bring their own.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 import json
 import threading
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -50,6 +54,19 @@ class FakeApiServer:
                 server.requests.append((self.command, url.path))
                 answer = getattr(server.routes, self.command.lower(), None)
                 code, out = answer(req) if answer else (405, {"reason": "MethodNotAllowed"})
+                if isinstance(out, Iterator):
+                    # A watch: one JSON object per line until the stream ends; HTTP/1.0, so the end of
+                    # the body is the connection's close (as a client reads a watch).
+                    self.send_response(code)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    try:
+                        for item in out:
+                            self.wfile.write(json.dumps(item).encode() + b"\n")
+                            self.wfile.flush()
+                    except (BrokenPipeError, ConnectionResetError):
+                        pass
+                    return
                 data = (out if isinstance(out, str) else json.dumps(out)).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "text/plain" if isinstance(out, str) else "application/json")

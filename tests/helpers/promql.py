@@ -40,6 +40,9 @@ PROMQL_WORDS = {
     "quantile",
     "floor",
     "topk",
+    "clamp_min",
+    "clamp_max",
+    "label_replace",
 }
 
 
@@ -65,5 +68,8 @@ def all_exprs() -> list[tuple[str, str]]:
             if var["type"] == "query":
                 exprs.append((f"{file_name}:${var['name']}", var["query"]["query"]))
     for group in alert_groups():
-        exprs += [(f"alert {r['alert']}", r["expr"]) for r in group["rules"]]
+        exprs += [
+            (f"{'alert' if 'alert' in r else 'record'} {r.get('alert') or r['record']}", r["expr"])
+            for r in group["rules"]
+        ]
     return exprs

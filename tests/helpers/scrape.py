@@ -57,9 +57,15 @@ def dcgm_target(node: str = NODE, address: str = "10.0.1.17:9400") -> dict[str, 
     }
 
 
+def trainer_node(index: int) -> str:
+    """The node a training pod of completion index `index` runs on in these tests: gpu-node-a, -b, ..."""
+    return f"gpu-node-{chr(ord('a') + index)}"
+
+
 def trainer_target(job: str, index: int, address: str = "10.0.2.30:9090") -> dict[str, str]:
     return {
         "__address__": address,
+        "__meta_kubernetes_pod_node_name": trainer_node(index),
         # A JobSet pod: its child Job's name in job-name, trainplane's job label, the completion index.
         "__meta_kubernetes_pod_label_batch_kubernetes_io_job_name": f"{job}-workers-0",
         "__meta_kubernetes_pod_label_trainplane_dev_job": job,
@@ -152,4 +158,4 @@ def selector(name: str, labels: Mapping[str, str]) -> str:
     return f"{name}{{{inner}}}"
 
 
-__all__ = ["DCGM_RELABELINGS", "dcgm_series", "gpu", "scrape", "selector", "trainer_series"]
+__all__ = ["DCGM_RELABELINGS", "dcgm_series", "gpu", "scrape", "selector", "trainer_node", "trainer_series"]

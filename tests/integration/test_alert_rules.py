@@ -18,14 +18,21 @@ import pytest
 import yaml
 
 from components.incluster.alerts import alert_groups
-from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
-from tests.helpers.scrape import NODE, dcgm_series, gpu, selector, trainer_series
+from components.incluster.gpu_health_agent import PENDING_TAINT
+from components.incluster.recovery_names import (
+    ALERT_QUARANTINED,
+    ALERT_REPLACE_NEEDED,
+    ALERT_STRAGGLER,
+    QUARANTINE_CONDITION,
+)
+from tests.helpers.scrape import NODE, dcgm_series, gpu, selector, trainer_node, trainer_series
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 pytestmark = pytest.mark.skipif(
     shutil.which("promtool") is None, reason="promtool not on PATH (CI installs Debian's prometheus)"
 )
-RULES = {r["alert"]: r for g in alert_groups() for r in g["rules"]}
+# Alerts only: the recording rules have their own promtool tests (test_goodput_rules.py).
+RULES = {r["alert"]: r for g in alert_groups() for r in g["rules"] if "alert" in r}
 STATIC = {"severity", "platform"}
 
 # kube-state-metrics as kube-prometheus-stack scrapes it (its ServiceMonitor honours the metric labels).
@@ -216,22 +223,6 @@ CASES = [
         {"2m": [], "6m": [{"node": NODE, "$value": "7"}]},
     ),
     Case(
-        "GpuNodeQuarantined",
-        {
-            ksm(
-                "kube_node_spec_taint", node=NODE, key=UNHEALTHY_TAINT, value="xid-79", effect="NoSchedule"
-            ): "1x5",
-            ksm(
-                "kube_node_spec_taint",
-                node="gpu-node-b",
-                key="nvidia.com/gpu",
-                value="present",
-                effect="NoSchedule",
-            ): "1x5",
-        },
-        {"1m": [{"node": NODE, "value": "xid-79"}]},
-    ),
-    Case(
         "GpuNodeDiagnosticPending",
         {
             ksm(
@@ -249,6 +240,45 @@ CASES = [
         {"20m": [], "35m": [{"node": NODE}]},
     ),
     Case(
+        ALERT_QUARANTINED,
+        {
+            # the GPU health controller's node condition, as kube-state-metrics exports it (one series
+            # per status; the true one is 1)
+            ksm(
+                "kube_node_status_condition", node=NODE, condition=QUARANTINE_CONDITION, status="true"
+            ): "0 1x5",
+            ksm(
+                "kube_node_status_condition", node=NODE, condition=QUARANTINE_CONDITION, status="false"
+            ): "1 0x5",
+            ksm(
+                "kube_node_status_condition", node="gpu-node-b", condition=QUARANTINE_CONDITION, status="true"
+            ): "0x5",
+            ksm(
+                "kube_node_status_condition",
+                node="gpu-node-b",
+                condition=QUARANTINE_CONDITION,
+                status="false",
+            ): "1x5",
+            # another condition that is true is not a quarantine
+            ksm("kube_node_status_condition", node="gpu-node-b", condition="Ready", status="true"): "1x5",
+        },
+        {"0m": [], "2m": [{"node": NODE}]},
+    ),
+    Case(
+        ALERT_REPLACE_NEEDED,
+        {
+            # quarantined for the whole 60 minutes: past replaceAfterMinutes (30) + 15 of grace
+            ksm(
+                "kube_node_status_condition", node=NODE, condition=QUARANTINE_CONDITION, status="true"
+            ): "1x60",
+            # quarantined for 20 minutes, then returned by a passing diagnostic
+            ksm(
+                "kube_node_status_condition", node="gpu-node-b", condition=QUARANTINE_CONDITION, status="true"
+            ): ("1x20 0x40"),
+        },
+        {"44m": [], "46m": [{"node": NODE}]},
+    ),
+    Case(
         "TrainingJobStalled",
         {
             trainer("trainplane_step", "gpt-small"): "100x30",
@@ -258,22 +288,36 @@ CASES = [
         {"10m": [], "19m": [], "25m": [{"namespace": "research", "job": "gpt-small"}]},
     ),
     Case(
-        "TrainingRankStraggler",
+        ALERT_STRAGGLER,
         {
-            # gpt-small: 2 pods x 2 GPUs; rank 3 is 1.5x; pod 0 also exports rank 3 (deduplicated).
-            trainer("trainplane_rank_step_seconds", "gpt-small", 0, rank="0"): "1x20",
-            trainer("trainplane_rank_step_seconds", "gpt-small", 0, rank="1"): "1x20",
-            trainer("trainplane_rank_step_seconds", "gpt-small", 1, rank="2"): "1.05x20",
-            trainer("trainplane_rank_step_seconds", "gpt-small", 1, rank="3"): "1.5x20",
-            trainer("trainplane_rank_step_seconds", "gpt-small", 0, rank="3"): "1.5x20",
-            # llama: 1.1x its median is within bounds.
-            trainer("trainplane_rank_step_seconds", "llama", 0, rank="0"): "1x20",
-            trainer("trainplane_rank_step_seconds", "llama", 0, rank="1"): "1.1x20",
-            # bert: rank 1 is slow for 5 minutes only.
-            trainer("trainplane_rank_step_seconds", "bert", 0, rank="0"): "1x20",
-            trainer("trainplane_rank_step_seconds", "bert", 0, rank="1"): "1x4 2x4 1x11",
+            # gpt-small: 2 pods x 2 GPUs, each pod exports its node's ranks. Rank 3 computes 1.5 s a step,
+            # the median of (1, 1, 1.25, 1.5) is 1.125: 1.5 / 1.125 = 1.33 > 1.25 (gpuHealth.stragglers
+            # default factor), for the default 15 minutes.
+            trainer("trainplane_rank_step_seconds", "gpt-small", 0, rank="0"): "1x30",
+            trainer("trainplane_rank_step_seconds", "gpt-small", 0, rank="1"): "1x30",
+            trainer("trainplane_rank_step_seconds", "gpt-small", 1, rank="2"): "1.25x30",
+            trainer("trainplane_rank_step_seconds", "gpt-small", 1, rank="3"): "1.5x30",
+            # llama: 1.125 / 1.0625 = 1.06, within the factor.
+            trainer("trainplane_rank_step_seconds", "llama", 0, rank="0"): "1x30",
+            trainer("trainplane_rank_step_seconds", "llama", 0, rank="1"): "1.125x30",
+            # bert: rank 1 takes twice as long for 5 minutes only (ratio 1.33 while the smoothing window
+            # holds those steps, under 15 minutes in all).
+            trainer("trainplane_rank_step_seconds", "bert", 0, rank="0"): "1x30",
+            trainer("trainplane_rank_step_seconds", "bert", 0, rank="1"): "1x4 2x4 1x21",
         },
-        {"5m": [], "15m": [{"namespace": "research", "job": "gpt-small", "rank": "3", "$value": "1.5"}]},
+        {
+            "10m": [],
+            # pending from 0m (the ratio needs one sample), fires once 15 minutes have passed
+            "16m": [
+                {
+                    "namespace": "research",
+                    "job": "gpt-small",
+                    "rank": "3",
+                    "node": trainer_node(1),
+                    "$value": str(1.5 / 1.125),
+                }
+            ],
+        },
     ),
     Case(
         "TrainingJobHang",

@@ -23,7 +23,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
-from tests.helpers.scrape import dcgm_config, dcgm_target, gpu, scrape, trainer_config, trainer_target
+from tests.helpers.scrape import (
+    dcgm_config,
+    dcgm_target,
+    gpu,
+    scrape,
+    trainer_config,
+    trainer_node,
+    trainer_target,
+)
 
 OLD_DCGM = ([], False)  # gpu-operator v26.7.0 defaults: honorLabels false, no relabelings
 
@@ -188,4 +196,6 @@ def test_trainer_rank_survives_the_pod_monitor(scraped):
     assert got == predicted(TRAINER_SAMPLES, scraped["trainer"], *trainer_config())
     ranks = {s["rank"] for s in got if s["__name__"] == "trainplane_rank_step_seconds"}
     assert ranks == {"8", "9"} and {s["node_rank"] for s in got} == {"1"}
+    # the pod's node, which the straggler alert names (PodMonitor relabeling)
+    assert {s["node"] for s in got} == {trainer_node(1)}
     assert not any("exported_rank" in s for s in got)

@@ -1,116 +1,283 @@
-"""The GPU health agents as shipped: the controller process against the fake Kubernetes API server, its
-one-line exit 2 without an API, the agents on a bare python, the diag script under bash
-(tests/unit/test_gpu_health.py has the rest)."""
+"""The GPU health controller as shipped: the kopf operator run from its ConfigMap's files against the fake
+Kubernetes API (tests/helpers/fake_kube.py) and its Prometheus route; the block window agent on a bare
+python; the diag script under bash (tests/unit/test_gpu_health.py has the rest)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from components.incluster import gpu_health_agent as agent
-from components.incluster.gpu_health_agent import (
-    PENDING_TAINT,
-    UNHEALTHY_TAINT,
+from components.incluster.gpu_health import DIAG, XID_QUERY
+from components.incluster.gpu_health_controller import shipped_files
+from components.incluster.gpu_health_operator import CONFIG_ENV
+from components.incluster.recovery_names import (
+    CONTROLLER_NAME,
+    CORDONED_BY_ANNOTATION,
+    EVENT_EVICTED,
+    EVENT_QUARANTINED,
+    EVENT_REDIAGNOSING,
+    EVENT_RETURNED,
+    QUARANTINE_CONDITION,
+    QUARANTINE_TAINT,
+    QUARANTINED_AT_ANNOTATION,
 )
 from components.spec import APPLICATION_XIDS
-from tests.helpers.fake_k8s import FakeCluster
+from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import node
 
 
-def diag_pod(node_name, result, created="2026-11-20T11:00:00Z"):
-    state = (
-        {"terminated": {"exitCode": 0, "message": f"result={result} rc=0\n"}} if result else {"running": {}}
-    )
+def diag_pod(node_name, result="pass", started="2026-11-20T11:00:00Z", name=None):
+    state = {"terminated": {"exitCode": 0, "message": f"result={result} rc=0\n", "startedAt": started}}
     return {
-        "metadata": {"name": f"diag-{node_name}", "creationTimestamp": created},
-        "spec": {"nodeName": node_name},
-        "status": {"initContainerStatuses": [{"name": "dcgm-diag", "state": state}]},
+        "kind": "Pod",
+        "metadata": {
+            "name": name or f"diag-{node_name}",
+            "namespace": "gpu-operator",
+            "labels": {"app": DIAG},
+        },
+        "spec": {"nodeName": node_name, "containers": [{"name": "done"}]},
+        "status": {"phase": "Running", "initContainerStatuses": [{"name": "dcgm-diag", "state": state}]},
     }
 
 
-def test_controller_process_taints_and_untaints_nodes(tmp_path):
-    gpu_taint = {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"}
-    old = {"key": UNHEALTHY_TAINT, "value": "xid-79", "effect": "NoSchedule"}
-    nodes = [
-        node("good"),
-        node("xid"),
-        node("short", allocatable="7"),
-        node("fresh", age_s=120),
-        node("recovered", taints=[gpu_taint, old]),
-        node("cpu", capacity=None, pool="system"),
-        node("raced", allocatable="5"),
-    ]
-    pods = [diag_pod(n, "pass") for n in ("good", "xid", "short", "recovered", "raced")]
-    pods.append(diag_pod("fresh", None))
-    pods.append(diag_pod("good", "fail", created="2026-11-20T10:00:00Z"))  # an older pod of a rollout
-    cluster = FakeCluster(nodes, pods, xids=[("xid", "3", 79), ("good", "1", 13)], changed=["raced"])
+def pod(name, node_name, gpus=0, namespace="team-a", owner="Job"):
+    resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
+    return {
+        "kind": "Pod",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "ownerReferences": [{"apiVersion": "v1", "kind": owner, "name": "o", "uid": "u"}],
+        },
+        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": resources}]},
+        "status": {"phase": "Running"},
+    }
+
+
+def kube_node(name, **kwargs):
+    return {"kind": "Node", **node(name, **kwargs)}
+
+
+def xid(node_name, value):
+    return {"metric": {"node": node_name, "gpu": "3"}, "value": [0, str(value)]}
+
+
+def wait_for(what, check, proc, timeout=45.0):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if check():
+            return
+        assert proc.poll() is None, f"the operator exited ({proc.returncode}) before {what}"
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@contextlib.contextmanager
+def operator(tmp_path, kube, **config_overrides):
+    """The operator as shipped: the ConfigMap's files in a folder of their own (flat imports), run by
+    `kopf run` as in the pod, against the fake API (kubeconfig) and its Prometheus route."""
+    app = tmp_path / "app"
+    app.mkdir()
+    for name, text in shipped_files().items():
+        (app / name).write_text(text)
     config = {
         "pools": [{"name": "h100", "matchLabels": {"trainplane.dev/pool": "h100"}, "expectedGpus": 8}],
         "diagnostic": {
             "enabled": True,
             "namespace": "gpu-operator",
-            "podSelector": "app=trainplane-gpu-diag",
+            "podSelector": f"app={DIAG}",
             "container": "dcgm-diag",
         },
         "ignoredXids": list(APPLICATION_XIDS),
         "startupGraceSeconds": 1200,
-        "prometheusUrl": cluster.url,
-        "xidQuery": "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)",
-        "intervalSeconds": 30,
+        "prometheusUrl": kube.url,
+        "xidQuery": XID_QUERY,
+        "intervalSeconds": 1,
+        "quarantine": {"evictGpuPods": True},
+        **config_overrides,
     }
-    (tmp_path / "config.json").write_text(json.dumps(config))
-    (tmp_path / "token").write_text("sa-token\n")
-    args = ["--config", str(tmp_path / "config.json"), "--once", "--api-url", cluster.url]
-    args += ["--token-file", str(tmp_path / "token")]
-    try:
-        run = subprocess.run(
-            [sys.executable, agent.__file__, *args],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env={"PATH": "/usr/bin:/bin"},
-        )
-    finally:
-        cluster.server.close()
-    assert run.returncode == 0, run.stderr
-    assert cluster.auth == {"Bearer sa-token"}
-    patches = cluster.patches
-    assert patches["xid"] == [gpu_taint, {"key": UNHEALTHY_TAINT, "value": "xid-79", "effect": "NoSchedule"}]
-    assert patches["short"][-1] == {"key": UNHEALTHY_TAINT, "value": "gpus-unhealthy", "effect": "NoSchedule"}
-    assert patches["fresh"][-1] == {"key": PENDING_TAINT, "value": "pending", "effect": "NoSchedule"}
-    assert patches["recovered"] == [gpu_taint]
-    # Healthy and unchanged ("good": its newest diagnostic passed, XID 13 is an application error),
-    # outside any GPU pool, or changed meanwhile (the guarded patch fails): nothing went through.
-    assert set(patches) == {"xid", "short", "fresh", "recovered"}
-    events = [json.loads(line) for line in run.stdout.splitlines()]
-    assert [(e["node"], e["status"]) for e in events if e["event"] == "taint_patch_failed"] == [
-        ("raced", 422)
+    (app / "config.json").write_text(json.dumps(config))
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": str(app),
+        "KUBECONFIG": kube.server.kubeconfig(tmp_path / "kubeconfig"),
+        CONFIG_ENV: str(app / "config.json"),
+        "HOME": str(tmp_path),
+    }
+    cmd = [
+        sys.executable,
+        "-m",
+        "kopf",
+        "run",
+        "--standalone",
+        "--all-namespaces",
+        str(app / "gpu_health_operator.py"),
     ]
+    log = (tmp_path / "operator.log").open("w")
+    proc = subprocess.Popen(cmd, cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    try:
+        yield proc
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+        kube.close()
 
 
-def test_controller_without_api_is_one_line_and_exit_2(tmp_path):
-    (tmp_path / "config.json").write_text("{}")
-    run = subprocess.run(
-        [sys.executable, agent.__file__, "--config", str(tmp_path / "config.json"), "--once"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env={"PATH": "/usr/bin:/bin"},
-    )
-    assert run.returncode == 2 and run.stderr.count("\n") == 1 and "Traceback" not in run.stderr
+def taint_keys(n):
+    return {t["key"]: t.get("value") for t in n["spec"].get("taints") or []}
+
+
+def condition(n):
+    return next((c for c in n["status"].get("conditions") or [] if c["type"] == QUARANTINE_CONDITION), None)
+
+
+def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_path):
+    nodes = [
+        kube_node("bad"),
+        kube_node("good"),
+        # Cordoned by an administrator before the fault: quarantined, then returned, still cordoned.
+        {**kube_node("admin"), "spec": {"unschedulable": True, "taints": []}},
+        kube_node("cpu", capacity=None, pool="system"),
+    ]
+    pods = [diag_pod(n) for n in ("bad", "good", "admin")]
+    pods += [
+        pod("train-0", "bad", gpus=8),
+        pod("logger", "bad"),  # no GPU: stays
+        pod(
+            "dcgm-exporter", "bad", gpus=1, namespace="gpu-operator", owner="DaemonSet"
+        ),  # the GPU stack: stays
+        pod("train-1", "good", gpus=8),
+    ]
+    # XID 79 (fallen off the bus) on bad and admin; 13 on good is an application error.
+    kube = FakeKube(nodes + pods, prometheus=[xid("bad", 79), xid("admin", 79), xid("good", 13)])
+    with operator(tmp_path, kube) as proc:
+        wait_for(
+            "bad quarantined",
+            lambda: (condition(kube.get_obj("nodes", "bad")) or {}).get("status") == "True",
+            proc,
+        )
+        wait_for("GPU pod evicted", lambda: ("team-a", "train-0") in kube.evictions, proc)
+        wait_for("admin quarantined", lambda: condition(kube.get_obj("nodes", "admin")) is not None, proc)
+        bad = kube.get_obj("nodes", "bad")
+        assert taint_keys(bad)[QUARANTINE_TAINT] == "xid-79"
+        assert bad["spec"]["unschedulable"] is True
+        annotations = bad["metadata"]["annotations"]
+        assert (
+            annotations[CORDONED_BY_ANNOTATION] == CONTROLLER_NAME
+            and QUARANTINED_AT_ANNOTATION in annotations
+        )
+        cond = condition(bad)
+        assert (cond["status"], cond["reason"]) == ("True", "Xid79") and "xid-79" in cond["message"]
+        (event,) = [e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]
+        assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "Node"
+        assert event["source"]["component"] == CONTROLLER_NAME and event["metadata"]["namespace"] == "default"
+        (evicted,) = kube.events(EVENT_EVICTED)
+        assert evicted["involvedObject"] == {
+            **evicted["involvedObject"],
+            "kind": "Pod",
+            "name": "train-0",
+            "namespace": "team-a",
+        }
+        # Only the GPU pod went: not the CPU pod, not the DaemonSet's, nothing on the healthy node.
+        wait_for(
+            "diagnostics rerun",
+            lambda: {("gpu-operator", "diag-bad"), ("gpu-operator", "diag-admin")} <= set(kube.evictions),
+            proc,
+        )
+        assert [e for e in kube.evictions if e[0] != "gpu-operator"] == [("team-a", "train-0")]
+        assert {p["metadata"]["name"] for p in kube.objects("pods")} >= {"logger", "dcgm-exporter", "train-1"}
+        # The healthy node and the CPU node were never written.
+        assert not [
+            k
+            for _, k, p, o in kube.log
+            if p == "nodes" and k == "MODIFIED" and o["metadata"]["name"] in ("good", "cpu")
+        ]
+        admin = kube.get_obj("nodes", "admin")
+        assert CORDONED_BY_ANNOTATION not in admin["metadata"]["annotations"]  # we did not cordon it
+        # node_return: the diagnostics from before the quarantine were rerun (their pods evicted, once).
+        assert sorted(e["involvedObject"]["name"] for e in kube.events(EVENT_REDIAGNOSING)) == [
+            "admin",
+            "bad",
+        ]
+        # The XID on admin clears: no return without a diagnostic that passed since the quarantine.
+        kube.prometheus = [xid("bad", 79), xid("good", 13)]
+        time.sleep(3)
+        assert condition(kube.get_obj("nodes", "admin"))["status"] == "True"
+        # Its DaemonSet's new pod passes: the quarantine is lifted, the administrator's cordon stays.
+        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
+        kube.create("pods", diag_pod("admin", started=now, name="diag-admin-2"))
+        kube.create("pods", diag_pod("bad", started=now, name="diag-bad-2"))
+        wait_for(
+            "admin returned",
+            lambda: (condition(kube.get_obj("nodes", "admin")) or {}).get("status") == "False",
+            proc,
+        )
+        admin = kube.get_obj("nodes", "admin")
+        assert admin["spec"]["unschedulable"] is True
+        assert QUARANTINE_TAINT not in taint_keys(admin)
+        assert QUARANTINED_AT_ANNOTATION not in admin["metadata"].get("annotations", {})
+        assert [e["involvedObject"]["name"] for e in kube.events(EVENT_RETURNED)] == ["admin"]
+        # Still faulty (its XID stays), however its diagnostic went: bad stays quarantined, announced once.
+        time.sleep(2)
+        assert condition(kube.get_obj("nodes", "bad"))["status"] == "True"
+        assert len([e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]) == 1
+    out = (tmp_path / "operator.log").read_text()
+    assert "Traceback" not in out, out
+
+
+def hung(name, node_name, job, minutes_ago):
+    finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - minutes_ago * 60))
+    p = pod(name, node_name, gpus=8)
+    p["metadata"]["labels"] = {"trainplane.dev/job": job}
+    p["spec"]["containers"][0]["name"] = "trainer"
+    p["status"] = {
+        "phase": "Failed",
+        "containerStatuses": [
+            {"name": "trainer", "state": {"terminated": {"exitCode": 124, "finishedAt": finished}}}
+        ],
+    }
+    return p
+
+
+def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_path):
+    objs = [kube_node("bad"), diag_pod("bad"), pod("train-0", "bad", gpus=8)]
+    # Two jobs hung on "hung" (two incidents within 6 hours): a suspect; "once" hung once: not.
+    objs += [kube_node("hung"), diag_pod("hung"), hung("a-0", "hung", "a", 90), hung("b-0", "hung", "b", 20)]
+    objs += [kube_node("once"), diag_pod("once"), hung("c-0", "once", "c", 20)]
+    kube = FakeKube(objs, prometheus=[xid("bad", 79)])
+    config = {
+        "quarantine": {"evictGpuPods": False},
+        "hangs": {"container": "trainer", "jobLabel": "trainplane.dev/job"},
+    }
+    with operator(tmp_path, kube, **config) as proc:
+        wait_for("bad quarantined", lambda: condition(kube.get_obj("nodes", "bad")) is not None, proc)
+        wait_for("hung quarantined", lambda: condition(kube.get_obj("nodes", "hung")) is not None, proc)
+        time.sleep(2)  # two more rounds
+        bad = kube.get_obj("nodes", "bad")
+        assert QUARANTINE_TAINT in taint_keys(bad) and not bad["spec"].get("unschedulable")
+        # No job's pod was evicted (the diagnostic's was, to rerun it: quarantine.rediagnose).
+        assert [e for e in kube.evictions if e[0] != "gpu-operator"] == []
+        assert condition(kube.get_obj("nodes", "hung"))["reason"] == "TrainerHang"
+        assert condition(kube.get_obj("nodes", "once")) is None
 
 
 @pytest.mark.parametrize(
     "shipped",
-    [
-        ["agent_runtime.py", "gpu_health_agent.py"],
-        ["agent_runtime.py", "kueue_quota.py", "block_window_agent.py"],
-    ],
+    [["agent_runtime.py", "kueue_quota.py", "block_window_agent.py"]],
 )
 def test_agents_run_from_their_shipped_files_on_a_bare_python(tmp_path, shipped):
     # They run on a stock python image from a ConfigMap: the standard library and the files shipped
@@ -142,3 +309,18 @@ def test_diag_script_is_valid_bash():
     for level in (1, 2, 3):
         run = subprocess.run(["bash", "-n"], input=diag_script(level), text=True, capture_output=True)
         assert run.returncode == 0, run.stderr
+
+
+def test_the_operators_modules_but_the_kopf_handlers_need_only_the_standard_library(tmp_path):
+    # Shipped flat beside the operator; only gpu_health_operator.py imports kopf (from the init
+    # container's wheels). -S -E: no site-packages, the folder on the path.
+    files = shipped_files()
+    for name, text in files.items():
+        (tmp_path / name).write_text(text)
+    modules = [n[:-3] for n in files if n.endswith(".py") and n != "gpu_health_operator.py"]
+    assert "node_reconcile" in modules and "quarantine" in modules
+    code = "import sys; sys.path.insert(0, '.'); " + "; ".join(f"import {m}" for m in modules)
+    out = subprocess.run(
+        [sys.executable, "-S", "-E", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert out.returncode == 0, out.stderr

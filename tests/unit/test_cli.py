@@ -74,7 +74,7 @@ def test_every_stack_file_plans(stack):
 
 
 # ---- exit codes and --debug (issue 22) ------------------------------------------------------------
-COMMANDS = ("plan", "render", "verify", "nccl-test")
+COMMANDS = ("plan", "render", "verify", "nccl-test", "status")
 
 
 def test_help_of_every_command_prints_the_one_exit_code_table():

@@ -1,6 +1,6 @@
 """The cost rules' shape and wiring: every reference stack's PrometheusRule prices every GPU pool at the
-plan's price, the cost dashboard reads only series the rules record, kube-state-metrics is told to export
-the pool and job labels, and a pool's owner must be a team. The dollars are tested with promtool
+plan's price, the cost dashboard reads only series the rules record, nodes are mapped to pools by our
+ServiceMonitor (no chart value), and a pool's owner must be a team. The dollars are tested with promtool
 (tests/integration/test_cost_rules.py) and against a real Prometheus (test_cost_report.py)."""
 
 from __future__ import annotations
@@ -38,14 +38,28 @@ def test_the_cost_dashboard_reads_only_recorded_series():
     assert used and used <= recorded(), used - recorded()
 
 
-def test_kube_state_metrics_exports_the_pool_and_job_labels():
-    values = one(
-        planned("aws-dev"), "kubernetes:helm.sh/v3:Release", "ml-dev-observability-prometheus"
-    ).inputs["values"]
-    assert values["kube-state-metrics"]["metricLabelsAllowlist"] == [
-        "nodes=[trainplane.dev/pool]",
-        "pods=[trainplane.dev/job]",
-    ]
+def test_nodes_are_mapped_to_pools_by_our_service_monitor_not_a_chart_value():
+    result = planned("aws-dev")
+    values = one(result, "kubernetes:helm.sh/v3:Release", "ml-dev-observability-prometheus").inputs["values"]
+    # metricLabelsAllowlist is the kube-state-metrics subchart's: the team's values checker knows only the
+    # parent chart's keys, so the node -> pool map comes from a ServiceMonitor of our own instead.
+    assert "kube-state-metrics" not in values
+    (sm,) = [r for r in result.resources if r.type.endswith("ServiceMonitor")]
+    spec = sm.inputs["spec"]
+    assert sm.inputs["metadata"] == {"name": "trainplane-node-pools", "namespace": "monitoring"}
+    assert spec["attachMetadata"] == {"node": True}
+    assert spec["selector"]["matchLabels"]["app.kubernetes.io/name"] == "prometheus-node-exporter"
+    (ep,) = spec["endpoints"]
+    copies = {r.get("targetLabel"): (r.get("sourceLabels") or [None])[0] for r in ep["relabelings"]}
+    assert copies == {
+        "job": None,
+        "node": "__meta_kubernetes_endpoint_node_name",
+        "pool": "__meta_kubernetes_node_label_trainplane_dev_pool",
+        "capacity": "__meta_kubernetes_node_label_trainplane_dev_capacity",
+    }
+    assert ep["relabelings"][0]["replacement"] == "trainplane-node-pools"
+    # Every scraped sample is dropped: only the scrape's own series (up) are stored.
+    assert ep["metricRelabelings"] == [{"action": "drop", "sourceLabels": ["__name__"], "regex": ".+"}]
 
 
 def test_a_pool_owner_must_be_a_team_and_the_pool_reserved():

@@ -21,7 +21,7 @@ MARKDOWN = [
     *sorted((ROOT / "stacks").glob("templates/*/README.md")),
 ]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
-COMMANDS = ("plan", "render", "verify", "nccl-test")
+COMMANDS = ("plan", "render", "verify", "nccl-test", "status")
 
 
 def _links(page: Path) -> list[str]:
@@ -72,7 +72,7 @@ def _quoted_flags() -> list[tuple[str, str, str]]:
     found = []
     for page in MARKDOWN:
         for line in page.read_text().splitlines():
-            for m in re.finditer(r"trainplane (plan|render|verify|nccl-test)\b([^#`|]*)", line):
+            for m in re.finditer(r"trainplane (plan|render|verify|nccl-test|status)\b([^#`|]*)", line):
                 for flag in re.findall(r"(?<![\w-])--[a-z][a-z-]*", m.group(2)):
                     found.append((str(page.relative_to(ROOT)), m.group(1), flag))
     return found

@@ -19,6 +19,7 @@ from components.incluster.gpu_health_agent import (
     diag_of,
     taint_value,
 )
+from components.incluster.recovery_names import CONTROLLER_PERMISSIONS
 from components.spec import APPLICATION_XIDS, ConfigError, PlatformSpec
 from tests.helpers.gpu_health import NOW, node, objects
 from tests.helpers.plans import plan_object, planned, platform_object
@@ -126,9 +127,6 @@ def test_the_diagnostic_verdict_is_read_from_the_termination_message():
     assert diag_of({"status": {}}, "dcgm-diag").result == "pending"
 
 
-# ---- the controller as a process ---------------------------------------------------------------
-
-
 # ---- what the platform deploys -----------------------------------------------------------------
 
 
@@ -154,33 +152,99 @@ def test_controller_knows_each_gpu_pool_and_its_gpu_count(stack, match):
     assert pool["matchLabels"] == match and pool["expectedGpus"] == 8
     assert config["diagnostic"]["enabled"] is True and config["diagnostic"]["namespace"] == "gpu-operator"
     assert config["prometheusUrl"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
+    assert config["quarantine"]["evictGpuPods"] is True
     data = objects(result, "core/v1:ConfigMap")["trainplane-gpu-health"]["data"]
-    assert data["agent.py"] == Path(agent.__file__).read_text()
-    assert data["agent_runtime.py"] == (Path(agent.__file__).parent / "agent_runtime.py").read_text()
+    # The operator and every module it imports, as they are in the package (the pod imports them flat).
+    here = Path(agent.__file__).parent
+    for name in (
+        "node_reconcile.py",
+        "node_recovery.py",
+        "node_return.py",
+        "suspects.py",
+        "gpu_health_operator.py",
+        "gpu_health_agent.py",
+        "quarantine.py",
+        "recovery_names.py",
+        "agent_runtime.py",
+    ):
+        assert data[name] == (here / name).read_text()
+    assert data["requirements.txt"] == (here / "gpu_health_requirements.txt").read_text()
 
 
-def test_controller_rbac_is_least_privilege():
+def test_controller_rbac_is_the_contract_and_nothing_more():
     result = plan("aws-dev")
     (cluster_role,) = objects(result, "rbac.authorization.k8s.io/v1:ClusterRole").values()
-    assert cluster_role["rules"] == [
-        {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "patch"]}
-    ]
+    granted = {
+        (r["apiGroups"][0], res, v)
+        for r in cluster_role["rules"]
+        for res in r["resources"]
+        for v in r["verbs"]
+    }
+    wanted = {(g, res, v) for g, res, verbs in CONTROLLER_PERMISSIONS for v in verbs}
+    # kopf, run standalone without scanning or Event posting, needs nothing more (no CRDs, namespaces,
+    # peerings; no finalizers or progress annotations, so no other write).
+    assert granted == wanted
     (role,) = objects(result, "rbac.authorization.k8s.io/v1:Role").values()
     assert role["rules"] == [{"apiGroups": [""], "resources": ["pods"], "verbs": ["list"]}]
-    assert role["metadata"]["namespace"] == "gpu-operator"
     deployment = objects(result, "apps/v1:Deployment")["trainplane-gpu-health"]
+    assert deployment["spec"]["strategy"] == {"type": "Recreate"} and deployment["spec"]["replicas"] == 1
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert pod["securityContext"]["runAsNonRoot"] is True
-    assert container["securityContext"] == {
-        "allowPrivilegeEscalation": False,
-        "readOnlyRootFilesystem": True,
-        "capabilities": {"drop": ["ALL"]},
-    }
+    for c in [container, *pod["initContainers"]]:
+        assert c["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
     # The controller runs off the GPU nodes (it tolerates none of their taints).
     assert "tolerations" not in pod
     sas = objects(result, "core/v1:ServiceAccount")
     assert sas["trainplane-gpu-diag"]["automountServiceAccountToken"] is False
+
+
+def test_controller_runs_kopf_standalone_from_hashed_wheels_or_the_given_image():
+    pod = objects(plan("aws-dev"), "apps/v1:Deployment")["trainplane-gpu-health"]["spec"]["template"]["spec"]
+    (init,) = pod["initContainers"]
+    (container,) = pod["containers"]
+    assert init["image"] == container["image"] == "docker.io/library/python:3.12-slim"
+    assert {"--require-hashes", "--only-binary=:all:", "--no-deps"} <= set(init["args"])
+    cmd = container["command"]
+    assert cmd[:4] == ["python3", "-m", "kopf", "run"] and {"--standalone", "--all-namespaces"} <= set(cmd)
+    assert cmd[-1] == "/opt/gpu-health/gpu_health_operator.py"
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+    assert "--liveness=http://0.0.0.0:8080/healthz" in cmd
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["PYTHONPATH"] == "/opt/gpu-health-deps:/opt/gpu-health"
+    obj = platform_object("aws-dev")
+    obj["gpuHealth"] = {"controllerImage": "registry.example/gpu-health:1"}
+    pod = objects(plan_object(obj), "apps/v1:Deployment")["trainplane-gpu-health"]["spec"]["template"]["spec"]
+    assert "initContainers" not in pod and pod["containers"][0]["image"] == "registry.example/gpu-health:1"
+    assert {e["name"]: e["value"] for e in pod["containers"][0]["env"]}["PYTHONPATH"] == "/opt/gpu-health"
+
+
+def test_the_pod_installs_exactly_the_pinned_kopf_every_wheel_hashed():
+    import tomllib
+
+    from components.incluster.gpu_health_controller import REQUIREMENTS
+
+    text = REQUIREMENTS.read_text()
+    reqs = [r for r in text.replace("\\\n", " ").splitlines() if r.strip() and not r.startswith("#")]
+    pins = {r.split("==")[0]: r for r in reqs}
+    assert all("==" in r and "--hash=sha256:" in r for r in reqs)
+    assert {"kopf", "aiohttp", "click", "iso8601", "jsonpatch", "python-json-logger", "pyyaml"} <= set(pins)
+    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    (kopf_pin,) = [d for d in project["project"]["dependencies"] if d.startswith("kopf")]
+    assert pins["kopf"].split()[0] == kopf_pin == "kopf==1.45.2"
+
+
+def test_the_operator_watches_the_diagnostic_pods_the_platform_labels():
+    # The operator's index is declared before its config is read, so it names the label itself.
+    from components.incluster.gpu_health import DIAG
+
+    assert (
+        f'labels={{"app": "{DIAG}"}}' in Path(agent.__file__).with_name("gpu_health_operator.py").read_text()
+    )
 
 
 def test_diagnostic_runs_on_every_gpu_node_once_with_the_configured_level():
@@ -263,3 +327,15 @@ def test_bad_gpu_health_config_is_one_line_per_key():
         "platform.gpuHealth.diagnostic.level",
         "platform.gpuHealth.startupGraceMinutes",
     ]
+
+
+def test_controller_knows_which_teams_quarantine_their_straggler_nodes():
+    obj = platform_object("onprem-dev")
+    assert config_of(plan_object(obj))["stragglers"] == {
+        "alert": "TrainplaneStragglerNode",
+        "quarantineNamespaces": [],
+    }
+    obj["teams"][0]["stragglers"] = "quarantine"
+    config = config_of(plan_object(obj))
+    assert config["stragglers"]["quarantineNamespaces"] == [obj["teams"][0]["name"]]
+    assert config["quarantine"] == {"evictGpuPods": True, "rediagnose": True, "replaceAfterMinutes": 30}

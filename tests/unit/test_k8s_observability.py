@@ -10,8 +10,22 @@ import pytest
 
 from components.incluster.alerts import alert_groups
 from components.incluster.dashboards import dashboards
-from components.incluster.dashboards.metrics import ALLOWED_METRICS, DCGM_METRICS, TRAINER_METRICS
+from components.incluster.dashboards.metrics import (
+    ALLOWED_METRICS,
+    DCGM_METRICS,
+    RECORDED_METRICS,
+    TRAINER_METRICS,
+)
 from components.incluster.logs import alloy_config
+from components.incluster.recovery_names import (
+    ALERT_QUARANTINED,
+    ALERT_REPLACE_NEEDED,
+    ALERT_STRAGGLER,
+    BADPUT_SECONDS,
+    GOODPUT_RATIO,
+    GOODPUT_TEAM_RATIO,
+    STRAGGLER_RATIO,
+)
 from tests.helpers.plans import plan_object, planned, platform_object
 from tests.helpers.promql import all_exprs, metric_names
 
@@ -46,7 +60,8 @@ def test_dashboards_and_alerts_name_only_dcgm_trainer_and_kube_state_metrics():
         assert (
             name.startswith("DCGM_FI_")
             or name in TRAINER_METRICS
-            or name.startswith(("kube_", "trainplane:"))
+            or name.startswith("kube_")
+            or name in RECORDED_METRICS
         ), name
     # The GPU dashboard covers utilisation, memory, tensor activity, power and XIDs.
     assert {
@@ -100,7 +115,7 @@ def test_dashboards_are_valid_grafana_json():
 
 
 def test_alert_rules_cover_gpu_faults_nodes_and_training_jobs():
-    rules = {r["alert"]: r for g in alert_groups() for r in g["rules"]}
+    rules = {r["alert"]: r for g in alert_groups() for r in g["rules"] if "alert" in r}
     assert set(rules) == {
         "GpuIdleButAllocated",
         "GpuXidError",
@@ -113,11 +128,12 @@ def test_alert_rules_cover_gpu_faults_nodes_and_training_jobs():
         "GpuHardwareSlowdown",
         "GpuNodeNotReady",
         "GpuNodeMissingGpus",
-        "GpuNodeQuarantined",
         "GpuNodeDiagnosticPending",
         "TrainingJobStalled",
-        "TrainingRankStraggler",
         "TrainingJobHang",
+        ALERT_STRAGGLER,
+        ALERT_QUARANTINED,
+        ALERT_REPLACE_NEEDED,
         "TrainingCheckpointSaveFailures",
     }
     assert 'pod!=""' in rules["GpuIdleButAllocated"]["expr"]
@@ -140,8 +156,38 @@ def test_ignored_xids_come_from_config():
     (cr,) = [c for c in plan_object(obj).resources if c.type.endswith("PrometheusRule")]
     (xid,) = [r for g in cr.inputs["spec"]["groups"] for r in g["rules"] if r.get("alert") == "GpuXidError"]
     assert "!= 94" in xid["expr"]
-    (default,) = [r for g in alert_groups() for r in g["rules"] if r["alert"] == "GpuXidError"]
+    (default,) = [r for g in alert_groups() for r in g["rules"] if r.get("alert") == "GpuXidError"]
     assert "!= 94" not in default["expr"] and "!= 13" in default["expr"]
+
+
+def _rules_of(obj: dict) -> dict[str, dict]:
+    (cr,) = [c for c in plan_object(obj).resources if c.type.endswith("PrometheusRule")]
+    return {r.get("alert") or r["record"]: r for g in cr.inputs["spec"]["groups"] for r in g["rules"]}
+
+
+def test_straggler_and_replacement_alerts_follow_gpu_health_settings():
+    obj = platform_object("onprem-dev")
+    defaults = _rules_of(obj)
+    # gpuHealth.stragglers defaults: factor 1.25 for 15 minutes; quarantine.replaceAfterMinutes 30 (+15
+    # for the pool's replacement to take the node away)
+    assert defaults[ALERT_STRAGGLER]["expr"] == f"{STRAGGLER_RATIO} > 1.25"
+    assert defaults[ALERT_STRAGGLER]["for"] == "15m"
+    assert defaults[ALERT_REPLACE_NEEDED]["for"] == "45m" and defaults[ALERT_QUARANTINED]["for"] == "0m"
+    obj["gpuHealth"] = {
+        "stragglers": {"factor": 1.5, "forMinutes": 30},
+        "quarantine": {"replaceAfterMinutes": 60},
+    }
+    rules = _rules_of(obj)
+    assert (
+        rules[ALERT_STRAGGLER]["expr"] == f"{STRAGGLER_RATIO} > 1.5"
+        and rules[ALERT_STRAGGLER]["for"] == "30m"
+    )
+    assert "1.5x" in rules[ALERT_STRAGGLER]["annotations"]["summary"]
+    assert rules[ALERT_REPLACE_NEEDED]["for"] == "75m"
+    # the recording rules are there whatever the settings, each recorded by name
+    assert {BADPUT_SECONDS, GOODPUT_RATIO, GOODPUT_TEAM_RATIO, STRAGGLER_RATIO} <= set(rules)
+    # ...and every recorded name is one dashboards and rules may read
+    assert {r["record"] for g in alert_groups() for r in g["rules"] if "record" in r} == RECORDED_METRICS
 
 
 def test_training_pod_monitor_leaves_rank_to_the_trainer():
@@ -156,6 +202,8 @@ def test_training_pod_monitor_leaves_rank_to_the_trainer():
         # name in batch.kubernetes.io/job-name).
         "job": ["__meta_kubernetes_pod_label_trainplane_dev_job"],
         "node_rank": ["__meta_kubernetes_pod_label_batch_kubernetes_io_job_completion_index"],
+        # the straggler alert names the rank's node (the GPU health controller quarantines it)
+        "node": ["__meta_kubernetes_pod_node_name"],
     }
 
 
@@ -273,3 +321,14 @@ def test_alloy_ships_pod_logs_with_job_and_rank_labels():
     }
     assert 'url = "http://loki-gateway.monitoring.svc.cluster.local/loki/api/v1/push"' in config
     assert config.count("{") == config.count("}")
+
+
+def test_training_dashboard_shows_goodput_badput_by_cause_and_team_goodput():
+    board = dashboards()["training.json"]
+    exprs = {p["title"]: [t["expr"] for t in p["targets"]] for p in board["panels"]}
+    (goodput,) = [e for t, e in exprs.items() if t.startswith("Goodput")]
+    (team,) = [e for t, e in exprs.items() if t.startswith("Team goodput")]
+    (badput,) = [e for t, e in exprs.items() if t.startswith("Badput by cause")]
+    assert goodput == [f'{GOODPUT_RATIO}{{namespace=~"$namespace", job=~"$job"}}']
+    assert team == [f'{GOODPUT_TEAM_RATIO}{{namespace=~"$namespace"}}']
+    assert badput == [f'{BADPUT_SECONDS}{{namespace=~"$namespace", job=~"$job"}}']

@@ -187,7 +187,7 @@ def test_trainer_config_map_holds_the_trainer_block_and_the_job_decisions():
     assert config.accumulation(16) == 4
 
 
-def test_pod_monitor_scrapes_the_trainer_with_job_and_node_rank_labels():
+def test_pod_monitor_scrapes_the_trainer_with_job_node_rank_and_node_labels():
     (pm,) = [r for r in reference_plan().resources if r.type.endswith(":PodMonitor")]
     spec = pm.inputs["spec"]
     # trainplane's job label: a JobSet's pods carry their child Job's name (gpt-small-workers-0) in
@@ -196,7 +196,8 @@ def test_pod_monitor_scrapes_the_trainer_with_job_and_node_rank_labels():
     assert spec["selector"]["matchLabels"].items() <= pod_spec_labels(reference_plan()).items()
     (endpoint,) = spec["podMetricsEndpoints"]
     assert endpoint["port"] == "metrics"
-    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "node_rank"}
+    # node: the straggler alert names the node a slow rank runs on (goodput_rules.py).
+    assert {x["targetLabel"] for x in endpoint["relabelings"]} == {"job", "node_rank", "node"}
     assert "metrics" in {p["name"] for p in container(reference_plan())["ports"]}
 
 

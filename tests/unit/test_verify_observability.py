@@ -57,6 +57,18 @@ def test_excluding_the_exporters_namespace_resolves_the_mixed_labels():
     assert probe(expr.replace('namespace!="gpu-operator", ', ""), honor=True)
 
 
+def test_recorded_series_carry_the_labels_their_rule_outputs():
+    # trainplane's recording rules (goodput_rules.py): a query on a recorded series is judged by the
+    # rule's output labels, label_replace's included, not refused as a metric of no exporter.
+    assert probe('max by (namespace, job) (trainplane:goodput:ratio{job!=""}) < 0.5') == []
+    assert probe('sum by (namespace, cause) (trainplane:badput_seconds{cause="down"}) > 0') == []
+    assert probe("max by (node, rank) (trainplane:rank_straggler:ratio) > 1.5") == []
+    bad = probe('max by (pod) (trainplane:goodput:ratio{pod!=""}) < 0.5')
+    assert bad and "'pod', which trainplane:goodput:ratio does not carry" in bad[0], bad
+    bad = probe("max by (job) (trainplane:team_goodput:ratio) < 0.5")
+    assert bad and "'job', which trainplane:team_goodput:ratio does not carry" in bad[0], bad
+
+
 # ---- cost rules cover every GPU pool (issue 20) ---------------------------------------------------------
 def _drop_price_of(pool: str):
     def change(inputs: dict) -> None:
@@ -81,15 +93,33 @@ def test_a_gpu_pool_without_a_price_series_is_named():
     assert not [line for line in lines(run(plan("aws-h100-reserved"), "observability")) if "cost" in line]
 
 
-def test_kube_state_metrics_without_the_pool_label_is_named():
-    from tests.helpers.verify_plans import edit, lines, plan, release, run
+def test_a_node_pool_service_monitor_that_copies_no_pool_is_named():
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
 
-    def drop(inputs: dict) -> None:
-        inputs["values"]["kube-state-metrics"]["metricLabelsAllowlist"] = ["pods=[trainplane.dev/job]"]
+    def drop_pool(inputs: dict) -> None:
+        for ep in inputs["spec"]["endpoints"]:
+            ep["relabelings"] = [r for r in ep["relabelings"] if r.get("targetLabel") != "pool"]
 
-    found = lines(run(edit(plan("aws-dev"), release("kube-prometheus-stack"), drop), "observability"))
-    assert any(
-        "kube-state-metrics does not export the node label trainplane.dev/pool" in line for line in found
-    ), found
-    # ...and the rules that read it are named too: the label model knows the allowlist.
-    assert any("label_trainplane_dev_pool" in line and "kube_node_labels" in line for line in found), found
+    broken = edit(plan("aws-dev"), kind("ServiceMonitor", "trainplane-node-pools"), drop_pool)
+    found = lines(run(broken, "observability"))
+    assert (
+        "observability: PrometheusRule monitoring/trainplane: no ServiceMonitor sets job trainplane-node-pools "
+        "and copies the node label trainplane.dev/pool (__meta_kubernetes_node_label_trainplane_dev_pool) into "
+        "`pool` with attachMetadata.node: the cost rules find no node's pool, every GPU costs $0"
+    ) in found, found
+    # ...and the rules that join on it are named too: the label model knows what `up` of our ServiceMonitor
+    # carries.
+    assert any("'pool', which up does not carry" in line for line in found), found
+    assert not [line for line in lines(run(plan("aws-dev"), "observability")) if "pool" in line]
+
+
+def test_a_node_pool_service_monitor_without_node_metadata_is_named():
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
+
+    def no_meta(inputs: dict) -> None:
+        inputs["spec"].pop("attachMetadata")
+
+    found = lines(
+        run(edit(plan("aws-dev"), kind("ServiceMonitor", "trainplane-node-pools"), no_meta), "observability")
+    )
+    assert any("no ServiceMonitor sets job trainplane-node-pools" in line for line in found), found

@@ -40,22 +40,10 @@ def _grant_permissions(inputs: dict) -> None:
     ]
 
 
-def _add_loop_rules(inputs: dict) -> None:
-    rules: list[dict[str, Any]] = [
-        {"record": name, "expr": "vector(1)"}
-        for name in (R.GOODPUT_RATIO, R.BADPUT_SECONDS, R.GOODPUT_TEAM_RATIO, R.STRAGGLER_RATIO)
-    ]
-    rules += [
-        {"alert": name, "expr": "vector(1)", "for": "5m"}
-        for name in (R.ALERT_STRAGGLER, R.ALERT_QUARANTINED, R.ALERT_REPLACE_NEEDED)
-    ]
-    inputs["spec"]["groups"].append({"name": "trainplane-recovery-test", "rules": rules})
-
-
 def completed(plan_: Plan) -> Plan:
-    """The plan with what the controller and goodput parts of issue 19 add: the permissions, the rules."""
-    plan_ = edit(plan_, kind("ClusterRole", CONTROLLER), _grant_permissions)
-    return edit(plan_, kind("PrometheusRule"), _add_loop_rules)
+    """The plan as the platform builds it: the controller's permissions and the loop's rules are the
+    product's own now (issue 19), so the clean baselines are the reference stacks themselves."""
+    return plan_
 
 
 @functools.cache
@@ -129,7 +117,7 @@ def test_a_missing_permission_fails_naming_it():
 
 
 def test_todays_node_only_role_lacks_the_loops_permissions():
-    """The ClusterRole main ships (nodes get/list/patch): the permissions the loop adds are named."""
+    """The ClusterRole before the recovery loop (nodes get/list/patch): the permissions it lacks are named."""
     lines_ = found(edit(aws(), kind("ClusterRole", CONTROLLER), _todays_role), "controller")
     assert lines_ and "core/nodes watch, core/nodes/status patch, core/pods get" in lines_[0], lines_
 
@@ -350,14 +338,6 @@ def test_missing_recording_rules_and_alerts_fail_by_name():
     ]
     lines_ = found(edit(aws(), kind("PrometheusRule"), drop((R.ALERT_QUARANTINED,))), "rules")
     assert lines_ and f"no alert {R.ALERT_QUARANTINED} in PrometheusRule monitoring/trainplane" in lines_[0]
-
-
-def test_todays_rules_lack_the_loop():
-    """Main's PrometheusRule, without the goodput part: every name is reported."""
-    lines_ = found(edit(plan("aws-dev"), kind("ClusterRole", CONTROLLER), _grant_permissions), "rules")
-    assert len(lines_) == 2 and all(
-        n in " ".join(lines_) for n in (R.STRAGGLER_RATIO, R.ALERT_REPLACE_NEEDED)
-    )
 
 
 # ---- straggler-policy ------------------------------------------------------------------------------

@@ -9,6 +9,8 @@ collects exactly DCGM_EXPORTER_FIELDS (sent as its metrics ConfigMap), kube_* fr
 from __future__ import annotations
 
 from components.incluster.cost_rules import recorded
+from components.incluster.goodput_rules import RECORDED
+from components.incluster.recovery_names import PHASE_SECONDS, STEPS_REDONE
 
 TRAINER_METRICS = frozenset(
     {
@@ -28,6 +30,10 @@ TRAINER_METRICS = frozenset(
         "trainplane_hangs_total",
         "trainplane_checkpoint_save_failures_total",
         "trainplane_checkpoint_load_failures_total",
+        # Issue 19: goodput (trainer/goodput.py) and the GPUs of a job (one process per GPU).
+        PHASE_SECONDS,
+        STEPS_REDONE,
+        "trainplane_world_size",
     }
 )
 # Names the trainer branch of issue 14 adds to trainer/metrics.py; until it is merged the contract test
@@ -108,8 +114,9 @@ KUBE_STATE_METRICS = frozenset(
     }
 )
 
-# The cost recording rules' series (components/incluster/cost_rules.py), read by the cost dashboard.
-RECORDED_METRICS = recorded()
+# Series trainplane's own recording rules produce (components/incluster/goodput_rules.py, cost_rules.py).
+RECORDED_METRICS = frozenset(RECORDED) | recorded()
+
 ALLOWED_METRICS = TRAINER_METRICS | DCGM_METRICS | KUBE_STATE_METRICS | RECORDED_METRICS
 
 

@@ -21,7 +21,7 @@ def rule_queries(ctx: Context) -> Iterator[Query]:
         for g in pr.spec.get("groups") or []:
             for r in g.get("rules") or []:
                 name = r.get("alert") or r.get("record")
-                yield Query(f"{pr.ref} rule {name}", str(r.get("expr", "")), pr.ref, r.get("record"))
+                yield Query(f"{pr.ref} rule {name}", str(r.get("expr", "")), pr.ref)
 
 
 def promtool_check(ctx: Context, res: CheckResult) -> None:

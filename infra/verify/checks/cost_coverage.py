@@ -1,6 +1,6 @@
 """observability, cost rules: every GPU pool of the platform has a price series in the cost recording
-rules (components/incluster/cost_rules.py), and kube-state-metrics exports the node label the rules join
-a node to its pool on. A pool the price series misses costs $0 in the rules, the "trainplane / Cost"
+rules (components/incluster/cost_rules.py), and the ServiceMonitor `trainplane-node-pools` copies the node
+label the rules join a node to its pool on (`up{job="trainplane-node-pools", pool}`). A pool the price series misses costs $0 in the rules, the "trainplane / Cost"
 dashboard and `trainplane cost`, silently."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from components.bundle import POOL_LABEL
-from components.incluster.cost_rules import PRICE
+from components.incluster.cost_rules import NODE_POOLS_JOB, PRICE, node_meta_label
 from infra.verify.checks.scrape_labels import LabelModel
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
@@ -53,10 +53,32 @@ def check_cost_coverage(ctx: Context, model: LabelModel, res: CheckResult) -> No
             "platform.pricing.overrides)",
             prices[0][0].ref,
         )
-    if POOL_LABEL not in model.allowlist.get("nodes", set()):
+    if not _maps_pools(ctx):
         res.fail(
-            f"{owner}: kube-state-metrics does not export the node label {POOL_LABEL} (its "
-            "metricLabelsAllowlist lacks nodes=[" + POOL_LABEL + "]): the cost rules find no node's pool",
+            f"{owner}: no ServiceMonitor sets job {NODE_POOLS_JOB} and copies the node label {POOL_LABEL} "
+            f"({node_meta_label(POOL_LABEL)}) into `pool` with attachMetadata.node: the cost rules find no "
+            "node's pool, every GPU costs $0",
             owner,
         )
     res.examined.append(f"cost rules of {len(pools)} GPU pool(s)")
+
+
+def _maps_pools(ctx: Context) -> bool:
+    """A ServiceMonitor of the plan whose targets carry job trainplane-node-pools and the node's pool."""
+    for sm in ctx.platform.objects("ServiceMonitor"):
+        if not (sm.spec.get("attachMetadata") or {}).get("node"):
+            continue  # without node metadata __meta_kubernetes_node_label_* is empty
+        for ep in sm.spec.get("endpoints") or []:
+            relabel = ep.get("relabelings") or []
+            sets_job = any(
+                r.get("targetLabel") == "job" and r.get("replacement") == NODE_POOLS_JOB for r in relabel
+            )
+            copies = any(
+                r.get("targetLabel") == "pool"
+                and list(r.get("sourceLabels") or []) == [node_meta_label(POOL_LABEL)]
+                and str(r.get("action", "replace")).lower() == "replace"
+                for r in relabel
+            )
+            if sets_job and copies:
+                return True
+    return False

@@ -17,8 +17,6 @@ class Query:
     where: str  # "PrometheusRule monitoring/trainplane alert GpuIdleButAllocated"
     expr: str
     owner: str
-    # A recording rule's series name: later queries may read it, with the labels this query outputs.
-    record: str | None = None
 
 
 GRAFANA_VARS = re.compile(r"\$\{?__(rate_interval|interval|range)\}?|\[\[\w+\]\]|\$\{\w+(:\w+)?\}|\$\w+")
@@ -54,8 +52,7 @@ class Analyzer:
         self.problems: dict[str, list[str]] = {}
         self.unknown: list[str] = []
         self.notes: list[str] = []
-        # Output labels of the last query analysed (a recording rule's series carry them).
-        self.output: dict[str, str] | None = None
+        self._depth = 0  # nesting of recording rules being walked
 
     def _use(
         self, labels: dict[str, str], why: dict[str, str], label: str, context: str, metrics: str
@@ -94,9 +91,8 @@ class Analyzer:
         name = vs.name or next((m.value for m in vs.matchers.matchers if m.name == "__name__"), None)
         if not name:
             return {}, {}, "a selector without a metric name"
-        if str(name) in self.model.recorded:
-            # A series a recording rule of the plan records: the labels its expression outputs.
-            return dict(self.model.recorded[str(name)]), {}, str(name)
+        if str(name) in getattr(self.model, "recorded", {}):
+            return self._recorded(str(name), vs)
         got = self.model.labels(str(name))
         if isinstance(got, str):
             (self.notes if got.startswith(NOTE) else self.unknown).append(got.removeprefix(NOTE))
@@ -115,6 +111,28 @@ class Analyzer:
                 continue
             self._use(got.labels, got.why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
         return dict(got.labels), dict(got.why), str(name)
+
+    def _recorded(self, name: str, vs: Any) -> Walked:
+        """A recording rule's series: the labels its query outputs (walked on its own, so the rule's own
+        problems are reported once, against the rule)."""
+        import promql_parser as P
+
+        if self._depth > 4:  # a record reading itself through others: no labels to learn
+            return None
+        sub = Analyzer(self.model)
+        sub._depth = self._depth + 1
+        try:
+            walked = sub.walk(P.parse(self.model.recorded[name]))
+        except Exception:  # its own query is reported as not valid PromQL where it is analysed
+            return None
+        if walked is None:
+            return None
+        labels, why, _ = walked
+        for m in vs.matchers.matchers:
+            if m.name == "__name__" or (m.name not in labels and _matches_empty(str(m.op), m.value)):
+                continue
+            self._use(labels, why, m.name, f"{m.name}{_op(m.op)}{json.dumps(m.value)}", name)
+        return dict(labels), dict(why), name
 
     def _call(self, node: Any) -> Walked:
         out = None
@@ -172,8 +190,7 @@ class Analyzer:
             tree = P.parse(grafana_to_promql(query.expr))
         except Exception as e:  # promql-parser raises ValueError with the parser's message
             return [f"{query.where}: not valid PromQL ({str(e).splitlines()[0]}): {query.expr}"]
-        walked = self.walk(tree)
-        self.output = dict(walked[0]) if walked is not None else None
+        self.walk(tree)
         lines = [f"{query.where}: {', '.join(ctx)} use {key}" for key, ctx in self.problems.items()]
         return lines + [f"{query.where}: {u}" for u in dict.fromkeys(self.unknown)]
 

@@ -126,17 +126,22 @@ class LabelModel:
                         pm.ref,
                     )
         self.exporters = F.facts()["exporters"]
-        # Series recording rules of the plan record: name -> the labels their expression outputs.
-        self.recorded: dict[str, dict[str, str]] = {}
-        # kube-state-metrics' metricLabelsAllowlist: resource (plural) -> Kubernetes labels its *_labels
-        # series carry as label_<name> (KSM exports none by default).
-        self.allowlist: dict[str, set[str]] = {}
-        for s in ctx.charts.scrapes:
-            for entry in s.labels_allowlist:
-                resource, _, keys = str(entry).partition("=")
-                self.allowlist.setdefault(resource.strip(), set()).update(
-                    k.strip() for k in keys.strip("[]").split(",") if k.strip()
-                )
+        # `up` (and scrape_*): Prometheus' own series of every target, with that target's labels only.
+        # The chart's scrapes give the standard target labels; the plan's own ServiceMonitors (the cost
+        # rules' node -> pool map, components/incluster/cost_rules.py) add what their relabelings set.
+        self.target_labels: set[str] = set(F.facts()["targetLabels"]["ServiceMonitor"])
+        platform = getattr(ctx, "platform", None)
+        for sm in platform.objects("ServiceMonitor") if platform is not None else ():
+            for ep in sm.spec.get("endpoints") or []:
+                self.target_labels |= _target_labels("ServiceMonitor", tuple(ep.get("relabelings") or ()))
+        # Series the platform's recording rules produce (record name -> expr): their labels are the
+        # output labels of the rule's query (promql_labels.Analyzer walks it).
+        self.recorded: dict[str, str] = {}
+        for pr in platform.objects("PrometheusRule") if platform is not None else ():
+            for g in pr.spec.get("groups") or []:
+                for r in g.get("rules") or []:
+                    if r.get("record"):
+                        self.recorded.setdefault(str(r["record"]), str(r.get("expr", "")))
 
     def exporter_of(self, metric: str) -> str | None:
         for name, ex in self.exporters.items():
@@ -146,6 +151,13 @@ class LabelModel:
 
     def labels(self, metric: str) -> MetricLabels | str:
         """The metric's labels, or a reason why they are unknown / the metric does not exist."""
+        if metric == "up":
+            return MetricLabels(
+                "Prometheus (a scrape target's up)", dict.fromkeys(self.target_labels, "target")
+            )
+        return self._exporter_labels(metric)
+
+    def _exporter_labels(self, metric: str) -> MetricLabels | str:
         name = self.exporter_of(metric)
         if name is None:
             return f"metric {metric} comes from no exporter verify knows (facts.yaml exporters)"
@@ -169,11 +181,6 @@ class LabelModel:
                     NOTE + f"metric {metric}: its labels are not in facts.yaml ({name} families); not checked"
                 )
             emitted, sometimes = set(ex["families"][metric]), set()
-            if name == "kube-state-metrics" and metric.endswith("_labels"):
-                resource = metric.removeprefix("kube_").removesuffix("_labels") + "s"
-                emitted |= {
-                    "label_" + re.sub(r"[^A-Za-z0-9]", "_", k) for k in self.allowlist.get(resource, ())
-                }
         else:
             emitted, sometimes = set(ex.get("labels") or ()), set(ex.get("workloadLabels") or ())
         return scraped_labels(scrape, emitted, sometimes)

@@ -11,6 +11,7 @@ import pytest
 
 from tests.helpers.trainer import BASE, Proc, assert_bitwise, final_state, launch
 from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY, CheckpointStore
+from trainer.goodput import HIGH_WATER_FILE
 
 STEPS = 24
 
@@ -102,7 +103,9 @@ def test_retention_keeps_newest_k(tmp_path, corpus, keep):
         "true",
     )
     assert p.wait() == 0, p.tail()
-    assert sorted(int(d.name[5:]) for d in ckpt.iterdir()) == [12 - 2 * i for i in range(keep)][::-1]
+    # the root holds the checkpoints and the goodput high-water mark (trainer/goodput.py), nothing else
+    assert sorted(int(d.name[5:]) for d in ckpt.glob("step-*")) == [12 - 2 * i for i in range(keep)][::-1]
+    assert {d.name for d in ckpt.iterdir() if not d.name.startswith("step-")} == {HIGH_WATER_FILE}
     assert CheckpointStore(str(ckpt), keep=keep, config_hash="x").committed_steps() == sorted(
         12 - 2 * i for i in range(keep)
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import signal
 import subprocess
@@ -15,7 +16,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from components.incluster.recovery_names import PHASE_SECONDS, PHASES, STEPS_REDONE
 from tests.helpers.trainer import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
+from trainer.goodput import HIGH_WATER_FILE
 
 STEPS = 24
 
@@ -50,7 +53,9 @@ def test_s3_checkpoint_resume_is_bitwise_exact(tmp_path, corpus, reference, moto
     fs = fsspec.filesystem("s3", endpoint_url=moto_s3["AWS_ENDPOINT_URL"], key="testing", secret="testing")
     names = {p.rsplit("/", 1)[-1] for p in fs.ls("ckpt/run-1")}
     newest = sorted({5, 10, 15, 20, STEPS, stop})[-3:]  # retention (keep 3) on S3 too
-    assert names == {f"step-{s}" for s in newest}
+    assert names == {f"step-{s}" for s in newest} | {HIGH_WATER_FILE}
+    # the goodput high-water mark, one PUT on S3: the highest step reached
+    assert json.loads(fs.cat_file(f"ckpt/run-1/{HIGH_WATER_FILE}"))["step"] == STEPS
     man = json.loads(fs.cat_file(f"ckpt/run-1/step-{STEPS}/manifest.json"))
     assert man["world_size"] == 2 and man["bytes"] > 0
     local = tmp_path / "download"
@@ -110,9 +115,30 @@ def test_metrics_endpoint_scraped_and_parsed(tmp_path):
             "trainplane_info",
         ):
             assert name in m, name
+        # goodput: this process's seconds by phase, live; they add up to its age (trainer/goodput.py)
+        text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+        phases = {
+            s.labels["phase"]: s.value
+            for fam in text_string_to_metric_families(text)
+            for s in fam.samples
+            if s.name == PHASE_SECONDS
+        }
+        assert set(phases) == set(PHASES) and phases["step"] > 0 and phases["startup"] > 0
+        assert m[STEPS_REDONE] == 0
+        pid = next(e["pid"] for e in run.events("start") if e["rank"] == 0)
+        age = time.time() - _started_at(pid)
+        # the phases cover the process's life up to the last phase change (the step boundary), not after
+        assert age - 30 < sum(phases.values()) <= age + 1, (phases, age)
     finally:
         run.signal(signal.SIGTERM)
     assert run.wait() == 143, run.tail()
+
+
+def _started_at(pid: int) -> float:
+    """The epoch time the OS started `pid` (proc(5): starttime in clock ticks after boot)."""
+    ticks = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    btime = next(int(line.split()[1]) for line in open("/proc/stat") if line.startswith("btime "))
+    return btime + ticks / os.sysconf("SC_CLK_TCK")
 
 
 @pytest.mark.slow

@@ -1,0 +1,265 @@
+"""Quarantine (issue 19): what the GPU health controller writes on a faulty node and what it undoes on its
+return, as data (quarantine.plan_node), and the requests the operator's reconcile sends for it (an
+in-process API double; the operator as a process is in tests/integration/test_gpu_health.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from components.incluster.gpu_health_agent import Diag, Verdict
+from components.incluster.node_reconcile import Controller
+from components.incluster.node_recovery import Context
+from components.incluster.node_recovery import plan as recovery_plan
+from components.incluster.node_return import Policy, Replacement, rfc3339
+from components.incluster.quarantine import condition_reason, is_gpu_pod, plan_node
+from components.incluster.recovery_names import (
+    CONTROLLER_NAME,
+    CORDONED_BY_ANNOTATION,
+    EVENT_EVICTED,
+    EVENT_QUARANTINED,
+    EVENT_REDIAGNOSING,
+    EVENT_RETURNED,
+    QUARANTINE_CONDITION,
+    QUARANTINE_TAINT,
+    QUARANTINED_AT_ANNOTATION,
+    REDIAGNOSED_AT_ANNOTATION,
+)
+from tests.helpers.fake_kube import json_patch, merge_patch
+from tests.helpers.gpu_health import node
+
+NOW = "2026-11-26T01:00:00Z"
+XID79 = Verdict(("xid-79",))
+HEALTHY = Verdict(())
+
+
+def written(n: dict, plan) -> dict:
+    """The node after the plan's patch and condition, as the API server applies them."""
+    out = json_patch(n, plan.ops) if plan.ops else n
+    assert out is not None
+    if plan.condition:
+        out = merge_patch(out, {"status": {"conditions": [plan.condition]}}, strategic=True)
+    return out
+
+
+def cond_of(n: dict) -> dict | None:
+    return next((c for c in n["status"].get("conditions") or [] if c["type"] == QUARANTINE_CONDITION), None)
+
+
+def test_a_healthy_node_is_left_alone():
+    plan = plan_node(node(), HEALTHY, now=NOW)
+    assert (plan.ops, plan.condition, plan.events, plan.evict) == ([], None, [], False)
+
+
+def test_a_faulty_node_is_tainted_cordoned_marked_announced_and_drained():
+    n = node()
+    plan = plan_node(n, XID79, now=NOW, evidence="GPU 3")
+    after = written(n, plan)
+    assert {"key": QUARANTINE_TAINT, "value": "xid-79", "effect": "NoSchedule"} in after["spec"]["taints"]
+    assert after["spec"]["unschedulable"] is True
+    assert after["metadata"]["annotations"] == {
+        CORDONED_BY_ANNOTATION: CONTROLLER_NAME,
+        QUARANTINED_AT_ANNOTATION: NOW,
+    }
+    cond = cond_of(after)
+    assert (cond["status"], cond["reason"], cond["message"]) == ("True", "Xid79", "xid-79: GPU 3")
+    assert [(e.reason, e.type) for e in plan.events] == [(EVENT_QUARANTINED, "Warning")]
+    assert plan.evict
+    # Seen again (the next round, or the watch event of our own write): nothing more to do, no new Event.
+    again = plan_node(after, XID79, now="2026-11-26T01:05:00Z", evidence="GPU 3")
+    assert (again.ops, again.condition, again.events) == ([], None, [])
+    assert again.evict  # GPU pods that are still there (a disruption budget said not yet) go next time
+
+
+def test_a_return_lifts_only_what_we_did_and_never_an_administrators_cordon():
+    ours = written(node(), plan_node(node(), XID79, now=NOW))
+    back = plan_node(ours, HEALTHY, now=NOW)
+    after = written(ours, back)
+    assert not after["spec"].get("unschedulable") and after["metadata"]["annotations"] == {}
+    assert QUARANTINE_TAINT not in {t["key"] for t in after["spec"]["taints"]}
+    assert cond_of(after)["status"] == "False" and [e.reason for e in back.events] == [EVENT_RETURNED]
+
+    admin = node()
+    admin["spec"]["unschedulable"] = True  # cordoned by a person before the fault
+    quarantined = written(admin, plan_node(admin, XID79, now=NOW))
+    assert CORDONED_BY_ANNOTATION not in quarantined["metadata"]["annotations"]
+    returned = written(quarantined, plan_node(quarantined, HEALTHY, now=NOW))
+    assert returned["spec"]["unschedulable"] is True
+    assert cond_of(returned)["status"] == "False"
+
+
+def test_the_return_hook_holds_a_node_in_quarantine():
+    quarantined = written(node(), plan_node(node(), XID79, now=NOW))
+    held = plan_node(quarantined, HEALTHY, now=NOW, release=False)
+    assert (held.ops, held.condition, held.events, held.evict) == ([], None, [], False)
+
+
+def test_without_eviction_the_node_is_tainted_and_marked_but_neither_cordoned_nor_drained():
+    n = node()
+    plan = plan_node(n, XID79, now=NOW, evict_gpu_pods=False)
+    after = written(n, plan)
+    assert not after["spec"].get("unschedulable") and not plan.evict
+    assert cond_of(after)["status"] == "True" and after["metadata"]["annotations"] == {
+        QUARANTINED_AT_ANNOTATION: NOW
+    }
+
+
+def pod(gpus=None, owner="Job", phase="Running", deleting=False, where="limits"):
+    res = {where: {"nvidia.com/gpu": gpus}} if gpus is not None else {}
+    meta = {"name": "p", "namespace": "t", "ownerReferences": [{"kind": owner, "name": "o"}]}
+    if deleting:
+        meta["deletionTimestamp"] = NOW
+    return {
+        "metadata": meta,
+        "spec": {"containers": [{"name": "c", "resources": res}]},
+        "status": {"phase": phase},
+    }
+
+
+@pytest.mark.parametrize(
+    ("p", "evicted"),
+    [
+        (pod("8"), True),
+        (pod("1", where="requests"), True),
+        (pod(), False),  # no GPU: stays
+        (pod("0"), False),
+        (pod("1", owner="DaemonSet"), False),  # the GPU stack's agents (DCGM exporter, device plugin)
+        (pod("8", phase="Succeeded"), False),
+        (pod("8", deleting=True), False),  # on its way already
+    ],
+)
+def test_only_running_gpu_pods_not_of_a_daemonset_are_evicted(p, evicted):
+    assert is_gpu_pod(p) is evicted
+
+
+def test_condition_reasons_are_camel_case():
+    assert [
+        condition_reason(r) for r in ("xid-79", "diag-failed", "gpus-unhealthy", "accelerated-hardware")
+    ] == [
+        "Xid79",
+        "DiagFailed",
+        "GpusUnhealthy",
+        "AcceleratedHardware",
+    ]
+
+
+class Api:
+    """Records the operator's requests; answers like the API server."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, str, object, str]] = []
+
+    def request(self, method: str, path: str, body=None, content_type: str = ""):
+        self.calls.append((method, path, body, content_type))
+        return {}
+
+
+CONFIG = {
+    "pools": [{"name": "h100", "matchLabels": {"trainplane.dev/pool": "h100"}, "expectedGpus": 8}],
+    "diagnostic": {"enabled": False, "namespace": "gpu-operator", "podSelector": "app=x", "container": "c"},
+    "ignoredXids": [13],
+    "startupGraceSeconds": 1200,
+    "prometheusUrl": "",
+    "xidQuery": "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)",
+    "intervalSeconds": 30,
+    "quarantine": {"evictGpuPods": True},
+}
+
+
+def test_reconcile_sends_the_guarded_patch_then_the_condition_events_and_evictions():
+    api = Api()
+    controller = Controller(CONFIG, api, clock=lambda: 1795650000.0)
+    # As read from Prometheus (no URL here: never asked again).
+    controller._cache[CONFIG["xidQuery"]] = (0.0, {"gpu-a": [79]})
+    verdict = controller.reconcile(node(), [], [{"namespace": "team-a", "name": "train-0", "uid": "u"}])
+    assert verdict is not None and verdict.reasons == ("xid-79",)
+    (patch, status, event, eviction, evicted_event) = api.calls
+    assert patch[:2] == ("PATCH", "/api/v1/nodes/gpu-a") and patch[3] == "application/json-patch+json"
+    assert patch[2][0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "41"}
+    assert status[1] == "/api/v1/nodes/gpu-a/status" and status[3] == "application/strategic-merge-patch+json"
+    assert event[1] == "/api/v1/namespaces/default/events" and event[2]["reason"] == EVENT_QUARANTINED
+    assert eviction[:2] == ("POST", "/api/v1/namespaces/team-a/pods/train-0/eviction")
+    assert eviction[2]["apiVersion"] == "policy/v1" and eviction[2]["kind"] == "Eviction"
+    assert (
+        evicted_event[1] == "/api/v1/namespaces/team-a/events" and evicted_event[2]["reason"] == EVENT_EVICTED
+    )
+    # A node outside the GPU pools is not assessed.
+    assert controller.reconcile(node("cpu", pool="system"), [], []) is None
+
+
+# ---- after the quarantine: node_return's decision through node_recovery.plan ---------------------
+
+
+def diag_pod(result: str, started: str, name: str = "diag-gpu-a") -> dict:
+    term = {"exitCode": 0, "message": f"result={result} rc=0", "startedAt": started}
+    status = {"initContainerStatuses": [{"name": "dcgm-diag", "state": {"terminated": term}}]}
+    return {
+        "metadata": {"name": name, "creationTimestamp": started},
+        "spec": {"nodeName": "gpu-a"},
+        "status": status,
+    }
+
+
+CTX = Context(container="dcgm-diag", policy=Policy(), pool=Replacement(), pool_nodes=1, evict_gpu_pods=True)
+T_Q = 1795650000.0  # the quarantine
+BEFORE, AFTER = "2026-11-20T11:00:00Z", "2026-11-26T00:30:00Z"
+
+
+def quarantined(admin_cordon: bool = False) -> dict:
+    n = node()
+    if admin_cordon:
+        n["spec"]["unschedulable"] = True
+    return written(n, plan_node(n, XID79, now=rfc3339(T_Q)))
+
+
+def test_a_quarantined_node_stays_until_a_diagnostic_passes_after_the_quarantine():
+    n = quarantined()
+    old = diag_pod("pass", BEFORE)
+    # The fault cleared, but the only pass is from before: held, and its diagnostic is rerun once.
+    p, rerun = recovery_plan(n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=old, now=T_Q + 60)
+    assert rerun == "diag-gpu-a" and [e.reason for e in p.events] == [EVENT_REDIAGNOSING]
+    after = written(n, p)
+    assert cond_of(after)["status"] == "True" and after["spec"]["unschedulable"] is True
+    assert QUARANTINE_TAINT in {t["key"] for t in after["spec"]["taints"]}
+    again, rerun = recovery_plan(after, HEALTHY, CTX, diag=Diag("pass"), diag_pod=old, now=T_Q + 90)
+    assert rerun is None and again.events == []  # once per quarantine
+    # A pass that started after the quarantine, no signal left: returned, our cordon lifted.
+    new = diag_pod("pass", AFTER, "diag-gpu-a-2")
+    back, _ = recovery_plan(after, HEALTHY, CTX, diag=Diag("pass"), diag_pod=new, now=T_Q + 600)
+    returned = written(after, back)
+    assert [e.reason for e in back.events] == [EVENT_RETURNED]
+    assert cond_of(returned)["status"] == "False" and not returned["spec"].get("unschedulable")
+    assert QUARANTINE_TAINT not in {t["key"] for t in returned["spec"]["taints"]}
+    # The same pass with the fault still there returns nothing.
+    still, _ = recovery_plan(after, XID79, CTX, diag=Diag("pass"), diag_pod=new, now=T_Q + 600)
+    assert EVENT_RETURNED not in [e.reason for e in still.events]
+
+
+def test_a_return_keeps_an_administrators_cordon():
+    n = quarantined(admin_cordon=True)
+    n["metadata"]["annotations"][REDIAGNOSED_AT_ANNOTATION] = rfc3339(T_Q + 1)
+    back, _ = recovery_plan(
+        n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=diag_pod("pass", AFTER), now=T_Q + 600
+    )
+    returned = written(n, back)
+    assert cond_of(returned)["status"] == "False" and returned["spec"]["unschedulable"] is True
+
+
+def hung_pod(name: str, job: str, finished: str) -> dict:
+    term = {"exitCode": 124, "finishedAt": finished}
+    return {
+        "metadata": {"name": name, "namespace": "team-a", "labels": {"trainplane.dev/job": job}},
+        "spec": {"nodeName": "gpu-a"},
+        "status": {"containerStatuses": [{"name": "trainer", "state": {"terminated": term}}]},
+    }
+
+
+def test_two_hang_incidents_on_a_node_quarantine_it_one_does_not():
+    api = Api()
+    config = {**CONFIG, "hangs": {"container": "trainer", "jobLabel": "trainplane.dev/job"}}
+    controller = Controller(config, api, clock=lambda: 1795650000.0)
+    controller.saw_pod(hung_pod("a-0", "a", "2026-11-26T00:10:00Z"))
+    assert controller.reconcile(node(), [], []).reasons == ()
+    controller.saw_pod(hung_pod("b-0", "b", "2026-11-26T00:30:00Z"))  # another incident, same node
+    assert controller.reconcile(node(), [], []).reasons == ("TrainerHang",)
+    patch = api.calls[0]
+    assert {"key": QUARANTINE_TAINT, "value": "TrainerHang", "effect": "NoSchedule"} in patch[2][1]["value"]
