@@ -80,7 +80,8 @@ def series() -> Iterator[tuple[str, dict[str, str], list[float]]]:
             "node": node,
             **({"pool": pool, "capacity": CAPACITY[pool]} if pool else {}),
         }
-        yield "up", target, [1.0] * MINUTES
+        # n-spot's node exporter fails every scrape (up 0): its node still belongs to its pool.
+        yield "up", target, [0.0 if node == "n-spot" else 1.0] * MINUTES
         labels = {**KSM, "node": node, "resource": "nvidia_com_gpu", "unit": "integer"}
         yield "kube_node_status_allocatable", labels, [8.0] * MINUTES
     for job, (ns, jobset) in JOBS.items():
