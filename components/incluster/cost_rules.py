@@ -217,9 +217,10 @@ def node_pool_service_monitor(namespace: str) -> dict[str, Any]:
     app.kubernetes.io/name, app.kubernetes.io/instance = the release), port `http-metrics`
     (kube-prometheus-stack-88.5.3 values.yaml `prometheus-node-exporter.service.portName`).
     `attachMetadata.node` is in the chart's ServiceMonitor CRD (prometheus-operator v0.93.1); the operator
-    writes it as kubernetes_sd `attach_metadata: {node: true}`, which Prometheus supports for role
-    endpoints and endpointslice since v2.37 (the chart runs v3.14.0): each endpoint target gets
-    __meta_kubernetes_node_label_* of the node its pod runs on. The relabelings come after the operator's
+    writes it as kubernetes_sd `attach_metadata: {node: true}` ("valid for roles: pod, endpoints,
+    endpointslice", Prometheus' configuration docs; prometheus-node-exporter's own chart offers the same
+    for its ServiceMonitor, "Requires Prometheus v2.35.0 and above"; kube-prometheus-stack 88.5.3 runs
+    Prometheus v3.14.0): each endpoint target gets __meta_kubernetes_node_label_* of its pod's node. The relabelings come after the operator's
     own, so `job` is ours; metricRelabelings drop every sample the node exporter exposes (up and the
     scrape_* series are the scrape's own and stay)."""
     return {
