@@ -20,6 +20,7 @@ from components.backends import BuildArgs, backend
 from components.bundle import TEAM_SERVICE_ACCOUNT, ClusterBundle, team_local_queue, team_namespace
 from components.incluster.platform import InClusterArgs, InClusterPlatform
 from components.outputs import PlatformOutputs, TeamOutput
+from components.pricing import gpu_pool_prices
 from components.spec import PlatformSpec
 
 
@@ -54,7 +55,10 @@ class GpuPlatform(pulumi.ComponentResource):
             name, BuildArgs(spec=spec, kubeconfig=args.kubeconfig), pulumi.ResourceOptions(parent=self)
         )
         self.incluster = InClusterPlatform(
-            name, InClusterArgs(spec=spec, bundle=self.cluster), pulumi.ResourceOptions(parent=self)
+            name,
+            # The cost rules price pools from the plan's own table (the in-cluster layer asks no catalog).
+            InClusterArgs(spec=spec, bundle=self.cluster, pool_prices=gpu_pool_prices(spec)),
+            pulumi.ResourceOptions(parent=self),
         )
         self.resources = GpuPlatformResources(cluster=self.cluster, incluster=self.incluster)
         self.outputs = platform_outputs(spec, self.cluster)

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from infra.commands import EXIT_CODES, EXIT_CONFIG, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK
+from infra.commands import cost as cost_command
 from infra.commands import nccl_test as nccl_command
 from infra.commands import plan as plan_commands
 from infra.commands import status as status_command
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, **kw: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], epilog=EXIT_CODES, formatter_class=fmt, **kw)
 
-    for module in (plan_commands, verify_command, nccl_command, status_command):
+    for module in (plan_commands, verify_command, nccl_command, status_command, cost_command):
         module.add_parsers(command)
     return parser
 

@@ -11,41 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from components.backends import backend
-from components.catalog import PriceBasis
-from components.spec import JobSpec, PlatformSpec, machine_of
-from components.spec.capacity import RESERVED
-
-
-@dataclass(frozen=True)
-class PoolCost:
-    pool: str
-    machine: str | None
-    gpu: str | None
-    gpus_per_node: int
-    capacity: str
-    min_nodes: int
-    max_nodes: int
-    on_demand_hourly: float | None  # per node
-    spot_hourly: float | None  # per node
-    price_source: str
-    # Per node of a reservation or Capacity Block (None for other pools): paid whether used or not.
-    reserved_hourly: float | None = None
-
-    @property
-    def committed(self) -> bool:
-        """Reserved capacity: every node of the reservation (taken as maxNodes) is paid for, always."""
-        return self.capacity in RESERVED
-
-    @property
-    def hourly(self) -> float | None:
-        """Per node, at the capacity type the pool runs as."""
-        if self.committed:
-            return self.reserved_hourly
-        return self.spot_hourly if self.capacity == "spot" else self.on_demand_hourly
-
-    def billed_nodes(self, nodes: int) -> int:
-        """Nodes paid for when the pool runs `nodes`: a reservation's whole size (maxNodes) regardless."""
-        return self.max_nodes if self.committed else nodes
+from components.pricing import PoolCost, pool_costs
+from components.spec import JobSpec, PlatformSpec
 
 
 @dataclass
@@ -62,47 +29,10 @@ class Cost:
     committed_hourly: float | None = 0.0
 
 
-def _price(
-    spec: PlatformSpec, basis: PriceBasis | None, shape_name: str | None, on_demand: float | None
-) -> tuple[float | None, float | None, str]:
-    override = spec.pricing.overrides.get(shape_name or "")
-    if override is not None and (override.on_demand_hourly is not None or on_demand is not None):
-        # An override may give only the spot or reserved price; the rest comes from the catalog.
-        od = override.on_demand_hourly if override.on_demand_hourly is not None else on_demand
-        assert od is not None
-        fraction = spec.pricing.spot_fraction or (basis.spot_fraction if basis else 1.0)
-        spot = override.spot_hourly if override.spot_hourly is not None else od * fraction
-        return od, spot, "stack config override"
-    if on_demand is None or basis is None:
-        return None, None, "unknown: not in the catalog (set platform.pricing.overrides)"
-    fraction = spec.pricing.spot_fraction or basis.spot_fraction
-    return on_demand, on_demand * fraction, f"catalog list price, {basis.region}, {basis.as_of}"
-
-
 def estimate_cost(spec: PlatformSpec) -> Cost:
     cloud = backend(spec.cloud)
     basis = cloud.price_basis()
-    pools: list[PoolCost] = []
-    for p in spec.node_pools:
-        shape = machine_of(spec.cloud, p)
-        name = shape.name if shape else (p.instance_type or p.machine_type)
-        od, spot, source = _price(spec, basis, name, shape.on_demand_hourly if shape else None)
-        reserved = _reserved_price(spec, name, od) if p.capacity in RESERVED else None
-        pools.append(
-            PoolCost(
-                pool=p.name,
-                machine=name,
-                gpu=p.gpu,
-                gpus_per_node=spec.gpus_per_node(p),
-                capacity=p.capacity,
-                min_nodes=p.min_nodes,
-                max_nodes=p.effective_max_nodes,
-                on_demand_hourly=od,
-                spot_hourly=spot,
-                price_source=source,
-                reserved_hourly=reserved,
-            )
-        )
+    pools = pool_costs(spec)
     control = cloud.control_plane_hourly(spec)
 
     def total(nodes_of, price_of, base: float = control) -> float | None:
@@ -142,15 +72,6 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
         assumptions=assumptions,
         committed_hourly=total(lambda c: c.max_nodes if c.committed else 0, lambda c: c.hourly, 0.0),
     )
-
-
-def _reserved_price(spec: PlatformSpec, machine: str | None, on_demand: float | None) -> float | None:
-    """A reservation's price per node-hour: `pricing.overrides.<type>.reservedHourly`, else on-demand
-    (ODCRs and GCP reservations bill at the on-demand rate; a Capacity Block's price is set at purchase)."""
-    override = spec.pricing.overrides.get(machine or "")
-    if override is not None and override.reserved_hourly is not None:
-        return override.reserved_hourly
-    return on_demand
 
 
 def _reserved_assumptions(spec: PlatformSpec, pools: list[PoolCost]) -> list[str]:

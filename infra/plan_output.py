@@ -30,6 +30,29 @@ def money(v: float | None) -> str:
     return "n/a" if v is None else f"${v:,.2f}/h"
 
 
+# Hours in a month as cloud price calculators count them (AWS Pricing Calculator: 730 hours a month).
+HOURS_PER_MONTH = 730
+
+
+def monthly_lines(cost: Any) -> list[str]:
+    """The cost per month at both scales, and what reserved capacity costs while no pod uses it: its nodes
+    above the pool's minimum are paid for and idle at the minimum scale (all of them when nothing runs)."""
+    if cost.min_hourly is None or cost.max_hourly is None:
+        return []
+    lines = [
+        f"per month ({HOURS_PER_MONTH} h): ${cost.min_hourly * HOURS_PER_MONTH:,.2f} at the minimum scale, "
+        f"${cost.max_hourly * HOURS_PER_MONTH:,.2f} at the maximum"
+    ]
+    for p in cost.pools:
+        if p.committed and p.hourly is not None:
+            lines.append(
+                f"reserved {p.pool}: {p.max_nodes} nodes x ${p.hourly:,.2f}/h = "
+                f"${p.max_nodes * p.hourly * HOURS_PER_MONTH:,.2f}/month, used or not; while idle it costs "
+                f"${p.max_nodes * p.hourly:,.2f}/h, charged to the pool's owner team (else unassigned)"
+            )
+    return lines
+
+
 def duration(seconds: float) -> str:
     """A creation time in words: seconds below two minutes (a job's few objects are not "0 min")."""
     if seconds < 120:
@@ -84,6 +107,8 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
         "maximum", str(summary.gpus_max), money(cost.max_hourly), committed, money(cost.max_hourly_on_demand)
     )
     console.print(scale)
+    for line in monthly_lines(cost):
+        console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     for a in cost.assumptions:
         console.print(f"  [dim]assumption:[/] {a}", highlight=False)
 

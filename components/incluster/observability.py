@@ -17,9 +17,10 @@ from typing import Any
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import ClusterBundle, NodePoolInfo, gpu_taint_tolerations
+from components.bundle import MONITORING_NAMESPACE, ClusterBundle, NodePoolInfo, gpu_taint_tolerations
 from components.charts import CHARTS
 from components.incluster.alerts import alert_groups
+from components.incluster.cost_rules import PoolPrice, cost_groups, node_pool_service_monitor
 from components.incluster.dashboards import dashboards
 from components.incluster.names import (
     JOB_NAME_LABEL,
@@ -137,6 +138,8 @@ class ObservabilityArgs:
     namespace: k8s.core.v1.Namespace
     # XIDs the GPU XID alert ignores (the GPU health settings').
     ignored_xids: tuple[int, ...] = APPLICATION_XIDS
+    # GPU pools' prices: the cost recording rules (components/incluster/cost_rules.py).
+    pool_prices: tuple[PoolPrice, ...] = ()
     # The straggler and quarantine alerts' thresholds (gpuHealth.stragglers, gpuHealth.quarantine).
     gpu_health: GpuHealthSpec = field(default_factory=GpuHealthSpec)
 
@@ -199,7 +202,19 @@ class Observability(pulumi.ComponentResource):
                 api_version="monitoring.coreos.com/v1",
                 kind="PrometheusRule",
                 metadata={"name": "trainplane", "namespace": ns},
-                spec={"groups": alert_groups(list(args.ignored_xids), args.gpu_health)},
+                spec={
+                    "groups": alert_groups(list(args.ignored_xids), args.gpu_health)
+                    + cost_groups(args.pool_prices)
+                },
+                opts=after_crds,
+            )
+            # The cost rules' node -> pool series (cost_rules.node_pool_service_monitor).
+            k8s.apiextensions.CustomResource(
+                f"{name}-node-pools",
+                api_version="monitoring.coreos.com/v1",
+                kind="ServiceMonitor",
+                metadata={"name": "trainplane-node-pools", "namespace": ns},
+                spec=node_pool_service_monitor(MONITORING_NAMESPACE),
                 opts=after_crds,
             )
         self.resources = ObservabilityResources(release=self.release, dashboards=tuple(boards), alerts=alerts)

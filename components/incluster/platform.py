@@ -13,6 +13,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import MONITORING_NAMESPACE, ClusterBundle, team_namespace
+from components.incluster.cost_rules import PoolPrice
 from components.incluster.fabric import FabricObjects, FabricObjectsArgs
 from components.incluster.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.incluster.jobset import JobSetController, JobSetControllerArgs
@@ -30,6 +31,8 @@ class InClusterArgs:
     # takes only its own part of it).
     spec: PlatformSpec
     bundle: ClusterBundle
+    # Each GPU pool's price for the cost recording rules (components.pricing.gpu_pool_prices).
+    pool_prices: tuple[PoolPrice, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +89,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 bundle=bundle,
                 namespace=monitoring,
                 ignored_xids=tuple(spec.gpu_health.ignored_xids),
+                pool_prices=args.pool_prices,
                 gpu_health=spec.gpu_health,
             ),
             child,

@@ -103,6 +103,9 @@ class NodePoolSpec(Spec):
     # admits jobs to the block's flavor only between them (components/incluster/block_window.py).
     block_start: AwareDatetime | None = None
     block_end: AwareDatetime | None = None
+    # reservation / capacity-block: the team its idle share is charged to in the cost rules and
+    # `trainplane cost` (components/incluster/cost_rules.py); none: shown as unassigned.
+    owner: str | None = None
     min_nodes: int = Field(default=0, ge=0, le=1000)
     max_nodes: int | None = Field(default=None, ge=1, le=1000)
     disk_size_gib: int | None = Field(default=None, alias="diskSizeGiB", ge=20, le=16384)

@@ -106,6 +106,14 @@ def _check_storage_kind(kind: str, st: Spec, path: str) -> Iterable[str]:
 def check_teams(spec: PlatformSpec, root: str, check_quota: bool = True) -> Iterable[str]:
     storage_names = {s.name for s in spec.storage}
     ceiling = spec.max_gpus()
+    teams = {t.name for t in spec.teams}
+    for i, pool in enumerate(spec.node_pools):
+        if pool.owner is not None and pool.owner not in teams:
+            known = ", ".join(sorted(teams)) or "none defined"
+            yield f"{root}.nodePools[{i}].owner: {pool.owner!r} is not a team of this platform; known: {known}"
+        # `reservation` is set exactly on reservation and capacity-block pools (components/spec/capacity.py).
+        if pool.owner is not None and not pool.reservation:
+            yield f"{root}.nodePools[{i}].owner: only for capacity reservation or capacity-block (paid idle)"
     for i, team in enumerate(spec.teams):
         path = f"{root}.teams[{i}]"
         if check_quota and team.gpu_quota > ceiling:

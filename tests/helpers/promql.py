@@ -30,6 +30,7 @@ PROMQL_WORDS = {
     "delta",
     "changes",
     "avg_over_time",
+    "sum_over_time",
     "max_over_time",
     "min_over_time",
     "label_values",

@@ -9,6 +9,7 @@ import re
 import pytest
 
 from components.incluster.alerts import alert_groups
+from components.incluster.cost_rules import cost_groups
 from components.incluster.dashboards import dashboards
 from components.incluster.dashboards.metrics import (
     ALLOWED_METRICS,
@@ -95,7 +96,7 @@ def test_training_dashboard_shows_stragglers_against_the_job_median():
 
 def test_dashboards_are_valid_grafana_json():
     boards = dashboards()
-    assert set(boards) == {"gpu.json", "training.json"}
+    assert set(boards) == {"gpu.json", "training.json", "cost.json"}
     uids = set()
     for name, board in boards.items():
         assert board["uid"] not in uids and len(board["uid"]) <= 40, name
@@ -186,8 +187,9 @@ def test_straggler_and_replacement_alerts_follow_gpu_health_settings():
     assert rules[ALERT_REPLACE_NEEDED]["for"] == "75m"
     # the recording rules are there whatever the settings, each recorded by name
     assert {BADPUT_SECONDS, GOODPUT_RATIO, GOODPUT_TEAM_RATIO, STRAGGLER_RATIO} <= set(rules)
-    # ...and every recorded name is one dashboards and rules may read
-    assert {r["record"] for g in alert_groups() for r in g["rules"] if "record" in r} == RECORDED_METRICS
+    # ...and every recorded name (these and the cost rules') is one dashboards and rules may read
+    groups = alert_groups() + cost_groups([])
+    assert {r["record"] for g in groups for r in g["rules"] if "record" in r} == RECORDED_METRICS
 
 
 def test_training_pod_monitor_leaves_rank_to_the_trainer():
@@ -238,8 +240,9 @@ def test_prometheus_selects_every_monitor_and_rule(stack):
     crs = {
         c.inputs["kind"]: c for c in result.resources if c.type.startswith("kubernetes:monitoring.coreos.com")
     }
-    # Training jobs bring their own PodMonitor (components/incluster/training_job.py).
-    assert set(crs) == {"PrometheusRule"}
+    # Training jobs bring their own PodMonitor (components/incluster/training_job.py); the ServiceMonitor
+    # maps nodes to pools for the cost rules (components/incluster/cost_rules.py).
+    assert set(crs) == {"PrometheusRule", "ServiceMonitor"}
     for cr in crs.values():  # CRDs first: the rule waits for the release that installs them
         assert r.urn in cr.deps
     # Dashboards (ConfigMaps) need no CRD and are not serialised behind the release.

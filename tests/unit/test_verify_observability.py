@@ -67,3 +67,59 @@ def test_recorded_series_carry_the_labels_their_rule_outputs():
     assert bad and "'pod', which trainplane:goodput:ratio does not carry" in bad[0], bad
     bad = probe("max by (job) (trainplane:team_goodput:ratio) < 0.5")
     assert bad and "'job', which trainplane:team_goodput:ratio does not carry" in bad[0], bad
+
+
+# ---- cost rules cover every GPU pool (issue 20) ---------------------------------------------------------
+def _drop_price_of(pool: str):
+    def change(inputs: dict) -> None:
+        for g in inputs["spec"]["groups"]:
+            for r in g["rules"]:
+                if r.get("record") == "trainplane:pool_gpu_hourly_price:dollars":
+                    r["expr"] = " or ".join(p for p in r["expr"].split(" or ") if f'"{pool}"' not in p)
+
+    return change
+
+
+def test_a_gpu_pool_without_a_price_series_is_named():
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
+
+    broken = edit(plan("aws-h100-reserved"), kind("PrometheusRule"), _drop_price_of("h100-spot"))
+    found = [line for line in lines(run(broken, "observability")) if "pool_gpu_hourly_price" in line]
+    assert found == [
+        "observability: PrometheusRule monitoring/trainplane: trainplane:pool_gpu_hourly_price:dollars has no "
+        "price for GPU pool(s) h100-spot: their GPUs cost $0 in the cost rules and `trainplane cost` (give "
+        "their machine a price in platform.pricing.overrides)"
+    ]
+    assert not [line for line in lines(run(plan("aws-h100-reserved"), "observability")) if "cost" in line]
+
+
+def test_a_node_pool_service_monitor_that_copies_no_pool_is_named():
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
+
+    def drop_pool(inputs: dict) -> None:
+        for ep in inputs["spec"]["endpoints"]:
+            ep["relabelings"] = [r for r in ep["relabelings"] if r.get("targetLabel") != "pool"]
+
+    broken = edit(plan("aws-dev"), kind("ServiceMonitor", "trainplane-node-pools"), drop_pool)
+    found = lines(run(broken, "observability"))
+    assert (
+        "observability: PrometheusRule monitoring/trainplane: no ServiceMonitor sets job trainplane-node-pools "
+        "and copies the node label trainplane.dev/pool (__meta_kubernetes_node_label_trainplane_dev_pool) into "
+        "`pool` with attachMetadata.node: the cost rules find no node's pool, every GPU costs $0"
+    ) in found, found
+    # ...and the rules that join on it are named too: the label model knows what `up` of our ServiceMonitor
+    # carries.
+    assert any("'pool', which up does not carry" in line for line in found), found
+    assert not [line for line in lines(run(plan("aws-dev"), "observability")) if "pool" in line]
+
+
+def test_a_node_pool_service_monitor_without_node_metadata_is_named():
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
+
+    def no_meta(inputs: dict) -> None:
+        inputs["spec"].pop("attachMetadata")
+
+    found = lines(
+        run(edit(plan("aws-dev"), kind("ServiceMonitor", "trainplane-node-pools"), no_meta), "observability")
+    )
+    assert any("no ServiceMonitor sets job trainplane-node-pools" in line for line in found), found

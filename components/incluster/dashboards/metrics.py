@@ -8,6 +8,7 @@ collects exactly DCGM_EXPORTER_FIELDS (sent as its metrics ConfigMap), kube_* fr
 
 from __future__ import annotations
 
+from components.incluster.cost_rules import recorded
 from components.incluster.goodput_rules import RECORDED
 from components.incluster.recovery_names import PHASE_SECONDS, STEPS_REDONE
 
@@ -113,8 +114,8 @@ KUBE_STATE_METRICS = frozenset(
     }
 )
 
-# Series trainplane's own recording rules produce (components/incluster/goodput_rules.py).
-RECORDED_METRICS = frozenset(RECORDED)
+# Series trainplane's own recording rules produce (components/incluster/goodput_rules.py, cost_rules.py).
+RECORDED_METRICS = frozenset(RECORDED) | recorded()
 
 ALLOWED_METRICS = TRAINER_METRICS | DCGM_METRICS | KUBE_STATE_METRICS | RECORDED_METRICS
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from infra.verify import facts as F
 from infra.verify.checks.alert_rules import promtool_check, rule_queries
+from infra.verify.checks.cost_coverage import check_cost_coverage
 from infra.verify.checks.dashboards import dashboard_queries
 from infra.verify.checks.promql_labels import Analyzer
 from infra.verify.checks.scrape_labels import LabelModel
@@ -43,4 +44,5 @@ def run(ctx: Context) -> CheckResult:
         res.examined.append(q.where)
     if not ctx.job_only:
         promtool_check(ctx, res)
+        check_cost_coverage(ctx, model, res)
     return res

@@ -19,12 +19,12 @@ class Query:
     owner: str
 
 
-GRAFANA_VARS = re.compile(r"\$__(rate_interval|interval|range)|\[\[\w+\]\]|\$\{\w+(:\w+)?\}|\$\w+")
+GRAFANA_VARS = re.compile(r"\$\{?__(rate_interval|interval|range)\}?|\[\[\w+\]\]|\$\{\w+(:\w+)?\}|\$\w+")
 
 
 def grafana_to_promql(expr: str) -> str:
     def sub(m: re.Match) -> str:
-        return "5m" if m.group(0).startswith("$__") else "x"
+        return "5m" if m.group(0).startswith(("$__", "${__")) else "x"
 
     return GRAFANA_VARS.sub(sub, expr)
 
@@ -58,6 +58,8 @@ class Analyzer:
         self, labels: dict[str, str], why: dict[str, str], label: str, context: str, metrics: str
     ) -> None:
         origin = labels.get(label)
+        if metrics == "vector()":
+            return  # a constant carries the labels label_replace gave it, and joins on nothing else
         if origin is None:
             key = f"label {label!r}, which {metrics} does not carry"
         elif origin in ("shadowed", "mixed"):
@@ -139,6 +141,9 @@ class Analyzer:
             if r is not None and out is None:
                 out = r
         fname = str(getattr(node.func, "name", ""))
+        if fname == "vector":
+            # vector(s): one series without labels (label_replace then gives it some).
+            out = ({}, {}, "vector()")
         if out is not None and fname in ("label_replace", "label_join") and len(node.args) > 1:
             dst = getattr(node.args[1], "val", None)
             if dst:
@@ -169,9 +174,13 @@ class Analyzer:
             for lb in matching.labels:
                 self._use(lhs[0], lhs[1], lb, f"on ({lb})", lhs[2])
                 self._use(rhs[0], rhs[1], lb, f"on ({lb})", rhs[2])
+        # `a or b` holds series of both sides: either side's labels may be on the result.
+        copied = {**rhs[0], **lhs[0]} if str(node.op) == "or" else dict(lhs[0])
         for lb in getattr(mod, "group_labels", None) or []:
             self._use(rhs[0], rhs[1], lb, f"group_left/right ({lb})", rhs[2])
-        return lhs
+            if lb in rhs[0]:
+                copied[lb] = rhs[0][lb]  # group_left (lb) copies lb from the one side onto the result
+        return copied, lhs[1], lhs[2]
 
     def analyse(self, query: Query) -> list[str]:
         import promql_parser as P

@@ -126,10 +126,17 @@ class LabelModel:
                         pm.ref,
                     )
         self.exporters = F.facts()["exporters"]
+        # `up` (and scrape_*): Prometheus' own series of every target, with that target's labels only.
+        # The chart's scrapes give the standard target labels; the plan's own ServiceMonitors (the cost
+        # rules' node -> pool map, components/incluster/cost_rules.py) add what their relabelings set.
+        self.target_labels: set[str] = set(F.facts()["targetLabels"]["ServiceMonitor"])
+        platform = getattr(ctx, "platform", None)
+        for sm in platform.objects("ServiceMonitor") if platform is not None else ():
+            for ep in sm.spec.get("endpoints") or []:
+                self.target_labels |= _target_labels("ServiceMonitor", tuple(ep.get("relabelings") or ()))
         # Series the platform's recording rules produce (record name -> expr): their labels are the
         # output labels of the rule's query (promql_labels.Analyzer walks it).
         self.recorded: dict[str, str] = {}
-        platform = getattr(ctx, "platform", None)
         for pr in platform.objects("PrometheusRule") if platform is not None else ():
             for g in pr.spec.get("groups") or []:
                 for r in g.get("rules") or []:
@@ -144,6 +151,13 @@ class LabelModel:
 
     def labels(self, metric: str) -> MetricLabels | str:
         """The metric's labels, or a reason why they are unknown / the metric does not exist."""
+        if metric == "up":
+            return MetricLabels(
+                "Prometheus (a scrape target's up)", dict.fromkeys(self.target_labels, "target")
+            )
+        return self._exporter_labels(metric)
+
+    def _exporter_labels(self, metric: str) -> MetricLabels | str:
         name = self.exporter_of(metric)
         if name is None:
             return f"metric {metric} comes from no exporter verify knows (facts.yaml exporters)"

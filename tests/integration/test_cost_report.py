@@ -1,0 +1,165 @@
+"""`trainplane cost` against a real Prometheus (Debian's package) holding the synthetic cluster of
+tests/helpers/cost_data.py, backfilled with `promtool tsdb create-blocks-from openmetrics`: the report's
+dollars are the hand-worked ones to the cent, the same the recording rules give on the same data
+(test_cost_rules.py); and every bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from datetime import UTC, datetime
+from decimal import ROUND_HALF_UP, Decimal
+
+import pytest
+import yaml
+
+from infra.cli import main
+from tests.helpers import cost_data as D
+from tests.integration.test_cost_rules import owned_platform
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("prometheus") is None or shutil.which("promtool") is None,
+    reason="prometheus/promtool not on PATH (CI installs Debian's prometheus)",
+)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def prom(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cost-prometheus")
+    # Minute 0 four hours ago on a whole hour: inside the default retention, and whole minutes as the
+    # rules' samples fall.
+    start = (int(time.time()) // 3600 - 4) * 3600
+    (tmp / "data.om").write_text(D.openmetrics(start))
+    got = subprocess.run(
+        ["promtool", "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
+        cwd=tmp,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert got.returncode == 0, got.stdout + got.stderr
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump({"global": {"scrape_interval": "1m"}}))
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    with open(tmp / "prometheus.log", "wb") as log:
+        proc = subprocess.Popen(
+            [
+                "prometheus",
+                f"--config.file={tmp / 'prometheus.yml'}",
+                f"--storage.tsdb.path={tmp / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        for _ in range(120):
+            try:
+                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            pytest.fail((tmp / "prometheus.log").read_text()[-2000:])
+        stack = tmp / "Pulumi.cost-test.yaml"
+        stack.write_text(yaml.safe_dump({"config": {"trainplane:platform": owned_platform()}}))
+        yield url, start, stack
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def cost_csv(capsys, prom, by: str) -> list[dict[str, str]]:
+    url, start, stack = prom
+    until = datetime.fromtimestamp(start + 60 * D.HOUR_END_MIN, UTC).isoformat()
+    rc = main(
+        ["cost", str(stack), "--prometheus", url, "--since", "1h", "--until", until, "--by", by, "--csv"]
+    )
+    out, err = capsys.readouterr()
+    assert rc == 0, err
+    return list(csv.DictReader(io.StringIO(out)))
+
+
+def cents(dollars: float) -> str:
+    return str(Decimal(repr(dollars)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
+
+
+def test_by_team_to_the_cent(capsys, prom):
+    rows = {r["team"]: r for r in cost_csv(capsys, prom, "team")}
+    assert set(rows) == {"research", "eval", "unassigned"}
+    for team, row in rows.items():
+        assert row["used_dollars"] == cents(D.HOUR["team"].get(team, 0.0)), team
+        assert row["idle_dollars"] == cents(D.HOUR_IDLE["team"].get(team, 0.0)), team
+        assert row["gpu_hours"] == cents(D.HOUR_GPU_HOURS.get(team, 0.0)), team
+    # research: $70.77 of GPUs its pods held plus its idle reservation's $62.92.
+    assert rows["research"]["total_dollars"] == "133.69"
+
+
+def test_by_pool_to_the_cent(capsys, prom):
+    rows = {r["pool"]: r for r in cost_csv(capsys, prom, "pool")}
+    assert set(rows) == {"h100-od", "h100-spot", "h100-block", "h100-odcr"}
+    for pool, row in rows.items():
+        assert row["used_dollars"] == cents(D.HOUR["pool"].get(pool, 0.0)), pool
+        assert row["idle_dollars"] == cents(D.HOUR_IDLE["pool"][pool]), pool
+    assert rows["h100-block"]["total_dollars"] == "125.84"  # the whole block, used or not: 32 x $3.9325
+
+
+def test_by_job_puts_idle_on_its_own_row(capsys, prom):
+    rows = {(r["team"], r["job"]): r for r in cost_csv(capsys, prom, "job")}
+    assert rows[("research", "gpt")]["used_dollars"] == cents(D.HOUR["job"][("research", "gpt")])
+    assert rows[("eval", "ev")]["used_dollars"] == cents(D.HOUR["job"][("eval", "ev")])
+    assert rows[("research", "(idle)")]["idle_dollars"] == cents(D.IDLE_ODCR)
+    assert rows[("unassigned", "(idle)")]["idle_dollars"] == cents(D.IDLE_BLOCK + D.IDLE_SPOT)
+
+
+def test_the_table_names_every_team_and_the_total(capsys, prom):
+    url, start, stack = prom
+    until = datetime.fromtimestamp(start + 60 * D.HOUR_END_MIN, UTC).isoformat()
+    assert main(["cost", str(stack), "--prometheus", url, "--since", "1h", "--until", until]) == 0
+    out = capsys.readouterr().out
+    assert "…" not in out
+    total = D.HOUR["team"]["research"] + D.HOUR["team"]["eval"] + D.IDLE_BLOCK + D.IDLE_SPOT + D.IDLE_ODCR
+    assert "TOTAL" in out and cents(total) in out
+    assert (
+        "h100-odcr: reservation, $3.9325 per GPU-hour; 16 GPUs paid whether used or not, idle charged to research"
+        in out
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "says"),
+    [
+        (["cost", "no-such-stack", "--prometheus", "{url}"], "no such stack file"),
+        (
+            ["cost", "{stack}", "--prometheus", "http://127.0.0.1:1"],
+            "cannot reach Prometheus at http://127.0.0.1:1",
+        ),
+        (["cost", "{stack}", "--prometheus", "{url}", "--since", "7x"], "--since 7x: not a duration"),
+        (
+            ["cost", "{stack}", "--prometheus", "{url}", "--until", "yesterday"],
+            "--until yesterday: not an ISO 8601",
+        ),
+        (["cost", "{stack}", "--prometheus", "{url}", "--until", "2020-01-01T00:00:00Z"], "no GPU cost data"),
+        (["cost", "gpt-small-aws-dev", "--prometheus", "{url}"], "a job stack"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(argv, says, capsys, prom):
+    url, _, stack = prom
+    rc = main([a.format(url=url, stack=stack) for a in argv])
+    out, err = capsys.readouterr()
+    assert rc == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and says in lines[0], err
+    assert "Traceback" not in err

@@ -1,0 +1,123 @@
+"""The cost recording rules, rendered from the real PrometheusRule of stacks/Pulumi.aws-h100-reserved.yaml
+(with its h100-odcr reservation owned by team research), run by `promtool test rules` on the synthetic
+cluster of tests/helpers/cost_data.py; the expected dollars are worked out by hand there, compared in
+whole cents (round(x * 100)) so float noise cannot pass or fail a case."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.helpers import cost_data as D
+from tests.helpers.plans import plan_object, platform_object
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+pytestmark = pytest.mark.skipif(
+    shutil.which("promtool") is None, reason="promtool not on PATH (CI installs Debian's prometheus)"
+)
+
+
+def owned_platform() -> dict:
+    platform = platform_object("aws-h100-reserved")
+    for pool in platform["nodePools"]:
+        if pool["name"] == "h100-odcr":
+            pool["owner"] = "research"
+    return platform
+
+
+@pytest.fixture(scope="module")
+def cost_rule_groups() -> list[dict]:
+    (cr,) = [r for r in plan_object(owned_platform()).resources if r.type.endswith("PrometheusRule")]
+    groups = [g for g in cr.inputs["spec"]["groups"] if g["name"] == "trainplane-cost"]
+    assert groups, "the stack's PrometheusRule has no trainplane-cost group"
+    return groups
+
+
+def cents(dollars: float) -> int:
+    return round(dollars * 100)
+
+
+def samples(record: str, expected: dict, keys: tuple[str, ...]) -> dict:
+    return {
+        "expr": f"round({record} * 100)",
+        "eval_time": f"{D.HOUR_END_MIN}m",
+        "exp_samples": [
+            {
+                "labels": "{"
+                + ",".join(
+                    f'{k}="{v}"' for k, v in zip(keys, k if isinstance(k, tuple) else (k,), strict=True)
+                )
+                + "}",
+                "value": cents(dollars),
+            }
+            for k, dollars in sorted(expected.items())
+        ],
+    }
+
+
+def run(tmp_path, groups: list[dict], tests: list[dict]) -> subprocess.CompletedProcess:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
+    test = {
+        "rule_files": ["rules.yaml"],
+        "evaluation_interval": "1m",
+        "tests": [{"interval": "1m", "input_series": D.promtool_series(), "promql_expr_test": tests}],
+    }
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
+    return subprocess.run(
+        [PROMTOOL, "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=300
+    )
+
+
+def test_the_price_series_is_the_plans_price_per_gpu_hour(cost_rule_groups, tmp_path):
+    want = {
+        f'{{capacity="{cap}",pool="{pool}"}}': cents(D.PRICE[pool] * 100)
+        for pool, cap in (
+            ("h100-od", "on-demand"),
+            ("h100-spot", "spot"),
+            ("h100-block", "capacity-block"),
+            ("h100-odcr", "reservation"),
+        )
+    }
+    test = {
+        "expr": "round(trainplane:pool_gpu_hourly_price:dollars * 10000)",
+        "eval_time": "1m",
+        "exp_samples": [{"labels": k, "value": v} for k, v in sorted(want.items())],
+    }
+    got = run(tmp_path, cost_rule_groups, [test])
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+@pytest.mark.parametrize("by", ["team", "job", "pool"])
+def test_cost_of_the_hour_by(by, cost_rule_groups, tmp_path):
+    keys = ("team", "job") if by == "job" else (by,)
+    test = samples(f"trainplane:{by}_gpu_cost:dollars_1h", D.HOUR[by], keys)
+    got = run(tmp_path, cost_rule_groups, [test])
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+@pytest.mark.parametrize("by", ["team", "pool"])
+def test_idle_cost_of_the_hour_by(by, cost_rule_groups, tmp_path):
+    """Reservations cost their whole size less what pods held (h100-odcr to its owner research, the
+    Capacity Block to unassigned); an on-demand or spot node its allocatable GPUs no pod held."""
+    test = samples(f"trainplane:{by}_gpu_idle_cost:dollars_1h", D.HOUR_IDLE[by], (by,))
+    got = run(tmp_path, cost_rule_groups, [test])
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+def test_a_pod_that_ran_part_of_the_window_pays_only_its_minutes(cost_rule_groups, tmp_path):
+    """gpt-1 ran 30 of the hour's 60 minutes on the Capacity Block: 8 GPUs x $3.9325 x 0.5 h = $15.73, where
+    avg_over_time(rate) x 1 h would say $31.46; over the day window (samples 0..180, 181 minutes from the
+    first) it ran minutes 0..90: 91 minutes."""
+    day = {
+        "expr": 'round(trainplane:pool_gpu_cost:dollars_1d{pool="h100-block"} * 100)',
+        "eval_time": "180m",
+        "exp_samples": [
+            {"labels": '{pool="h100-block"}', "value": cents(8 * D.PRICE["h100-block"] * 91 / 60)}
+        ],
+    }
+    hour = samples("trainplane:pool_gpu_cost:dollars_1h", D.HOUR["pool"], ("pool",))
+    got = run(tmp_path, cost_rule_groups, [hour, day])
+    assert got.returncode == 0, got.stdout + got.stderr
