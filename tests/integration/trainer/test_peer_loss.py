@@ -123,7 +123,10 @@ def test_elastic_job_that_loses_a_node_reforms_in_pod_at_the_smaller_size(tmp_pa
                 "--rdzv-backend=c10d",
                 f"--rdzv-endpoint={endpoint}",
                 "--rdzv-id=elastic",
-                "--rdzv-conf=last_call_timeout=1",
+                # In a cluster the c10d store lives on the endpoint's pod, node 0's; here both nodes are
+                # 127.0.0.1, so without is_host whichever binds first hosts it, and killing node 1 could
+                # take the store with it (seen in CI: rendezvous failed, exit 75).
+                f"--rdzv-conf=last_call_timeout=1,is_host={'true' if rank == 0 else 'false'}",
                 "--nproc-per-node=1",
                 "--max-restarts=3",
                 "--",
