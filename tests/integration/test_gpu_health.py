@@ -182,9 +182,16 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         )
         cond = condition(bad)
         assert (cond["status"], cond["reason"]) == ("True", "Xid79") and "xid-79" in cond["message"]
+        wait_for(
+            "quarantine Event",
+            lambda: any(e["involvedObject"]["name"] == "bad" for e in kube.events(EVENT_QUARANTINED)),
+            proc,
+        )
         (event,) = [e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]
         assert event["type"] == "Warning" and event["involvedObject"]["kind"] == "Node"
         assert event["source"]["component"] == CONTROLLER_NAME and event["metadata"]["namespace"] == "default"
+        # The pod's Event follows its eviction request: wait for it rather than race the controller.
+        wait_for("eviction Event", lambda: len(kube.events(EVENT_EVICTED)) >= 1, proc)
         (evicted,) = kube.events(EVENT_EVICTED)
         assert evicted["involvedObject"] == {
             **evicted["involvedObject"],
@@ -209,6 +216,7 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         admin = kube.get_obj("nodes", "admin")
         assert CORDONED_BY_ANNOTATION not in admin["metadata"]["annotations"]  # we did not cordon it
         # node_return: the diagnostics from before the quarantine were rerun (their pods evicted, once).
+        wait_for("rediagnosis Events", lambda: len(kube.events(EVENT_REDIAGNOSING)) >= 2, proc)
         assert sorted(e["involvedObject"]["name"] for e in kube.events(EVENT_REDIAGNOSING)) == [
             "admin",
             "bad",
@@ -230,6 +238,7 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         assert admin["spec"]["unschedulable"] is True
         assert QUARANTINE_TAINT not in taint_keys(admin)
         assert QUARANTINED_AT_ANNOTATION not in admin["metadata"].get("annotations", {})
+        wait_for("return Event", lambda: len(kube.events(EVENT_RETURNED)) >= 1, proc)
         assert [e["involvedObject"]["name"] for e in kube.events(EVENT_RETURNED)] == ["admin"]
         # Still faulty (its XID stays), however its diagnostic went: bad stays quarantined, announced once.
         time.sleep(2)
