@@ -168,6 +168,24 @@ class ObservabilitySpec(Spec):
     alerts: bool = True
 
 
+class IdleSpec(Spec):
+    """Idle reclaim of a team's jobs (components/incluster/idle_names.py): a job whose GPUs average below
+    `gpuUtilBelow` percent for `for` gets a Warning Event and the TrainplaneJobGpuIdle alert; with
+    `action: requeue` the GPU health controller also deactivates its Kueue Workload (the trainer checkpoints
+    on the SIGTERM that follows) and puts it back in its queue once its pods are gone."""
+
+    gpu_util_below: float = Field(default=5, gt=0, lt=100)
+    # A Prometheus duration in minutes or hours, e.g. 30m or 2h (the alert's `for` and the rule's window).
+    for_: str = Field(default="30m", alias="for", pattern=r"^[1-9][0-9]{0,3}[mh]$")
+    action: Literal["alert", "requeue"] = "alert"
+    # Jobs carrying any of these labels (key: value) are exempt, besides trainplane.dev/idle-exempt: "true".
+    exempt_labels: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def minutes(self) -> int:
+        return int(self.for_[:-1]) * (60 if self.for_.endswith("h") else 1)
+
+
 class TeamSpec(Spec):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     gpu_quota: int = Field(ge=0)
@@ -179,6 +197,8 @@ class TeamSpec(Spec):
     # `alert` (the default) raises TrainplaneStragglerNode; `quarantine` also has the GPU health controller
     # quarantine the node, so the restarted job lands elsewhere. Opt-in: a slow rank is often the data.
     stragglers: Literal["alert", "quarantine"] = "alert"
+    # Idle reclaim of the team's jobs; None: no idle policy (the platform-wide GpuIdleButAllocated alert only).
+    idle: IdleSpec | None = None
 
 
 class MigSpec(Spec):

@@ -1,0 +1,40 @@
+"""The names idle reclaim shares (issue 20, point 3): the recording rule and alert write them, the GPU health
+controller's idle handler reads the alert and writes the Events and annotations, verify and `trainplane status`
+read them. One place, so the writer and every reader agree. Standard library only: the controller pod imports it.
+
+The loop: a team sets `teams[].idle: {gpuUtilBelow, for, action}` -> the rule records each training job's mean
+GPU utilisation over its pods' GPUs (dcgm-exporter's per-pod series, namespace/pod -> the job via
+kube_pod_owner, as the cost rules map them) -> the alert fires after the team's window below its threshold,
+labelled with the job, its namespace, the team and the action -> the controller skips exempt jobs (the label
+below, or the team's own exemption labels), posts a Warning Event on the job, and with `requeue` deactivates the
+job's Kueue Workload (spec.active=false): Kueue evicts it, the JobSet/Job is suspended, its pods get SIGTERM and
+the trainer writes its checkpoint in the grace period (the spot-preemption path), then the controller sets the
+Workload active again once the job's pods are gone, so the job waits in its queue behind what was waiting.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# ---- Prometheus (components/incluster/idle_rules.py records and alerts; the controller queries) ----------------
+# Mean GPU utilisation (0-100, DCGM_FI_DEV_GPU_UTIL) of each training job's GPUs, by namespace, team and job
+# (`job`: the JobSet's name, or the Indexed Job's for elastic jobs, as the cost rules label it).
+JOB_GPU_UTIL: Final = "trainplane:job_gpu_util:avg"
+# Fires per job below its team's threshold for its team's window. Labels: namespace, team, job, action
+# (alert | requeue), severity warning.
+IDLE_ALERT: Final = "TrainplaneJobGpuIdle"
+
+# ---- on the job (JobSet or batch/v1 Job) and its Workload -------------------------------------------------------
+# "true" on a JobSet/Job exempts it (set by the job spec's `idleExempt: true`, or by hand).
+IDLE_EXEMPT_LABEL: Final = "trainplane.dev/idle-exempt"
+# RFC 3339 time the controller deactivated the Workload for idleness; present while the requeue is in progress, so
+# the controller reactivates only what it deactivated, never a Workload an administrator deactivated.
+IDLE_REQUEUED_AT_ANNOTATION: Final = "trainplane.dev/idle-requeued-at"
+
+# Event reasons (core/v1 Events on the JobSet/Job), source the controller (recovery_names.CONTROLLER_NAME).
+EVENT_IDLE: Final = "GpuIdle"  # Warning: the job's GPUs sat idle past the team's window (any action)
+EVENT_IDLE_REQUEUED: Final = "GpuIdleRequeued"  # Warning: its Workload was deactivated to give the GPUs back
+EVENT_IDLE_REACTIVATED: Final = (
+    "GpuIdleReactivated"  # its pods are gone; the Workload waits in its queue again
+)
+EVENT_IDLE_EXEMPT: Final = "GpuIdleExempt"  # idle past the window but exempt: noted once, nothing done
