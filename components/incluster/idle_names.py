@@ -24,6 +24,12 @@ JOB_GPU_UTIL: Final = "trainplane:job_gpu_util:avg"
 # (alert | requeue), severity warning.
 IDLE_ALERT: Final = "TrainplaneJobGpuIdle"
 
+# Exported by the GPU health controller (prometheus_client, its metrics port, scraped by the controller's own
+# PodMonitor with honorLabels so `namespace` and `job` survive): 1 for each exempt JobSet/Job in a team namespace
+# with an idle policy. The alert is `... unless on (namespace, job)` this series, so exempt jobs never alert
+# (kube-state-metrics would need a label allowlist, a subchart value, to expose the jobs' labels).
+IDLE_EXEMPT_METRIC: Final = "trainplane_job_idle_exempt"
+
 # ---- on the job (JobSet or batch/v1 Job) and its Workload -------------------------------------------------------
 # "true" on a JobSet/Job exempts it (set by the job spec's `idleExempt: true`, or by hand).
 IDLE_EXEMPT_LABEL: Final = "trainplane.dev/idle-exempt"
