@@ -220,8 +220,12 @@ def node_pool_service_monitor(namespace: str) -> dict[str, Any]:
     writes it as kubernetes_sd `attach_metadata: {node: true}` ("valid for roles: pod, endpoints,
     endpointslice", Prometheus' configuration docs; prometheus-node-exporter's own chart offers the same
     for its ServiceMonitor, "Requires Prometheus v2.35.0 and above"; kube-prometheus-stack 88.5.3 runs
-    Prometheus v3.14.0): each endpoint target gets __meta_kubernetes_node_label_* of its pod's node. The relabelings come after the operator's
-    own, so `job` is ours; metricRelabelings drop every sample the node exporter exposes (up and the
+    Prometheus v3.14.0): each endpoint target gets __meta_kubernetes_node_label_* of its pod's node; Prometheus
+    must list and watch nodes for that, which the chart's ClusterRole grants (kube-prometheus-stack-88.5.3
+    templates/prometheus/clusterrole.yaml: nodes get/list/watch). The endpoint's relabelings come after the
+    operator's own `job` relabelings (prometheus-operator v0.93.0 pkg/prometheus/promcfg.go
+    generateServiceMonitorConfig appends ep.RelabelConfigs last; v0.93.1 is a patch release of it), so `job`
+    is ours; metricRelabelings drop every sample the node exporter exposes (up and the
     scrape_* series are the scrape's own and stay)."""
     return {
         "selector": {
