@@ -224,7 +224,8 @@ def node_pool_service_monitor(namespace: str) -> dict[str, Any]:
     must list and watch nodes for that, which the chart's ClusterRole grants (kube-prometheus-stack-88.5.3
     templates/prometheus/clusterrole.yaml: nodes get/list/watch). The endpoint's relabelings come after the
     operator's own `job` relabelings (prometheus-operator v0.93.0 pkg/prometheus/promcfg.go
-    generateServiceMonitorConfig appends ep.RelabelConfigs last; v0.93.1 is a patch release of it), so `job`
+    generateServiceMonitorConfig appends ep.RelabelConfigs last; read at v0.93.0 and release-0.93, the newest
+    the mirror holds, as the chart pins v0.93.1), so `job`
     is ours; metricRelabelings drop every sample the node exporter exposes (up and the
     scrape_* series are the scrape's own and stay)."""
     return {
