@@ -331,3 +331,20 @@ def test_the_pack_files_name_the_pack_and_pin_pulumi_policy():
     assert "pulumi-policy==1.21.0" in (pack / "requirements.txt").read_text().split("\n")
     assert "pulumi-policy==1.21.0" in (ROOT / "pyproject.toml").read_text()
     assert "PACK_NAME" in (pack / "__main__.py").read_text()
+
+
+def test_the_offline_engine_records_protect_and_property_dependencies():
+    """What the stack policies link and trust: `protect` and the resource an input was computed from."""
+    import pulumi
+    import pulumi_aws as aws
+
+    from infra.mockcloud import run_function
+
+    def build() -> None:
+        bucket = aws.s3.Bucket("b", opts=pulumi.ResourceOptions(protect=True))
+        aws.s3.BucketVersioning("v", bucket=bucket.id, versioning_configuration={"status": "Enabled"})
+
+    result, _ = run_function(build)
+    bucket, versioning = result.named("b"), result.named("v")
+    assert bucket.protect and not versioning.protect
+    assert versioning.property_deps["bucket"] == (bucket.urn,)
