@@ -23,7 +23,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .common import config_schema, dig, items, linked, settings, truthy
+from .common import config_schema, dig, items, linked, report_each, settings, truthy
 
 S3_BUCKET = "aws:s3/bucket:Bucket"
 S3_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
@@ -72,41 +72,31 @@ def _public_statement(policy: Any) -> bool:
     return False
 
 
-def _s3_public(resources: list[PolicyResource], report: ReportViolation) -> None:
-    blocks = _of(resources, S3_ACCESS_BLOCK)
-    for bucket in _of(resources, S3_BUCKET):
-        mine = [b for b in blocks if bucket in linked(b, "bucket", [bucket])]
-        if not mine:
-            report(f"S3 bucket {bucket.name} has no public access block", bucket.urn)
-        if bucket.props.get("acl") in PUBLIC_ACLS:
-            report(f"S3 bucket {bucket.name} has the public ACL {bucket.props['acl']}", bucket.urn)
-    for block in blocks:
-        off = [s for s in BLOCK_SWITCHES if not truthy(block.props.get(s))]
-        if off:
-            report(f"S3 public access block {block.name} leaves off {', '.join(off)}", block.urn)
-    for acl in (r for t in S3_ACLS for r in _of(resources, t)):
-        if acl.props.get("acl") in PUBLIC_ACLS:
-            report(f"S3 bucket ACL {acl.name} is {acl.props['acl']}", acl.urn)
-    for policy in _of(resources, S3_POLICY):
-        if _public_statement(policy.props.get("policy")):
-            report(f"S3 bucket policy {policy.name} allows everyone without a condition", policy.urn)
-
-
-def _gcs_public(resources: list[PolicyResource], report: ReportViolation) -> None:
-    for bucket in _of(resources, GCS_BUCKET):
-        if bucket.props.get("publicAccessPrevention") != "enforced":
-            report(f"GCS bucket {bucket.name}: publicAccessPrevention is not enforced", bucket.urn)
-    for type_, key in GCS_MEMBERS.items():
-        for r in _of(resources, type_):
-            value = r.props.get(key)
-            members = [str(m).lower() for m in ([value] if isinstance(value, str) else items(value))]
-            if any(m in PUBLIC_MEMBERS for m in members):
-                report(f"{type_} {r.name} grants a bucket to {value}", r.urn)
+def _public(r: PolicyResource, blocks: list[PolicyResource]) -> list[str]:
+    """What makes one bucket, access block, ACL, policy or IAM grant public."""
+    t, props = r.resource_type, r.props
+    found = []
+    if t == S3_BUCKET and not any(linked(b, "bucket", [r]) for b in blocks):
+        found.append(f"S3 bucket {r.name} has no public access block")
+    if t in (S3_BUCKET, *S3_ACLS) and props.get("acl") in PUBLIC_ACLS:
+        found.append(f"{t} {r.name} has the public ACL {props['acl']}")
+    if t == S3_ACCESS_BLOCK and (off := [s for s in BLOCK_SWITCHES if not truthy(props.get(s))]):
+        found.append(f"S3 public access block {r.name} leaves off {', '.join(off)}")
+    if t == S3_POLICY and _public_statement(props.get("policy")):
+        found.append(f"S3 bucket policy {r.name} allows everyone without a condition")
+    if t == GCS_BUCKET and props.get("publicAccessPrevention") != "enforced":
+        found.append(f"GCS bucket {r.name}: publicAccessPrevention is not enforced")
+    if t in GCS_MEMBERS:
+        value = props.get(GCS_MEMBERS[t])
+        members = [str(m).lower() for m in ([value] if isinstance(value, str) else items(value))]
+        if any(m in PUBLIC_MEMBERS for m in members):
+            found.append(f"{t} {r.name} grants a bucket to {value}")
+    return found
 
 
 def validate_public(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    _s3_public(args.resources, report_violation)
-    _gcs_public(args.resources, report_violation)
+    blocks = _of(args.resources, S3_ACCESS_BLOCK)
+    report_each(args.resources, lambda r: _public(r, blocks), report_violation)
 
 
 def _protected(bucket: PolicyResource, resources: list[PolicyResource]) -> str | None:
@@ -129,9 +119,14 @@ def _protected(bucket: PolicyResource, resources: list[PolicyResource]) -> str |
 
 def validate_protected(args: StackValidationArgs, report_violation: ReportViolation) -> None:
     marker = settings(args, PROTECTED_PROPERTIES)["checkpointBucketMarker"]
-    for bucket in [r for r in args.resources if r.resource_type in (S3_BUCKET, GCS_BUCKET)]:
-        if marker in bucket.name and (why := _protected(bucket, args.resources)) is not None:
-            report_violation(f"checkpoint bucket {bucket.name}: {why}", bucket.urn)
+
+    def findings(bucket: PolicyResource) -> list[str]:
+        if bucket.resource_type not in (S3_BUCKET, GCS_BUCKET) or marker not in bucket.name:
+            return []
+        why = _protected(bucket, args.resources)
+        return [] if why is None else [f"checkpoint bucket {bucket.name}: {why}"]
+
+    report_each(args.resources, findings, report_violation)
 
 
 PUBLIC = StackValidationPolicy(

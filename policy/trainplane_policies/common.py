@@ -11,10 +11,11 @@ for that resource, advisory). Nested values are Mapping/Sequence proxies, never 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from pulumi_policy import PolicyConfigSchema, PolicyResource
+from pulumi_policy import PolicyConfigSchema, PolicyResource, ReportViolation
+from pulumi_policy.proxy import UnknownValueError
 
 
 def config_schema(properties: Mapping[str, Mapping[str, Any]]) -> PolicyConfigSchema:
@@ -69,3 +70,21 @@ def environment(stack_tags: Mapping[str, str], tag: str) -> str:
     if stack_tags.get(tag):
         return str(stack_tags[tag])
     return os.environ.get("PULUMI_STACK", "").rsplit("-", 1)[-1]
+
+
+def report_each(
+    resources: Iterable[PolicyResource],
+    findings: Callable[[PolicyResource], Iterable[str]],
+    report_violation: ReportViolation,
+) -> None:
+    """A stack policy's findings, resource by resource. A resource with a value still unknown in a preview
+    (a bucket policy built from the new bucket's ARN, an IAM member naming a new service account) is
+    skipped, not the whole stack: reading an unknown raises UnknownValueError, which would otherwise end
+    the policy for every resource. It is checked once the value is known (a preview of the deployed stack)."""
+    for r in resources:
+        try:
+            found = list(findings(r))
+        except UnknownValueError:
+            continue
+        for message in found:
+            report_violation(message, r.urn)

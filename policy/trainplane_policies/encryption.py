@@ -21,7 +21,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .common import config_schema, dig, items, linked, settings, truthy
+from .common import config_schema, dig, items, linked, report_each, settings, truthy
 
 NAME = "trainplane-encryption-at-rest"
 S3_BUCKET = "aws:s3/bucket:Bucket"
@@ -38,18 +38,18 @@ PROPERTIES: dict[str, dict[str, Any]] = {
 }
 
 
-def _s3(resources: list[PolicyResource], allowed: list[str], report: ReportViolation) -> None:
-    configs = [r for r in resources if r.resource_type == S3_SSE]
-    for bucket in (r for r in resources if r.resource_type == S3_BUCKET):
-        mine = [c for c in configs if linked(c, "bucket", [bucket])]
-        algorithms = [
-            dig(rule, "applyServerSideEncryptionByDefault.sseAlgorithm")
-            for c in mine
-            for rule in items(c.props.get("rules"))
-        ]
-        if not any(a in allowed for a in algorithms):
-            found = ", ".join(str(a) for a in algorithms) or "no encryption configuration"
-            report(f"S3 bucket {bucket.name}: {found} (allowed: {', '.join(allowed)})", bucket.urn)
+def _s3(bucket: PolicyResource, configs: list[PolicyResource], allowed: list[str]) -> str | None:
+    """Why an S3 bucket's default encryption is missing or not allowed, None when it is fine."""
+    algorithms = [
+        dig(rule, "applyServerSideEncryptionByDefault.sseAlgorithm")
+        for c in configs
+        if linked(c, "bucket", [bucket])
+        for rule in items(c.props.get("rules"))
+    ]
+    if any(a in allowed for a in algorithms):
+        return None
+    found = ", ".join(str(a) for a in algorithms) or "no encryption configuration"
+    return f"{found} (allowed: {', '.join(allowed)})"
 
 
 def _unencrypted(r: PolicyResource) -> str | None:
@@ -72,10 +72,14 @@ def _unencrypted(r: PolicyResource) -> str | None:
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    _s3(args.resources, list(settings(args, PROPERTIES)["s3Algorithms"]), report_violation)
-    for r in args.resources:
-        if (why := _unencrypted(r)) is not None:
-            report_violation(f"{r.resource_type} {r.name}: {why}", r.urn)
+    allowed = list(settings(args, PROPERTIES)["s3Algorithms"])
+    configs = [r for r in args.resources if r.resource_type == S3_SSE]
+
+    def findings(r: PolicyResource) -> list[str]:
+        why = _s3(r, configs, allowed) if r.resource_type == S3_BUCKET else _unencrypted(r)
+        return [] if why is None else [f"{r.resource_type} {r.name}: {why}"]
+
+    report_each(args.resources, findings, report_violation)
 
 
 POLICY = StackValidationPolicy(

@@ -150,6 +150,21 @@ def test_a_gcs_bucket_open_to_all_users_fails():
     ]
 
 
+def test_a_value_unknown_in_preview_skips_its_resource_not_the_whole_stack_policy():
+    """A new service account's email is unknown during a preview: the IAM member naming it is skipped
+    (pulumi-policy raises UnknownValueError on reading it), the other buckets are still checked."""
+    from pulumi_policy.proxy import UNKNOWN_STRING_VALUE
+
+    recs = records("gcp-dev")
+    for r in recs:
+        if r["type"] == "gcp:storage/bucketIAMMember:BucketIAMMember":
+            r["inputs"]["member"] = UNKNOWN_STRING_VALUE
+    find(recs, "gcp:storage/bucket:Bucket", "checkpoints")["inputs"]["publicAccessPrevention"] = "inherited"
+    assert violations(recs, buckets.PUBLIC_NAME) == {
+        buckets.PUBLIC_NAME: ["GCS bucket ml-dev-buckets-checkpoints: publicAccessPrevention is not enforced"]
+    }
+
+
 def test_a_bucket_policy_allowing_everyone_fails():
     recs = records("aws-dev")
     find(recs, "aws:s3/bucketPolicy:BucketPolicy", "logs")["inputs"]["policy"] = (
@@ -174,12 +189,13 @@ def test_unencrypted_ebs_and_a_bucket_without_kms_fail_encryption():
         for r in recs
         if not (r["type"].endswith("BucketServerSideEncryptionConfiguration") and "logs" in r["name"])
     ]
-    assert violations(recs, encryption.NAME) == {
-        encryption.NAME: [
-            "S3 bucket ml-dev-buckets-logs-bucket: no encryption configuration (allowed: aws:kms, aws:kms:dsse)",
+    assert sorted(violations(recs, encryption.NAME)[encryption.NAME]) == sorted(
+        [
+            "aws:s3/bucket:Bucket ml-dev-buckets-logs-bucket: no encryption configuration (allowed: aws:kms, "
+            "aws:kms:dsse)",
             "aws:ec2/launchTemplate:LaunchTemplate ml-dev-h100-lt: EBS devices /dev/xvda not encrypted",
         ]
-    }
+    )
 
 
 def test_eks_without_secrets_encryption_and_gke_decrypted_fail():
@@ -348,3 +364,24 @@ def test_the_offline_engine_records_protect_and_property_dependencies():
     bucket, versioning = result.named("b"), result.named("v")
     assert bucket.protect and not versioning.protect
     assert versioning.property_deps["bucket"] == (bucket.urn,)
+
+
+def test_the_offline_check_prints_violations_and_exits_1_and_2_on_bad_input(tmp_path, capsys):
+    from policy.trainplane_policies.__main__ import main
+
+    config = tmp_path / "guardrails.json"
+    # Regions would fail (us-east-1 is not listed) but the policy is disabled.
+    config.write_text(
+        '{"trainplane-gpu-cap": {"maxGpus": 8}, '
+        '"trainplane-allowed-regions": {"regions": ["eu-west-1"], "enforcementLevel": "disabled"}}'
+    )
+    assert main(["check", "aws-dev", "--config", str(config)]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        "trainplane-gpu-cap: the stack scales to 32 GPUs (ml-dev-h100-ng 32), above 8",
+        "aws-dev: 1 violation(s) of 8 policies",
+    ]
+    config.write_text("[1]")
+    assert main(["check", "aws-dev", "--config", str(config)]) == 2
+    assert capsys.readouterr().err.strip().endswith("not a JSON object of policy names")
+    assert main(["check", "no-such-stack"]) == 2
+    assert "no such stack file" in capsys.readouterr().err
