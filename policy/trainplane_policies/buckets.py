@@ -6,7 +6,9 @@ are resources of their own that name it):
   prevention `enforced`; no IAM member or binding for allUsers/allAuthenticatedUsers.
 - trainplane-checkpoint-buckets-protected: the checkpoint bucket keeps overwritten and deleted checkpoints
   (S3: versioning Enabled; GCS: versioning on or a retention policy) or is `protect`ed, and a GCS one is
-  not force-destroyed (`pulumi destroy` would delete every checkpoint in it).
+  not force-destroyed (`pulumi destroy` would delete every checkpoint in it). `retainOnDelete` cannot
+  count: a policy sees `protect` but not it (pulumi pulumi/analyzer.proto AnalyzerResourceOptions:
+  protect, ignoreChanges, deleteBeforeReplace, additionalSecretOutputs, aliases, customTimeouts, parent).
 """
 
 from __future__ import annotations
