@@ -26,7 +26,7 @@ def test_every_reference_stack_passes_every_policy(stack):
         assert violations(records(stack)) == {}
 
 
-def test_the_pack_has_the_seven_guardrails_each_with_a_description_and_defaults():
+def test_the_pack_has_eight_policies_for_the_seven_guardrails_each_described_with_defaults():
     names = [p.name for p in POLICIES]
     assert len(set(names)) == len(names) == 8
     for p in POLICIES:
@@ -385,3 +385,17 @@ def test_the_offline_check_prints_violations_and_exits_1_and_2_on_bad_input(tmp_
     assert capsys.readouterr().err.strip().endswith("not a JSON object of policy names")
     assert main(["check", "no-such-stack"]) == 2
     assert "no such stack file" in capsys.readouterr().err
+
+
+def test_a_gpu_platform_template_stack_with_a_cost_center_passes_the_pack(tmp_path):
+    """`pulumi new gpu-platform` asks for the cost center; the first team owns the shared resources."""
+    from infra.mockcloud import run_program
+    from tests.helpers.templates import instantiate
+
+    config = instantiate("gpu-platform", tmp_path, {"trainplane:costCenter": "ml-research"})
+    result = run_program(config, "dev", program=tmp_path / "__main__.py")
+    with stack_named("dev"):
+        assert violations(records_of(result, config)) == {}
+    config = instantiate("gpu-platform", tmp_path / "none")
+    result = run_program(config, "dev", program=tmp_path / "none" / "__main__.py")
+    assert "lack cost-center" in violations(records_of(result, config), tags.NAME)[tags.NAME][0]
