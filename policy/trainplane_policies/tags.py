@@ -7,6 +7,8 @@ resource_tags; namespaces: components/bundle.py owner_labels); a stack without t
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from typing import Any
 
 from pulumi_policy import EnforcementLevel, ReportViolation, ResourceValidationArgs, ResourceValidationPolicy
@@ -86,12 +88,27 @@ def _where(args: ResourceValidationArgs) -> tuple[str, str] | None:
     return None
 
 
+def provider_defaults(args: ResourceValidationArgs) -> dict[str, Any]:
+    """Tags (labels) the resource's provider adds to every resource it makes: AWS `defaultTags.tags`, GCP
+    `defaultLabels` (pulumi_aws ProviderDefaultTagsArgs, pulumi_gcp Provider default_labels). Provider
+    inputs may arrive JSON-encoded (an explicit provider's nested config), or as an object."""
+    if args.provider is None:
+        return {}
+    key = "defaultTags" if args.resource_type.startswith("aws:") else "defaultLabels"
+    value = args.provider.props.get(key)
+    if isinstance(value, str):
+        value = json.loads(value or "{}")
+    found = dig(value, "tags") if key == "defaultTags" else value
+    return dict(found) if isinstance(found, Mapping) else {}
+
+
 def validate(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     where = _where(args)
     if where is None:
         return
     path, key = where
-    tags: Any = dig(args.props, path) or {}
+    own = dig(args.props, path) or {}
+    tags: Any = {**(provider_defaults(args) if key == "tagKeys" else {}), **own}
     missing = sorted(k for k in settings(args, PROPERTIES)[key] if not tags.get(k))
     if missing:
         report_violation(

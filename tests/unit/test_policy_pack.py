@@ -49,6 +49,17 @@ def test_a_bucket_without_a_cost_center_fails_required_tags():
     }
 
 
+def test_the_providers_default_tags_count():
+    """Tags the AWS provider adds to everything (`aws:defaultTags`, JSON in the stack config) satisfy the
+    policy for a resource that sets none of its own."""
+    recs = records("aws-dev")
+    bucket = find(recs, "aws:s3/bucket:Bucket", "checkpoints")
+    del bucket["inputs"]["tags"]
+    assert tags.NAME in violations([bucket], tags.NAME)
+    bucket["config"]["aws:defaultTags"] = '{"tags": {"team": "ml-platform", "cost-center": "ml-research"}}'
+    assert violations([bucket], tags.NAME) == {}
+
+
 def test_a_platform_without_team_and_cost_center_fails_on_cloud_resources_and_namespaces():
     """The keys flow from the spec: left out, every taggable resource and namespace is reported."""
     platform = platform_object("gcp-dev")
