@@ -1,7 +1,9 @@
-"""The pack as the engine runs it: policy/__main__.py in a process of its own serves the Analyzer gRPC
-service on the port it prints (pulumi-policy v1.21.0 policy.py PolicyPack: server.start(), then the port on
-stdout), and answers GetAnalyzerInfo and Analyze the way `pulumi preview --policy-pack policy/` calls them
-(pulumi pulumi/analyzer.proto: AnalyzeRequest type, properties, urn, name)."""
+"""The pack as the engine runs it: the CLI's pulumi-analyzer-policy-python starts
+`python -u -m pulumi.policy ENGINE PACK_DIR` in the pack's virtualenv (pulumi/pulumi
+sdk/python/dist/pulumi-analyzer-policy-python), which runs PACK_DIR/__main__.py (pulumi 3.272.0
+pulumi/policy/__main__.py: runpy.run_path); PolicyPack then serves the Analyzer gRPC service on the port it
+prints (pulumi-policy v1.21.0 policy.py). The tests call GetAnalyzerInfo and Analyze as `pulumi preview
+--policy-pack policy/` does (pulumi/analyzer.proto: AnalyzeRequest type, properties, urn, name)."""
 
 from __future__ import annotations
 
@@ -22,7 +24,8 @@ from tests.helpers.plans import ROOT
 def analyzer():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
-        [sys.executable, "-u", "__main__.py"],
+        # The engine address is the analyzer's to use; the pack only serves.
+        [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(ROOT / "policy")],
         cwd=ROOT / "policy",
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
