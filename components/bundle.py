@@ -37,6 +37,19 @@ TEAM_SERVICE_ACCOUNT = "trainer"
 MONITORING_NAMESPACE = "monitoring"
 LOKI_SERVICE_ACCOUNT = "loki"
 
+# Who owns and pays for a namespace: on every namespace the platform makes (a team's: the team and its
+# cost center; the platform's own: the platform's `team` and `costCenter`). Not trainplane.dev/team: Kueue
+# manages the jobs of every namespace that carries that one (kueue_objects.managedJobsNamespaceSelector).
+OWNER_LABEL = "trainplane.dev/owner"
+COST_CENTER_LABEL = "trainplane.dev/cost-center"
+
+
+def owner_labels(team: str | None, cost_center: str | None) -> dict[str, str]:
+    """The ownership labels of a namespace; a key left unset in the spec is left off (the policy pack
+    reports it), never written empty."""
+    labels = {OWNER_LABEL: team, COST_CENTER_LABEL: cost_center}
+    return {k: v for k, v in labels.items() if v}
+
 
 def team_namespace(team: TeamSpec | str) -> str:
     return team if isinstance(team, str) else team.name
@@ -152,6 +165,9 @@ class ClusterBundle:
     storage_class: str | None = None
     # Resources that must exist before anything asks for a volume of `storage_class` (CSI add-on, class).
     storage_ready: tuple[pulumi.Resource, ...] = ()
+    # The ownership labels of the platform's own namespaces (owner_labels of the platform spec), set by the
+    # in-cluster layer from the spec.
+    owner_labels: Mapping[str, str] = field(default_factory=dict)
 
 
 def pool_labels(pool: NodePoolSpec) -> dict[str, str]:

@@ -60,6 +60,11 @@ def platform_from_prompts(get: Get) -> dict[str, Any]:
             platform[key] = value
     quota = gpus_per_node * max_nodes if isinstance(gpus_per_node, int) and isinstance(max_nodes, int) else 0
     platform["teams"] = [{"name": get("team") or "ml", "gpuQuota": quota}]
+    # The first team owns the shared resources; the cost center is asked for (empty: none, and the policy
+    # pack's trainplane-required-tags says so, docs/policy.md).
+    platform["team"] = get("team") or "ml"
+    if get("costCenter"):
+        platform["costCenter"] = get("costCenter")
     return platform
 
 

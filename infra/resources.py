@@ -8,7 +8,7 @@ records, also when read back from a plan dump. Light on purpose: no Pulumi impor
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 HELM_RELEASE = "kubernetes:helm.sh/v3:Release"
@@ -46,6 +46,11 @@ class Resource:
     # The URN a real engine gives it: the mock monitor keeps only the parent's own type in `urn`, the
     # engine the parent's whole type chain (pulumi.runtime.resource: parent URN up to "::" + "$" + type).
     engine_urn: str = ""
+    # The `protect` resource option, and the URNs each input property depends on (an Output of another
+    # resource's): what a policy pack sees of a resource besides its inputs (pulumi-policy
+    # PolicyResourceOptions.protect, PolicyResource.property_dependencies).
+    protect: bool = False
+    property_deps: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def is_kubernetes_object(self) -> bool:

@@ -54,7 +54,7 @@ class AwsCloud(pulumi.ComponentResource):
         spec = args.spec
         assert spec.region is not None, "the spec requires a region on aws"
         cluster_name = spec.cluster.name
-        tags = {**spec.tags, "trainplane.dev/cluster": cluster_name}
+        tags = {**spec.resource_tags(), "trainplane.dev/cluster": cluster_name}
         child = pulumi.ResourceOptions(parent=self)
 
         network = Network(

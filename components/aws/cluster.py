@@ -217,6 +217,7 @@ class EksCluster(pulumi.ComponentResource):
                 from_port=443,
                 to_port=443,
                 description=f"Kubernetes API (private endpoint) from {cidr}",
+                tags=tags,
                 opts=child,
             )
             access.append(api_rule)
@@ -231,6 +232,7 @@ class EksCluster(pulumi.ComponentResource):
                 cluster_name=self.cluster.name,
                 principal_arn=principal,
                 type="STANDARD",
+                tags=tags,
                 opts=child,
             )
             # An access entry without a policy association authenticates but may do nothing (EKS user

@@ -249,6 +249,7 @@ class NodePool(pulumi.ComponentResource):
                     referenced_security_group_id=efa_sg.id,
                     ip_protocol="-1",
                     description="EFA: all traffic between members of this group",
+                    tags=tags,
                     opts=child,
                 )
             security_groups.append(efa_sg.id)

@@ -42,6 +42,7 @@ def _client_rules(
     sources: dict[str, pulumi.Input[str]],
     port_ranges: Sequence[tuple[int, int]],
     opts: pulumi.ResourceOptions,
+    tags: dict[str, str],
 ) -> list[pulumi.Resource]:
     rules: list[pulumi.Resource] = []
     for source_name, source in sources.items():
@@ -54,6 +55,7 @@ def _client_rules(
                 from_port=lo,
                 to_port=hi,
                 description=f"{source_name}: TCP {lo}" + ("" if lo == hi else f"-{hi}"),
+                tags=tags,
                 opts=opts,
             )
             rules.append(rule)
@@ -85,6 +87,7 @@ class LustreStorage(pulumi.ComponentResource):
             # Lustre clients reach the file servers on TCP 988 and 1018-1023 (FSx for Lustre user guide).
             [(988, 988), (1018, 1023)],
             child,
+            tags,
         )
         egress = aws.vpc.SecurityGroupEgressRule(
             f"{name}-sg-out",
@@ -92,6 +95,7 @@ class LustreStorage(pulumi.ComponentResource):
             cidr_ipv4="0.0.0.0/0",
             ip_protocol="-1",
             description="Replies to clients and S3 data repository traffic",
+            tags=tags,
             opts=child,
         )
         capacity = st.capacity_gib or DEFAULT_LUSTRE_GIB
@@ -186,7 +190,9 @@ class EfsStorage(pulumi.ComponentResource):
             tags=tags,
             opts=child,
         )
-        _client_rules(f"{name}-sg", sg, {"nodes": args.node_security_group_id}, [(NFS_PORT, NFS_PORT)], child)
+        _client_rules(
+            f"{name}-sg", sg, {"nodes": args.node_security_group_id}, [(NFS_PORT, NFS_PORT)], child, tags
+        )
         fs = aws.efs.FileSystem(
             f"{name}-fs",
             encrypted=True,

@@ -57,7 +57,10 @@ class GcpCloud(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         # What every GCP component needs of the spec; each takes only its own part besides.
         place = GcpPlacement(
-            project=spec.project, region=spec.region, cluster_name=spec.cluster.name, tags=spec.tags
+            project=spec.project,
+            region=spec.region,
+            cluster_name=spec.cluster.name,
+            tags=spec.resource_tags(),
         )
         lustre = any(s.kind == "lustre" for s in spec.storage)
         legacy_lustre = lustre and uses_legacy_lustre_port(spec.cluster.kubernetes_version)

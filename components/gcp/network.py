@@ -172,6 +172,7 @@ class Network(pulumi.ComponentResource):
                 address=str(psa_cidr.network_address),
                 prefix_length=psa_cidr.prefixlen,
                 description="private services access range (Managed Lustre)",
+                labels=place.labels,
                 opts=child,
             )
             self.private_services = gcp.servicenetworking.Connection(

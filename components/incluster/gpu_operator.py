@@ -205,7 +205,7 @@ class GpuOperator(pulumi.ComponentResource):
             metadata={
                 "name": GPU_OPERATOR_NAMESPACE,
                 # The operator's DaemonSets are privileged (driver, toolkit, device plugin).
-                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+                "labels": {"pod-security.kubernetes.io/enforce": "privileged", **args.bundle.owner_labels},
             },
             opts=child,
         )

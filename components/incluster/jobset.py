@@ -45,7 +45,9 @@ class JobSetController(pulumi.ComponentResource):
     def __init__(self, name: str, args: JobSetControllerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:JobSetController", name, None, opts)
         ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": JOBSET_NAMESPACE}, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-ns",
+            metadata={"name": JOBSET_NAMESPACE, "labels": dict(args.bundle.owner_labels)},
+            opts=pulumi.ResourceOptions(parent=self),
         )
         release = k8s.helm.v3.Release(
             f"{name}-jobset",

@@ -7,12 +7,12 @@ Every child uses the bundle's Kubernetes provider.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components.bundle import MONITORING_NAMESPACE, ClusterBundle, team_namespace
+from components.bundle import MONITORING_NAMESPACE, ClusterBundle, owner_labels, team_namespace
 from components.incluster.cost_rules import PoolPrice
 from components.incluster.fabric import FabricObjects, FabricObjectsArgs
 from components.incluster.gpu_operator import GpuOperator, GpuOperatorArgs
@@ -58,7 +58,8 @@ class InClusterPlatform(pulumi.ComponentResource):
         # Children inherit the bundle's provider: nothing here may reach the ambient kubeconfig.
         opts = pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[args.bundle.provider]))
         super().__init__("trainplane:kubernetes:InClusterPlatform", name, None, opts)
-        spec, bundle = args.spec, args.bundle
+        spec = args.spec
+        bundle = replace(args.bundle, owner_labels=owner_labels(spec.team, spec.cost_center))
         child = pulumi.ResourceOptions(parent=self)
         self.teams = {
             t.name: TeamTenancy(f"{name}-team-{t.name}", TeamTenancyArgs(team=t, bundle=bundle), child)
@@ -78,7 +79,7 @@ class InClusterPlatform(pulumi.ComponentResource):
             metadata={
                 "name": MONITORING_NAMESPACE,
                 # node-exporter and Alloy read the host (hostNetwork, hostPID, hostPath).
-                "labels": {"pod-security.kubernetes.io/enforce": "privileged"},
+                "labels": {"pod-security.kubernetes.io/enforce": "privileged", **bundle.owner_labels},
             },
             opts=child,
         )

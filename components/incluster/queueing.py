@@ -99,7 +99,9 @@ class Queueing(pulumi.ComponentResource):
         super().__init__("trainplane:kubernetes:Queueing", name, None, opts)
         bundle = args.bundle
         ns = k8s.core.v1.Namespace(
-            f"{name}-ns", metadata={"name": KUEUE_NAMESPACE}, opts=pulumi.ResourceOptions(parent=self)
+            f"{name}-ns",
+            metadata={"name": KUEUE_NAMESPACE, "labels": dict(bundle.owner_labels)},
+            opts=pulumi.ResourceOptions(parent=self),
         )
         chart = CHARTS["kueue"]
         values: dict[str, Any] = {

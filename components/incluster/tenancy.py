@@ -29,10 +29,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components.bundle import (
+    COST_CENTER_LABEL,
     MONITORING_NAMESPACE,
     TEAM_SERVICE_ACCOUNT,
     ClusterBundle,
     NodePoolInfo,
+    owner_labels,
     team_namespace,
 )
 from components.incluster.names import TRAINER_METRICS_PORT
@@ -255,7 +257,12 @@ class TeamTenancy(pulumi.ComponentResource):
             metadata={
                 "name": ns_name,
                 # Pod Security: baseline, or what the platform's GPU fabric needs (pod_security_labels).
-                "labels": {TEAM_LABEL: team.name, **pod_security_labels(bundle.node_pools)},
+                "labels": {
+                    TEAM_LABEL: team.name,
+                    **pod_security_labels(bundle.node_pools),
+                    # The team owns its namespace; its cost center, else the platform's, pays for it.
+                    **owner_labels(team.name, team.cost_center or bundle.owner_labels.get(COST_CENTER_LABEL)),
+                },
             },
             opts=child,
         )

@@ -29,6 +29,14 @@ if TYPE_CHECKING:
 # (flex-start, queued provisioning).
 Capacity = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start", "queued"]
 
+# A cost center as a tag value and a GCP label value (lowercase letters, digits, '_' and '-', at most 63:
+# GCP "Labels" requirements), so one value reaches AWS tags, GCP labels and Kubernetes labels unchanged.
+COST_CENTER = r"^[a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?$"
+# The tag/label keys the platform's ownership keys (`team`, `costCenter`) write on every cloud resource
+# that takes tags or labels; the policy pack (policy/) requires them.
+TEAM_TAG = "team"
+COST_CENTER_TAG = "cost-center"
+
 
 class ClusterSpec(Spec):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
@@ -199,6 +207,8 @@ class TeamSpec(Spec):
     stragglers: Literal["alert", "quarantine"] = "alert"
     # Idle reclaim of the team's jobs; None: no idle policy (the platform-wide GpuIdleButAllocated alert only).
     idle: IdleSpec | None = None
+    # What this team's namespace is charged to (label trainplane.dev/cost-center); default: the platform's.
+    cost_center: str | None = Field(default=None, pattern=COST_CENTER)
 
 
 class MigSpec(Spec):
@@ -323,6 +333,10 @@ class PlatformSpec(Spec):
     queueing: QueueingSpec = QueueingSpec()
     pricing: PricingSpec = PricingSpec()
     tags: dict[str, str] = Field(default_factory=dict)
+    # Who owns and pays for the platform's shared resources: tags `team` and `cost-center` on every cloud
+    # resource that takes tags (GCP: labels), labels on its Kubernetes namespaces (`resource_tags`).
+    team: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
+    cost_center: str | None = Field(default=None, pattern=COST_CENTER)
     # gcp
     project: str | None = Field(default=None, pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
     zones: list[str] = Field(default_factory=list)
@@ -353,6 +367,11 @@ class PlatformSpec(Spec):
         from components.spec.rules import check_platform
 
         return load_checked(cls, raw, root, check_platform)
+
+    def resource_tags(self) -> dict[str, str]:
+        """The stack's `tags` with the ownership keys as tags (`team`, `costCenter` win over `tags`)."""
+        owner = {TEAM_TAG: self.team, COST_CENTER_TAG: self.cost_center}
+        return {**self.tags, **{k: v for k, v in owner.items() if v is not None}}
 
     def gpu_pools(self) -> list[NodePoolSpec]:
         return [p for p in self.node_pools if p.is_gpu]

@@ -209,6 +209,8 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     ignore_changes=tuple(request.ignoreChanges),
                     alias_urns=aliases,
                     engine_urn=engine_urn,
+                    protect=bool(request.protect),
+                    property_deps={k: tuple(v.urns) for k, v in request.propertyDependencies.items()},
                 )
             )
         return response
