@@ -34,14 +34,17 @@ from typing import Any
 import kopf
 
 try:
-    from components.incluster import quarantine, suspects
+    from components.incluster import idle_reclaim, quarantine, suspects
     from components.incluster.agent_runtime import SA_DIR, KubeApi, log
-    from components.incluster.node_reconcile import Controller
+    from components.incluster.idle_round import IdleRound
+    from components.incluster.node_reconcile import Controller, query_prometheus
 except ImportError:  # in the controller pod: shipped next to this file
+    import idle_reclaim  # type: ignore[import-not-found,no-redef]
     import quarantine  # type: ignore[import-not-found,no-redef]
     import suspects  # type: ignore[import-not-found,no-redef]
     from agent_runtime import SA_DIR, KubeApi, log  # type: ignore[import-not-found,no-redef]
-    from node_reconcile import Controller  # type: ignore[import-not-found,no-redef]
+    from idle_round import IdleRound  # type: ignore[import-not-found,no-redef]
+    from node_reconcile import Controller, query_prometheus  # type: ignore[import-not-found,no-redef]
 
 CONFIG_ENV = "GPU_HEALTH_CONFIG"
 
@@ -97,8 +100,24 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: An
         CONTROLLER = Controller(json.load(f), LoginApi())
     CONTROLLER.nodes = kwargs["gpu_nodes"]
     memo.round = asyncio.create_task(
-        _rounds(CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"])
+        _rounds(
+            CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"], _idle_round(CONTROLLER)
+        )
     )
+
+
+def _idle_round(controller: Controller) -> IdleRound:
+    """Idle reclaim (idle_round.py) for the teams with an idle policy; a no-op without any."""
+    config = controller.config
+
+    def query(q: str) -> list[dict]:
+        return query_prometheus(config["prometheusUrl"], q)
+
+    def event(target: dict, reason: str, message: str) -> None:
+        type_ = "Warning" if reason in idle_reclaim.WARNING_EVENTS else "Normal"
+        controller.event(target, target["kind"], reason, message, type_, api_version=target["apiVersion"])
+
+    return IdleRound(config, controller.api, query, event, controller.clock)
 
 
 @kopf.on.cleanup()
@@ -108,10 +127,17 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         task.cancel()
 
 
-async def _rounds(controller: Controller, nodes: kopf.Index, diags: kopf.Index, gpu_pods: kopf.Index) -> None:
-    """Every interval, every GPU node again: XIDs (and the startup grace) change without a node event."""
+async def _rounds(
+    controller: Controller, nodes: kopf.Index, diags: kopf.Index, gpu_pods: kopf.Index, idle: IdleRound
+) -> None:
+    """Every interval, every GPU node again: XIDs (and the startup grace) change without a node event; then
+    the idle round (the idle alerts change without any object's event)."""
     while True:
         await asyncio.sleep(controller.interval)
+        try:
+            await asyncio.to_thread(idle.run)
+        except Exception as e:  # the node rounds go on
+            log("idle_round_failed", error=repr(e))
         for name in list(nodes):
             for node in list(nodes.get(name, [])):
                 try:

@@ -104,6 +104,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 straggler_quarantine=tuple(
                     team_namespace(t) for t in spec.teams if t.stragglers == "quarantine"
                 ),
+                idle_teams=tuple((t.name, team_namespace(t), t.idle) for t in spec.teams if t.idle),
             ),
             child,
         )
