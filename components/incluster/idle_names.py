@@ -9,7 +9,8 @@ labelled with the job, its namespace, the team and the action -> the controller 
 below, or the team's own exemption labels), posts a Warning Event on the job, and with `requeue` deactivates the
 job's Kueue Workload (spec.active=false): Kueue evicts it, the JobSet/Job is suspended, its pods get SIGTERM and
 the trainer writes its checkpoint in the grace period (the spot-preemption path), then the controller sets the
-Workload active again once the job's pods are gone, so the job waits in its queue behind what was waiting.
+Workload active again once the job's pods are gone, so the job waits in its queue again (in its creation-time
+order, not at the back: kueue v0.19.2 pkg/workload/workload.go GetQueueOrderTimestamp; idle_reclaim.py).
 """
 
 from __future__ import annotations
