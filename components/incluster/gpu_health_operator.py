@@ -17,7 +17,9 @@ CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
   `--all-namespaces` (pods of every namespace without listing namespaces), `settings.posting.enabled`
   off (our Events are posted by us, with the contract's reasons and CONTROLLER_NAME as their source);
 - the periodic round (XIDs from Prometheus change without any node event) is a task started by the
-  startup handler over the node index, cancelled by the cleanup handler;
+  startup handler over the node index, cancelled by the cleanup handler; each round also runs idle reclaim
+  (idle_round.py: it lists the team namespaces' jobs and Workloads itself, see there why not through kopf
+  indexes; its permissions are idle_reclaim.IDLE_PERMISSIONS);
 - pods: an index of the diagnostic pods, one of the GPU pods per node (to evict), and an event handler
   that remembers trainer hang exits (suspects.py (b)), all from one watch of pods.
 The Kubernetes calls of our own (patches, evictions, Events) go through agent_runtime.KubeApi in kopf's

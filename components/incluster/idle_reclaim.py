@@ -9,8 +9,11 @@ What Kueue does with it (kueue v0.19.2):
   `<kind>-<job>-<hash>` (workload_names.go GetWorkloadNameForOwnerWithGVK), so it is found by the owner's uid;
 - `spec.active: false` evicts an admitted Workload with reason Deactivated (apis/kueue/v1beta2/workload_types.go
   WorkloadDeactivated; pkg/controller/core/workload_controller.go), the job reconciler then stops the job
-  (reconciler.go "handle eviction": stopJob, StopReasonWorkloadEvicted): the JobSet/Job is suspended and its
-  pods deleted with their grace period, so the trainer gets SIGTERM and checkpoints (the preemption path);
+  (reconciler.go "handle eviction": stopJob, StopReasonWorkloadEvicted; pkg/controller/jobs/jobset
+  Suspend sets spec.suspend): the JobSet suspends its child Jobs (jobset v0.12.0 pkg/controllers/
+  jobset_controller.go suspendJobs) and the Job controller terminates their running pods with SIGTERM and
+  their grace period (Kubernetes docs, "Jobs: Suspending a Job"), so the trainer checkpoints (the preemption
+  path; tests/integration/test_idle_reclaim.py);
 - `spec.active: true` again sets Requeued=True reason Reactivated (workload_controller.go) and the Workload
   queues again. It is NOT queued behind what was waiting: its queue order is its creation time
   (pkg/workload/workload.go Ordering.GetQueueOrderTimestamp: only PodsReady-timeout and admission-check
