@@ -342,8 +342,10 @@ class GpuHealth(pulumi.ComponentResource):
             opts=child,
         )
         if args.idle_teams:
-            # The exemption series the idle alert excludes. Prometheus selects every PodMonitor
-            # (observability.py: podMonitorSelectorNilUsesHelmValues false); its CRD comes with
+            # The exemption series the idle alert excludes. Prometheus selects every PodMonitor of every
+            # namespace (observability.py sets podMonitorSelectorNilUsesHelmValues false; the chart's
+            # podMonitorSelector and podMonitorNamespaceSelector are {}: kube-prometheus-stack 88.5.3
+            # values.yaml prometheus.prometheusSpec); its CRD comes with
             # kube-prometheus-stack, which the GPU operator release (args.operator) waits for.
             k8s.apiextensions.CustomResource(
                 f"{name}-metrics",
