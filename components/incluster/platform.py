@@ -91,6 +91,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 ignored_xids=tuple(spec.gpu_health.ignored_xids),
                 pool_prices=args.pool_prices,
                 gpu_health=spec.gpu_health,
+                teams=tuple(spec.teams),
             ),
             child,
         )
