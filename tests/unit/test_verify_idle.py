@@ -3,8 +3,8 @@ plan of stacks/Pulumi.aws-h100-reserved.yaml with tests/helpers/idle_data.py's t
 eval: alert with an exemption label, ops: none) and its finding asserted by the rule's name.
 
 The controller's side (its PodMonitor for the exemption series, its Workload permissions) is the idle
-controller's (branch i20-idle-ctl); until it is in, `completed` adds them as it builds them, checks the plan
-is clean, then each test breaks one thing."""
+controller's (branch i20-idle-ctl): `bare` is the plan without it, `completed` adds it back as the tests
+build it, and the plan as built is clean too (test_the_plan_as_built_is_clean)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import copy
 import functools
 
 from components.incluster import recovery_names as R
+from components.incluster.gpu_health_controller import controller_rules
 from components.incluster.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
 from infra.mockcloud import run_program
 from infra.verify.model import Plan, from_run
@@ -42,9 +43,20 @@ def _run():
     return run_program(config_for(platform()), "idle-test")
 
 
-def bare(config: dict | None = None) -> Plan:
-    """The plan as this branch builds it; `config`: the spec verify reads (the resources stay)."""
+def built(config: dict | None = None) -> Plan:
+    """The plan as the platform builds it; `config`: the spec verify reads (the resources stay)."""
     return from_run(_run(), config or platform())
+
+
+def bare(config: dict | None = None) -> Plan:
+    """The plan without the idle controller's side (its PodMonitor, its idle permissions): each test adds
+    back what it needs."""
+
+    def recovery_only(inputs: dict) -> None:
+        inputs["rules"] = controller_rules()
+
+    plan_ = edit(built(config), kind("ClusterRole", R.CONTROLLER_NAME), recovery_only)
+    return plan_.replaced(lambda r: {"__drop__": True} if kind("PodMonitor", R.CONTROLLER_NAME)(r) else None)
 
 
 def _workload_permissions(inputs: dict) -> None:
@@ -61,6 +73,11 @@ def completed(plan_: Plan) -> Plan:
 @functools.cache
 def clean() -> Plan:
     return completed(bare())
+
+
+def test_the_plan_as_built_is_clean():
+    for check in ("idle", "observability", "recovery"):
+        assert [line for line in lines(run(built(), check)) if line.startswith(f"{check}:")] == [], check
 
 
 def found(plan_: Plan, rule: str, check: str = "idle") -> list[str]:
