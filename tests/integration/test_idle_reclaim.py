@@ -4,9 +4,9 @@ fake Kubernetes API (tests/helpers/fake_kube.py, with JobSets and Kueue Workload
 
 Prometheus scrapes two targets: the controller's own exemption gauge (IDLE_EXEMPT_METRIC, honor_labels as its
 PodMonitor has it), and a stub serving each job's mean GPU utilisation under JOB_GPU_UTIL's name (the recording
-rule from DCGM series is the idle rules' part, promtool-tested there). The alert is the contract's shape
-(idle_names.py / the idle rules: `JOB_GPU_UTIL < threshold unless on (namespace, job) IDLE_EXEMPT_METRIC == 1`,
-labels team/action) with `for: 2s` at a 1 s evaluation interval instead of the team's 30m: a real window would
+rule from DCGM series is the idle rules' part, promtool-tested there). The alert is the platform's own
+(idle_rules.idle_alert: `JOB_GPU_UTIL < threshold unless on (namespace, job) IDLE_EXEMPT_METRIC == 1`, labels
+team/action) with `for: 2s` at a 1 s evaluation interval instead of the team's 30m: a real window would
 take the window's length, and `for` is Prometheus' own; what is tested here is that the series the controller
 exports keep exempt jobs out of ALERTS, and what the controller does with the firing rows.
 
@@ -44,6 +44,8 @@ from components.incluster.idle_names import (
     IDLE_REQUEUED_AT_ANNOTATION,
     JOB_GPU_UTIL,
 )
+from components.incluster.idle_rules import idle_alert
+from components.spec import TeamSpec
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.trainer import BASE, Proc, free_port
 from tests.integration.test_gpu_health import operator, wait_for
@@ -57,9 +59,10 @@ pytestmark = [
 
 # The trainer runs until it is stopped (its steps take a fraction of a second; the alert takes seconds).
 STEPS = 100000
+# A team's namespace is its name (components.bundle.team_namespace).
 TEAMS = [
-    {"team": "a", "namespace": "team-a", "action": "requeue", "exemptLabels": {"tier": "interactive"}},
-    {"team": "b", "namespace": "team-b", "action": "alert", "exemptLabels": {}},
+    {"team": "team-a", "namespace": "team-a", "action": "requeue", "exemptLabels": {"tier": "interactive"}},
+    {"team": "team-b", "namespace": "team-b", "action": "alert", "exemptLabels": {}},
 ]
 
 
@@ -146,24 +149,18 @@ class UtilStub:
 
 
 def idle_rules() -> dict:
-    """The contract's alert, one rule per team (idle_names.py; the idle rules write the same shape)."""
-    return {
-        "groups": [
+    """The platform's alert per team (idle_rules.idle_alert), its `for` cut to 2s (module docstring)."""
+    rules = []
+    for t in TEAMS:
+        team = TeamSpec.model_validate(
             {
-                "name": "trainplane-idle",
-                "rules": [
-                    {
-                        "alert": IDLE_ALERT,
-                        "expr": f'({JOB_GPU_UTIL}{{namespace="{t["namespace"]}"}} < 5) unless on (namespace, job) '
-                        f"({IDLE_EXEMPT_METRIC} == 1)",
-                        "for": "2s",
-                        "labels": {"team": t["team"], "action": t["action"], "severity": "warning"},
-                    }
-                    for t in TEAMS
-                ],
+                "name": t["team"],
+                "gpuQuota": 8,
+                "idle": {"action": t["action"], "exemptLabels": t["exemptLabels"]},
             }
-        ]
-    }
+        )
+        rules.append({**idle_alert(team), "for": "2s"})
+    return {"groups": [{"name": "trainplane-idle", "rules": rules}]}
 
 
 @contextlib.contextmanager
