@@ -343,3 +343,23 @@ def test_round_without_prometheus_keeps_the_episodes_and_still_reactivates():
     r.announced = {("team-a", "j")}
     r.run()
     assert events == [(EVENT_IDLE_REACTIVATED, "j")] and r.announced == {("team-a", "j")}
+
+
+def test_an_elastic_jobs_pods_are_found_by_the_job_controllers_label():
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "elastic", "namespace": "team-a", "uid": "uid-elastic"},
+    }
+    wl = workload(job, active=False, annotations={IDLE_REQUEUED_AT_ANNOTATION: NOW})
+    running = {
+        "kind": "Pod",
+        "metadata": {
+            "name": "elastic-0",
+            "namespace": "team-a",
+            "labels": {"batch.kubernetes.io/job-name": "elastic"},
+        },
+        "status": {"phase": "Running"},
+    }
+    assert run([], [job], [wl], [running]).actions == []
+    assert summary(run([], [job], [wl], []))[1] == (EVENT_IDLE_REACTIVATED, "Job", "elastic")
