@@ -12,13 +12,16 @@ What Kueue does with it (kueue v0.19.2):
   (reconciler.go "handle eviction": stopJob, StopReasonWorkloadEvicted; pkg/controller/jobs/jobset
   Suspend sets spec.suspend): the JobSet suspends its child Jobs (jobset v0.12.0 pkg/controllers/
   jobset_controller.go suspendJobs) and the Job controller terminates their running pods with SIGTERM and
-  their grace period (Kubernetes docs, "Jobs: Suspending a Job"), so the trainer checkpoints (the preemption
-  path; tests/integration/test_idle_reclaim.py);
+  their grace period (Kubernetes blog "Introducing Suspended Jobs"; docs "Termination of Pods": SIGTERM,
+  KILL after the grace period), so the trainer checkpoints (the preemption path;
+  tests/integration/test_idle_reclaim.py);
 - `spec.active: true` again sets Requeued=True reason Reactivated (workload_controller.go) and the Workload
   queues again. It is NOT queued behind what was waiting: its queue order is its creation time
   (pkg/workload/workload.go Ordering.GetQueueOrderTimestamp: only PodsReady-timeout and admission-check
-  evictions take the eviction time), so it is readmitted ahead of younger Workloads of its priority. What
-  gives the GPUs back is the time it spends deactivated: until its pods are gone, others can be admitted.
+  evictions take the eviction time), so it is readmitted ahead of younger Workloads of its priority. The
+  quota is released once its pods are gone; Workloads Kueue admits before the controller's next round
+  (reactivation) keep the GPUs, otherwise the idle job may take them back at once (a known limit: holding it
+  deactivated while its queue has pending Workloads would be the next step).
 
 Rules:
 - an alert row (ALERTS{alertname=IDLE_ALERT, alertstate="firing"}) names namespace and job; only namespaces of
