@@ -3,8 +3,8 @@ plan of stacks/Pulumi.aws-h100-reserved.yaml with tests/helpers/idle_data.py's t
 eval: alert with an exemption label, ops: none) and its finding asserted by the rule's name.
 
 The controller's side (its PodMonitor for the exemption series, its Workload permissions) is the idle
-controller's (branch i20-idle-ctl); until it is in, `completed` adds them as it builds them, checks the plan
-is clean, then each test breaks one thing."""
+controller's (branch i20-idle-ctl); `completed` makes sure the plan has them as it builds them (added where
+this branch's plan lacks them), checks the plan is clean, then each test breaks one thing."""
 
 from __future__ import annotations
 
@@ -47,15 +47,35 @@ def bare(config: dict | None = None) -> Plan:
     return from_run(_run(), config or platform())
 
 
+WORKLOADS = {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list", "patch"]}
+
+
 def _workload_permissions(inputs: dict) -> None:
-    inputs["rules"] = [
-        *inputs["rules"],
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list", "patch"]},
-    ]
+    inputs["rules"] = [*inputs["rules"], WORKLOADS]
+
+
+def _no_workload_permissions(inputs: dict) -> None:
+    inputs["rules"] = [r for r in inputs["rules"] if "workloads" not in r.get("resources", [])]
+
+
+def with_monitor(plan_: Plan, honor_labels: bool = True) -> Plan:
+    """The plan with (only) this PodMonitor of the controller's metrics port."""
+    monitor = copy.deepcopy(POD_MONITOR)
+    monitor["spec"]["podMetricsEndpoints"][0]["honorLabels"] = honor_labels
+    return plus(
+        plan_.replaced(lambda r: {"__drop__": True} if kind("PodMonitor", R.CONTROLLER_NAME)(r) else None),
+        monitor,
+    )
 
 
 def completed(plan_: Plan) -> Plan:
-    return plus(edit(plan_, kind("ClusterRole", R.CONTROLLER_NAME), _workload_permissions), POD_MONITOR)
+    """The plan with the controller's Workload permissions and exemption PodMonitor, whether or not this
+    branch's plan has them yet."""
+    return with_monitor(edit(plan_, kind("ClusterRole", R.CONTROLLER_NAME), _workload_permissions))
+
+
+def without_requeue_rbac() -> Plan:
+    return edit(clean(), kind("ClusterRole", R.CONTROLLER_NAME), _no_workload_permissions)
 
 
 @functools.cache
@@ -161,7 +181,7 @@ def test_gpu_health_off():
 
 def test_requeue_without_workload_permissions():
     # the plan without the controller's Workload permissions: research (requeue) is found, eval (alert) not
-    got = found(plus(bare(), POD_MONITOR), "requeue-rbac")
+    got = found(without_requeue_rbac(), "requeue-rbac")
     assert len(got) == 1 and "team research" in got[0], got
     assert "kueue.x-k8s.io/workloads patch in namespace research" in got[0], got
 
@@ -182,20 +202,18 @@ def test_a_role_binding_in_the_team_namespace_grants_requeue():
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "idle-requeue"},
         "subjects": [{"kind": "ServiceAccount", "name": R.CONTROLLER_NAME, "namespace": NS}],
     }
-    assert found(plus(bare(), POD_MONITOR, role, binding), "requeue-rbac") == []
+    assert found(plus(without_requeue_rbac(), role, binding), "requeue-rbac") == []
     # ...but not one in another namespace
     other = {**binding, "metadata": {**binding["metadata"], "namespace": "eval"}}
     role_other = {**role, "metadata": {**role["metadata"], "namespace": "eval"}}
-    assert len(found(plus(bare(), POD_MONITOR, role_other, other), "requeue-rbac")) == 1
+    assert len(found(plus(without_requeue_rbac(), role_other, other), "requeue-rbac")) == 1
 
 
 def test_exemption_series_scraped_without_honor_labels_is_found_by_observability():
     """Without honorLabels, the exemption series' namespace and job are the controller pod's and the
     PodMonitor's, so `unless on (namespace, job)` never matches a job and exempt jobs alert (the
     observability check reads `on (...)` labels of joins)."""
-    monitor = copy.deepcopy(POD_MONITOR)
-    monitor["spec"]["podMetricsEndpoints"][0]["honorLabels"] = False
-    broken = plus(edit(bare(), kind("ClusterRole", R.CONTROLLER_NAME), _workload_permissions), monitor)
+    broken = with_monitor(clean(), honor_labels=False)
     got = found(broken, f"PrometheusRule monitoring/trainplane rule {IDLE_ALERT}: on (", "observability")
     assert {"'namespace'", "'job'"} <= {w for line in got for w in line.split() if w.startswith("'")}, got
     assert all("honorLabels false" in line for line in got), got
