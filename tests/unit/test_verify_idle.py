@@ -3,8 +3,8 @@ plan of stacks/Pulumi.aws-h100-reserved.yaml with tests/helpers/idle_data.py's t
 eval: alert with an exemption label, ops: none) and its finding asserted by the rule's name.
 
 The controller's side (its PodMonitor for the exemption series, its Workload permissions) is the idle
-controller's (branch i20-idle-ctl): `bare` is the plan without it, `completed` adds it back as the tests
-build it, and the plan as built is clean too (test_the_plan_as_built_is_clean)."""
+controller's (branch i20-idle-ctl); `completed` makes sure the plan has them as it builds them (added where
+this branch's plan lacks them), checks the plan is clean, then each test breaks one thing."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ import copy
 import functools
 
 from components.incluster import recovery_names as R
-from components.incluster.gpu_health_controller import controller_rules
 from components.incluster.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
 from infra.mockcloud import run_program
 from infra.verify.model import Plan, from_run
@@ -43,41 +42,45 @@ def _run():
     return run_program(config_for(platform()), "idle-test")
 
 
-def built(config: dict | None = None) -> Plan:
-    """The plan as the platform builds it; `config`: the spec verify reads (the resources stay)."""
+def bare(config: dict | None = None) -> Plan:
+    """The plan as this branch builds it; `config`: the spec verify reads (the resources stay)."""
     return from_run(_run(), config or platform())
 
 
-def bare(config: dict | None = None) -> Plan:
-    """The plan without the idle controller's side (its PodMonitor, its idle permissions): each test adds
-    back what it needs."""
-
-    def recovery_only(inputs: dict) -> None:
-        inputs["rules"] = controller_rules()
-
-    plan_ = edit(built(config), kind("ClusterRole", R.CONTROLLER_NAME), recovery_only)
-    return plan_.replaced(lambda r: {"__drop__": True} if kind("PodMonitor", R.CONTROLLER_NAME)(r) else None)
+WORKLOADS = {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list", "patch"]}
 
 
 def _workload_permissions(inputs: dict) -> None:
-    inputs["rules"] = [
-        *inputs["rules"],
-        {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": ["get", "list", "patch"]},
-    ]
+    inputs["rules"] = [*inputs["rules"], WORKLOADS]
+
+
+def _no_workload_permissions(inputs: dict) -> None:
+    inputs["rules"] = [r for r in inputs["rules"] if "workloads" not in r.get("resources", [])]
+
+
+def with_monitor(plan_: Plan, honor_labels: bool = True) -> Plan:
+    """The plan with (only) this PodMonitor of the controller's metrics port."""
+    monitor = copy.deepcopy(POD_MONITOR)
+    monitor["spec"]["podMetricsEndpoints"][0]["honorLabels"] = honor_labels
+    return plus(
+        plan_.replaced(lambda r: {"__drop__": True} if kind("PodMonitor", R.CONTROLLER_NAME)(r) else None),
+        monitor,
+    )
 
 
 def completed(plan_: Plan) -> Plan:
-    return plus(edit(plan_, kind("ClusterRole", R.CONTROLLER_NAME), _workload_permissions), POD_MONITOR)
+    """The plan with the controller's Workload permissions and exemption PodMonitor, whether or not this
+    branch's plan has them yet."""
+    return with_monitor(edit(plan_, kind("ClusterRole", R.CONTROLLER_NAME), _workload_permissions))
+
+
+def without_requeue_rbac() -> Plan:
+    return edit(clean(), kind("ClusterRole", R.CONTROLLER_NAME), _no_workload_permissions)
 
 
 @functools.cache
 def clean() -> Plan:
     return completed(bare())
-
-
-def test_the_plan_as_built_is_clean():
-    for check in ("idle", "observability", "recovery"):
-        assert [line for line in lines(run(built(), check)) if line.startswith(f"{check}:")] == [], check
 
 
 def found(plan_: Plan, rule: str, check: str = "idle") -> list[str]:
@@ -107,6 +110,12 @@ def test_the_completed_plan_is_clean_and_examined():
         "requeue RBAC in namespace research",
     } <= set(report.check("idle").examined)
     assert lines(run(clean(), "observability")) == []
+
+
+def test_the_plan_as_built_is_clean():
+    """This branch builds the controller's side: its plan passes idle, observability and recovery as is."""
+    for check in ("idle", "observability", "recovery"):
+        assert [line for line in lines(run(bare(), check)) if line.startswith(f"{check}:")] == [], check
 
 
 def test_reference_stacks_without_idle_policies_have_nothing_to_check():
@@ -178,7 +187,7 @@ def test_gpu_health_off():
 
 def test_requeue_without_workload_permissions():
     # the plan without the controller's Workload permissions: research (requeue) is found, eval (alert) not
-    got = found(plus(bare(), POD_MONITOR), "requeue-rbac")
+    got = found(without_requeue_rbac(), "requeue-rbac")
     assert len(got) == 1 and "team research" in got[0], got
     assert "kueue.x-k8s.io/workloads patch in namespace research" in got[0], got
 
@@ -199,20 +208,18 @@ def test_a_role_binding_in_the_team_namespace_grants_requeue():
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "idle-requeue"},
         "subjects": [{"kind": "ServiceAccount", "name": R.CONTROLLER_NAME, "namespace": NS}],
     }
-    assert found(plus(bare(), POD_MONITOR, role, binding), "requeue-rbac") == []
+    assert found(plus(without_requeue_rbac(), role, binding), "requeue-rbac") == []
     # ...but not one in another namespace
     other = {**binding, "metadata": {**binding["metadata"], "namespace": "eval"}}
     role_other = {**role, "metadata": {**role["metadata"], "namespace": "eval"}}
-    assert len(found(plus(bare(), POD_MONITOR, role_other, other), "requeue-rbac")) == 1
+    assert len(found(plus(without_requeue_rbac(), role_other, other), "requeue-rbac")) == 1
 
 
 def test_exemption_series_scraped_without_honor_labels_is_found_by_observability():
     """Without honorLabels, the exemption series' namespace and job are the controller pod's and the
     PodMonitor's, so `unless on (namespace, job)` never matches a job and exempt jobs alert (the
     observability check reads `on (...)` labels of joins)."""
-    monitor = copy.deepcopy(POD_MONITOR)
-    monitor["spec"]["podMetricsEndpoints"][0]["honorLabels"] = False
-    broken = plus(edit(bare(), kind("ClusterRole", R.CONTROLLER_NAME), _workload_permissions), monitor)
+    broken = with_monitor(clean(), honor_labels=False)
     got = found(broken, f"PrometheusRule monitoring/trainplane rule {IDLE_ALERT}: on (", "observability")
     assert {"'namespace'", "'job'"} <= {w for line in got for w in line.split() if w.startswith("'")}, got
     assert all("honorLabels false" in line for line in got), got
