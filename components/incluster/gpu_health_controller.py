@@ -9,6 +9,7 @@ from typing import Any
 from components.incluster import (
     agent_runtime,
     gpu_health_operator,
+    idle_hold,
     idle_names,
     idle_reclaim,
     idle_round,
@@ -46,6 +47,7 @@ SHIPPED = (
     recovery_names,
     agent_runtime,
     idle_reclaim,
+    idle_hold,
     idle_round,
     idle_names,
 )

@@ -18,10 +18,9 @@ What Kueue does with it (kueue v0.19.2):
 - `spec.active: true` again sets Requeued=True reason Reactivated (workload_controller.go) and the Workload
   queues again. It is NOT queued behind what was waiting: its queue order is its creation time
   (pkg/workload/workload.go Ordering.GetQueueOrderTimestamp: only PodsReady-timeout and admission-check
-  evictions take the eviction time), so it is readmitted ahead of younger Workloads of its priority. The
-  quota is released once its pods are gone; Workloads Kueue admits before the controller's next round
-  (reactivation) keep the GPUs, otherwise the idle job may take them back at once (a known limit: holding it
-  deactivated while its queue has pending Workloads would be the next step).
+  evictions take the eviction time), so reactivated at once it could take the GPUs straight back. Hence the
+  hold (idle_hold.py): it stays inactive while Workloads are pending in its ClusterQueue or in a cohort peer
+  that may borrow from it, and re-enters its queue once none is (nobody else wanted the GPUs).
 
 Rules:
 - an alert row (ALERTS{alertname=IDLE_ALERT, alertstate="firing"}) names namespace and job; only namespaces of
@@ -32,8 +31,9 @@ Rules:
   controller); with `requeue`, also the Workload deactivated (spec.active=false, IDLE_REQUEUED_AT_ANNOTATION)
   and GpuIdleRequeued, unless the Workload is already inactive (an administrator's: left alone) or has no
   Workload (not queued by Kueue: said in the GpuIdle message);
-- a Workload we annotated, still inactive, whose job has no pod left that is not terminated -> active again,
-  the annotation removed, GpuIdleReactivated; a Workload someone else reactivated loses our annotation
+- a Workload we annotated, still inactive, whose job has no pod left that is not terminated -> held while
+  Workloads are pending for its quota (above; GpuIdleHeld once per hold, Normal), else active again, the
+  annotation removed, GpuIdleReactivated; a Workload someone else reactivated loses our annotation
   silently. A Workload without our annotation is never reactivated.
 """
 
@@ -44,9 +44,11 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 try:
+    from components.incluster.idle_hold import Queues, waiting_for
     from components.incluster.idle_names import (
         EVENT_IDLE,
         EVENT_IDLE_EXEMPT,
+        EVENT_IDLE_HELD,
         EVENT_IDLE_REACTIVATED,
         EVENT_IDLE_REQUEUED,
         IDLE_ALERT,
@@ -54,9 +56,11 @@ try:
         IDLE_REQUEUED_AT_ANNOTATION,
     )
 except ImportError:  # in the controller pod: shipped next to this file
+    from idle_hold import Queues, waiting_for  # type: ignore[import-not-found,no-redef]
     from idle_names import (  # type: ignore[import-not-found,no-redef]
         EVENT_IDLE,
         EVENT_IDLE_EXEMPT,
+        EVENT_IDLE_HELD,
         EVENT_IDLE_REACTIVATED,
         EVENT_IDLE_REQUEUED,
         IDLE_ALERT,
@@ -73,12 +77,16 @@ POD_JOB_LABEL = {"JobSet": "jobset.sigs.k8s.io/jobset-name", "Job": "batch.kuber
 TERMINATED_PHASES = ("Succeeded", "Failed")
 # What the controller needs for idle reclaim beyond recovery_names.CONTROLLER_PERMISSIONS (ClusterRole rules:
 # apiGroup, resource, verbs): list the jobs and Workloads of the team namespaces each round (idle_round.py; no
-# watch, they are listed, not indexed), patch only Workloads (spec.active and our annotation); pods and Events
+# watch, they are listed, not indexed), and the queues while a Workload is held; patch only Workloads
+# (spec.active and our annotation); pods and Events
 # are in CONTROLLER_PERMISSIONS already. verify's `recovery` check requires these when a team has an idle policy.
 IDLE_PERMISSIONS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("jobset.x-k8s.io", "jobsets", ("get", "list")),
     ("batch", "jobs", ("get", "list")),
     ("kueue.x-k8s.io", "workloads", ("get", "list", "patch")),
+    # The hold: each held Workload's LocalQueue (team namespaces) and the ClusterQueues (cluster-scoped).
+    ("kueue.x-k8s.io", "localqueues", ("get", "list")),
+    ("kueue.x-k8s.io", "clusterqueues", ("get", "list")),
 )
 # Warning where something is wrong or was done to the job; Normal for the notes (idle_names.py).
 WARNING_EVENTS = (EVENT_IDLE, EVENT_IDLE_REQUEUED)
@@ -243,6 +251,66 @@ class Decision:
     actions: list[Action]
     # The (namespace, job) idle episodes announced, to pass back next round.
     announced: set[tuple[str, str]]
+    # The (namespace, Workload) held (GpuIdleHeld posted), to pass back next round.
+    held: set[tuple[str, str]] = field(default_factory=set)
+
+
+def _on_idle(
+    key: tuple[str, str], job: Mapping[str, Any], workloads: list, policy: TeamPolicy, now: str
+) -> list[Action]:
+    """What a new idle episode of `job` (`key`: namespace, name) gets."""
+    what = f"GPUs of {key[0]}/{key[1]} below team {policy.team}'s idle threshold for its window"
+    if is_exempt(job, policy):
+        return [Action(ref(job), EVENT_IDLE_EXEMPT, f"{what}; exempt, left running")]
+    wl = workload_of(job, workloads)
+    if wl is not None and ours(wl):
+        return []  # our requeue is under way (announced before a controller restart)
+    if policy.action != "requeue":
+        return [Action(ref(job), EVENT_IDLE, f"{what} (action: alert)")]
+    if wl is None:
+        return [Action(ref(job), EVENT_IDLE, f"{what}; no Kueue Workload owns it, not requeued")]
+    if not active(wl):
+        return [Action(ref(job), EVENT_IDLE, f"{what}; its Workload is already inactive, left as is")]
+    return [
+        Action(ref(wl), patch=deactivate_patch(wl, now), group=key),
+        Action(ref(job), EVENT_IDLE, f"{what}; requeueing it", group=key),
+        Action(
+            ref(job),
+            EVENT_IDLE_REQUEUED,
+            f"Workload {wl['metadata']['name']} deactivated: Kueue suspends the job, its pods get SIGTERM and "
+            "checkpoint; it is reactivated once they are gone and no other Workload waits for its GPUs",
+            group=key,
+        ),
+    ]
+
+
+def _back(
+    wl: Mapping[str, Any], owner: Mapping[str, Any], queues: Queues | None, held: set[tuple[str, str]]
+) -> tuple[list[Action], bool]:
+    """Our inactive Workload `wl` whose job `owner` has no pod left: reactivated, or held (the actions, and
+    whether it is held now)."""
+    key = (owner["metadata"]["namespace"], owner["metadata"]["name"])
+    name = wl["metadata"]["name"]
+    if queues is None:  # not known whether anyone waits: keep holding, decide again next round
+        return [], (key[0], name) in held
+    waiting = waiting_for(wl, queues)
+    if waiting:
+        if (key[0], name) in held:
+            return [], True
+        message = (
+            f"its pods are gone; Workload {name} kept inactive while other Workloads wait for the GPUs it gave "
+            f"back: {', '.join(waiting)}; it re-enters its queue once none is pending"
+        )
+        return [Action(ref(owner), EVENT_IDLE_HELD, message)], True
+    return [
+        Action(ref(wl), patch=reactivate_patch(wl), group=key),
+        Action(
+            ref(owner),
+            EVENT_IDLE_REACTIVATED,
+            f"its pods are gone: Workload {name} active again, queued in its LocalQueue",
+            group=key,
+        ),
+    ], False
 
 
 def decide(
@@ -251,51 +319,26 @@ def decide(
     workloads: Iterable[Mapping[str, Any]],
     pods: Iterable[Mapping[str, Any]],
     policies: Mapping[str, TeamPolicy],
-    announced: set[tuple[str, str]],
+    previous: Decision,
     now: str,
+    *,
+    queues: Queues | None,
 ) -> Decision:
-    """One round. `announced`: the episodes already announced (the previous Decision's); `now`: RFC 3339."""
+    """One round. `previous`: the last round's Decision (its episodes and holds; actions unused); `now`:
+    RFC 3339; `queues`: None when they could not be listed (the held stay held this round)."""
     jobs = [j for j in jobs if top_level(j) and (j.get("metadata") or {}).get("namespace") in policies]
     workloads, pods = list(workloads), list(pods)
     by_key = {(j["metadata"]["namespace"], j["metadata"]["name"]): j for j in jobs}
     idle = firing(alerts, policies)
     actions: list[Action] = []
     # An episode ends when its alert stops firing (or its job is gone): the next one is announced again.
-    still = {k for k in announced if k in idle and k in by_key}
+    still = {k for k in previous.announced if k in idle and k in by_key}
     for key in sorted(idle):
-        job = by_key.get(key)
-        if job is None or key in still:
-            continue
-        still.add(key)
-        policy = policies[key[0]]
-        what = f"GPUs of {key[0]}/{key[1]} below team {policy.team}'s idle threshold for its window"
-        if is_exempt(job, policy):
-            actions.append(Action(ref(job), EVENT_IDLE_EXEMPT, f"{what}; exempt, left running"))
-            continue
-        wl = workload_of(job, workloads)
-        if wl is not None and ours(wl):
-            continue  # our requeue is under way (announced before a controller restart)
-        if policy.action != "requeue":
-            actions.append(Action(ref(job), EVENT_IDLE, f"{what} (action: alert)"))
-        elif wl is None:
-            actions.append(Action(ref(job), EVENT_IDLE, f"{what}; no Kueue Workload owns it, not requeued"))
-        elif not active(wl):
-            actions.append(
-                Action(ref(job), EVENT_IDLE, f"{what}; its Workload is already inactive, left as is")
-            )
-        else:
-            actions.append(Action(ref(wl), patch=deactivate_patch(wl, now), group=key))
-            actions.append(Action(ref(job), EVENT_IDLE, f"{what}; requeueing it", group=key))
-            actions.append(
-                Action(
-                    ref(job),
-                    EVENT_IDLE_REQUEUED,
-                    f"Workload {wl['metadata']['name']} deactivated: Kueue suspends the job, its pods get SIGTERM "
-                    "and checkpoint; it is reactivated once they are gone",
-                    group=key,
-                )
-            )
+        if key in by_key and key not in still:
+            still.add(key)
+            actions += _on_idle(key, by_key[key], workloads, policies[key[0]], now)
     by_uid = {j["metadata"].get("uid"): j for j in jobs}
+    held: set[tuple[str, str]] = set()
     for wl in workloads:
         if not ours(wl) or (wl.get("metadata") or {}).get("namespace") not in policies:
             continue
@@ -312,14 +355,8 @@ def decide(
         )
         if owner is None or live_pods(owner, pods):
             continue
-        key = (owner["metadata"]["namespace"], owner["metadata"]["name"])
-        actions.append(Action(ref(wl), patch=reactivate_patch(wl), group=key))
-        actions.append(
-            Action(
-                ref(owner),
-                EVENT_IDLE_REACTIVATED,
-                f"its pods are gone: Workload {wl['metadata']['name']} active again, queued in its LocalQueue",
-                group=key,
-            )
-        )
-    return Decision(actions, still)
+        done, holding = _back(wl, owner, queues, previous.held)
+        actions += done
+        if holding:
+            held.add((owner["metadata"]["namespace"], wl["metadata"]["name"]))
+    return Decision(actions, still, held)

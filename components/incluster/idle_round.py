@@ -32,6 +32,9 @@ KINDS = (
     ("/apis/batch/v1/namespaces/{ns}/jobs", "batch/v1", "Job"),
 )
 WORKLOADS = f"/apis/{R.WORKLOAD_API}/namespaces/{{ns}}/workloads"
+# The hold's queues (idle_hold.py): LocalQueues per namespace, ClusterQueues cluster-scoped.
+LOCAL_QUEUES = f"/apis/{R.WORKLOAD_API}/namespaces/{{ns}}/localqueues"
+CLUSTER_QUEUES = f"/apis/{R.WORKLOAD_API}/clusterqueues"
 PLURALS = {"Workload": "workloads", "JobSet": "jobsets", "Job": "jobs"}
 
 
@@ -68,6 +71,7 @@ class IdleRound:
         self.policies = R.TeamPolicy.from_config(config)
         self.api, self.query, self.event, self.clock = api, query, event, clock
         self.announced: set[tuple[str, str]] = set()
+        self.held: set[tuple[str, str]] = set()
         port = int((config.get("idle") or {}).get("metricsPort") or 0)
         self.gauge = ExemptGauge(port) if self.policies else None
 
@@ -83,6 +87,19 @@ class IdleRound:
             item.setdefault("apiVersion", api_version)
             item.setdefault("kind", kind)
         return items
+
+    def _queues(self, workloads: list[dict]) -> R.Queues | None:
+        """The queues, listed only while a Workload of ours waits to be reactivated; None when a list fails
+        (the held stay held this round, the next round lists again)."""
+        namespaces = sorted({w["metadata"]["namespace"] for w in workloads if R.ours(w) and not R.active(w)})
+        if not namespaces:
+            return R.Queues()
+        try:
+            local = [q for ns in namespaces for q in self._list(LOCAL_QUEUES, ns)]
+            return R.Queues(tuple(local), tuple(self._list(CLUSTER_QUEUES, "")))
+        except Exception as e:  # an API error or timeout: not known whether anyone waits
+            log("kueue_queues_unavailable", error=repr(e))
+            return None
 
     def run(self) -> None:
         if not self.policies:
@@ -107,8 +124,10 @@ class IdleRound:
             alerts = [
                 {"metric": {"alertname": R.IDLE_ALERT, "namespace": n, "job": j}} for n, j in self.announced
             ]
-        decision = R.decide(alerts, jobs, workloads, pods, self.policies, self.announced, now)
-        self.announced = decision.announced
+        queues = self._queues(workloads)
+        previous = R.Decision([], self.announced, self.held)
+        decision = R.decide(alerts, jobs, workloads, pods, self.policies, previous, now, queues=queues)
+        self.announced, self.held = decision.announced, decision.held
         self.apply(decision.actions)
 
     def apply(self, actions: list[R.Action]) -> None:

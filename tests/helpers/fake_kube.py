@@ -10,7 +10,8 @@ the routes object of a FakeApiServer (fake_k8s.py).
   patchMergeKey; other lists are replaced); `/status` patches change only the status;
 - pods/eviction (policy/v1): the pod is deleted and recorded in `evictions`;
 - Prometheus' instant query at /api/v1/query, answered from `prometheus` (a list of samples);
-- JobSets, batch/v1 Jobs and Kueue Workloads under /apis/GROUP/VERSION (not in discovery).
+- JobSets, batch/v1 Jobs, Kueue Workloads and LocalQueues (namespaced) and ClusterQueues (cluster-scoped)
+  under /apis/GROUP/VERSION (not in discovery).
 
 Every write bumps one resourceVersion counter, as etcd's revision does.
 """
@@ -34,15 +35,18 @@ CORE = [
     ("namespaces", "Namespace", False, ()),
 ]
 # Custom and non-core resources served under /apis/GROUP/VERSION (lists, get, patch; no discovery, so
-# kopf, which discovers what it watches, still sees only the core kinds): (plural, kind, apiVersion).
+# kopf, which discovers what it watches, still sees only the core kinds): (plural, kind, apiVersion,
+# namespaced).
 GROUPED = [
-    ("jobsets", "JobSet", "jobset.x-k8s.io/v1alpha2"),
-    ("jobs", "Job", "batch/v1"),
-    ("workloads", "Workload", "kueue.x-k8s.io/v1beta2"),
+    ("jobsets", "JobSet", "jobset.x-k8s.io/v1alpha2", True),
+    ("jobs", "Job", "batch/v1", True),
+    ("workloads", "Workload", "kueue.x-k8s.io/v1beta2", True),
+    ("localqueues", "LocalQueue", "kueue.x-k8s.io/v1beta2", True),
+    ("clusterqueues", "ClusterQueue", "kueue.x-k8s.io/v1beta2", False),
 ]
 KINDS = {plural: (kind, namespaced) for plural, kind, namespaced, _ in CORE}
-KINDS.update({plural: (kind, True) for plural, kind, _ in GROUPED})
-API_VERSIONS = {plural: api for plural, _, api in GROUPED}
+KINDS.update({plural: (kind, namespaced) for plural, kind, _, namespaced in GROUPED})
+API_VERSIONS = {plural: api for plural, _, api, _ in GROUPED}
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
 

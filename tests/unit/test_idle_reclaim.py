@@ -12,6 +12,7 @@ from components.incluster import idle_reclaim as R
 from components.incluster.idle_names import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
+    EVENT_IDLE_HELD,
     EVENT_IDLE_REACTIVATED,
     EVENT_IDLE_REQUEUED,
     IDLE_ALERT,
@@ -22,6 +23,7 @@ from components.incluster.idle_round import IdleRound
 from tests.helpers.fake_kube import json_patch
 
 NOW = "2026-11-26T05:00:00Z"
+FAILED = object()  # run(queues=FAILED): the queue lists failed
 POLICIES = {
     "team-a": R.TeamPolicy("a", "team-a", "requeue", {"tier": "interactive"}),
     "team-b": R.TeamPolicy("b", "team-b", "alert"),
@@ -83,8 +85,11 @@ def alert(job, ns="team-a", state="firing", name=IDLE_ALERT):
     }
 
 
-def run(alerts, jobs, workloads=(), pods=(), announced=frozenset()):
-    return R.decide(alerts, jobs, workloads, pods, POLICIES, set(announced), NOW)
+def run(alerts, jobs, workloads=(), pods=(), announced=frozenset(), queues=None, held=frozenset()):
+    """One decide(); `queues`: the listed queues (default: none listed), or FAILED."""
+    previous = R.Decision([], set(announced), set(held))
+    listed = None if queues is FAILED else queues or R.Queues()
+    return R.decide(alerts, jobs, workloads, pods, POLICIES, previous, NOW, queues=listed)
 
 
 def summary(decision):
@@ -238,6 +243,122 @@ def test_the_config_gives_each_namespace_its_teams_policy():
     assert R.TeamPolicy.from_config({}) == {}
 
 
+# ---- the hold (idle_hold.py): kept inactive while others wait for the GPUs ------------------------------
+
+
+def local_queue(cq, ns="team-a", name="default"):
+    return {"kind": "LocalQueue", "metadata": {"name": name, "namespace": ns}, "spec": {"clusterQueue": cq}}
+
+
+def cluster_queue(name, pending=0, cohort="platform", borrowing=None, lending=None):
+    resource = {"name": "nvidia.com/gpu", "nominalQuota": "8"}
+    if borrowing is not None:
+        resource["borrowingLimit"] = borrowing
+    if lending is not None:
+        resource["lendingLimit"] = lending
+    spec = {"resourceGroups": [{"flavors": [{"name": "h100", "resources": [resource]}]}]}
+    if cohort:
+        spec["cohortName"] = cohort
+    return {
+        "kind": "ClusterQueue",
+        "metadata": {"name": name},
+        "spec": spec,
+        "status": {"pendingWorkloads": pending},
+    }
+
+
+def queues(*cluster, local=None):
+    return R.Queues((local or local_queue("team-a-cq"),), cluster)
+
+
+def requeued(job):
+    return workload(job, active=False, annotations={IDLE_REQUEUED_AT_ANNOTATION: NOW})
+
+
+HELD_KEY = ("team-a", "jobset-j-abcde")
+
+
+def test_held_while_its_own_cluster_queue_has_pending_workloads_then_reactivated():
+    job = jobset("j")
+    wl = requeued(job)
+    waiting = queues(cluster_queue("team-a-cq", pending=2), cluster_queue("team-b-cq"))
+    d = run([], [job], [wl], [], queues=waiting)
+    assert summary(d) == [(EVENT_IDLE_HELD, "JobSet", "j")] and d.held == {HELD_KEY}
+    assert "team-a-cq (2 pending)" in d.actions[0].message and "team-b-cq" not in d.actions[0].message
+    # once per hold: the next rounds say nothing while it lasts
+    again = run([], [job], [wl], [], queues=waiting, held=d.held)
+    assert again.actions == [] and again.held == {HELD_KEY}
+    # nothing pending any more: active again, the hold over
+    done = run(
+        [],
+        [job],
+        [wl],
+        [],
+        queues=queues(cluster_queue("team-a-cq"), cluster_queue("team-b-cq")),
+        held=again.held,
+    )
+    assert summary(done) == [("PATCH", "Workload", "jobset-j-abcde"), (EVENT_IDLE_REACTIVATED, "JobSet", "j")]
+    assert json_patch(wl, list(done.actions[0].patch))["spec"]["active"] is True and done.held == set()
+
+
+def test_held_while_a_cohort_peer_that_may_borrow_has_pending_workloads():
+    job = jobset("j")
+    wl = requeued(job)
+    d = run(
+        [], [job], [wl], [], queues=queues(cluster_queue("team-a-cq"), cluster_queue("team-b-cq", pending=1))
+    )
+    assert (
+        summary(d) == [(EVENT_IDLE_HELD, "JobSet", "j")] and "team-b-cq (1 pending)" in d.actions[0].message
+    )
+
+
+@pytest.mark.parametrize(
+    "own, peer",
+    [
+        (cluster_queue("team-a-cq"), cluster_queue("team-b-cq", pending=1, cohort="other")),
+        (cluster_queue("team-a-cq", cohort=""), cluster_queue("team-b-cq", pending=1, cohort="")),
+        # the platform with borrowing off: borrowingLimit 0 (kueue_objects.cluster_queue_spec)
+        (cluster_queue("team-a-cq"), cluster_queue("team-b-cq", pending=1, borrowing="0")),
+        (cluster_queue("team-a-cq", lending="0"), cluster_queue("team-b-cq", pending=1)),
+    ],
+    ids=["other-cohort", "no-cohort", "peer-may-not-borrow", "own-may-not-lend"],
+)
+def test_pending_workloads_that_cannot_get_the_gpus_do_not_hold_it(own, peer):
+    job = jobset("j")
+    d = run([], [job], [requeued(job)], [], queues=queues(own, peer))
+    assert summary(d) == [("PATCH", "Workload", "jobset-j-abcde"), (EVENT_IDLE_REACTIVATED, "JobSet", "j")]
+
+
+@pytest.mark.parametrize(
+    "known",
+    [
+        R.Queues(),  # no LocalQueues, no ClusterQueues (none listed)
+        queues(cluster_queue("team-b-cq", pending=3)),  # its ClusterQueue not found
+        R.Queues((local_queue("team-a-cq", name="other"),), (cluster_queue("team-a-cq", pending=3),)),
+        R.Queues((local_queue("team-a-cq", ns="team-b"),), (cluster_queue("team-a-cq", pending=3),)),
+    ],
+    ids=["nothing", "cluster-queue-missing", "local-queue-missing", "local-queue-in-another-namespace"],
+)
+def test_a_queue_not_found_never_holds_it(known):
+    job = jobset("j")
+    d = run([], [job], [requeued(job)], [], queues=known, held={HELD_KEY})
+    assert summary(d)[0] == ("PATCH", "Workload", "jobset-j-abcde") and d.held == set()
+
+
+def test_queue_lists_failing_keep_it_inactive_this_round_without_a_word():
+    job = jobset("j")
+    wl = requeued(job)
+    held = run([], [job], [wl], [], queues=FAILED, held={HELD_KEY})
+    assert held.actions == [] and held.held == {HELD_KEY}
+    fresh = run([], [job], [wl], [], queues=FAILED)
+    assert fresh.actions == [] and fresh.held == set()
+    # its pods still running: not a hold, nothing to decide
+    assert (
+        run([], [job], [wl], [pod(job, "p")], queues=queues(cluster_queue("team-a-cq", pending=1))).held
+        == set()
+    )
+
+
 # ---- the round: lists, sends, exports --------------------------------------------------------------------
 
 
@@ -247,9 +368,12 @@ class Api:
 
     def __init__(self, objects, patch_status=None):
         self.objects, self.patch_status, self.sent = objects, patch_status, []
+        self.fail: dict[str, int] = {}  # path -> the status its GET fails with
 
     def request(self, method, path, body=None, content_type=""):
         self.sent.append((method, path, body))
+        if method == "GET" and path in self.fail:
+            raise urllib.error.HTTPError(path, self.fail[path], "no", {}, io.BytesIO())  # type: ignore[arg-type]
         if method == "PATCH":
             if self.patch_status:
                 raise urllib.error.HTTPError(path, self.patch_status, "no", {}, io.BytesIO())  # type: ignore[arg-type]
@@ -363,3 +487,47 @@ def test_an_elastic_jobs_pods_are_found_by_the_job_controllers_label():
     }
     assert run([], [job], [wl], [running]).actions == []
     assert summary(run([], [job], [wl], []))[1] == (EVENT_IDLE_REACTIVATED, "Job", "elastic")
+
+
+def test_round_holds_by_the_listed_queues_and_keeps_holding_when_they_cannot_be_listed():
+    job = jobset("j")
+    wl = requeued(job)
+    cq_path = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
+    api = Api(
+        {
+            "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets": [strip(job)],
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads": [strip(wl)],
+            "/apis/batch/v1/namespaces/team-a/jobs": [],
+            "/api/v1/namespaces/team-a/pods": [],
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/localqueues": [strip(local_queue("team-a-cq"))],
+            cq_path: [strip(cluster_queue("team-a-cq", pending=1))],
+        }
+    )
+    r, events = idle_round(api, [])
+    r.run()
+    assert events == [(EVENT_IDLE_HELD, "j")] and r.held == {HELD_KEY}
+    # the ClusterQueue list fails (403, 500, a timeout): still held, nothing said, listed again next round
+    api.fail = {cq_path: 500}
+    r.run()
+    assert events == [(EVENT_IDLE_HELD, "j")] and r.held == {HELD_KEY}
+    assert not [s for s in api.sent if s[0] == "PATCH"]
+    # listed again: nothing pending, reactivated
+    api.fail = {}
+    api.objects[cq_path] = [strip(cluster_queue("team-a-cq"))]
+    r.run()
+    assert events[-1] == (EVENT_IDLE_REACTIVATED, "j") and r.held == set()
+
+
+def test_round_lists_no_queues_while_nothing_waits_for_reactivation():
+    job = jobset("j")
+    api = Api(
+        {
+            "/apis/jobset.x-k8s.io/v1alpha2/namespaces/team-a/jobsets": [strip(job)],
+            "/apis/kueue.x-k8s.io/v1beta2/namespaces/team-a/workloads": [strip(workload(job))],
+            "/apis/batch/v1/namespaces/team-a/jobs": [],
+            "/api/v1/namespaces/team-a/pods": [],
+        }
+    )
+    r, _ = idle_round(api, [])
+    r.run()
+    assert not [p for _, p, _ in api.sent if "queues" in p]
