@@ -11,8 +11,10 @@ take the window's length, and `for` is Prometheus' own; what is tested here is t
 exports keep exempt jobs out of ALERTS, and what the controller does with the firing rows.
 
 The test plays Kueue's part (there is no Kueue here): when the Workload goes inactive it sends the trainer
-SIGTERM, as deleting the suspended job's pods does, and deletes the pods once it exited; when the Workload is
-active again it starts the job again. No step is lost: the steps of both runs are contiguous.
+SIGTERM, as deleting the suspended job's pods does, and deletes the pods once it exited; it keeps team-a's
+ClusterQueue's status.pendingWorkloads at 1 until then, so the controller holds the Workload inactive (idle_hold.py)
+until the test sets it to 0 (the waiting Workload admitted); when the Workload is active again it starts the job
+again. No step is lost: the steps of both runs are contiguous.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -36,6 +39,7 @@ from components.incluster import idle_reclaim as R
 from components.incluster.idle_names import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
+    EVENT_IDLE_HELD,
     EVENT_IDLE_REACTIVATED,
     EVENT_IDLE_REQUEUED,
     IDLE_ALERT,
@@ -109,6 +113,34 @@ def job_pod(job, i):
         "spec": {"containers": [{"name": "trainer"}]},
         "status": {"phase": "Running"},
     }
+
+
+def queues(pending_a: int) -> list[dict]:
+    """Each team's LocalQueue `gpus` -> its ClusterQueue, both in one cohort (as kueue_objects builds them; only
+    what the hold reads), team-a's with `pending_a` Workloads waiting."""
+    out: list[dict] = []
+    for team, pending in (("team-a", pending_a), ("team-b", 0)):
+        out.append(
+            {
+                "kind": "LocalQueue",
+                "metadata": {"name": "gpus", "namespace": team},
+                "spec": {"clusterQueue": team},
+            }
+        )
+        gpus = {"name": "nvidia.com/gpu", "nominalQuota": "8", "borrowingLimit": "8"}
+        spec = {
+            "cohortName": "trainplane",
+            "resourceGroups": [{"flavors": [{"name": "h100", "resources": [gpus]}]}],
+        }
+        out.append(
+            {
+                "kind": "ClusterQueue",
+                "metadata": {"name": team},
+                "spec": spec,
+                "status": {"pendingWorkloads": pending},
+            }
+        )
+    return out
 
 
 IDLE = jobset("idle-job", "team-a")
@@ -253,12 +285,24 @@ def events_on(kube: FakeKube, job: dict) -> list[str]:
     )
 
 
+def held_while_a_workload_waits(kube: FakeKube, proc) -> None:
+    """Its pods are gone, but a Workload waits in its ClusterQueue: it stays inactive (held), said once; then
+    Kueue admits the waiting Workload (nothing pending) and the job may re-enter its queue."""
+    wait_for("the hold Event", lambda: EVENT_IDLE_HELD in events_on(kube, IDLE), proc)
+    time.sleep(2.5)  # more rounds (1 s each): still held, no second Event
+    assert wl_of(kube, IDLE)["spec"].get("active") is False
+    (held,) = kube.events(EVENT_IDLE_HELD)
+    assert held["type"] == "Normal" and "team-a (1 pending)" in held["message"], held
+    kube.update("clusterqueues", "team-a", "", lambda cq: {**cq, "status": {"pendingWorkloads": 0}})
+
+
 def test_idle_job_is_requeued_without_losing_a_step_and_exempt_jobs_are_left_alone(tmp_path):
     text = corpus(tmp_path)
     # The idle job's pod runs the real trainer (torch's import takes seconds: started first).
     # One process, no launcher (`python -m trainer`, as test_compat.py runs it): one torch import, not two.
     first = Proc(["-m", "trainer", *trainer_args(tmp_path, text)], tmp_path, "first")
-    objects = [*JOBS, *(workload(j) for j in JOBS), job_pod(IDLE, 0), job_pod(ALERT_ONLY, 0)]
+    # One Workload waits in team-a's ClusterQueue: the requeued job is held until it is gone (idle_hold.py).
+    objects = [*JOBS, *(workload(j) for j in JOBS), job_pod(IDLE, 0), job_pod(ALERT_ONLY, 0), *queues(1)]
     kube = FakeKube(objects)
     stub = UtilStub()
     metrics_port = free_port()
@@ -304,6 +348,7 @@ def test_idle_job_is_requeued_without_losing_a_step_and_exempt_jobs_are_left_alo
             kube.remove("pods", job_pod(IDLE, 0)["metadata"]["name"], "team-a")
             stub.jobs.discard(("team-a", "idle-job"))  # no pods, no GPU series
 
+            held_while_a_workload_waits(kube, proc)
             wait_for(
                 "the Workload reactivated", lambda: wl_of(kube, IDLE)["spec"].get("active") is True, proc
             )
@@ -315,7 +360,9 @@ def test_idle_job_is_requeued_without_losing_a_step_and_exempt_jobs_are_left_alo
             second.signal(signal.SIGTERM)
             assert second.wait() == 143, second.tail()
 
-            assert events_on(kube, IDLE) == sorted([EVENT_IDLE, EVENT_IDLE_REQUEUED, EVENT_IDLE_REACTIVATED])
+            assert events_on(kube, IDLE) == sorted(
+                [EVENT_IDLE, EVENT_IDLE_REQUEUED, EVENT_IDLE_HELD, EVENT_IDLE_REACTIVATED]
+            )
             assert events_on(kube, ALERT_ONLY) == [EVENT_IDLE]
             for job in (EXEMPT_LABEL, EXEMPT_TEAM):
                 assert events_on(kube, job) == [] and EVENT_IDLE_EXEMPT not in events_on(kube, job)
