@@ -8,7 +8,7 @@ the critical path infra/plan_path.py's; infra/plan_output.py prints the summary.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from pydantic.alias_generators import to_camel
@@ -45,6 +45,27 @@ def camel(value: Any) -> Any:
     return value
 
 
+@dataclass(frozen=True)
+class IdlePolicy:
+    """One team's idle policy as `trainplane plan` shows it (components/spec IdleSpec)."""
+
+    team: str
+    gpu_util_below: float | None = None  # None: no idle policy
+    window: str | None = None
+    action: str | None = None
+    exempt_labels: dict[str, str] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        # exemptions as "key=value" strings: label keys are the user's, not JSON keys to camel-case
+        return {
+            "team": self.team,
+            "gpuUtilBelow": self.gpu_util_below,
+            "for": self.window,
+            "action": self.action,
+            "exemptLabels": [f"{k}={v}" for k, v in self.exempt_labels.items()],
+        }
+
+
 @dataclass
 class PlanSummary:
     stack: str
@@ -57,6 +78,8 @@ class PlanSummary:
     cost: Cost
     critical_path: list[PathStep]
     outputs: dict[str, Any]
+    # Each team's idle policy (teams[].idle), in spec order; `policy` None: the team has none.
+    idle: list[IdlePolicy] = field(default_factory=list)
 
     @property
     def critical_seconds(self) -> float:
@@ -76,6 +99,7 @@ class PlanSummary:
                 "steps": [asdict(s) for s in self.critical_path],
             },
             "outputs": self.outputs,
+            "idlePolicies": [i.as_json() for i in self.idle],
         }
 
 
@@ -96,8 +120,19 @@ def summarize(result: RunResult, cloud: str, gpus: tuple[int, int], cost: Cost) 
     )
 
 
+def idle_policies(spec: PlatformSpec) -> list[IdlePolicy]:
+    return [
+        IdlePolicy(t.name)
+        if t.idle is None
+        else IdlePolicy(t.name, t.idle.gpu_util_below, t.idle.for_, t.idle.action, dict(t.idle.exempt_labels))
+        for t in spec.teams
+    ]
+
+
 def summarize_platform(result: RunResult, spec: PlatformSpec) -> PlanSummary:
-    return summarize(result, spec.cloud, (spec.min_gpus(), spec.max_gpus()), estimate_cost(spec))
+    summary = summarize(result, spec.cloud, (spec.min_gpus(), spec.max_gpus()), estimate_cost(spec))
+    summary.idle = idle_policies(spec)
+    return summary
 
 
 def summarize_job(result: RunResult, job: JobSpec, cloud: str, platform: PlatformSpec | None) -> PlanSummary:

@@ -1,4 +1,5 @@
-"""Printing a plan summary for people: the resource tree, counts, pools and cost, the critical path.
+"""Printing a plan summary for people: the resource tree, counts, pools and cost, each team's idle policy,
+the critical path.
 
 Tables come from infra.console, so a pipe or a log gets every name and price whole (never `…`).
 """
@@ -10,8 +11,9 @@ from typing import Any
 from rich.console import Console
 from rich.tree import Tree
 
+from components.incluster.idle_names import EVENT_IDLE, IDLE_ALERT, IDLE_EXEMPT_LABEL
 from infra.console import heading, table
-from infra.plan import PlanSummary
+from infra.plan import IdlePolicy, PlanSummary
 
 
 def _tree_node(parent: Tree, node: dict[str, Any]) -> None:
@@ -51,6 +53,27 @@ def monthly_lines(cost: Any) -> list[str]:
                 f"${p.max_nodes * p.hourly:,.2f}/h, charged to the pool's owner team (else unassigned)"
             )
     return lines
+
+
+def idle_lines(policies: list[IdlePolicy]) -> list[str]:
+    """One line per team: what happens to its jobs whose GPUs sit idle (components/incluster/idle_rules.py
+    alerts, the GPU health controller acts)."""
+    out = []
+    for p in policies:
+        if p.action is None:
+            out.append(f"idle {p.team}: no idle policy (only the per-pod GpuIdleButAllocated alert)")
+            continue
+        then = (
+            ", and is requeued (it checkpoints on SIGTERM and waits in its queue again)"
+            if p.action == "requeue"
+            else " (action alert: nothing else)"
+        )
+        exempt = ", ".join(f"{k}={v}" for k, v in {IDLE_EXEMPT_LABEL: "true", **p.exempt_labels}.items())
+        out.append(
+            f"idle {p.team}: a job whose GPUs average under {p.gpu_util_below:g}% for {p.window} raises "
+            f"{IDLE_ALERT} and a {EVENT_IDLE} Event{then}; exempt: {exempt}"
+        )
+    return out
 
 
 def duration(seconds: float) -> str:
@@ -111,6 +134,8 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     for a in cost.assumptions:
         console.print(f"  [dim]assumption:[/] {a}", highlight=False)
+    for line in idle_lines(summary.idle):
+        console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 
     title = f"Critical path: {duration(summary.critical_seconds)} to create"
     path = table(title, "#", "resource", "type", "~seconds", right=("#", "~seconds"))

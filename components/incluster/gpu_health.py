@@ -42,8 +42,11 @@ from components.incluster import gpu_health_agent as agent
 from components.incluster import recovery_names
 from components.incluster.gpu_health_controller import (
     PYTHON_IMAGE,  # noqa: F401  (block_window.py runs on the same image)
+    IdleTeam,
     controller_pod,
+    controller_pod_monitor,
     controller_rules,
+    idle_config,
     shipped_files,
 )
 from components.incluster.job_pod import CONTAINER as TRAINER_CONTAINER
@@ -138,8 +141,9 @@ def controller_config(
     bundle: ClusterBundle,
     namespace: str,
     straggler_quarantine: tuple[str, ...] = (),
+    idle_teams: tuple[IdleTeam, ...] = (),
 ) -> dict[str, Any]:
-    return {
+    config = {
         "pools": [
             {
                 "name": p.name,
@@ -177,6 +181,9 @@ def controller_config(
             "quarantineNamespaces": sorted(straggler_quarantine),
         },
     }
+    if idle_teams:
+        config["idle"] = idle_config(idle_teams)
+    return config
 
 
 def gpu_pool_tolerations(bundle: ClusterBundle) -> list[dict[str, str]]:
@@ -242,6 +249,8 @@ class GpuHealthArgs:
     operator: pulumi.Resource | None = None
     # The namespaces of the teams whose straggler nodes are quarantined (teams[].stragglers: quarantine).
     straggler_quarantine: tuple[str, ...] = ()
+    # The teams with an idle policy (teams[].idle): the controller's idle round, its RBAC and PodMonitor.
+    idle_teams: tuple[IdleTeam, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -268,7 +277,9 @@ class GpuHealth(pulumi.ComponentResource):
 
         config = pulumi.Output.from_input(ns).apply(
             lambda n: json.dumps(
-                controller_config(health, args.gpu_operator, args.bundle, n, args.straggler_quarantine),
+                controller_config(
+                    health, args.gpu_operator, args.bundle, n, args.straggler_quarantine, args.idle_teams
+                ),
                 indent=2,
                 sort_keys=True,
             )
@@ -288,7 +299,7 @@ class GpuHealth(pulumi.ComponentResource):
         k8s.rbac.v1.ClusterRole(
             f"{name}-nodes",
             metadata={"name": CONTROLLER, "labels": labels},
-            rules=controller_rules(),
+            rules=controller_rules(idle=bool(args.idle_teams)),
             opts=child,
         )
         k8s.rbac.v1.ClusterRoleBinding(
@@ -323,11 +334,27 @@ class GpuHealth(pulumi.ComponentResource):
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels, "annotations": {"trainplane.dev/config-digest": digest}},
-                    "spec": controller_pod(agent_cm.metadata["name"], health.controller_image),
+                    "spec": controller_pod(
+                        agent_cm.metadata["name"], health.controller_image, metrics=bool(args.idle_teams)
+                    ),
                 },
             },
             opts=child,
         )
+        if args.idle_teams:
+            # The exemption series the idle alert excludes. Prometheus selects every PodMonitor of every
+            # namespace (observability.py sets podMonitorSelectorNilUsesHelmValues false; the chart's
+            # podMonitorSelector and podMonitorNamespaceSelector are {}: kube-prometheus-stack 88.5.3
+            # values.yaml prometheus.prometheusSpec); its CRD comes with
+            # kube-prometheus-stack, which the GPU operator release (args.operator) waits for.
+            k8s.apiextensions.CustomResource(
+                f"{name}-metrics",
+                api_version="monitoring.coreos.com/v1",
+                kind="PodMonitor",
+                metadata=meta(CONTROLLER, labels=labels),
+                spec=controller_pod_monitor(),
+                opts=pulumi.ResourceOptions(parent=self, depends_on=[args.operator] if args.operator else []),
+            )
         diag = None
         if health.diagnostic.enabled:
             diag_labels = {"app": DIAG}

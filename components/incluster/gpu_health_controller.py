@@ -9,6 +9,10 @@ from typing import Any
 from components.incluster import (
     agent_runtime,
     gpu_health_operator,
+    idle_hold,
+    idle_names,
+    idle_reclaim,
+    idle_round,
     node_reconcile,
     node_recovery,
     node_return,
@@ -17,8 +21,13 @@ from components.incluster import (
     suspects,
 )
 from components.incluster import gpu_health_agent as agent
+from components.incluster.idle_reclaim import IDLE_PERMISSIONS
 from components.incluster.recovery_names import CONTROLLER_NAME as CONTROLLER
 from components.incluster.recovery_names import CONTROLLER_PERMISSIONS
+from components.spec import IdleSpec
+
+# A team with an idle policy: (team, its namespace, the policy).
+IdleTeam = tuple[str, str, IdleSpec]
 
 # The controller runs kopf on a stock Python; an init container installs kopf's pinned, hashed wheels
 # (gpu_health_requirements.txt) into an emptyDir, unless `gpuHealth.controllerImage` names an image that
@@ -37,9 +46,15 @@ SHIPPED = (
     suspects,
     recovery_names,
     agent_runtime,
+    idle_reclaim,
+    idle_hold,
+    idle_round,
+    idle_names,
 )
 APP_DIR, DEPS_DIR = "/opt/gpu-health", "/opt/gpu-health-deps"
 HEALTH_PORT = 8080
+# The idle exemption series (idle_round.ExemptGauge), scraped by the controller's PodMonitor.
+METRICS_PORT, METRICS_PORT_NAME = 8081, "metrics"
 
 
 def shipped_files() -> dict[str, str]:
@@ -49,13 +64,35 @@ def shipped_files() -> dict[str, str]:
     return files
 
 
-def controller_rules() -> list[dict[str, list[str]]]:
+def controller_rules(idle: bool = False) -> list[dict[str, list[str]]]:
     """The ClusterRole: the contract's permissions, nothing more (kopf itself needs none beyond them in
-    the way gpu_health_operator.py runs it: standalone, no scanning, no Event posting, no finalizers)."""
-    return [{"apiGroups": [g], "resources": [r], "verbs": list(v)} for g, r, v in CONTROLLER_PERMISSIONS]
+    the way gpu_health_operator.py runs it: standalone, no scanning, no Event posting, no finalizers); with
+    a team's idle policy, also idle_reclaim.IDLE_PERMISSIONS."""
+    perms = CONTROLLER_PERMISSIONS + (IDLE_PERMISSIONS if idle else ())
+    return [{"apiGroups": [g], "resources": [r], "verbs": list(v)} for g, r, v in perms]
 
 
-def controller_pod(config_map: str, image: str | None = None) -> dict[str, Any]:
+def idle_config(idle_teams: tuple[IdleTeam, ...]) -> dict[str, Any]:
+    """The controller config's `idle` (idle_reclaim.TeamPolicy.from_config): each team's action and
+    exemptions; the threshold and window are the alert's (the idle rules), repeated for the record."""
+    return {
+        "alert": idle_names.IDLE_ALERT,
+        "metricsPort": METRICS_PORT,
+        "teams": [
+            {
+                "team": team,
+                "namespace": namespace,
+                "action": idle.action,
+                "exemptLabels": dict(sorted(idle.exempt_labels.items())),
+                "gpuUtilBelow": idle.gpu_util_below,
+                "forMinutes": idle.minutes,
+            }
+            for team, namespace, idle in sorted(idle_teams, key=lambda t: t[1])
+        ],
+    }
+
+
+def controller_pod(config_map: str, image: str | None = None, metrics: bool = False) -> dict[str, Any]:
     """The operator's pod: kopf run on the shipped files. Without `image`, python:3.12-slim and an init
     container that pip-installs the hashed wheels (the reference networks give nodes egress: EKS private
     subnets route through a NAT gateway per zone, components/aws/network.py; GKE nodes through Cloud NAT,
@@ -148,6 +185,18 @@ def controller_pod(config_map: str, image: str | None = None) -> dict[str, Any]:
         ],
         "volumes": volumes,
     }
+    if metrics:  # the idle exemption series (teams with an idle policy)
+        pod["containers"][0]["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT}]
     if init:
         pod["initContainers"] = init
     return pod
+
+
+def controller_pod_monitor() -> dict[str, Any]:
+    """The PodMonitor spec of the controller's metrics port. honorLabels: the exemption series' own
+    `namespace` and `job` (the job's) win over the target's (the controller pod's namespace, the PodMonitor's
+    job), as the idle alert joins on them (prometheus-operator PodMetricsEndpoint.honorLabels)."""
+    return {
+        "selector": {"matchLabels": {"app": CONTROLLER}},
+        "podMetricsEndpoints": [{"port": METRICS_PORT_NAME, "interval": "30s", "honorLabels": True}],
+    }

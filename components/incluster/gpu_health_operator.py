@@ -17,7 +17,9 @@ CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
   `--all-namespaces` (pods of every namespace without listing namespaces), `settings.posting.enabled`
   off (our Events are posted by us, with the contract's reasons and CONTROLLER_NAME as their source);
 - the periodic round (XIDs from Prometheus change without any node event) is a task started by the
-  startup handler over the node index, cancelled by the cleanup handler;
+  startup handler over the node index, cancelled by the cleanup handler; each round also runs idle reclaim
+  (idle_round.py: it lists the team namespaces' jobs and Workloads itself, see there why not through kopf
+  indexes; its permissions are idle_reclaim.IDLE_PERMISSIONS);
 - pods: an index of the diagnostic pods, one of the GPU pods per node (to evict), and an event handler
   that remembers trainer hang exits (suspects.py (b)), all from one watch of pods.
 The Kubernetes calls of our own (patches, evictions, Events) go through agent_runtime.KubeApi in kopf's
@@ -34,14 +36,17 @@ from typing import Any
 import kopf
 
 try:
-    from components.incluster import quarantine, suspects
+    from components.incluster import idle_reclaim, quarantine, suspects
     from components.incluster.agent_runtime import SA_DIR, KubeApi, log
-    from components.incluster.node_reconcile import Controller
+    from components.incluster.idle_round import IdleRound
+    from components.incluster.node_reconcile import Controller, query_prometheus
 except ImportError:  # in the controller pod: shipped next to this file
+    import idle_reclaim  # type: ignore[import-not-found,no-redef]
     import quarantine  # type: ignore[import-not-found,no-redef]
     import suspects  # type: ignore[import-not-found,no-redef]
     from agent_runtime import SA_DIR, KubeApi, log  # type: ignore[import-not-found,no-redef]
-    from node_reconcile import Controller  # type: ignore[import-not-found,no-redef]
+    from idle_round import IdleRound  # type: ignore[import-not-found,no-redef]
+    from node_reconcile import Controller, query_prometheus  # type: ignore[import-not-found,no-redef]
 
 CONFIG_ENV = "GPU_HEALTH_CONFIG"
 
@@ -97,8 +102,24 @@ async def startup(settings: kopf.OperatorSettings, memo: kopf.Memo, **kwargs: An
         CONTROLLER = Controller(json.load(f), LoginApi())
     CONTROLLER.nodes = kwargs["gpu_nodes"]
     memo.round = asyncio.create_task(
-        _rounds(CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"])
+        _rounds(
+            CONTROLLER, kwargs["gpu_nodes"], kwargs["diag_pods"], kwargs["gpu_pods"], _idle_round(CONTROLLER)
+        )
     )
+
+
+def _idle_round(controller: Controller) -> IdleRound:
+    """Idle reclaim (idle_round.py) for the teams with an idle policy; a no-op without any."""
+    config = controller.config
+
+    def query(q: str) -> list[dict]:
+        return query_prometheus(config["prometheusUrl"], q)
+
+    def event(target: dict, reason: str, message: str) -> None:
+        type_ = "Warning" if reason in idle_reclaim.WARNING_EVENTS else "Normal"
+        controller.event(target, target["kind"], reason, message, type_, api_version=target["apiVersion"])
+
+    return IdleRound(config, controller.api, query, event, controller.clock)
 
 
 @kopf.on.cleanup()
@@ -108,10 +129,17 @@ async def cleanup(memo: kopf.Memo, **_: Any) -> None:
         task.cancel()
 
 
-async def _rounds(controller: Controller, nodes: kopf.Index, diags: kopf.Index, gpu_pods: kopf.Index) -> None:
-    """Every interval, every GPU node again: XIDs (and the startup grace) change without a node event."""
+async def _rounds(
+    controller: Controller, nodes: kopf.Index, diags: kopf.Index, gpu_pods: kopf.Index, idle: IdleRound
+) -> None:
+    """Every interval, every GPU node again: XIDs (and the startup grace) change without a node event; then
+    the idle round (the idle alerts change without any object's event)."""
     while True:
         await asyncio.sleep(controller.interval)
+        try:
+            await asyncio.to_thread(idle.run)
+        except Exception as e:  # the node rounds go on
+            log("idle_round_failed", error=repr(e))
         for name in list(nodes):
             for node in list(nodes.get(name, [])):
                 try:

@@ -21,7 +21,7 @@ import yaml
 from components.bundle import GPU_TAINT_KEY, ClusterBundle, SystemObject, gpu_taint_tolerations
 from components.charts import CHARTS
 from components.incluster.dashboards.metrics import dcgm_exporter_csv
-from components.incluster.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs
+from components.incluster.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs, IdleTeam
 from components.incluster.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
 from components.spec import GpuHealthSpec, GpuOperatorSpec
 
@@ -177,6 +177,8 @@ class GpuOperatorArgs:
     prometheus: pulumi.Resource | None = None
     # The namespaces of the teams whose straggler nodes are quarantined (teams[].stragglers: quarantine).
     straggler_quarantine: tuple[str, ...] = ()
+    # The teams with an idle policy (gpu_health.IdleTeam).
+    idle_teams: tuple[IdleTeam, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,6 +251,7 @@ class GpuOperator(pulumi.ComponentResource):
                     namespace=ns.metadata["name"],
                     operator=self.release,
                     straggler_quarantine=args.straggler_quarantine,
+                    idle_teams=args.idle_teams,
                 ),
                 child,
             )

@@ -9,7 +9,10 @@ labelled with the job, its namespace, the team and the action -> the controller 
 below, or the team's own exemption labels), posts a Warning Event on the job, and with `requeue` deactivates the
 job's Kueue Workload (spec.active=false): Kueue evicts it, the JobSet/Job is suspended, its pods get SIGTERM and
 the trainer writes its checkpoint in the grace period (the spot-preemption path), then the controller sets the
-Workload active again once the job's pods are gone, so the job waits in its queue behind what was waiting.
+Workload active again once the job's pods are gone and no other Workload waits for the GPUs it gave back (none
+pending in its ClusterQueue or a cohort peer that may borrow them), so the job waits in its queue again (in its
+creation-time order, not at the back: kueue v0.19.2 pkg/workload/workload.go GetQueueOrderTimestamp; hence the
+hold; idle_reclaim.py).
 """
 
 from __future__ import annotations
@@ -44,3 +47,6 @@ EVENT_IDLE_REACTIVATED: Final = (
     "GpuIdleReactivated"  # its pods are gone; the Workload waits in its queue again
 )
 EVENT_IDLE_EXEMPT: Final = "GpuIdleExempt"  # idle past the window but exempt: noted once, nothing done
+# Normal: its pods are gone, but other Workloads wait for the quota it gave back (its ClusterQueue's or a cohort
+# peer's pendingWorkloads): it is kept inactive until none is pending. Once per hold.
+EVENT_IDLE_HELD: Final = "GpuIdleHeld"

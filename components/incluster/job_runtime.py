@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.incluster.idle_names import IDLE_EXEMPT_LABEL
 from components.incluster.job_pod import (
     CONFIG_DIR,
     CONFIG_FILE,
@@ -190,10 +191,13 @@ def jobset_failure_policy(max_restarts: int) -> dict[str, Any]:
 def _metadata(job: JobSpec, platform: PlatformOutputs) -> dict[str, Any]:
     team = platform.team(job.team)
     assert team is not None, "check_job refuses unknown teams"
+    labels = {**job_labels(job), QUEUE_LABEL: team.local_queue}
+    if job.idle_exempt:  # on the JobSet/Job only: the GPU health controller reads it there (idle_reclaim.py)
+        labels[IDLE_EXEMPT_LABEL] = "true"
     return {
         "name": job.name,
         "namespace": team.namespace,
-        "labels": {**job_labels(job), QUEUE_LABEL: team.local_queue},
+        "labels": labels,
         "annotations": {
             **workload_annotations(job_pools(job, platform)),
             # The provider would otherwise wait for the job to finish: a training run, not a deploy.

@@ -255,13 +255,15 @@ class Controller:
                 pod, "Pod", EVENT_EVICTED, f"evicted from quarantined node {node} ({reason})", "Warning"
             )
 
-    def event(self, obj: dict, kind: str, reason: str, message: str, type_: str) -> None:
+    def event(
+        self, obj: dict, kind: str, reason: str, message: str, type_: str, api_version: str = "v1"
+    ) -> None:
         """A core/v1 Event; a cluster-scoped object's go to `default`, as client-go's recorder does
         (kubernetes/client-go tools/record/event.go makeEvent)."""
         meta = obj.get("metadata", obj)
         ns = meta.get("namespace") or "default"
         now = rfc3339(self.clock())
-        involved = {"apiVersion": "v1", "kind": kind, "name": meta["name"], "uid": meta.get("uid", "")}
+        involved = {"apiVersion": api_version, "kind": kind, "name": meta["name"], "uid": meta.get("uid", "")}
         if meta.get("namespace"):
             involved["namespace"] = meta["namespace"]
         body = {

@@ -22,6 +22,7 @@ from components.charts import CHARTS
 from components.incluster.alerts import alert_groups
 from components.incluster.cost_rules import PoolPrice, cost_groups, node_pool_service_monitor
 from components.incluster.dashboards import dashboards
+from components.incluster.idle_rules import idle_groups
 from components.incluster.names import (
     JOB_NAME_LABEL,
     LOKI_URL,
@@ -30,7 +31,7 @@ from components.incluster.names import (
     RELEASE_TIMEOUT_S,
     TRAINER_METRICS_PORT_NAME,
 )
-from components.spec import APPLICATION_XIDS, GpuHealthSpec, ObservabilitySpec
+from components.spec import APPLICATION_XIDS, GpuHealthSpec, ObservabilitySpec, TeamSpec
 
 DASHBOARD_LABEL = "grafana_dashboard"
 
@@ -142,6 +143,8 @@ class ObservabilityArgs:
     pool_prices: tuple[PoolPrice, ...] = ()
     # The straggler and quarantine alerts' thresholds (gpuHealth.stragglers, gpuHealth.quarantine).
     gpu_health: GpuHealthSpec = field(default_factory=GpuHealthSpec)
+    # Teams: each one's idle policy becomes its idle alert (components/incluster/idle_rules.py).
+    teams: tuple[TeamSpec, ...] = ()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,6 +208,7 @@ class Observability(pulumi.ComponentResource):
                 spec={
                     "groups": alert_groups(list(args.ignored_xids), args.gpu_health)
                     + cost_groups(args.pool_prices)
+                    + idle_groups(args.teams)
                 },
                 opts=after_crds,
             )

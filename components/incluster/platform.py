@@ -92,6 +92,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 ignored_xids=tuple(spec.gpu_health.ignored_xids),
                 pool_prices=args.pool_prices,
                 gpu_health=spec.gpu_health,
+                teams=tuple(spec.teams),
             ),
             child,
         )
@@ -105,6 +106,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                 straggler_quarantine=tuple(
                     team_namespace(t) for t in spec.teams if t.stragglers == "quarantine"
                 ),
+                idle_teams=tuple((t.name, team_namespace(t), t.idle) for t in spec.teams if t.idle),
             ),
             child,
         )

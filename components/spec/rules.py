@@ -72,6 +72,23 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
     yield from check_teams(spec, root, check_quota=not pool_problems)
     yield from check_gpu_operator(spec, root)
     yield from check_pods_ready(spec, root)
+    yield from check_idle(spec, root)
+
+
+def check_idle(spec: PlatformSpec, root: str) -> Iterable[str]:
+    """Idle reclaim is the GPU health controller's (components/incluster/idle_reclaim.py), and `requeue`
+    deactivates the job's Kueue Workload: without either the policy would silently do nothing."""
+    for i, team in enumerate(spec.teams):
+        if team.idle is None:
+            continue
+        path = f"{root}.teams[{i}].idle"
+        if not spec.gpu_health.enabled:
+            yield f"{path}: team {team.name!r} sets an idle policy but gpuHealth is disabled: its controller runs idle reclaim"
+        elif team.idle.action == "requeue" and not spec.queueing.enabled:
+            yield (
+                f"{path}.action: requeue deactivates the job's Kueue Workload, but queueing is disabled "
+                "(no Kueue): use action alert or enable queueing"
+            )
 
 
 def check_pods_ready(spec: PlatformSpec, root: str) -> Iterable[str]:

@@ -88,6 +88,11 @@ REGISTRY: tuple[Check, ...] = (
         _C + "recovery:run",
     ),
     Check(
+        "idle",
+        "each team's idle policy has its alert, the series it reads and a controller that may requeue",
+        _C + "idle:run",
+    ),
+    Check(
         "cloud",
         "create calls the cloud refuses, or makes too early",
         _C + "create_rules:run",

@@ -19,7 +19,7 @@ Each node has 8 allocatable GPUs; the reservations are 32 GPUs (h100-block, 4 x 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 MINUTES = 181  # samples at minutes 0..180
 KSM = {
@@ -118,19 +118,22 @@ def _labels(labels: dict[str, str]) -> str:
     return ",".join(f'{k}="{v}"' for k, v in sorted(labels.items()) if v != "")
 
 
-def promtool_series() -> list[dict[str, str]]:
-    """input_series of a promtool rule test (interval 1m)."""
+Rows = Iterable[tuple[str, dict[str, str], list[float]]]
+
+
+def promtool_series(rows: Rows | None = None) -> list[dict[str, str]]:
+    """input_series of a promtool rule test (interval 1m); `rows`: another data set's series()."""
     return [
         {"series": f"{name}{{{_labels(labels)}}}", "values": " ".join(f"{v:g}" for v in values)}
-        for name, labels, values in series()
+        for name, labels, values in (series() if rows is None else rows)
     ]
 
 
-def openmetrics(start_s: int) -> str:
+def openmetrics(start_s: int, rows: Rows | None = None) -> str:
     """The same series as an OpenMetrics file for `promtool tsdb create-blocks-from openmetrics`, minute 0 at
-    `start_s` (Unix seconds)."""
+    `start_s` (Unix seconds); `rows`: another data set's series()."""
     by_name: dict[str, list[str]] = {}
-    for name, labels, values in series():
+    for name, labels, values in series() if rows is None else rows:
         lines = by_name.setdefault(name, [])
         for m, v in enumerate(values):
             lines.append(f"{name}{{{_labels(labels)}}} {v:g} {start_s + 60 * m}")

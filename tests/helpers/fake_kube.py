@@ -9,7 +9,9 @@ the routes object of a FakeApiServer (fake_k8s.py).
   strategic merge patch (lists of conditions merge by `type`, as the Kubernetes types declare with
   patchMergeKey; other lists are replaced); `/status` patches change only the status;
 - pods/eviction (policy/v1): the pod is deleted and recorded in `evictions`;
-- Prometheus' instant query at /api/v1/query, answered from `prometheus` (a list of samples).
+- Prometheus' instant query at /api/v1/query, answered from `prometheus` (a list of samples);
+- JobSets, batch/v1 Jobs, Kueue Workloads and LocalQueues (namespaced) and ClusterQueues (cluster-scoped)
+  under /apis/GROUP/VERSION (not in discovery).
 
 Every write bumps one resourceVersion counter, as etcd's revision does.
 """
@@ -32,7 +34,19 @@ CORE = [
     ("events", "Event", True, ()),
     ("namespaces", "Namespace", False, ()),
 ]
+# Custom and non-core resources served under /apis/GROUP/VERSION (lists, get, patch; no discovery, so
+# kopf, which discovers what it watches, still sees only the core kinds): (plural, kind, apiVersion,
+# namespaced).
+GROUPED = [
+    ("jobsets", "JobSet", "jobset.x-k8s.io/v1alpha2", True),
+    ("jobs", "Job", "batch/v1", True),
+    ("workloads", "Workload", "kueue.x-k8s.io/v1beta2", True),
+    ("localqueues", "LocalQueue", "kueue.x-k8s.io/v1beta2", True),
+    ("clusterqueues", "ClusterQueue", "kueue.x-k8s.io/v1beta2", False),
+]
 KINDS = {plural: (kind, namespaced) for plural, kind, namespaced, _ in CORE}
+KINDS.update({plural: (kind, namespaced) for plural, kind, _, namespaced in GROUPED})
+API_VERSIONS = {plural: api for plural, _, api, _ in GROUPED}
 VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
 
@@ -152,7 +166,7 @@ class FakeKube:
     def create(self, plural: str, obj: dict) -> dict:
         obj = copy.deepcopy(obj)
         kind, namespaced = KINDS[plural]
-        obj.setdefault("apiVersion", "v1")
+        obj.setdefault("apiVersion", API_VERSIONS.get(plural, "v1"))
         obj.setdefault("kind", kind)
         meta = obj.setdefault("metadata", {})
         if "name" not in meta:
@@ -182,16 +196,24 @@ class FakeKube:
 
     @staticmethod
     def parse(path: str) -> tuple[str, str, str, str] | None:
-        """/api/v1[/namespaces/NS]/PLURAL[/NAME[/SUB]] -> (plural, namespace, name, sub)."""
+        """/api/v1[/namespaces/NS]/PLURAL[/NAME[/SUB]] (or /apis/GROUP/VERSION/...) -> (plural, namespace,
+        name, sub)."""
         parts = path.strip("/").split("/")
-        if parts[:2] != ["api", "v1"] or len(parts) < 3:
+        if parts[:1] == ["apis"] and len(parts) >= 4:
+            api, rest = f"{parts[1]}/{parts[2]}", parts[3:]
+        elif parts[:2] == ["api", "v1"] and len(parts) >= 3:
+            api, rest = "v1", parts[2:]
+        else:
             return None
-        rest = parts[2:]
         namespace = ""
         if rest[0] == "namespaces" and len(rest) >= 3:
             namespace, rest = rest[1], rest[2:]
         plural, name, sub = rest[0], *[*rest[1:3], "", ""][:2]
-        return (plural, namespace, name, sub) if plural in KINDS else None
+        return (
+            (plural, namespace, name, sub)
+            if plural in KINDS and API_VERSIONS.get(plural, "v1") == api
+            else None
+        )
 
     def static(self, path: str) -> dict | None:
         """Prometheus' query and API discovery."""

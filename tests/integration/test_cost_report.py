@@ -8,10 +8,6 @@ from __future__ import annotations
 import csv
 import io
 import shutil
-import socket
-import subprocess
-import time
-import urllib.request
 from datetime import UTC, datetime
 from decimal import ROUND_HALF_UP, Decimal
 
@@ -20,6 +16,7 @@ import yaml
 
 from infra.cli import main
 from tests.helpers import cost_data as D
+from tests.helpers.prometheus import backfilled, hour_start
 from tests.integration.test_cost_rules import owned_platform
 
 pytestmark = pytest.mark.skipif(
@@ -28,57 +25,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def prom(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cost-prometheus")
-    # Minute 0 four hours ago on a whole hour: inside the default retention, and whole minutes as the
-    # rules' samples fall.
-    start = (int(time.time()) // 3600 - 4) * 3600
-    (tmp / "data.om").write_text(D.openmetrics(start))
-    got = subprocess.run(
-        ["promtool", "tsdb", "create-blocks-from", "openmetrics", "data.om", "tsdb"],
-        cwd=tmp,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert got.returncode == 0, got.stdout + got.stderr
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({"global": {"scrape_interval": "1m"}}))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with open(tmp / "prometheus.log", "wb") as log:
-        proc = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={tmp / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        for _ in range(120):
-            try:
-                with urllib.request.urlopen(f"{url}/-/ready", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                time.sleep(0.5)
-        else:
-            pytest.fail((tmp / "prometheus.log").read_text()[-2000:])
+    start = hour_start()
+    with backfilled(tmp, D.openmetrics(start)) as url:
         stack = tmp / "Pulumi.cost-test.yaml"
         stack.write_text(yaml.safe_dump({"config": {"trainplane:platform": owned_platform()}}))
         yield url, start, stack
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def cost_csv(capsys, prom, by: str) -> list[dict[str, str]]:

@@ -17,6 +17,7 @@ from components.incluster.dashboards.metrics import (
     RECORDED_METRICS,
     TRAINER_METRICS,
 )
+from components.incluster.idle_rules import idle_groups
 from components.incluster.logs import alloy_config
 from components.incluster.recovery_names import (
     ALERT_QUARANTINED,
@@ -188,7 +189,7 @@ def test_straggler_and_replacement_alerts_follow_gpu_health_settings():
     # the recording rules are there whatever the settings, each recorded by name
     assert {BADPUT_SECONDS, GOODPUT_RATIO, GOODPUT_TEAM_RATIO, STRAGGLER_RATIO} <= set(rules)
     # ...and every recorded name (these and the cost rules') is one dashboards and rules may read
-    groups = alert_groups() + cost_groups([])
+    groups = alert_groups() + cost_groups([]) + idle_groups([])
     assert {r["record"] for g in groups for r in g["rules"] if "record" in r} == RECORDED_METRICS
 
 

@@ -424,3 +424,30 @@ def test_a_binding_to_a_role_outside_the_plan_is_named_when_permissions_are_miss
         inputs["roleRef"]["name"] = "cluster-admin"
 
     assert found(edit(aws(), kind("ClusterRoleBinding", CONTROLLER), admin), "controller") == []
+
+
+# ---- controller: idle reclaim's permissions ------------------------------------------------------------
+
+
+@functools.cache
+def _idle_plan() -> Plan:
+    from tests.helpers.plans import platform_object
+
+    obj = platform_object("aws-dev")
+    obj["teams"][0]["idle"] = {"gpuUtilBelow": 5, "for": "30m", "action": "requeue"}
+    return plan_of(obj)
+
+
+def test_a_team_idle_policy_needs_the_idle_permissions():
+    from components.incluster.idle_reclaim import IDLE_PERMISSIONS
+
+    assert found(_idle_plan(), "controller") == []
+
+    def without_idle(inputs: dict) -> None:
+        _grant_permissions(inputs)  # the recovery loop's only
+
+    lines_ = found(edit(_idle_plan(), kind("ClusterRole", CONTROLLER), without_idle), "controller")
+    wanted = ", ".join(f"{g}/{r} {v}" for g, r, verbs in IDLE_PERMISSIONS for v in verbs)
+    assert lines_ and f"may not {wanted}:" in lines_[0] and "IDLE_PERMISSIONS" in lines_[0], lines_
+    # without an idle policy the recovery loop's permissions are enough
+    assert found(edit(aws(), kind("ClusterRole", CONTROLLER), without_idle), "controller") == []

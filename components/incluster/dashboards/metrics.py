@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from components.incluster.cost_rules import recorded
 from components.incluster.goodput_rules import RECORDED
+from components.incluster.idle_rules import RECORDED as IDLE_RECORDED
 from components.incluster.recovery_names import PHASE_SECONDS, STEPS_REDONE
 
 TRAINER_METRICS = frozenset(
@@ -114,8 +115,9 @@ KUBE_STATE_METRICS = frozenset(
     }
 )
 
-# Series trainplane's own recording rules produce (components/incluster/goodput_rules.py, cost_rules.py).
-RECORDED_METRICS = frozenset(RECORDED) | recorded()
+# Series trainplane's own recording rules produce (components/incluster/goodput_rules.py, cost_rules.py,
+# idle_rules.py).
+RECORDED_METRICS = frozenset(RECORDED) | recorded() | frozenset(IDLE_RECORDED)
 
 ALLOWED_METRICS = TRAINER_METRICS | DCGM_METRICS | KUBE_STATE_METRICS | RECORDED_METRICS
 

@@ -170,7 +170,7 @@ class Analyzer:
             return lhs or rhs
         mod = node.modifier
         matching = getattr(mod, "matching", None) if mod is not None else None
-        if matching is not None and "On" in str(matching.type):
+        if matching is not None and str(matching.type).endswith(("On", "Include")):
             for lb in matching.labels:
                 self._use(lhs[0], lhs[1], lb, f"on ({lb})", lhs[2])
                 self._use(rhs[0], rhs[1], lb, f"on ({lb})", rhs[2])

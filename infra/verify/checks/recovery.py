@@ -3,8 +3,8 @@
 The names are the contract's (components/incluster/recovery_names.py). Each finding starts with its rule:
 - `controller`: with gpuHealth on, the GPU health controller's Deployment runs (>= 1 replica) in the GPU
   operator namespace as its ServiceAccount, and ClusterRoleBindings give that account at least
-  CONTROLLER_PERMISSIONS (RBAC matching: kubernetes@v1.33 pkg/apis/rbac/v1/evaluation_helpers.go
-  VerbMatches, APIGroupMatches, ResourceMatches with "*" and "*/subresource", ResourceNameMatches);
+  CONTROLLER_PERMISSIONS, and idle_reclaim.IDLE_PERMISSIONS when a team has an idle policy (RBAC matching:
+  kubernetes@v1.33 pkg/apis/rbac/v1/evaluation_helpers.go VerbMatches, APIGroupMatches, ResourceMatches with "*" and "*/subresource", ResourceNameMatches);
 - `quarantine-tolerations`: no pod that requests GPUs, no workload that is not a node agent and no Kueue
   ResourceFlavor (Kueue adds a flavor's tolerations to the pods it admits: kueue@v0.19.2
   apis/kueue/v1beta2/resourceflavor_types.go `tolerations`) tolerates the quarantine or diagnostic taint.
@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from components.incluster import recovery_names as R
+from components.incluster.idle_reclaim import IDLE_PERMISSIONS
 from components.incluster.names import GPU_OPERATOR_NAMESPACE, PROMETHEUS_RELEASE
 from infra.verify.checks.network import MONITORING_NAMESPACE, PROMETHEUS
 from infra.verify.checks.recovery_pods import (
@@ -122,7 +123,7 @@ def _role_rules(ctx: Context, role: str, unknown: list[str]) -> list[Mapping[str
     return rules
 
 
-def check_controller(ctx: Context, res: CheckResult) -> None:
+def check_controller(ctx: Context, res: CheckResult, spec: Any = None) -> None:
     ns, name = GPU_OPERATOR_NAMESPACE, R.CONTROLLER_NAME
     ref = f"Deployment {ns}/{name}"
     deployment = _controller(ctx)
@@ -162,9 +163,12 @@ def check_controller(ctx: Context, res: CheckResult) -> None:
         got = _role_rules(ctx, str(role_ref.get("name")), unknown)
         everything = everything or got is None
         rules += got or []
+    # A team's idle policy: the controller also lists jobs and Workloads and patches Workloads.
+    idle = spec is not None and any(t.idle for t in spec.teams)
+    needed = R.CONTROLLER_PERMISSIONS + (IDLE_PERMISSIONS if idle else ())
     missing = [
         f"{group or 'core'}/{resource} {verb}"
-        for group, resource, verbs in R.CONTROLLER_PERMISSIONS
+        for group, resource, verbs in needed
         for verb in verbs
         if not everything and not any(_grants(r, group, resource, verb) for r in rules)
     ]
@@ -172,7 +176,8 @@ def check_controller(ctx: Context, res: CheckResult) -> None:
         bound = f"ClusterRoles {', '.join(sorted(roles))}" if roles else "no ClusterRoleBinding"
         res.fail(
             f"controller: ServiceAccount {ns}/{name} ({bound}) may not {', '.join(missing)}: the controller "
-            "cannot quarantine, evict or report what it needs to (recovery_names.CONTROLLER_PERMISSIONS)"
+            "cannot quarantine, evict or report what it needs to (recovery_names.CONTROLLER_PERMISSIONS"
+            + (", idle_reclaim.IDLE_PERMISSIONS for the teams' idle policies)" if idle else ")")
             + (
                 f"; ClusterRoles {', '.join(unknown)} are not in the plan, their rules unknown"
                 if unknown
@@ -327,7 +332,7 @@ def run(ctx: Context) -> CheckResult:
     spec = _spec(ctx)
     health = _health_on(ctx, spec, res)
     if health:
-        check_controller(ctx, res)
+        check_controller(ctx, res, spec)
     else:
         res.note("gpuHealth is off: no GPU health controller, nothing quarantines a faulty node")
     check_rules(ctx, res, spec)

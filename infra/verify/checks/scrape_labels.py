@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
+from components.incluster.recovery_names import CONTROLLER_NAME
 from infra.verify import facts as F
 from infra.verify.context import Context
 
@@ -125,6 +126,7 @@ class LabelModel:
                         tuple(ep.get("relabelings") or ()),
                         pm.ref,
                     )
+        self._controller_scrape(getattr(ctx, "platform", None))
         self.exporters = F.facts()["exporters"]
         # `up` (and scrape_*): Prometheus' own series of every target, with that target's labels only.
         # The chart's scrapes give the standard target labels; the plan's own ServiceMonitors (the cost
@@ -142,6 +144,21 @@ class LabelModel:
                 for r in g.get("rules") or []:
                     if r.get("record"):
                         self.recorded.setdefault(str(r["record"]), str(r.get("expr", "")))
+
+    def _controller_scrape(self, platform: Any) -> None:
+        """The GPU health controller's own PodMonitor (idle reclaim's exemption series): honorLabels keeps
+        the exempt job's namespace and job over the controller pod's."""
+        for pm in platform.objects("PodMonitor") if platform is not None else ():
+            if pm.name != CONTROLLER_NAME:
+                continue
+            for ep in pm.spec.get("podMetricsEndpoints") or []:
+                self.scrapes["gpu-health-controller"] = ScrapeSpec(
+                    "gpu-health-controller",
+                    "PodMonitor",
+                    bool(ep.get("honorLabels", False)),
+                    tuple(ep.get("relabelings") or ()),
+                    pm.ref,
+                )
 
     def exporter_of(self, metric: str) -> str | None:
         for name, ex in self.exporters.items():
