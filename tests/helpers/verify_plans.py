@@ -130,7 +130,10 @@ def probe(expr: str, honor: bool | None = None, **extra) -> list[str]:
     p = _only_rules(edit(plan("aws-dev"), kind("PrometheusRule"), _rule(expr, **extra)))
     if honor is not None:
         p = edit(p, release("gpu-operator"), _honor(honor))
-    return lines(run(p, "observability"))
+    # The probe's own lines: the platform's other rules stay (recorded series the probe may read), and
+    # with a changed scrape they may have findings of their own.
+    where = f"rule {extra.get('name', 'VerifyProbe')}:"
+    return [line for line in lines(run(p, "observability")) if where in line]
 
 
 @functools.cache
