@@ -307,3 +307,47 @@ def test_a_manager_that_is_not_a_fleet_manager_is_refused(tmp_path):
         f"{path}: fleet.manager.platformStack: 'aws-dev' is not a fleet manager; set queueing.fleetManager: "
         "true in its platform (Kueue then runs MultiKueue)"
     ]
+
+
+# ---- docs/fleet.md -----------------------------------------------------------------------------------
+
+
+def _yaml_blocks() -> list[dict]:
+    import re
+
+    text = (ROOT / "docs" / "fleet.md").read_text()
+    blocks = re.findall(r"```yaml\n(.*?)```", text, flags=re.S)
+    return [yaml.safe_load("\n".join(line.removeprefix("   ") for line in b.splitlines())) for b in blocks]
+
+
+def test_the_first_fleet_snippets_are_the_reference_stacks():
+    from infra import stackfile
+
+    manager, fleet = _yaml_blocks()
+    assert manager["config"]["trainplane:platform"] == stackfile.load("aws-fleet-manager", ROOT).object(
+        "trainplane:platform"
+    )
+    assert FleetSpec.load(fleet["config"]["trainplane:fleet"]) == _spec()
+
+
+def test_every_fleet_key_is_in_the_docs_table():
+    from components.spec import Spec
+
+    text = (ROOT / "docs" / "fleet.md").read_text()
+
+    def keys(model: type[Spec], prefix: str = "") -> list[str]:
+        out = []
+        for name, f in model.model_fields.items():
+            key = prefix + (f.alias or name)
+            t = f.annotation
+            is_list = bool(getattr(t, "__args__", None))
+            inner = t.__args__[0] if is_list else t  # type: ignore[union-attr]
+            nested = isinstance(inner, type) and issubclass(inner, Spec)
+            if is_list or not nested:  # a nested object's own keys are its rows
+                out.append(key)
+            if nested:
+                out += keys(inner, key + ("[]." if is_list else "."))
+        return out
+
+    missing = [k for k in keys(FleetSpec) if f"| `{k}` |" not in text]
+    assert missing == []
