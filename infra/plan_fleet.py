@@ -53,6 +53,7 @@ class FleetSummary:
     workers: list[FleetWorkerLine]
     teams: list[FleetTeamLine]
     manager_cost: Cost | None
+    notes: list[str] = field(default_factory=list)
 
     def hourly(self, scale: str) -> float | None:
         """The cost per hour at `min` or `max` scale of the manager and the workers that have a price (an
@@ -83,6 +84,7 @@ class FleetSummary:
             ],
             "monthly": {s: _monthly(self.hourly(s)) for s in ("min", "max")},
             "unpriced": self.unpriced(),
+            "notes": self.notes,
         }
         return out
 
@@ -160,6 +162,14 @@ def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, FleetSummary]:
                 {w.name: model.worker_team_quota(w.platform, t.name).gpus for w in ordered},
             )
         )
+    notes = [
+        f"worker {w.name}: {w.platform_stack} exports no kubeconfig document (the ambient kubeconfig, context "
+        f"{ctx}), so the manager cannot be told its API server; set trainplane:kubeconfig (secret) on "
+        f"{w.platform_stack} before deploying the fleet"
+        for w in spec.workers
+        if (ctx := model.ambient_context(str(platforms[w.platform_stack].get("kubeconfig") or "")))
+        is not None
+    ]
     gpus_max = sum(w.gpus_max for w in lines)
     plan = summarize(result, "fleet", (0, gpus_max), Cost(None, None, None, None, 0.0))
     manager_cost = estimate_cost(manager_spec) if manager_spec is not None else None
@@ -172,6 +182,7 @@ def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, FleetSummary]:
         lines,
         teams,
         manager_cost,
+        notes,
     )
     return result, summary
 
@@ -252,6 +263,7 @@ def print_fleet(summary: FleetSummary, console: Console) -> None:
     ]
     if unpriced:
         lines.append(f"not priced: {', '.join(unpriced)} (an existing cluster, or outputs given with --ref)")
+    lines += [f"note: {n}" for n in summary.notes]
     for line in lines:
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 

@@ -205,6 +205,17 @@ def cluster_server(kubeconfig: str) -> str | None:
     return str(server) if server else None
 
 
+def ambient_context(kubeconfig: str) -> str | None:
+    """The context of a platform on the ambient kubeconfig (an existing cluster without
+    trainplane:kubeconfig exports `(ambient kubeconfig, context NAME)`: components/kubernetes/cluster.py),
+    None for a kubeconfig document. `current` is the ambient file's current context."""
+    prefix, suffix = "(ambient kubeconfig, context ", ")"
+    text = kubeconfig.strip()
+    if text.startswith(prefix) and text.endswith(suffix):
+        return text[len(prefix) : -len(suffix)]
+    return None
+
+
 def token_kubeconfig(name: str, server: str, ca_data: str, token: str) -> str:
     """A kubeconfig MultiKueue accepts: the server, the CA inline (certificate-authority-data, base64 as the
     token Secret's `ca.crt` holds it) and the ServiceAccount token inline. Kueue since v0.13.8/v0.14.3

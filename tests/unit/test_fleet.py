@@ -351,3 +351,20 @@ def test_every_fleet_key_is_in_the_docs_table():
 
     missing = [k for k in keys(FleetSpec) if f"| `{k}` |" not in text]
     assert missing == []
+
+
+def test_an_existing_cluster_worker_on_the_ambient_kubeconfig_is_reached_with_its_context():
+    """onprem-dev exports `(ambient kubeconfig, context lab-admin)`, not a kubeconfig: handed to the provider
+    as one, every object on the lab worker would fail to apply."""
+    (lab,) = [r for r in planned(FLEET).resources if r.name == "research-fleet-lab-cluster"]
+    assert lab.inputs.get("context") == "lab-admin" and "kubeconfig" not in lab.inputs
+    (aws,) = [r for r in planned(FLEET).resources if r.name == "research-fleet-aws-h100-cluster"]
+    assert "clusters" in str(aws.inputs.get("kubeconfig"))
+
+
+def test_plan_says_the_ambient_worker_needs_its_kubeconfig_exported(fleet_plan):
+    assert fleet_plan.notes == [
+        "worker lab: onprem-dev exports no kubeconfig document (the ambient kubeconfig, context lab-admin), so "
+        "the manager cannot be told its API server; set trainplane:kubeconfig (secret) on onprem-dev before "
+        "deploying the fleet"
+    ]
