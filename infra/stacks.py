@@ -32,6 +32,11 @@ def no_object_error(sf: Any) -> UsageError:
     """A stack file with neither object; a mistyped `trainplane:` key gets a did-you-mean."""
     import difflib
 
+    if sf.object("trainplane:fleet") is not None:
+        # A command that takes a platform or job stack (verify, nccl-test, status) given a fleet stack.
+        return UsageError(
+            [f"{sf.path}: a fleet stack (trainplane:fleet); this command takes a platform or job stack"]
+        )
     hint = ""
     kinds = ["trainplane:platform", "trainplane:job", "trainplane:fleet"]
     for key in sorted(k for k in sf.config if k.startswith("trainplane:") and k not in kinds):
