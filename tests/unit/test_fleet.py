@@ -37,6 +37,17 @@ def _workers(spec: FleetSpec) -> list[model.Worker]:
     ]
 
 
+def test_a_manager_with_teams_of_its_own_is_refused_by_the_fleet():
+    from components.fleet.stack import FleetPlatforms, check_fleet_platforms
+
+    spec = _spec()
+    manager = _outputs("aws-h100-reserved")  # a platform with teams, named as the manager
+    assert check_fleet_platforms(spec, FleetPlatforms(manager, _workers(spec))) == [
+        "fleet.manager.platformStack: 'aws-fleet-manager' has teams (research, eval); a fleet manager sets "
+        "queueing.fleetManager and has none"
+    ]
+
+
 def _objects(kind: str) -> list[dict]:
     return [
         dict(r.inputs)
@@ -211,6 +222,8 @@ def test_the_workers_kubeconfig_has_the_server_the_inline_ca_and_the_token_and_n
 
 
 def test_every_kubeconfig_secret_on_the_manager_is_one_kueue_accepts():
+    from infra.mockcloud import OFFLINE_TOKEN
+
     secrets = [s for s in _objects("Secret") if "stringData" in s]
     assert len(secrets) == 3
     for s in secrets:
@@ -218,6 +231,8 @@ def test_every_kubeconfig_secret_on_the_manager_is_one_kueue_accepts():
         string_data = s["stringData"]
         doc = string_data.get("kubeconfig") or string_data["value"]["kubeconfig"]  # a secret Output's wrapper
         assert _forbidden_in_kubeconfig(doc) == [], s["metadata"]["name"]
+        # The token the worker's token controller wrote into its Secret (the mock engine's, offline).
+        assert yaml.safe_load(doc)["users"][0]["user"]["token"] == OFFLINE_TOKEN
 
 
 # ---- manager objects ---------------------------------------------------------------------------------
