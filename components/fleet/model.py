@@ -153,6 +153,9 @@ def worker_team_quota(platform: PlatformOutputs, team: str) -> TeamQuota:
 
 
 def fleet_team_quota(workers: Sequence[Worker], team: str) -> TeamQuota:
+    """The team's quota on the manager: "the quota in the manager cluster should equal the total quota
+    available in all worker clusters" (kueue v0.19.2 site/content/en/docs/concepts/multikueue.md, "Manager
+    Cluster"): lower leaves workers idle, higher dispatches workloads no worker can admit."""
     total = TeamQuota()
     for w in workers:
         total = total + worker_team_quota(w.platform, team)
