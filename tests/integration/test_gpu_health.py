@@ -32,39 +32,7 @@ from components.incluster.recovery_names import (
 )
 from components.spec import APPLICATION_XIDS
 from tests.helpers.fake_kube import FakeKube
-from tests.helpers.gpu_health import node
-
-
-def diag_pod(node_name, result="pass", started="2026-11-20T11:00:00Z", name=None):
-    state = {"terminated": {"exitCode": 0, "message": f"result={result} rc=0\n", "startedAt": started}}
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name or f"diag-{node_name}",
-            "namespace": "gpu-operator",
-            "labels": {"app": DIAG},
-        },
-        "spec": {"nodeName": node_name, "containers": [{"name": "done"}]},
-        "status": {"phase": "Running", "initContainerStatuses": [{"name": "dcgm-diag", "state": state}]},
-    }
-
-
-def pod(name, node_name, gpus=0, namespace="team-a", owner="Job"):
-    resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "ownerReferences": [{"apiVersion": "v1", "kind": owner, "name": "o", "uid": "u"}],
-        },
-        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": resources}]},
-        "status": {"phase": "Running"},
-    }
-
-
-def kube_node(name, **kwargs):
-    return {"kind": "Node", **node(name, **kwargs)}
+from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
 
 
 def xid(node_name, value):
@@ -248,25 +216,12 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
     assert "Traceback" not in out, out
 
 
-def hung(name, node_name, job, minutes_ago):
-    finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - minutes_ago * 60))
-    p = pod(name, node_name, gpus=8)
-    p["metadata"]["labels"] = {"trainplane.dev/job": job}
-    p["spec"]["containers"][0]["name"] = "trainer"
-    p["status"] = {
-        "phase": "Failed",
-        "containerStatuses": [
-            {"name": "trainer", "state": {"terminated": {"exitCode": 124, "finishedAt": finished}}}
-        ],
-    }
-    return p
-
-
 def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_path):
     objs = [kube_node("bad"), diag_pod("bad"), pod("train-0", "bad", gpus=8)]
     # Two jobs hung on "hung" (two incidents within 6 hours): a suspect; "once" hung once: not.
-    objs += [kube_node("hung"), diag_pod("hung"), hung("a-0", "hung", "a", 90), hung("b-0", "hung", "b", 20)]
-    objs += [kube_node("once"), diag_pod("once"), hung("c-0", "once", "c", 20)]
+    objs += [kube_node("hung"), diag_pod("hung"), hung_pod("a-0", "a", ago(90), "hung")]
+    objs += [hung_pod("b-0", "b", ago(20), "hung")]
+    objs += [kube_node("once"), diag_pod("once"), hung_pod("c-0", "c", ago(20), "once")]
     kube = FakeKube(objs, prometheus=[xid("bad", 79)])
     config = {
         "quarantine": {"evictGpuPods": False},
