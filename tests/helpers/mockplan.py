@@ -1,0 +1,73 @@
+"""Dumps of ../shared/checks/mockplan.py, the independent mock runner (a process of its own), made once per
+test session and shared by the xdist workers (tests/conftest.py's `mockplan` fixture).
+
+A dump is a function of the checkout alone (stack file, program, checker), and each costs 10 to 50 s of a
+CPU; test_program.py, test_verify_stacks.py and test_verify_dump.py used to run the same ones again (a job
+stack's platform once more for its reference). Treat a dump as read-only.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from infra import stackfile
+from tests.helpers.plans import ROOT
+
+MOCKPLAN = ROOT.parent / "shared" / "checks" / "mockplan.py"
+
+
+def platform_ref(stack: str) -> tuple[str, str] | None:
+    """A job stack's platform reference, as written in it, and the platform's stack name (None: a
+    platform stack)."""
+    job = stackfile.load(stack, ROOT).object("trainplane:job")
+    if job is None:
+        return None
+    ref = job["platformStack"]
+    return ref, ref.split("/")[-1]
+
+
+class Dumps:
+    """mockplan.py's dump of each reference stack, once per session: in `cache` (shared by the workers;
+    a lock per stack, so a second worker waits for the first one's dump instead of making its own)."""
+
+    def __init__(self, cache: Path) -> None:
+        self.cache = cache
+        cache.mkdir(parents=True, exist_ok=True)
+
+    def __call__(self, stack: str) -> Path:
+        """The dump of stacks/Pulumi.<stack>.yaml; a job stack's reference is fed its platform's dump."""
+        extra: list[str] = []
+        ref = platform_ref(stack)
+        if ref is not None:  # before this stack's lock: the locks are never nested the other way
+            extra = ["--ref", f"{ref[0]}={self(ref[1])}"]
+        path = self.cache / f"{stack}.json"
+        with open(self.cache / f"{stack}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not path.exists():
+                proc = subprocess.run(
+                    [sys.executable, str(MOCKPLAN), f"stacks/Pulumi.{stack}.yaml", *extra],
+                    cwd=ROOT,
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                )
+                try:
+                    error = json.loads(proc.stdout).get("error")
+                except ValueError:
+                    error = proc.stderr[-2000:]
+                assert proc.returncode == 0, f"mockplan.py {stack}: {error}"
+                tmp = path.with_suffix(f".{os.getpid()}.tmp")
+                tmp.write_text(proc.stdout)
+                tmp.replace(path)
+        return path
+
+
+def session_cache(basetemp: Path) -> Path:
+    """Where the dumps go: beside the xdist workers' own folders (pytest's basetemp of this session), or
+    in this process's basetemp without xdist (the parent would be shared with other sessions)."""
+    return (basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp) / "mockplan-dumps"
