@@ -8,7 +8,6 @@ stack's platform once more for its reference). Treat a dump as read-only.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from infra import stackfile
 from tests.helpers.plans import ROOT
+from tests.helpers.session import exclusive
 
 MOCKPLAN = ROOT.parent / "shared" / "checks" / "mockplan.py"
 
@@ -37,7 +37,6 @@ class Dumps:
 
     def __init__(self, cache: Path) -> None:
         self.cache = cache
-        cache.mkdir(parents=True, exist_ok=True)
 
     def __call__(self, stack: str) -> Path:
         """The dump of stacks/Pulumi.<stack>.yaml; a job stack's reference is fed its platform's dump."""
@@ -46,8 +45,7 @@ class Dumps:
         if ref is not None:  # before this stack's lock: the locks are never nested the other way
             extra = ["--ref", f"{ref[0]}={self(ref[1])}"]
         path = self.cache / f"{stack}.json"
-        with open(self.cache / f"{stack}.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
+        with exclusive(self.cache / f"{stack}.lock"):
             if not path.exists():
                 proc = subprocess.run(
                     [sys.executable, str(MOCKPLAN), f"stacks/Pulumi.{stack}.yaml", *extra],
@@ -65,9 +63,3 @@ class Dumps:
                 tmp.write_text(proc.stdout)
                 tmp.replace(path)
         return path
-
-
-def session_cache(basetemp: Path) -> Path:
-    """Where the dumps go: beside the xdist workers' own folders (pytest's basetemp of this session), or
-    in this process's basetemp without xdist (the parent would be shared with other sessions)."""
-    return (basetemp.parent if os.environ.get("PYTEST_XDIST_WORKER") else basetemp) / "mockplan-dumps"
