@@ -34,6 +34,8 @@ from components.spec import APPLICATION_XIDS
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
 
+ROUND_S = 0.5  # the operator's intervalSeconds here
+
 
 def xid(node_name, value):
     return {"metric": {"node": node_name, "gpu": "3"}, "value": [0, str(value)]}
@@ -45,7 +47,7 @@ def wait_for(what, check, proc, timeout=45.0):
         if check():
             return
         assert proc.poll() is None, f"the operator exited ({proc.returncode}) before {what}"
-        time.sleep(0.2)
+        time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -69,7 +71,8 @@ def operator(tmp_path, kube, **config_overrides):
         "startupGraceSeconds": 1200,
         "prometheusUrl": kube.url,
         "xidQuery": XID_QUERY,
-        "intervalSeconds": 1,
+        # Rounds every half second (a float, node_reconcile.Controller); the sleeps below are in ROUNDS.
+        "intervalSeconds": ROUND_S,
         "quarantine": {"evictGpuPods": True},
         **config_overrides,
     }
@@ -191,7 +194,7 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         ]
         # The XID on admin clears: no return without a diagnostic that passed since the quarantine.
         kube.prometheus = [xid("bad", 79), xid("good", 13)]
-        time.sleep(3)
+        time.sleep(3 * ROUND_S)
         assert condition(kube.get_obj("nodes", "admin"))["status"] == "True"
         # Its DaemonSet's new pod passes: the quarantine is lifted, the administrator's cordon stays.
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
@@ -209,7 +212,7 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         wait_for("return Event", lambda: len(kube.events(EVENT_RETURNED)) >= 1, proc)
         assert [e["involvedObject"]["name"] for e in kube.events(EVENT_RETURNED)] == ["admin"]
         # Still faulty (its XID stays), however its diagnostic went: bad stays quarantined, announced once.
-        time.sleep(2)
+        time.sleep(2 * ROUND_S)
         assert condition(kube.get_obj("nodes", "bad"))["status"] == "True"
         assert len([e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]) == 1
     out = (tmp_path / "operator.log").read_text()
@@ -230,7 +233,7 @@ def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_pa
     with operator(tmp_path, kube, **config) as proc:
         wait_for("bad quarantined", lambda: condition(kube.get_obj("nodes", "bad")) is not None, proc)
         wait_for("hung quarantined", lambda: condition(kube.get_obj("nodes", "hung")) is not None, proc)
-        time.sleep(2)  # two more rounds
+        time.sleep(2 * ROUND_S)  # two more rounds
         bad = kube.get_obj("nodes", "bad")
         assert QUARANTINE_TAINT in taint_keys(bad) and not bad["spec"].get("unschedulable")
         # No job's pod was evicted (the diagnostic's was, to rerun it: quarantine.rediagnose).
