@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 from infra.mockcloud import RunResult, run_stack
+from tests.helpers.mockplan import Dumps
 from tests.helpers.plans import ROOT, plan_object
+from tests.helpers.session import shared_dir
 
 
 @pytest.fixture
@@ -23,3 +25,10 @@ def plan_stack() -> Callable[..., RunResult]:
 @pytest.fixture
 def plan_platform() -> Callable[..., RunResult]:
     return plan_object
+
+
+@pytest.fixture(scope="session")
+def mockplan(tmp_path_factory: pytest.TempPathFactory) -> Dumps:
+    """../shared/checks/mockplan.py's dump of a reference stack (a path; read-only), made once per session
+    and shared by the xdist workers (tests/helpers/mockplan.py)."""
+    return Dumps(shared_dir(tmp_path_factory.getbasetemp(), "mockplan-dumps"))

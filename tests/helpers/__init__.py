@@ -11,8 +11,10 @@
 - aws.py / gcp.py / jobs.py / queues.py / gpu_health.py / promql.py / templates.py: resource types,
   lookups and inputs the tests of one area share in both tiers;
 - verify_plans.py: verify on a planned stack and on edited copies of its dump;
-- trainer.py: the trainer's real processes (launch, Proc), run flags and checkpoint comparisons (its
-  fixtures are in tests/integration/trainer/conftest.py);
+- mockplan.py: ../shared/checks/mockplan.py's dump of a reference stack, once per session (tests/conftest.py's
+  `mockplan` fixture); session.py: the folder and locks the xdist workers of a session share;
+- trainer.py: the trainer's real processes (launch, Proc; single, finished, preempted), run flags
+  (run_args) and checkpoint comparisons (its fixtures are in tests/integration/trainer/conftest.py);
 - scrape.py, jobset_sim.py, aws_bundle_program.py: models of Prometheus' scrape and the JobSet
   controller, and a bundle-only AWS program.
 """

@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -180,6 +181,46 @@ def launch(
     return Proc(["-m", "trainer.launch", *opts, "--", *trainer_args], workdir, name, extra_env)
 
 
+def run_args(
+    corpus: Path, d: Path, *extra: str, steps: int | None = None, samples: bool = False
+) -> list[str]:
+    """The trainer's arguments for a run of BASE on the bytes `corpus`, its checkpoints in d/ckpt (and with
+    `samples`, the dataset indices of each step in d/samples; samples_by_step reads them); `extra` last."""
+    return [
+        *BASE,
+        "--dataset",
+        "bytes",
+        "--data-paths",
+        f"[{corpus}]",
+        *(["--steps", str(steps)] if steps is not None else []),
+        "--checkpoint.uri",
+        str(d / "ckpt"),
+        *(["--record-samples", str(d / "samples")] if samples else []),
+        *extra,
+    ]
+
+
+def single(d: Path, name: str, corpus: Path, *extra: str) -> Proc:
+    """One trainer process without the launcher (`python -m trainer`), synchronous saves to d/ckpt."""
+    return Proc(["-m", "trainer", *run_args(corpus, d, "--checkpoint.async-save", "false", *extra)], d, name)
+
+
+def finished(d: Path, name: str, nproc: int, args: list[str], **kw: Any) -> Proc:
+    """A launcher run to its end: exit 0 (the tail of its output if not)."""
+    p = launch(d, name, nproc, args, **kw)
+    assert p.wait() == 0, p.tail()
+    return p
+
+
+def preempted(d: Path, name: str, nproc: int, args: list[str], at_step: int, **kw: Any) -> Proc:
+    """A launcher run SIGTERMed once a rank has done `at_step` steps: it saves and exits 143."""
+    p = launch(d, name, nproc, args, **kw)
+    p.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= at_step)
+    p.signal(signal.SIGTERM)
+    assert p.wait() == 143, p.tail()
+    return p
+
+
 def final_state(ckpt_root: Path, step: int) -> dict[str, Any]:
     """Load a committed checkpoint into one plain dict (DCP -> torch.save), checking its manifest."""
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
@@ -187,11 +228,12 @@ def final_state(ckpt_root: Path, step: int) -> dict[str, Any]:
     d = ckpt_root / f"step-{step}"
     man = json.loads((d / "manifest.json").read_text())
     assert man["step"] == step
-    out = d.parent / f"flat-{step}.pt"
-    dcp_to_torch_save(d, out)
-    sd = torch.load(out, weights_only=False)
-    out.unlink()
-    return sd
+    # Not beside the checkpoint: a reference run's (tests/integration/trainer/conftest.py) is read by
+    # every xdist worker, and two of them must not write the same file.
+    with tempfile.TemporaryDirectory(prefix="final-state-") as tmp:
+        out = Path(tmp) / f"flat-{step}.pt"
+        dcp_to_torch_save(d, out)
+        return torch.load(out, weights_only=False)
 
 
 def assert_bitwise(a: dict[str, Any], b: dict[str, Any]) -> None:
@@ -227,7 +269,11 @@ __all__ = [
     "Proc",
     "assert_bitwise",
     "final_state",
+    "finished",
     "free_port",
     "launch",
+    "preempted",
+    "run_args",
     "samples_by_step",
+    "single",
 ]

@@ -32,39 +32,9 @@ from components.incluster.recovery_names import (
 )
 from components.spec import APPLICATION_XIDS
 from tests.helpers.fake_kube import FakeKube
-from tests.helpers.gpu_health import node
+from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
 
-
-def diag_pod(node_name, result="pass", started="2026-11-20T11:00:00Z", name=None):
-    state = {"terminated": {"exitCode": 0, "message": f"result={result} rc=0\n", "startedAt": started}}
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name or f"diag-{node_name}",
-            "namespace": "gpu-operator",
-            "labels": {"app": DIAG},
-        },
-        "spec": {"nodeName": node_name, "containers": [{"name": "done"}]},
-        "status": {"phase": "Running", "initContainerStatuses": [{"name": "dcgm-diag", "state": state}]},
-    }
-
-
-def pod(name, node_name, gpus=0, namespace="team-a", owner="Job"):
-    resources = {"limits": {"nvidia.com/gpu": str(gpus)}} if gpus else {}
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "ownerReferences": [{"apiVersion": "v1", "kind": owner, "name": "o", "uid": "u"}],
-        },
-        "spec": {"nodeName": node_name, "containers": [{"name": "c", "resources": resources}]},
-        "status": {"phase": "Running"},
-    }
-
-
-def kube_node(name, **kwargs):
-    return {"kind": "Node", **node(name, **kwargs)}
+ROUND_S = 0.5  # the operator's intervalSeconds here
 
 
 def xid(node_name, value):
@@ -77,7 +47,7 @@ def wait_for(what, check, proc, timeout=45.0):
         if check():
             return
         assert proc.poll() is None, f"the operator exited ({proc.returncode}) before {what}"
-        time.sleep(0.2)
+        time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
 
@@ -101,7 +71,8 @@ def operator(tmp_path, kube, **config_overrides):
         "startupGraceSeconds": 1200,
         "prometheusUrl": kube.url,
         "xidQuery": XID_QUERY,
-        "intervalSeconds": 1,
+        # Rounds every half second (a float, node_reconcile.Controller); the sleeps below are in ROUNDS.
+        "intervalSeconds": ROUND_S,
         "quarantine": {"evictGpuPods": True},
         **config_overrides,
     }
@@ -223,7 +194,7 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         ]
         # The XID on admin clears: no return without a diagnostic that passed since the quarantine.
         kube.prometheus = [xid("bad", 79), xid("good", 13)]
-        time.sleep(3)
+        time.sleep(3 * ROUND_S)
         assert condition(kube.get_obj("nodes", "admin"))["status"] == "True"
         # Its DaemonSet's new pod passes: the quarantine is lifted, the administrator's cordon stays.
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + 1))
@@ -241,32 +212,19 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         wait_for("return Event", lambda: len(kube.events(EVENT_RETURNED)) >= 1, proc)
         assert [e["involvedObject"]["name"] for e in kube.events(EVENT_RETURNED)] == ["admin"]
         # Still faulty (its XID stays), however its diagnostic went: bad stays quarantined, announced once.
-        time.sleep(2)
+        time.sleep(2 * ROUND_S)
         assert condition(kube.get_obj("nodes", "bad"))["status"] == "True"
         assert len([e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]) == 1
     out = (tmp_path / "operator.log").read_text()
     assert "Traceback" not in out, out
 
 
-def hung(name, node_name, job, minutes_ago):
-    finished = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() - minutes_ago * 60))
-    p = pod(name, node_name, gpus=8)
-    p["metadata"]["labels"] = {"trainplane.dev/job": job}
-    p["spec"]["containers"][0]["name"] = "trainer"
-    p["status"] = {
-        "phase": "Failed",
-        "containerStatuses": [
-            {"name": "trainer", "state": {"terminated": {"exitCode": 124, "finishedAt": finished}}}
-        ],
-    }
-    return p
-
-
 def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_path):
     objs = [kube_node("bad"), diag_pod("bad"), pod("train-0", "bad", gpus=8)]
     # Two jobs hung on "hung" (two incidents within 6 hours): a suspect; "once" hung once: not.
-    objs += [kube_node("hung"), diag_pod("hung"), hung("a-0", "hung", "a", 90), hung("b-0", "hung", "b", 20)]
-    objs += [kube_node("once"), diag_pod("once"), hung("c-0", "once", "c", 20)]
+    objs += [kube_node("hung"), diag_pod("hung"), hung_pod("a-0", "a", ago(90), "hung")]
+    objs += [hung_pod("b-0", "b", ago(20), "hung")]
+    objs += [kube_node("once"), diag_pod("once"), hung_pod("c-0", "c", ago(20), "once")]
     kube = FakeKube(objs, prometheus=[xid("bad", 79)])
     config = {
         "quarantine": {"evictGpuPods": False},
@@ -275,7 +233,7 @@ def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_pa
     with operator(tmp_path, kube, **config) as proc:
         wait_for("bad quarantined", lambda: condition(kube.get_obj("nodes", "bad")) is not None, proc)
         wait_for("hung quarantined", lambda: condition(kube.get_obj("nodes", "hung")) is not None, proc)
-        time.sleep(2)  # two more rounds
+        time.sleep(2 * ROUND_S)  # two more rounds
         bad = kube.get_obj("nodes", "bad")
         assert QUARANTINE_TAINT in taint_keys(bad) and not bad["spec"].get("unschedulable")
         # No job's pod was evicted (the diagnostic's was, to rerun it: quarantine.rediagnose).

@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
-from tests.helpers.plans import FLEET_STACKS, ROOT, stack_files
+from infra import stackfile
+from tests.helpers.mockplan import platform_refs
+from tests.helpers.plans import ROOT, cached_run_program, stack_files
 
 SHARED_CHECKS = ROOT.parent / "shared" / "checks"
 
@@ -17,51 +19,29 @@ SHARED_CHECKS = ROOT.parent / "shared" / "checks"
 STACK_NAMES = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
 
 
-def _mockplan(stack_file: str, *extra: str) -> tuple[int, dict]:
-    proc = subprocess.run(
-        [sys.executable, str(SHARED_CHECKS / "mockplan.py"), stack_file, *extra],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    return proc.returncode, json.loads(proc.stdout)
-
-
 @pytest.mark.skipif(
     not (SHARED_CHECKS / "mockplan.py").exists(), reason="../shared/checks is not beside this checkout"
 )
 @pytest.mark.parametrize("stack", STACK_NAMES)
-def test_independent_mock_runner_plans_every_stack(stack, plan_stack, tmp_path):
-    from infra import stackfile
-
-    job = stackfile.load(stack, ROOT).object("trainplane:job")
-    extra: list[str] = []
-    refs = None
-    # A job stack reads its platform, a fleet stack its manager and workers: feed both runners the
-    # platforms' outputs from the checker.
-    platforms = [job["platformStack"]] if job is not None else list(FLEET_STACKS.get(stack, ()))
-    if platforms:
-        refs = {}
-    for platform in platforms:
-        rc, dump = _mockplan(f"stacks/Pulumi.{platform.split('/')[-1]}.yaml")
-        assert rc == 0, dump.get("error")
-        ref_file = tmp_path / f"platform-{platform.split('/')[-1]}.json"
-        ref_file.write_text(json.dumps(dump))
-        extra += ["--ref", f"{platform}={ref_file}"]
-        refs[platform] = dump["outputs"]
-    rc, dump = _mockplan(f"stacks/Pulumi.{stack}.yaml", *extra)
-    assert rc == 0, dump.get("error")
-    ours = plan_stack(stack, refs)
+def test_independent_mock_runner_plans_every_stack(stack, mockplan, tmp_path):
+    # Both runners plan the stack; a job stack reads its platform: both are fed the platform's outputs
+    # from the checker's dump. The dumps and our plans are made once per session (a job stack's platform
+    # is planned by its own case too; tests/helpers/mockplan.py, tests/helpers/plans.py).
+    path = mockplan(stack)
+    dump = json.loads(path.read_text())
+    refs = {
+        ref: json.loads(mockplan(name).read_text())["outputs"] for ref, name in platform_refs(stack)
+    } or None
+    sf = stackfile.load(stack, ROOT)
+    ours = cached_run_program(sf.config, sf.name, refs, sf.secret_keys)
     assert sorted((r["type"], r["name"]) for r in dump["resources"]) == sorted(
         (r.type, r.name) for r in ours.resources
     )
     # The other independent checkers, on what the engine would be sent: nested provider inputs against the
     # SDKs' input types, Helm values against the pinned charts' defaults, custom resources against the
     # upstream CRD schemas (../shared/reference).
-    (tmp_path / "plan.json").write_text(json.dumps(dump))
     for checker in ("provider_inputs.py", "helm_values_keys.py"):
-        proc = _check(checker, str(tmp_path / "plan.json"))
+        proc = _check(checker, str(path))
         assert proc.returncode == 0, f"{checker}: {proc.stdout[-2000:]}"
     from infra.render import render
 

@@ -4,17 +4,13 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
 import pytest
 
 from infra.verify import verify
 from infra.verify.dump import load_dump
-from tests.helpers.plans import ROOT
+from tests.helpers.mockplan import MOCKPLAN
 from tests.helpers.verify_plans import plan
-
-SHARED = ROOT.parent / "shared" / "checks" / "mockplan.py"
 
 
 def _shape(lines: list[str]) -> list[str]:
@@ -22,15 +18,9 @@ def _shape(lines: list[str]) -> list[str]:
     return sorted(re.sub(r"[\w.-]*-id\b|arn:aws:[^ ]*", "<id>", line) for line in lines)
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="../shared/checks/mockplan.py not present")
-def test_a_mockplan_dump_verifies_like_the_offline_plan(tmp_path):
-    dump = tmp_path / "aws-dev.json"
-    out = subprocess.run(
-        [sys.executable, str(SHARED), "stacks/Pulumi.aws-dev.yaml"], cwd=ROOT, capture_output=True, text=True
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    dump.write_text(out.stdout)
-    from_dump = verify(load_dump(dump))
+@pytest.mark.skipif(not MOCKPLAN.exists(), reason="../shared/checks/mockplan.py not present")
+def test_a_mockplan_dump_verifies_like_the_offline_plan(mockplan):
+    from_dump = verify(load_dump(mockplan("aws-dev")))
     offline = verify(plan("aws-dev"))
     assert (from_dump.cloud, from_dump.kubernetes_version) == ("aws", "1.33")
     assert _shape([f.line() for f in from_dump.findings]) == _shape([f.line() for f in offline.findings])

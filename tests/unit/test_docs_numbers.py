@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers.cli import cached_plans
 from tests.helpers.plans import ROOT, planned
 
 MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -29,7 +30,8 @@ COMMAND = re.compile(r"trainplane plan (?P<stack>[\w-]+)\b[^\n]*?about (?P<n>\d+
 def _summary(stack: str):
     from infra.stacks import plan_stack
 
-    return plan_stack(stack)[1]
+    with cached_plans():  # the stack's mock-engine run is the one planned() shares in this process
+        return plan_stack(stack)[1]
 
 
 def _printed(stack: str, what: str) -> int:

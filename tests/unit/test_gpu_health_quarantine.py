@@ -25,7 +25,7 @@ from components.incluster.recovery_names import (
     REDIAGNOSED_AT_ANNOTATION,
 )
 from tests.helpers.fake_kube import json_patch, merge_patch
-from tests.helpers.gpu_health import node
+from tests.helpers.gpu_health import diag_pod, hung_pod, node, pod
 
 NOW = "2026-11-26T01:00:00Z"
 XID79 = Verdict(("xid-79",))
@@ -103,28 +103,16 @@ def test_without_eviction_the_node_is_tainted_and_marked_but_neither_cordoned_no
     }
 
 
-def pod(gpus=None, owner="Job", phase="Running", deleting=False, where="limits"):
-    res = {where: {"nvidia.com/gpu": gpus}} if gpus is not None else {}
-    meta = {"name": "p", "namespace": "t", "ownerReferences": [{"kind": owner, "name": "o"}]}
-    if deleting:
-        meta["deletionTimestamp"] = NOW
-    return {
-        "metadata": meta,
-        "spec": {"containers": [{"name": "c", "resources": res}]},
-        "status": {"phase": phase},
-    }
-
-
 @pytest.mark.parametrize(
     ("p", "evicted"),
     [
-        (pod("8"), True),
-        (pod("1", where="requests"), True),
+        (pod(gpus=8), True),
+        (pod(gpus=1, where="requests"), True),
         (pod(), False),  # no GPU: stays
-        (pod("0"), False),
-        (pod("1", owner="DaemonSet"), False),  # the GPU stack's agents (DCGM exporter, device plugin)
-        (pod("8", phase="Succeeded"), False),
-        (pod("8", deleting=True), False),  # on its way already
+        (pod(gpus=0), False),
+        (pod(gpus=1, owner="DaemonSet"), False),  # the GPU stack's agents (DCGM exporter, device plugin)
+        (pod(gpus=8, phase="Succeeded"), False),
+        (pod(gpus=8, deleting=True), False),  # on its way already
     ],
 )
 def test_only_running_gpu_pods_not_of_a_daemonset_are_evicted(p, evicted):
@@ -220,16 +208,6 @@ def test_the_fault_queries_read_series_the_platforms_exporter_ships():
 # ---- after the quarantine: node_return's decision through node_recovery.plan ---------------------
 
 
-def diag_pod(result: str, started: str, name: str = "diag-gpu-a") -> dict:
-    term = {"exitCode": 0, "message": f"result={result} rc=0", "startedAt": started}
-    status = {"initContainerStatuses": [{"name": "dcgm-diag", "state": {"terminated": term}}]}
-    return {
-        "metadata": {"name": name, "creationTimestamp": started},
-        "spec": {"nodeName": "gpu-a"},
-        "status": status,
-    }
-
-
 CTX = Context(container="dcgm-diag", policy=Policy(), pool=Replacement(), pool_nodes=1, evict_gpu_pods=True)
 T_Q = 1795650000.0  # the quarantine
 BEFORE, AFTER = "2026-11-20T11:00:00Z", "2026-11-26T00:30:00Z"
@@ -244,7 +222,7 @@ def quarantined(admin_cordon: bool = False) -> dict:
 
 def test_a_quarantined_node_stays_until_a_diagnostic_passes_after_the_quarantine():
     n = quarantined()
-    old = diag_pod("pass", BEFORE)
+    old = diag_pod(result="pass", started=BEFORE)
     # The fault cleared, but the only pass is from before: held, and its diagnostic is rerun once.
     p, rerun = recovery_plan(n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=old, now=T_Q + 60)
     assert rerun == "diag-gpu-a" and [e.reason for e in p.events] == [EVENT_REDIAGNOSING]
@@ -254,7 +232,7 @@ def test_a_quarantined_node_stays_until_a_diagnostic_passes_after_the_quarantine
     again, rerun = recovery_plan(after, HEALTHY, CTX, diag=Diag("pass"), diag_pod=old, now=T_Q + 90)
     assert rerun is None and again.events == []  # once per quarantine
     # A pass that started after the quarantine, no signal left: returned, our cordon lifted.
-    new = diag_pod("pass", AFTER, "diag-gpu-a-2")
+    new = diag_pod(result="pass", started=AFTER, name="diag-gpu-a-2")
     back, _ = recovery_plan(after, HEALTHY, CTX, diag=Diag("pass"), diag_pod=new, now=T_Q + 600)
     returned = written(after, back)
     assert [e.reason for e in back.events] == [EVENT_RETURNED]
@@ -269,19 +247,10 @@ def test_a_return_keeps_an_administrators_cordon():
     n = quarantined(admin_cordon=True)
     n["metadata"]["annotations"][REDIAGNOSED_AT_ANNOTATION] = rfc3339(T_Q + 1)
     back, _ = recovery_plan(
-        n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=diag_pod("pass", AFTER), now=T_Q + 600
+        n, HEALTHY, CTX, diag=Diag("pass"), diag_pod=diag_pod(result="pass", started=AFTER), now=T_Q + 600
     )
     returned = written(n, back)
     assert cond_of(returned)["status"] == "False" and returned["spec"]["unschedulable"] is True
-
-
-def hung_pod(name: str, job: str, finished: str) -> dict:
-    term = {"exitCode": 124, "finishedAt": finished}
-    return {
-        "metadata": {"name": name, "namespace": "team-a", "labels": {"trainplane.dev/job": job}},
-        "spec": {"nodeName": "gpu-a"},
-        "status": {"containerStatuses": [{"name": "trainer", "state": {"terminated": term}}]},
-    }
 
 
 def test_two_hang_incidents_on_a_node_quarantine_it_one_does_not():

@@ -3,69 +3,70 @@ storage services on loopback (moto_server for S3, gcp-storage-emulator for GCS).
 
 from __future__ import annotations
 
+import hashlib
+import json
 import random
+import shutil
 import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.helpers.trainer import BASE, PY, free_port, launch
+from tests.helpers.session import exclusive, shared_dir
+from tests.helpers.trainer import PY, finished, free_port, run_args
 
 
 @pytest.fixture(scope="session")
-def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """~200 KB of English-like text: real enough that a byte-level model's loss falls."""
-    rng = random.Random(7)
-    words = (
-        "the model learns to predict the next byte of text and the loss falls as training goes on "
-        "checkpoints are written to disk and training resumes exactly where it stopped after a "
-        "preemption signal arrives from the cloud provider"
-    ).split()
-    lines = [
-        " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize() + "." for _ in range(3000)
-    ]
-    p = tmp_path_factory.mktemp("corpus") / "corpus.txt"
-    p.write_text("\n".join(lines))
+def shared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This session's folder for what every xdist worker reads (tests/helpers/session.py)."""
+    return shared_dir(tmp_path_factory.getbasetemp(), "trainer")
+
+
+@pytest.fixture(scope="session")
+def corpus(shared: Path) -> Path:
+    """~200 KB of English-like text: real enough that a byte-level model's loss falls. One file for the
+    session (the same bytes in every worker: a fixed seed), so that every worker's reference runs read it."""
+    p = shared / "corpus.txt"
+    with exclusive(shared / "corpus.lock"):
+        if not p.exists():
+            rng = random.Random(7)
+            words = (
+                "the model learns to predict the next byte of text and the loss falls as training goes on "
+                "checkpoints are written to disk and training resumes exactly where it stopped after a "
+                "preemption signal arrives from the cloud provider"
+            ).split()
+            lines = [
+                " ".join(rng.choice(words) for _ in range(rng.randint(6, 14))).capitalize() + "."
+                for _ in range(3000)
+            ]
+            tmp = p.with_suffix(".tmp")
+            tmp.write_text("\n".join(lines))
+            tmp.replace(p)
     return p
 
 
 @pytest.fixture(scope="session")
-def reference(tmp_path_factory: pytest.TempPathFactory, corpus: Path) -> Callable[..., Path]:
-    """Uninterrupted runs, cached per (nproc, steps, extra args) for the whole session (per xdist worker)."""
-    cache: dict[tuple[Any, ...], Path] = {}
+def reference(shared: Path, corpus: Path) -> Callable[..., Path]:
+    """Uninterrupted runs, made once per (nproc, steps, extra args) for the whole session and shared by the
+    xdist workers (read-only: each costs a launcher and its workers, 15 to 30 s of a CPU). Training is
+    deterministic (the resume tests compare to them bit for bit), so which worker made it does not matter."""
 
     def get(nproc: int, steps: int, extra: tuple[str, ...] = ()) -> Path:
-        key = (nproc, steps, extra)
-        if key not in cache:
-            d = tmp_path_factory.mktemp("reference")
-            p = launch(
-                d,
-                "ref",
-                nproc,
-                [
-                    *BASE,
-                    "--dataset",
-                    "bytes",
-                    "--data-paths",
-                    f"[{corpus}]",
-                    "--steps",
-                    str(steps),
-                    "--checkpoint.uri",
-                    str(d / "ckpt"),
-                    "--checkpoint.interval-steps",
-                    "1000",
-                    "--record-samples",
-                    str(d / "samples"),
-                    *extra,
-                ],
-            )
-            assert p.wait() == 0, p.tail()
-            cache[key] = d
-        return cache[key]
+        key = hashlib.sha256(json.dumps([nproc, steps, list(extra)]).encode()).hexdigest()[:16]
+        d = shared / f"reference-{key}"
+        with exclusive(shared / f"reference-{key}.lock"):
+            if not (d / "done").exists():  # none yet, or a failed one (its test failed with it)
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir()
+                args = run_args(
+                    corpus, d, "--checkpoint.interval-steps", "1000", *extra, steps=steps, samples=True
+                )
+                finished(d, "ref", nproc, args)
+                (d / "done").touch()
+        return d
 
     return get
 

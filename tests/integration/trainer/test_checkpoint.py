@@ -9,41 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.trainer import BASE, Proc, assert_bitwise, final_state, launch
+from tests.helpers.trainer import assert_bitwise, final_state, finished, launch, run_args, single
 from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY, CheckpointStore
 from trainer.goodput import HIGH_WATER_FILE
 
 STEPS = 24
 
 
-def _single(tmp_path: Path, name: str, corpus: Path, ckpt: Path, *extra: str) -> Proc:
-    return Proc(
-        [
-            "-m",
-            "trainer",
-            *BASE,
-            "--dataset",
-            "bytes",
-            "--data-paths",
-            f"[{corpus}]",
-            "--checkpoint.uri",
-            str(ckpt),
-            "--checkpoint.async-save",
-            "false",
-            *extra,
-        ],
-        tmp_path,
-        name,
-    )
-
-
 def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
     ckpt = tmp_path / "ckpt"
-    full = _single(
+    full = single(
         tmp_path,
         "full",
         corpus,
-        ckpt,
         "--steps",
         "16",
         "--checkpoint.interval-steps",
@@ -62,11 +40,10 @@ def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
     store = CheckpointStore(str(ckpt), keep=5, config_hash="x")
     assert store.committed_steps() == [4, 8]
 
-    again = _single(
+    again = single(
         tmp_path,
         "again",
         corpus,
-        ckpt,
         "--steps",
         "16",
         "--checkpoint.interval-steps",
@@ -88,11 +65,10 @@ def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
 @pytest.mark.parametrize("keep", [2, 3])
 def test_retention_keeps_newest_k(tmp_path, corpus, keep):
     ckpt = tmp_path / "ckpt"
-    p = _single(
+    p = single(
         tmp_path,
         "run",
         corpus,
-        ckpt,
         "--steps",
         "12",
         "--checkpoint.interval-steps",
@@ -114,19 +90,7 @@ def test_retention_keeps_newest_k(tmp_path, corpus, keep):
 @pytest.mark.slow
 def test_second_sigterm_during_commit_is_ignored_and_checkpoint_is_trusted(tmp_path, corpus, reference):
     ref = reference(2, STEPS)
-    args = [
-        *BASE,
-        "--dataset",
-        "bytes",
-        "--data-paths",
-        f"[{corpus}]",
-        "--steps",
-        str(STEPS),
-        "--checkpoint.uri",
-        str(tmp_path / "ckpt"),
-        "--checkpoint.interval-steps",
-        "1000",
-    ]
+    args = run_args(corpus, tmp_path, "--checkpoint.interval-steps", "1000", steps=STEPS)
     run = launch(tmp_path, "run", 2, args, extra_env={ENV_FAULT_COMMIT_DELAY: "2"})
     run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 5)
     run.signal(signal.SIGTERM)
@@ -140,8 +104,7 @@ def test_second_sigterm_during_commit_is_ignored_and_checkpoint_is_trusted(tmp_p
     assert all(e["signals_received"] >= 1 for e in run.events("preemption_agreed"))
     assert CheckpointStore(str(tmp_path / "ckpt"), keep=3, config_hash="x").manifest(step) is not None
 
-    rest = launch(tmp_path, "rest", 2, args)
-    assert rest.wait() == 0, rest.tail()
+    rest = finished(tmp_path, "rest", 2, args)
     assert [e["ckpt_step"] for e in rest.events("resumed")] == [step, step]
     assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
 
@@ -149,19 +112,7 @@ def test_second_sigterm_during_commit_is_ignored_and_checkpoint_is_trusted(tmp_p
 @pytest.mark.slow
 def test_sigkill_inside_commit_window_leaves_an_untrusted_checkpoint(tmp_path, corpus, reference):
     ref = reference(2, STEPS)
-    args = [
-        *BASE,
-        "--dataset",
-        "bytes",
-        "--data-paths",
-        f"[{corpus}]",
-        "--steps",
-        str(STEPS),
-        "--checkpoint.uri",
-        str(tmp_path / "ckpt"),
-        "--checkpoint.interval-steps",
-        "3",
-    ]
+    args = run_args(corpus, tmp_path, "--checkpoint.interval-steps", "3", steps=STEPS)
     # grace of 1 s, commit takes 5 s: the agent SIGKILLs the workers between DCP and the manifest
     run = launch(
         tmp_path,
@@ -180,8 +131,7 @@ def test_sigkill_inside_commit_window_leaves_an_untrusted_checkpoint(tmp_path, c
     assert (tmp_path / "ckpt" / f"step-{torn}" / ".metadata").exists()
     assert not (tmp_path / "ckpt" / f"step-{torn}" / "manifest.json").exists()
 
-    rest = launch(tmp_path, "rest", 2, args)
-    assert rest.wait() == 0, rest.tail()
+    rest = finished(tmp_path, "rest", 2, args)
     assert torn in {e["ckpt_step"] for e in rest.events("checkpoint_torn_skipped")}
     assert all(e["ckpt_step"] < torn for e in rest.events("resumed"))
     assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))

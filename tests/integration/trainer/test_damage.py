@@ -12,32 +12,22 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers.trainer import BASE, ENDLESS, Proc, assert_bitwise, final_state, free_port, launch
+from tests.helpers.trainer import (
+    BASE,
+    ENDLESS,
+    Proc,
+    assert_bitwise,
+    final_state,
+    free_port,
+    launch,
+    single,
+)
 from trainer.checkpoint import SKIPPED
 
 
-def _single(tmp_path: Path, name: str, corpus: Path, ckpt: Path, *extra: str) -> Proc:
-    return Proc(
-        [
-            "-m",
-            "trainer",
-            *BASE,
-            "--dataset",
-            "bytes",
-            "--data-paths",
-            f"[{corpus}]",
-            "--checkpoint.uri",
-            str(ckpt),
-            "--checkpoint.async-save",
-            "false",
-            "--checkpoint.keep",
-            "5",
-            "--checkpoint.interval-steps",
-            "4",
-            *extra,
-        ],
-        tmp_path,
-        name,
+def _single(tmp_path: Path, name: str, corpus: Path, *extra: str) -> Proc:
+    return single(
+        tmp_path, name, corpus, "--checkpoint.keep", "5", "--checkpoint.interval-steps", "4", *extra
     )
 
 
@@ -61,7 +51,7 @@ def _recommit(d: Path, name: str) -> None:
 @pytest.mark.slow
 def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used(tmp_path, corpus):
     ckpt = tmp_path / "ckpt"
-    full = _single(tmp_path, "full", corpus, ckpt, "--steps", "12")
+    full = _single(tmp_path, "full", corpus, "--steps", "12")
     assert full.wait() == 0, full.tail()
     want = final_state(ckpt, 12)
     # bit rot in a committed shard: same size, other bytes
@@ -70,7 +60,7 @@ def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used
     blob[len(blob) // 2] ^= 0xFF
     shard.write_bytes(bytes(blob))
 
-    again = _single(tmp_path, "again", corpus, ckpt, "--steps", "12")
+    again = _single(tmp_path, "again", corpus, "--steps", "12")
     assert again.wait() == 0, again.tail()
     skipped = again.events("checkpoint_corrupt_skipped")
     assert [e["ckpt_step"] for e in skipped] == [12] and "CRC-32" in skipped[0]["reason"]
@@ -108,7 +98,7 @@ def test_unloadable_checkpoint_is_skipped_by_all_ranks_and_the_older_one_used(tm
 
 def test_no_loadable_checkpoint_left_is_one_line_exit_2(tmp_path, corpus):
     ckpt = tmp_path / "ckpt"
-    first = _single(tmp_path, "first", corpus, ckpt, "--steps", "4")
+    first = _single(tmp_path, "first", corpus, "--steps", "4")
     assert first.wait() == 0, first.tail()
     shard = next((ckpt / "step-4").glob("__0_0.distcp"))
     shard.unlink()  # a shard lost, and the manifest no longer mentions it either
@@ -116,7 +106,7 @@ def test_no_loadable_checkpoint_left_is_one_line_exit_2(tmp_path, corpus):
     del man["files"][shard.name], man["crc32"][shard.name]
     (ckpt / "step-4" / "manifest.json").write_text(json.dumps(man))
 
-    again = _single(tmp_path, "again", corpus, ckpt, "--steps", "8")
+    again = _single(tmp_path, "again", corpus, "--steps", "8")
     assert again.wait() == 2, again.tail()
     err = _one_line(again)
     assert err.startswith("checkpoint error: no loadable checkpoint") and "4" in err
@@ -125,10 +115,10 @@ def test_no_loadable_checkpoint_left_is_one_line_exit_2(tmp_path, corpus):
 
 def test_changed_training_config_is_refused_naming_the_keys_unless_allowed(tmp_path, corpus):
     ckpt = tmp_path / "ckpt"
-    first = _single(tmp_path, "first", corpus, ckpt, "--steps", "4")
+    first = _single(tmp_path, "first", corpus, "--steps", "4")
     assert first.wait() == 0, first.tail()
 
-    changed = _single(tmp_path, "changed", corpus, ckpt, "--steps", "8", "--lr", "0.01", "--seed", "7")
+    changed = _single(tmp_path, "changed", corpus, "--steps", "8", "--lr", "0.01", "--seed", "7")
     assert changed.wait() == 2, changed.tail()
     err = _one_line(changed)
     assert "lr (0.003 -> 0.01)" in err and "seed (1234 -> 7)" in err and "allowConfigChange" in err
@@ -157,7 +147,7 @@ def test_changed_training_config_is_refused_naming_the_keys_unless_allowed(tmp_p
     assert [e["event"] for e in via_launcher.events()] == ["launcher_exit"]  # no worker started
 
     allowed = _single(
-        tmp_path, "allowed", corpus, ckpt, "--steps", "8", "--lr", "0.01", "--set", "allowConfigChange=true"
+        tmp_path, "allowed", corpus, "--steps", "8", "--lr", "0.01", "--set", "allowConfigChange=true"
     )
     assert allowed.wait() == 0, allowed.tail()
     [ev] = allowed.events("config_change_allowed")

@@ -2,34 +2,13 @@
 
 from __future__ import annotations
 
-import signal
-from pathlib import Path
-
 import pytest
 import torch
 
-from tests.helpers.trainer import BASE, final_state, launch, samples_by_step
+from tests.helpers.trainer import final_state, finished, preempted, run_args, samples_by_step
 
 STEPS = 24
 pytestmark = pytest.mark.slow
-
-
-def _args(corpus: Path, d: Path) -> list[str]:
-    return [
-        *BASE,
-        "--dataset",
-        "bytes",
-        "--data-paths",
-        f"[{corpus}]",
-        "--steps",
-        str(STEPS),
-        "--checkpoint.uri",
-        str(d / "ckpt"),
-        "--checkpoint.interval-steps",
-        "4",
-        "--record-samples",
-        str(d / "samples"),
-    ]
 
 
 @pytest.mark.parametrize(("before", "after"), [(2, 1), (1, 2)])
@@ -37,15 +16,12 @@ def test_resume_at_another_world_size_keeps_global_batch_and_samples(
     tmp_path, corpus, reference, before, after
 ):
     ref = reference(2, STEPS)
-    first = launch(tmp_path, "first", before, _args(corpus, tmp_path))
-    first.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 9)
-    first.signal(signal.SIGTERM)
-    assert first.wait() == 143, first.tail()
+    args = run_args(corpus, tmp_path, "--checkpoint.interval-steps", "4", steps=STEPS, samples=True)
+    first = preempted(tmp_path, "first", before, args, 9)
     stop = first.events("preempted_exit")[0]["ckpt_step"]
     assert {e["accumulation"] for e in first.events("start")} == {8 // (2 * before)}
 
-    second = launch(tmp_path, "second", after, _args(corpus, tmp_path))
-    assert second.wait() == 0, second.tail()
+    second = finished(tmp_path, "second", after, args)
     starts = second.events("start")
     assert len(starts) == after and {e["accumulation"] for e in starts} == {8 // (2 * after)}
     assert {(e["ckpt_step"], e["from_world_size"]) for e in second.events("resumed")} == {(stop, before)}

@@ -7,12 +7,11 @@ import json
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 
 from components.incluster.recovery_names import PHASES
-from tests.helpers.trainer import BASE, launch
+from tests.helpers.trainer import finished, launch, run_args
 from trainer.contract import ENV_HIGH_WATER_INTERVAL
 from trainer.goodput import HIGH_WATER_FILE
 
@@ -20,25 +19,11 @@ pytestmark = pytest.mark.slow
 STEPS = 16
 
 
-def _args(corpus: Path, d: Path, *extra: str) -> list[str]:
-    return [
-        *BASE,
-        "--dataset",
-        "bytes",
-        "--data-paths",
-        f"[{corpus}]",
-        "--steps",
-        str(STEPS),
-        "--checkpoint.uri",
-        str(d / "ckpt"),
-        *extra,
-    ]
-
-
 def test_phases_add_up_to_each_process_wall_time(tmp_path, corpus):
     launched = time.time()
-    run = launch(tmp_path, "run", 2, _args(corpus, tmp_path, "--checkpoint.interval-steps", "4"))
-    assert run.wait() == 0, run.tail()
+    run = finished(
+        tmp_path, "run", 2, run_args(corpus, tmp_path, "--checkpoint.interval-steps", "4", steps=STEPS)
+    )
     ended = time.time()
     starts = {e["rank"]: e for e in run.events("start")}
     phases = {e["rank"]: e for e in run.events("phases")}
@@ -59,7 +44,9 @@ def test_phases_add_up_to_each_process_wall_time(tmp_path, corpus):
 
 
 def test_a_restart_counts_exactly_the_steps_it_redoes(tmp_path, corpus):
-    args = _args(corpus, tmp_path, "--checkpoint.interval-steps", "4", "--checkpoint.async-save", "false")
+    args = run_args(
+        corpus, tmp_path, "--checkpoint.interval-steps", "4", "--checkpoint.async-save", "false", steps=STEPS
+    )
     run = launch(
         tmp_path,
         "run",
@@ -96,8 +83,9 @@ def test_a_restart_counts_exactly_the_steps_it_redoes(tmp_path, corpus):
 def test_a_garbled_mark_means_nothing_redone_with_a_warning(tmp_path, corpus):
     (tmp_path / "ckpt").mkdir()
     (tmp_path / "ckpt" / HIGH_WATER_FILE).write_text('{"step": "twelve"')
-    run = launch(tmp_path, "run", 1, _args(corpus, tmp_path, "--checkpoint.interval-steps", "8"))
-    assert run.wait() == 0, run.tail()
+    run = finished(
+        tmp_path, "run", 1, run_args(corpus, tmp_path, "--checkpoint.interval-steps", "8", steps=STEPS)
+    )
     warned = run.events("high_water_unreadable")
     assert len(warned) == 1 and warned[0]["assumed"] == 0
     assert not run.events("redoing_steps")

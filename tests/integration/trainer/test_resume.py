@@ -5,51 +5,36 @@ from __future__ import annotations
 import os
 import random
 import signal
-from pathlib import Path
 
 import pytest
 
-from tests.helpers.trainer import BASE, assert_bitwise, final_state, launch, samples_by_step
+from tests.helpers.trainer import (
+    assert_bitwise,
+    final_state,
+    finished,
+    launch,
+    preempted,
+    run_args,
+    samples_by_step,
+)
 
 STEPS = 24
 pytestmark = pytest.mark.slow
-
-
-def _args(corpus: Path, d: Path, *extra: str) -> list[str]:
-    return [
-        *BASE,
-        "--dataset",
-        "bytes",
-        "--data-paths",
-        f"[{corpus}]",
-        "--steps",
-        str(STEPS),
-        "--checkpoint.uri",
-        str(d / "ckpt"),
-        "--record-samples",
-        str(d / "samples"),
-        *extra,
-    ]
 
 
 def test_sigterm_at_random_step_then_resume_is_bitwise_exact(tmp_path, corpus, reference):
     # dropout > 0 makes the result depend on the restored per-rank RNG streams, not only on the weights
     ref = reference(2, STEPS, ("--dropout", "0.1"))
     stop = random.Random().randint(2, STEPS - 4)
-    first = launch(
-        tmp_path, "first", 2, _args(corpus, tmp_path, "--dropout", "0.1", "--checkpoint.interval-steps", "5")
+    args = run_args(
+        corpus, tmp_path, "--dropout", "0.1", "--checkpoint.interval-steps", "5", steps=STEPS, samples=True
     )
-    first.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= stop)
-    first.signal(signal.SIGTERM)
-    assert first.wait() == 143, first.tail()
+    first = preempted(tmp_path, "first", 2, args, stop)
     exits = first.events("preempted_exit")
     assert len(exits) == 2 and exits[0]["ckpt_step"] < STEPS
     preempt_step = exits[0]["ckpt_step"]
 
-    second = launch(
-        tmp_path, "second", 2, _args(corpus, tmp_path, "--dropout", "0.1", "--checkpoint.interval-steps", "5")
-    )
-    assert second.wait() == 0, second.tail()
+    second = finished(tmp_path, "second", 2, args)
     resumed = second.events("resumed")
     assert {e["ckpt_step"] for e in resumed} == {preempt_step} and len(resumed) == 2
 
@@ -59,7 +44,7 @@ def test_sigterm_at_random_step_then_resume_is_bitwise_exact(tmp_path, corpus, r
 
 def test_kill9_of_one_worker_restarts_from_last_checkpoint_bitwise(tmp_path, corpus, reference):
     ref = reference(2, STEPS, ("--dropout", "0.1"))
-    args = _args(
+    args = run_args(
         corpus,
         tmp_path,
         "--dropout",
@@ -68,6 +53,8 @@ def test_kill9_of_one_worker_restarts_from_last_checkpoint_bitwise(tmp_path, cor
         "4",
         "--checkpoint.async-save",
         "false",
+        steps=STEPS,
+        samples=True,
     )
     run = launch(tmp_path, "run", 2, args, run_opts=["--max-restarts", "1"])
     run.wait_for(lambda e: e["event"] == "checkpoint_committed" and e["ckpt_step"] >= 8)
