@@ -46,11 +46,16 @@ def read_platform(ref: pulumi.StackReference, name: str) -> PlatformOutputs:
 
 
 def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):
-    """Register the job on its platform's cluster; ConfigError if the platform cannot run it."""
+    """Register the job on its platform's cluster (or, on a fleet, on the fleet's manager); ConfigError if
+    the platform (every worker of the fleet) cannot run it."""
     import pulumi_kubernetes as k8s
 
     from components.incluster.training_job import TrainingJob, TrainingJobArgs
 
+    if job.on_fleet:
+        from components.job_fleet_stack import deploy_fleet_job
+
+        return deploy_fleet_job(job, opts)
     ref = pulumi.StackReference("platform", stack_name=job.platform_stack)
     platform = read_platform(ref, job.platform_stack)
     problems = check_job(job, platform)
