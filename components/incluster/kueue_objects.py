@@ -80,7 +80,35 @@ def manager_config(queueing: QueueingSpec | None = None) -> str:
         # (chart: namespaceSelector of every job webhook = managedJobsNamespaceSelector when set).
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
     }
+    if queueing is not None and queueing.fleet_manager:
+        config["multiKueue"] = multikueue_config(queueing.fleet_dispatcher)
     return yaml.safe_dump(config, sort_keys=False)
+
+
+# Kueue's MultiKueue dispatchers (kueue v0.19.2 apis/config/v1beta2/configuration_types.go
+# MultiKueueDispatcherModeIncremental / MultiKueueDispatcherModeAllAtOnce). Kueue's default is AllAtOnce
+# (apis/config/v1beta2/defaults.go), so the name is always written.
+MULTIKUEUE_DISPATCHERS = {
+    "Incremental": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    "AllAtOnce": "kueue.x-k8s.io/multikueue-dispatcher-all-at-once",
+}
+
+
+def multikueue_config(dispatcher: str) -> dict[str, Any]:
+    """The Configuration's `multiKueue` block of a fleet manager. The MultiKueue feature gate is beta and on
+    by default since 0.9 (kueue v0.19.2 pkg/features/kube_features.go), so no gate is set. The Incremental
+    dispatcher nominates 3 workers per 5-minute round (workloaddispatcher/incrementaldispatcher.go
+    DefaultStepSize, incrementalDispatcherRoundTimeout) in the MultiKueueConfig's order, since the gate
+    MultiKueueIncrementalDispatcherRespectConfigOrder is on by default in 0.19 (else it sorts by name)."""
+    return {
+        # Kueue's defaults, stated (apis/config/v1beta2/defaults.go): a GC pass for orphaned worker copies
+        # every minute; the origin label value marking what this manager created on a worker; a workload
+        # stays admitted for 15 minutes after its worker is lost before it is dispatched elsewhere.
+        "gcInterval": "1m",
+        "origin": "multikueue",
+        "workerLostTimeout": "15m",
+        "dispatcherName": MULTIKUEUE_DISPATCHERS[dispatcher],
+    }
 
 
 @dataclass(frozen=True)

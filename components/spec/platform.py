@@ -270,6 +270,14 @@ class QueueingSpec(Spec):
     cohort: str = Field(default="gpu-cohort", pattern=DNS_LABEL)
     borrowing: bool = True
     pods_ready: PodsReadySpec = PodsReadySpec()
+    # This platform is a fleet's MultiKueue manager (components/spec/fleet.py): its Kueue runs the
+    # MultiKueue admission check and dispatches each job to a worker; it has no teams of its own (the
+    # fleet stack makes the team queues on it).
+    fleet_manager: bool = False
+    # The MultiKueue dispatcher of a manager (Kueue Configuration multiKueue.dispatcherName): Incremental
+    # nominates workers in the fleet's dispatch order a few at a time; AllAtOnce copies a job to every
+    # worker. A fleet on this manager must name the same (its dispatch.dispatcher; verify checks).
+    fleet_dispatcher: Literal["Incremental", "AllAtOnce"] = "Incremental"
 
 
 class PriceOverride(Spec):

@@ -72,6 +72,25 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
     yield from check_teams(spec, root, check_quota=not pool_problems)
     yield from check_gpu_operator(spec, root)
     yield from check_pods_ready(spec, root)
+    yield from check_fleet_manager(spec, root)
+
+
+def check_fleet_manager(spec: PlatformSpec, root: str) -> Iterable[str]:
+    """A fleet's MultiKueue manager holds the fleet's team queues (made by the fleet stack), none of its own:
+    a team of the platform would claim the same namespace and LocalQueue the fleet mirrors there."""
+    q = spec.queueing
+    path = f"{root}.queueing"
+    if q.fleet_manager:
+        if spec.teams:
+            names = ", ".join(t.name for t in spec.teams)
+            yield (
+                f"{root}.teams: a fleet manager (queueing.fleetManager) has no teams of its own ({names}); "
+                "the fleet stack mirrors the workers' teams on it"
+            )
+        if not q.enabled:
+            yield f"{path}.fleetManager: needs queueing.enabled (MultiKueue runs inside Kueue)"
+    elif "fleet_dispatcher" in q.model_fields_set:
+        yield f"{path}.fleetDispatcher: only for a fleet manager (set queueing.fleetManager: true)"
 
 
 def check_pods_ready(spec: PlatformSpec, root: str) -> Iterable[str]:

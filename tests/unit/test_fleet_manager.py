@@ -1,0 +1,85 @@
+"""A fleet's MultiKueue manager: a platform with `queueing.fleetManager` (components/spec/platform.py)."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from components.spec import ConfigError, PlatformSpec
+from tests.helpers.plans import plan_object, planned, platform_object
+
+
+def _problems(raw: dict) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        PlatformSpec.load(raw)
+    return info.value.problems
+
+
+def _manager_config(result) -> dict:
+    (release,) = [
+        r for r in result.of_type("kubernetes:helm.sh/v3:Release") if r.inputs["chart"].endswith("/kueue")
+    ]
+    return yaml.safe_load(release.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+
+
+def test_the_reference_manager_is_a_manager_without_teams():
+    spec = PlatformSpec.load(platform_object("aws-fleet-manager"))
+    assert spec.queueing.fleet_manager and not spec.teams and not spec.gpu_pools()
+
+
+def test_a_manager_with_teams_is_refused_in_one_line():
+    raw = platform_object("aws-fleet-manager")
+    raw["teams"] = [{"name": "research", "gpuQuota": 0}]
+    assert _problems(raw) == [
+        "platform.teams: a fleet manager (queueing.fleetManager) has no teams of its own (research); "
+        "the fleet stack mirrors the workers' teams on it"
+    ]
+
+
+def test_a_manager_without_kueue_is_refused():
+    raw = platform_object("aws-fleet-manager")
+    raw["queueing"]["enabled"] = False
+    assert _problems(raw) == [
+        "platform.queueing.fleetManager: needs queueing.enabled (MultiKueue runs inside Kueue)"
+    ]
+
+
+def test_a_dispatcher_on_a_platform_that_is_no_manager_is_refused():
+    raw = platform_object("aws-dev")
+    raw["queueing"] = {"fleetDispatcher": "AllAtOnce"}
+    assert _problems(raw) == [
+        "platform.queueing.fleetDispatcher: only for a fleet manager (set queueing.fleetManager: true)"
+    ]
+
+
+def test_the_manager_kueue_runs_multikueue_with_the_incremental_dispatcher():
+    config = _manager_config(planned("aws-fleet-manager"))
+    # kueue v0.19.2 apis/config/v1beta2/configuration_types.go MultiKueueDispatcherModeIncremental; Kueue's
+    # own default would be all-at-once (defaults.go), so a missing name would change the dispatch.
+    assert config["multiKueue"] == {
+        "gcInterval": "1m",
+        "origin": "multikueue",
+        "workerLostTimeout": "15m",
+        "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+    }
+
+
+def test_all_at_once_is_written_as_kueue_names_it():
+    raw = platform_object("aws-fleet-manager")
+    raw["queueing"]["fleetDispatcher"] = "AllAtOnce"
+    config = _manager_config(plan_object(raw))
+    assert config["multiKueue"]["dispatcherName"] == "kueue.x-k8s.io/multikueue-dispatcher-all-at-once"
+
+
+def test_a_worker_platform_has_no_multikueue_block():
+    assert "multiKueue" not in _manager_config(planned("aws-h100-reserved"))
+
+
+def test_verify_passes_the_manager_that_runs_no_training_pod():
+    """The trainer's scrape comes from a job's PodMonitor; a manager has no team, so no job pod: the trainer
+    dashboards' metrics are a note there, not 'nothing in the plan scrapes trainer' failures."""
+    from infra.verify import verify_stack
+
+    report = verify_stack("aws-fleet-manager")
+    assert report.ok, [f.message for f in report.findings][:3]
+    assert any("no training pod on this platform" in n for n in report.check("observability").notes)
