@@ -54,8 +54,12 @@ def run_checks(plan: Plan, view: ClusterView, checks: Sequence[str] | None = Non
     live runner on a live cluster (a check without one is skipped there, saying so)."""
     ctx = view.ctx
     report = Report(plan.stack, plan.cloud, plan.kubernetes_version, view.mode, view.source)
-    for name in checks or CHECKS:
+    for name in checks or registry.default_checks(plan.kind):
         check = registry.check(name)
+        if (check.scope == "fleet") != (plan.kind == "fleet"):
+            what = "a fleet stack" if check.scope == "fleet" else "a platform or job stack"
+            report.checks.append(CheckResult(name, skipped=f"verifies {what}, not this {plan.kind} stack"))
+            continue
         if view.mode == "offline":
             report.checks.append(check.offline_runner()(ctx))
             continue

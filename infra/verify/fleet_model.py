@@ -1,0 +1,103 @@
+"""What `verify FLEET` looks at: the fleet stack's own plan (objects on the manager and on each worker),
+the manager platform's plan and each worker platform's plan, in the fleet's dispatch order.
+
+A fleet stack's Kubernetes objects are sent through one Kubernetes provider per cluster; which cluster an
+object lands on is read from its provider: the provider's kubeconfig input is the manager's or a
+worker's `kubeconfig` output (the stack references' values), else the provider's name names the worker
+(`...<worker>...`) or the manager.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from infra.verify.model import K8sObject, Plan
+
+MANAGER = "manager"
+
+
+@dataclass(frozen=True)
+class FleetWorkerPlan:
+    name: str
+    stack: str
+    plan: Plan
+
+
+@dataclass(frozen=True)
+class FleetPlan:
+    """A fleet: its spec (components.spec.fleet.FleetSpec), its own plan, the manager's and the workers'
+    plans (workers in dispatch order)."""
+
+    spec: Any
+    plan: Plan
+    manager: Plan
+    workers: tuple[FleetWorkerPlan, ...]
+    # The fleet plan's objects by cluster: MANAGER or a worker's name.
+    by_cluster: Mapping[str, tuple[K8sObject, ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.spec.name)
+
+    def on(self, cluster: str, kind: str | None = None, namespace: str | None = None) -> list[K8sObject]:
+        return [
+            o
+            for o in self.by_cluster.get(cluster, ())
+            if (kind is None or o.kind == kind) and (namespace is None or o.namespace == namespace)
+        ]
+
+    def find(self, cluster: str, kind: str, name: str, namespace: str | None = None) -> K8sObject | None:
+        return next((o for o in self.on(cluster, kind, namespace) if o.name == name), None)
+
+    def worker(self, name: str) -> FleetWorkerPlan | None:
+        return next((w for w in self.workers if w.name == name), None)
+
+
+def dispatch_order(spec: Any, outputs: Mapping[str, Any]) -> list[str]:
+    """The workers' names in dispatch order: the fleet stack's `workers` output (name, order), else the
+    spec's list."""
+    rows = [w for w in outputs.get("workers") or [] if isinstance(w, Mapping) and "name" in w]
+    if rows:
+        return [str(w["name"]) for w in sorted(rows, key=lambda w: int(w.get("order", 0)))]
+    return [w.name for w in spec.workers]
+
+
+def split_by_cluster(
+    plan: Plan, manager: Plan, workers: list[FleetWorkerPlan]
+) -> dict[str, tuple[K8sObject, ...]]:
+    """The fleet plan's objects by the cluster their provider reaches (module docstring)."""
+    providers = {r.urn: r for r in plan.resources if r.type == "pulumi:providers:kubernetes"}
+    kubeconfigs = {MANAGER: manager.outputs.get("kubeconfig")}
+    kubeconfigs.update({w.name: w.plan.outputs.get("kubeconfig") for w in workers})
+
+    def cluster(obj: K8sObject) -> str:
+        urn = (obj.resource.provider or "").rsplit("::", 1)[0]
+        provider = providers.get(urn)
+        if provider is None:
+            return MANAGER
+        given = provider.inputs.get("kubeconfig")
+        for name, kubeconfig in kubeconfigs.items():
+            if given is not None and kubeconfig is not None and given == kubeconfig:
+                return name
+        # Longest first: worker "gpu" must not claim provider "worker-gpu-2".
+        for w in sorted(workers, key=lambda w: -len(w.name)):
+            if w.name in provider.name and MANAGER not in provider.name:
+                return w.name
+        return MANAGER
+
+    out: dict[str, list[K8sObject]] = {}
+    for o in plan.iter_objects():
+        out.setdefault(cluster(o), []).append(o)
+    return {k: tuple(v) for k, v in out.items()}
+
+
+def fleet_plan(spec: Any, plan: Plan, manager: Plan, workers: dict[str, tuple[str, Plan]]) -> Plan:
+    """The fleet stack's plan as verify runs it: kind "fleet", the FleetPlan in `fleet`."""
+    order = dispatch_order(spec, plan.outputs)
+    ws = [FleetWorkerPlan(n, workers[n][0], workers[n][1]) for n in order if n in workers]
+    fp = FleetPlan(spec, plan, manager, tuple(ws), split_by_cluster(plan, manager, ws))
+    return replace(
+        plan, kind="fleet", cloud=manager.cloud, kubernetes_version=manager.kubernetes_version, fleet=fp
+    )
