@@ -1,6 +1,7 @@
 """The Pulumi program: read the stack's one config object, validate it, build, export.
 
-A platform stack holds `trainplane:platform`; a job stack holds `trainplane:job`. Validation happens
+A platform stack holds `trainplane:platform`; a job stack holds `trainplane:job`; a fleet stack holds
+`trainplane:fleet` (components/fleet: one MultiKueue queue over several platforms). Validation happens
 before any resource is registered (a job stack first reads its platform stack, which is how it learns
 what to validate against); problems surface as one line each, never a traceback.
 """
@@ -11,13 +12,15 @@ import pulumi
 
 from components.spec import ConfigError, JobSpec, PlatformSpec
 
+KINDS = ("platform", "job", "fleet")
+
 
 def run() -> None:
     config = pulumi.Config("trainplane")
-    kinds = [k for k in ("platform", "job") if config.get(k) is not None]
+    kinds = [k for k in KINDS if config.get(k) is not None]
     if len(kinds) != 1:
         raise pulumi.RunError(
-            "stack config must hold exactly one of trainplane:platform or trainplane:job"
+            "stack config must hold exactly one of trainplane:platform, trainplane:job or trainplane:fleet"
             + (f" (found {', '.join(kinds)})" if kinds else _mistyped_key())
         )
     try:
@@ -25,6 +28,8 @@ def run() -> None:
             spec = PlatformSpec.load(config.get_object("platform"))
             provider_region_problems(spec, pulumi.Config(spec.cloud).get("region"))
             _platform(config, spec)
+        elif kinds == ["fleet"]:
+            _fleet(config.get_object("fleet"))
         else:
             _job(JobSpec.load(config.get_object("job")))
     except ConfigError as e:
@@ -41,7 +46,7 @@ def _mistyped_key() -> str:
 
     keys = {*runtime_config.CONFIG.get(), *runtime_config.get_config_env()}
     for key in sorted(k for k in keys if k.startswith("trainplane:")):
-        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        close = difflib.get_close_matches(key, [f"trainplane:{k}" for k in KINDS], n=1, cutoff=0.6)
         if close:
             return f"; {key!r} is not one: did you mean {close[0]!r}?"
     return ""
@@ -73,4 +78,13 @@ def _job(job: JobSpec) -> None:
 
     training = deploy_job(job)
     for key, value in training.outputs.items():
+        pulumi.export(key, value)
+
+
+def _fleet(raw: object) -> None:
+    from components.fleet.stack import deploy_fleet
+    from components.spec.fleet import FleetSpec
+
+    _, exports = deploy_fleet(FleetSpec.load(raw))
+    for key, value in exports.items():
         pulumi.export(key, value)

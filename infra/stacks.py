@@ -34,11 +34,14 @@ def no_object_error(sf: Any) -> UsageError:
 
     hint = ""
     for key in sorted(k for k in sf.config if k.startswith("trainplane:")):
-        close = difflib.get_close_matches(key, ["trainplane:platform", "trainplane:job"], n=1, cutoff=0.6)
+        kinds = ["trainplane:platform", "trainplane:job", "trainplane:fleet"]
+        close = difflib.get_close_matches(key, kinds, n=1, cutoff=0.6)
         if close:
             hint = f"; {key!r} is not one: did you mean {close[0]!r}?"
             break
-    return UsageError([f"{sf.path}: no trainplane:platform (or trainplane:job) object in config{hint}"])
+    return UsageError(
+        [f"{sf.path}: no trainplane:platform (or trainplane:job, trainplane:fleet) object in config{hint}"]
+    )
 
 
 def platform_stack_file(sf: Any, job: Any) -> Any:
@@ -117,6 +120,10 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
         spec = validated(sf, "trainplane:platform", PlatformSpec)
         result = run_stack(sf)
         return result, summarize_platform(result, spec)
+    if sf.object("trainplane:fleet") is not None:
+        from infra.plan_fleet import plan_fleet
+
+        return plan_fleet(sf, read_refs(ref_pairs or []))
     if sf.object("trainplane:job") is None:
         raise no_object_error(sf)
     job = validated(sf, "trainplane:job", JobSpec)

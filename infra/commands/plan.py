@@ -20,9 +20,13 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK
+    from infra.plan_fleet import FleetSummary, print_fleet
     from infra.plan_output import print_plan
 
-    print_plan(summary, console)
+    if isinstance(summary, FleetSummary):
+        print_fleet(summary, console)
+    else:
+        print_plan(summary, console)
     return EXIT_OK
 
 

@@ -26,6 +26,17 @@ ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
 # Job stacks and the platform stack whose planned outputs they read.
 JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
+# Fleet stacks and the platform stacks (manager first, then workers) whose planned outputs they read.
+FLEET_STACKS = {"fleet-research": ("aws-fleet-manager", "aws-h100-reserved", "gcp-h100-dws", "onprem-dev")}
+
+
+def stack_refs(stack: str) -> dict[str, Any] | None:
+    """The planned outputs a job or fleet stack reads through its StackReferences (None for a platform)."""
+    if stack in JOB_STACKS:
+        return {JOB_STACKS[stack]: planned(JOB_STACKS[stack]).outputs}
+    if stack in FLEET_STACKS:
+        return {p: planned(p).outputs for p in FLEET_STACKS[stack]}
+    return None
 
 
 def stack_files() -> list[Path]:
@@ -55,8 +66,7 @@ def config_for(platform: dict[str, Any], extra: dict[str, str] | None = None) ->
 def planned(stack: str) -> RunResult:
     """The plan of a reference stack, once per test process: treat it as read-only."""
     sf = stackfile.load(stack, ROOT)
-    refs = {JOB_STACKS[stack]: planned(JOB_STACKS[stack]).outputs} if stack in JOB_STACKS else None
-    return cached_run_program(sf.config, sf.name, refs, sf.secret_keys)
+    return cached_run_program(sf.config, sf.name, stack_refs(stack), sf.secret_keys)
 
 
 _RUNS: dict[str, RunResult] = {}

@@ -44,7 +44,10 @@ def test_invalid_stack_exits_2_with_one_line_per_problem(tmp_path):
             "config:\n  platform: {cloud: aws}\n",
             "config key 'platform' needs a namespace, e.g. trainplane:platform",
         ),
-        ("config:\n  aws:region: us-east-1\n", "no trainplane:platform (or trainplane:job) object in config"),
+        (
+            "config:\n  aws:region: us-east-1\n",
+            "no trainplane:platform (or trainplane:job, trainplane:fleet) object in config",
+        ),
     ],
 )
 def test_unreadable_stack_files_are_named(tmp_path, content, expected):

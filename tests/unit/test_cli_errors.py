@@ -71,7 +71,7 @@ def test_a_mistyped_object_key_gets_a_did_you_mean(tmp_path, capsys):
     )
     bad = _stack(tmp_path, text)
     assert _err(["plan", str(bad)], capsys) == [
-        f"{bad}: no trainplane:platform (or trainplane:job) object in config; 'trainplane:platfrom' is not "
+        f"{bad}: no trainplane:platform (or trainplane:job, trainplane:fleet) object in config; 'trainplane:platfrom' is not "
         "one: did you mean 'trainplane:platform'?"
     ]
 
@@ -135,6 +135,6 @@ def test_pulumi_up_also_suggests_the_object_key():
     with pytest.raises(pulumi.RunError) as err:
         run_program({"trainplane:platfrom": json.dumps(platform_object("onprem-dev"))}, "typo")
     assert str(err.value) == (
-        "stack config must hold exactly one of trainplane:platform or trainplane:job; "
+        "stack config must hold exactly one of trainplane:platform, trainplane:job or trainplane:fleet; "
         "'trainplane:platfrom' is not one: did you mean 'trainplane:platform'?"
     )

@@ -23,5 +23,7 @@ def test_a_stack_with_neither_platform_nor_job_is_refused():
 
     from infra.mockcloud import run_program
 
-    with pytest.raises(pulumi.RunError, match="exactly one of trainplane:platform or trainplane:job"):
+    with pytest.raises(
+        pulumi.RunError, match="exactly one of trainplane:platform, trainplane:job or trainplane:fleet"
+    ):
         run_program({"aws:region": "us-east-1"}, "empty")
