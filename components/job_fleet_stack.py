@@ -45,8 +45,8 @@ class FleetOutputs(BaseModel):
 
 
 FLEET_READ_KEYS = ("fleetName", "managerStack", "workers", "teams")
-# The manager's kubeconfig, a secret output of the fleet stack (its manager platform's `kubeconfig`).
-MANAGER_KUBECONFIG = "managerKubeconfig"
+# The manager's kubeconfig: the fleet stack exports its manager platform's `kubeconfig` (a secret).
+MANAGER_KUBECONFIG = "kubeconfig"
 
 
 def read_fleet(ref: pulumi.StackReference, name: str) -> FleetOutputs:

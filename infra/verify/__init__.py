@@ -78,6 +78,10 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     from infra.stacks import load_stack, no_object_error, platform_stack_file, run_stack, validated
 
     sf = load_stack(stack)
+    if sf.object("trainplane:fleet") is not None:
+        from infra.verify.fleet_model import fleet_from_stack
+
+        return fleet_from_stack(sf, refs)
     raw = sf.object("trainplane:platform")
     if raw is not None:
         validated(sf, "trainplane:platform", PlatformSpec)

@@ -23,6 +23,7 @@ GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 class WorkerState:
     local_queues: list[dict[str, Any]] = field(default_factory=list)
     cluster_queues: list[dict[str, Any]] = field(default_factory=list)
+    resource_quotas: list[dict[str, Any]] = field(default_factory=list)
     # Why the worker could not be read with its Secret's kubeconfig (None: it was).
     error: str | None = None
 
@@ -85,8 +86,15 @@ def read_worker(text: str) -> WorkerState:
     if problems:
         return WorkerState(error=f"Kueue refuses the kubeconfig: {'; '.join(problems)}")
     try:
+        from kubernetes import client
+
         api = config.new_client_from_config_dict(yaml.safe_load(text))
-        return WorkerState(_kueue(api, "localqueues"), _kueue(api, "clusterqueues"))
+        quotas = client.CoreV1Api(api).list_resource_quota_for_all_namespaces().items
+        return WorkerState(
+            _kueue(api, "localqueues"),
+            _kueue(api, "clusterqueues"),
+            [api.sanitize_for_serialization(q) for q in quotas],
+        )
     except Exception as e:  # ApiException (401/403), urllib3 connection errors
         return WorkerState(error=_first_line(e))
 

@@ -101,3 +101,34 @@ def fleet_plan(spec: Any, plan: Plan, manager: Plan, workers: dict[str, tuple[st
     return replace(
         plan, kind="fleet", cloud=manager.cloud, kubernetes_version=manager.kubernetes_version, fleet=fp
     )
+
+
+def fleet_from_stack(sf: Any, refs: Mapping[str, Any] | None = None) -> Plan:
+    """Plan a fleet stack offline for verify: its manager and workers (recorded outputs in `refs`, else
+    their stack files planned offline), then the fleet's own program on their outputs."""
+    from components.spec import PlatformSpec
+    from components.spec.fleet import FleetSpec
+    from infra.stacks import load_stack, run_stack, validated
+    from infra.verify.model import from_run
+
+    spec = validated(sf, "trainplane:fleet", FleetSpec)
+    refs = dict(refs or {})
+
+    def platform(stack: str) -> Plan:
+        short = stack.split("/")[-1]
+        if stack in refs or short in refs:
+            from infra.verify import refs_plan
+
+            return refs_plan(short, refs.get(stack, refs.get(short)))
+        psf = load_stack(stack)
+        raw = psf.object("trainplane:platform")
+        validated(psf, "trainplane:platform", PlatformSpec)
+        return from_run(run_stack(psf), raw if isinstance(raw, dict) else None)
+
+    manager = platform(spec.manager.platform_stack)
+    workers = {w.name: (w.platform_stack, platform(w.platform_stack)) for w in spec.workers}
+    outputs = {spec.manager.platform_stack: dict(manager.outputs)}
+    outputs.update({stack: dict(p.outputs) for stack, p in workers.values()})
+    raw = sf.object("trainplane:fleet")
+    plan = from_run(run_stack(sf, {**refs, **outputs}), raw if isinstance(raw, dict) else None)
+    return fleet_plan(spec, plan, manager, workers)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -28,6 +27,9 @@ class Cluster:
     def get(self, req: Request) -> tuple[int, Any]:
         if self.token is not None and req.headers.get("Authorization") != f"Bearer {self.token}":
             return 401, {"kind": "Status", "code": 401, "reason": "Unauthorized"}
+        if req.path == "/api/v1/resourcequotas":
+            items = self.objects.get("resourcequotas", [])
+            return 200, {"apiVersion": "v1", "kind": "ResourceQuotaList", "metadata": {}, "items": items}
         if req.path == "/api/v1/namespaces/kueue-system/secrets":
             return 200, {
                 "apiVersion": "v1",
@@ -65,6 +67,7 @@ def serve(plan, tmp_path, *, break_worker: str | None = None, edit=None):
         worker_objs = {
             "localqueues": bodies(w.plan.objects("LocalQueue")),
             "clusterqueues": bodies(w.plan.objects("ClusterQueue")),
+            "resourcequotas": bodies(w.plan.objects("ResourceQuota")),
         }
         server = FakeApiServer(Cluster(worker_objs, token=f"t-{w.name}"))
         servers.append(server)
@@ -80,7 +83,8 @@ def serve(plan, tmp_path, *, break_worker: str | None = None, edit=None):
         data = base64.b64encode(json.dumps(kubeconfig).encode()).decode()
         secrets.append(
             {
-                "metadata": {"name": f"multikueue-{w.name}", "namespace": "kueue-system"},
+                # The reference fleet's Secret names (its MultiKueueClusters read them).
+                "metadata": {"name": f"research-fleet-{w.name}-kubeconfig", "namespace": "kueue-system"},
                 "data": {"kubeconfig": data},
             }
         )
@@ -115,16 +119,19 @@ def test_a_sound_fleet_passes_live(plan, tmp_path):
 def test_a_worker_that_refuses_the_token(plan, tmp_path):
     report = serve(plan, tmp_path, break_worker="gcp-h100")
     assert lines(report, "fleet-access") == [
-        "worker gcp-h100 is unreachable with the kubeconfig of Secret kueue-system/multikueue-gcp-h100: 401 Unauthorized"
+        "worker gcp-h100 is unreachable with the kubeconfig of Secret kueue-system/research-fleet-gcp-h100-kubeconfig: "
+        "401 Unauthorized"
     ]
 
 
 def test_a_missing_secret_on_the_manager(plan, tmp_path):
     def edit(manager, workers):
-        manager["secrets"] = [s for s in manager["secrets"] if s["metadata"]["name"] != "multikueue-lab"]
+        manager["secrets"] = [
+            s for s in manager["secrets"] if s["metadata"]["name"] != "research-fleet-lab-kubeconfig"
+        ]
 
     assert lines(serve(plan, tmp_path, edit=edit), "fleet-access") == [
-        "MultiKueueCluster lab reads Secret kueue-system/multikueue-lab, which the manager lacks"
+        "MultiKueueCluster lab reads Secret kueue-system/research-fleet-lab-kubeconfig, which the manager lacks"
     ]
 
 
@@ -139,12 +146,11 @@ def test_a_queue_not_mirrored_on_a_worker(plan, tmp_path):
 
 def test_manager_quota_that_is_not_the_workers_live_sum(plan, tmp_path):
     def edit(manager, workers):
-        cq = next(c for c in workers["aws-h100"]["clusterqueues"] if c["metadata"]["name"] == "research")
-        for flavor in cq["spec"]["resourceGroups"][0]["flavors"]:
-            for r in flavor["resources"]:
-                if r["name"] == "nvidia.com/gpu":
-                    r["nominalQuota"] = str(Decimal(r["nominalQuota"]) + 8)
+        # The lab's team quota raised by hand on the worker, the manager not told.
+        rq = next(q for q in workers["lab"]["resourcequotas"] if q["metadata"]["namespace"] == "research")
+        rq["spec"]["hard"]["requests.nvidia.com/gpu"] = "8"
 
-    (line,) = lines(serve(plan, tmp_path, edit=edit), "fleet-queues")
-    assert line.startswith("ClusterQueue research on the manager: nvidia.com/gpu quota ")
-    assert line.endswith(")") and "the sum of the workers' live ClusterQueues (aws-h100 " in line
+    assert lines(serve(plan, tmp_path, edit=edit), "fleet-queues") == [
+        "ClusterQueue research on the manager: nvidia.com/gpu quota 208 is not 200, the sum of what the team holds "
+        "on the workers' live ClusterQueues and ResourceQuotas (aws-h100 64, gcp-h100 128, lab 8)"
+    ]

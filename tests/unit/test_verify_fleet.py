@@ -1,5 +1,5 @@
-"""verify FLEET offline: each rule of the fleet checks finds its planted defect by name; a sound fleet
-passes (tests/helpers/fleet_verify.py builds it)."""
+"""verify FLEET offline: the reference fleet (stacks/Pulumi.fleet-research.yaml) passes; each rule of the
+fleet checks finds its planted defect by name (tests/helpers/fleet_verify.py plants it)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from infra.verify import verify
-from tests.helpers.fleet_verify import fleet, kubeconfig
+from tests.helpers.fleet_verify import fleet, kubeconfig, spec_object
 
 
 def findings(plan, check: str) -> list[str]:
@@ -30,10 +30,13 @@ def drop(cluster: str, kind: str, name: str | None = None):
     return edit
 
 
-def test_a_sound_fleet_passes_and_runs_only_the_fleet_checks():
+def test_the_reference_fleet_passes_and_runs_only_the_fleet_checks():
     report = verify(fleet())
     assert [c.name for c in report.checks] == ["fleet-queues", "fleet-dispatch", "fleet-access"]
     assert report.findings == [] and report.ok
+    # The plan is split by provider: each worker gets its MultiKueue account, the manager the rest.
+    f = fleet().fleet
+    assert sorted(f.by_cluster) == ["aws-h100", "gcp-h100", "lab", "manager"]
 
 
 def test_a_team_queue_missing_on_the_manager():
@@ -43,21 +46,11 @@ def test_a_team_queue_missing_on_the_manager():
 
 
 def test_a_team_missing_on_a_worker():
-    spec = {
-        "name": "research",
-        "manager": {"platformStack": "organization/trainplane/aws-fleet-manager"},
-        "workers": [
-            {"name": n, "platformStack": f"organization/trainplane/{s}"}
-            for n, s in {
-                "aws-h100": "aws-h100-reserved",
-                "gcp-h100": "gcp-h100-dws",
-                "lab": "onprem-dev",
-            }.items()
-        ],
-        "teams": [{"name": "research"}, {"name": "eval"}],
-    }
-    got = findings(fleet(spec=spec), "fleet-queues")
-    assert "team eval is not a team of worker lab (organization/trainplane/onprem-dev); add it there" in got
+    spec = spec_object()
+    spec["teams"].append({"name": "eval"})
+    assert "team eval is not a team of worker lab (onprem-dev); add it there" in findings(
+        fleet(spec=spec), "fleet-queues"
+    )
 
 
 def test_manager_quota_that_is_not_the_workers_sum():
@@ -66,9 +59,10 @@ def test_manager_quota_that_is_not_the_workers_sum():
         res = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
         next(r for r in res if r["name"] == "nvidia.com/gpu")["nominalQuota"] = "8"
 
-    (line,) = findings(fleet(edit), "fleet-queues")
-    assert line.startswith("ClusterQueue research on the manager: nvidia.com/gpu quota 8 is not ")
-    assert "the sum of team research's quota on the workers (aws-h100 " in line
+    assert findings(fleet(edit), "fleet-queues") == [
+        "ClusterQueue research on the manager: nvidia.com/gpu quota 8 is not 208, the sum of team research's "
+        "quota on the workers (aws-h100 64, gcp-h100 128, lab 16)"
+    ]
 
 
 def test_a_queue_without_the_multikueue_check():
@@ -91,13 +85,10 @@ def test_a_multikueue_config_out_of_order_missing_or_repeating_a_worker(clusters
     def edit(objects):
         obj(objects, "manager", "MultiKueueConfig")["spec"]["clusters"] = clusters
 
-    got = findings(fleet(edit), "fleet-dispatch")
-    assert any(
-        line.startswith(
-            f"MultiKueueConfig research lists clusters [{', '.join(clusters)}], not every worker once"
-        )
-        for line in got
-    )
+    assert (
+        f"MultiKueueConfig research-fleet lists clusters [{', '.join(clusters)}], not every worker once in dispatch "
+        "order [aws-h100, gcp-h100, lab]"
+    ) in findings(fleet(edit), "fleet-dispatch")
 
 
 def test_the_manager_platform_must_be_a_fleet_manager_with_the_fleets_dispatcher():
@@ -110,8 +101,8 @@ def test_the_manager_platform_must_be_a_fleet_manager_with_the_fleets_dispatcher
 
 
 def test_a_missing_kubeconfig_secret():
-    assert findings(fleet(drop("manager", "Secret", "multikueue-lab")), "fleet-access") == [
-        "MultiKueueCluster lab reads Secret kueue-system/multikueue-lab, which the manager lacks"
+    assert findings(fleet(drop("manager", "Secret", "research-fleet-lab-kubeconfig")), "fleet-access") == [
+        "MultiKueueCluster lab reads Secret kueue-system/research-fleet-lab-kubeconfig, which the manager lacks"
     ]
 
 
@@ -123,14 +114,13 @@ def test_a_missing_kubeconfig_secret():
     ],
 )
 def test_a_kubeconfig_kueue_refuses(user, why):
-    import base64
-
     def edit(objects):
-        secret = obj(objects, "manager", "Secret", "multikueue-gcp-h100")
-        secret["data"] = {"kubeconfig": base64.b64encode(kubeconfig(**user).encode()).decode()}
+        obj(objects, "manager", "Secret", "research-fleet-gcp-h100-kubeconfig")["stringData"] = {
+            "kubeconfig": kubeconfig(**user)
+        }
 
     assert findings(fleet(edit), "fleet-access") == [
-        f"Secret kueue-system/multikueue-gcp-h100: Kueue refuses its kubeconfig (InsecureKubeConfig): {why}"
+        f"Secret kueue-system/research-fleet-gcp-h100-kubeconfig: Kueue refuses its kubeconfig (InsecureKubeConfig): {why}"
     ]
 
 
@@ -145,28 +135,28 @@ def test_a_kubeconfig_with_a_ca_file_path():
 
 def test_a_secret_without_the_kubeconfig_key():
     def edit(objects):
-        obj(objects, "manager", "Secret", "multikueue-lab")["data"] = {"config": "eA=="}
+        obj(objects, "manager", "Secret", "research-fleet-lab-kubeconfig")["stringData"] = {"config": "x"}
 
     assert findings(fleet(edit), "fleet-access") == [
-        "Secret kueue-system/multikueue-lab on the manager has no key 'kubeconfig', which MultiKueue reads"
+        "Secret kueue-system/research-fleet-lab-kubeconfig on the manager has no key 'kubeconfig', which MultiKueue reads"
     ]
 
 
 def test_worker_rbac_that_does_not_cover_workloads_status():
     def edit(objects):
         role = obj(objects, "gcp-h100", "ClusterRole")
-        role["rules"] = [r for r in role["rules"] if r["resources"] != ["workloads/status"]]
+        role["rules"] = [r for r in role["rules"] if "workloads/status" not in r["resources"]]
 
     assert findings(fleet(edit), "fleet-access") == [
-        "worker gcp-h100: ServiceAccount kueue-system/multikueue-research may not kueue.x-k8s.io/workloads/status "
-        "get,patch,update (ClusterRoles multikueue-research), which MultiKueue does there"
+        "worker gcp-h100: ServiceAccount kueue-system/multikueue-research-fleet may not kueue.x-k8s.io/workloads/status "
+        "get,patch,update (ClusterRoles multikueue-research-fleet), which MultiKueue does there"
     ]
 
 
 def test_a_worker_without_a_token_secret():
     assert findings(fleet(drop("lab", "Secret")), "fleet-access") == [
-        "worker lab: no kubernetes.io/service-account-token Secret for ServiceAccount kueue-system/multikueue-research: "
-        "the manager's kubeconfig has no token to carry"
+        "worker lab: no kubernetes.io/service-account-token Secret for ServiceAccount "
+        "kueue-system/multikueue-research-fleet: the manager's kubeconfig has no token to carry"
     ]
 
 

@@ -67,12 +67,26 @@ def kubeconfig_problems(text: str) -> list[str]:
     return problems
 
 
+# How the engine records a secret value in a resource's inputs (pulumi/pulumi@v3.272.0
+# sdk/python/lib/pulumi/runtime/rpc.py): {_special_sig_key (this): _special_secret_sig, "value": the value}.
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+def unsecret(value: Any) -> Any:
+    if isinstance(value, dict) and SECRET_SIG in value:
+        return value.get("value")
+    return value
+
+
+def _data(secret: Any, field: str) -> dict[str, Any]:
+    return dict(unsecret(secret.body.get(field)) or {})
+
+
 def secret_kubeconfig(secret: Any) -> str | None:
     """The Secret's `kubeconfig` as text: stringData, or data (base64); None when absent or not known."""
-    body = secret.body
-    if isinstance((body.get("stringData") or {}).get(KEY), str):
-        return str(body["stringData"][KEY])
-    raw = (body.get("data") or {}).get(KEY)
+    if isinstance(plain := unsecret(_data(secret, "stringData").get(KEY)), str):
+        return plain
+    raw = unsecret(_data(secret, "data").get(KEY))
     if isinstance(raw, str):
         try:
             return base64.b64decode(raw).decode()
@@ -82,7 +96,7 @@ def secret_kubeconfig(secret: Any) -> str | None:
 
 
 def _has_key(secret: Any) -> bool:
-    return KEY in (secret.body.get("stringData") or {}) or KEY in (secret.body.get("data") or {})
+    return KEY in _data(secret, "stringData") or KEY in _data(secret, "data")
 
 
 def run(ctx: Context) -> CheckResult:

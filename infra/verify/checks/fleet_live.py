@@ -8,7 +8,7 @@ from typing import Any
 
 from components.incluster.names import KUEUE_NAMESPACE
 from infra.verify.checks.fleet_access import KEY, kubeconfig_problems
-from infra.verify.checks.fleet_queues import nominal, team_queue
+from infra.verify.checks.fleet_queues import GPU, held, nominal, team_queue
 from infra.verify.context import Context
 from infra.verify.fleet_live import secret_text
 from infra.verify.fleet_model import FleetPlan
@@ -94,7 +94,16 @@ def queues(ctx: Context, view: Any) -> CheckResult:
                 )
                 complete = False
                 continue
-            quota = nominal(_named(worker.cluster_queues, str((wlq.get("spec") or {}).get("clusterQueue"))))
+            rq = next(
+                (
+                    q
+                    for q in worker.resource_quotas
+                    if (q.get("metadata") or {}).get("namespace") == ns
+                    and f"requests.{GPU}" in ((q.get("spec") or {}).get("hard") or {})
+                ),
+                None,
+            )
+            quota = held(_named(worker.cluster_queues, str((wlq.get("spec") or {}).get("clusterQueue"))), rq)
             for r, v in quota.items():
                 sums[r] = sums.get(r, Decimal(0)) + v
             parts.append((w.name, quota))
@@ -107,6 +116,7 @@ def queues(ctx: Context, view: Any) -> CheckResult:
                 each = ", ".join(f"{n} {q.get(r, Decimal(0)).normalize():f}" for n, q in parts)
                 result.fail(
                     f"ClusterQueue {cq_name} on the manager: {r} quota {have.get(r, Decimal(0)).normalize():f} is not "
-                    f"{sums.get(r, Decimal(0)).normalize():f}, the sum of the workers' live ClusterQueues ({each})"
+                    f"{sums.get(r, Decimal(0)).normalize():f}, the sum of what the team holds on the workers' live "
+                    f"ClusterQueues and ResourceQuotas ({each})"
                 )
     return result

@@ -4,7 +4,13 @@ MultiKueue creates the job's Workload on a worker in the namespace, and for the 
 manager's (kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/workload.go cloneForCreate: the remote
 Workload copies the local one's metadata and spec, `spec.queueName` included), so every worker must have the team's namespace and a
 LocalQueue of the same name; the manager admits against its own ClusterQueue first, so its quota must be
-what the workers can run together: the sum of the team's nominal quota there.
+what the workers can run together: the sum over the workers of what the team can hold at once there.
+
+On one worker that is (`held`): GPUs, its ClusterQueue's nominal quota summed over the flavors, capped by
+its namespace ResourceQuota (the pods cannot start past `requests.nvidia.com/gpu`, whatever Kueue
+admits); CPU and memory, the ResourceQuota's `requests.*` (the ClusterQueue repeats them on every flavor,
+the namespace holds them once); other resources (fabric devices), their flavor sum capped at what those
+GPUs need at the flavors' highest ratio to GPUs.
 """
 
 from __future__ import annotations
@@ -33,6 +39,47 @@ def nominal(cq: K8sObject | Mapping[str, Any] | None) -> dict[str, Decimal]:
             for r in flavor.get("resources") or []:
                 out[r["name"]] = out.get(r["name"], Decimal(0)) + quantity(r.get("nominalQuota", 0))
     return out
+
+
+GPU = "nvidia.com/gpu"
+
+
+def _spec(o: K8sObject | Mapping[str, Any] | None) -> Mapping[str, Any]:
+    if o is None:
+        return {}
+    return o.spec if isinstance(o, K8sObject) else (o.get("spec") or {})
+
+
+def held(
+    cq: K8sObject | Mapping[str, Any] | None, rq: K8sObject | Mapping[str, Any] | None
+) -> dict[str, Decimal]:
+    """What a team can hold at once on a worker, from its ClusterQueue and namespace ResourceQuota."""
+    sums = nominal(cq)
+    hard = {
+        k.removeprefix("requests."): quantity(v)
+        for k, v in (_spec(rq).get("hard") or {}).items()
+        if k.startswith("requests.")
+    }
+    out = dict(sums)
+    for r in ("cpu", "memory", GPU):
+        if r in hard:
+            out[r] = min(sums[r], hard[r]) if r == GPU and r in sums else hard[r]
+    gpus = out.get(GPU, Decimal(0))
+    for r in set(sums) - {"cpu", "memory", GPU}:
+        ratios = [
+            quantity(res[r]) / quantity(res[GPU])
+            for f in _flavors(cq)
+            if (res := {x["name"]: x.get("nominalQuota", 0) for x in f.get("resources") or []}).get(GPU)
+            and quantity(res[GPU]) > 0
+            and r in res
+        ]
+        if ratios:
+            out[r] = min(sums[r], (gpus * max(ratios)).to_integral_value(rounding="ROUND_CEILING"))
+    return out
+
+
+def _flavors(cq: K8sObject | Mapping[str, Any] | None) -> list[Mapping[str, Any]]:
+    return [f for g in _spec(cq).get("resourceGroups") or [] for f in g.get("flavors") or []]
 
 
 def team_queue(plan: Plan, team: str) -> tuple[str, str] | None:
@@ -100,7 +147,9 @@ def _check_quota(result: CheckResult, fleet: FleetPlan, team: str, ns: str, lq: 
     for w in fleet.workers:
         wlq = _obj(w.plan, "LocalQueue", lq, ns)
         if wlq is not None:
-            per_worker[w.name] = nominal(_obj(w.plan, "ClusterQueue", str(wlq.spec.get("clusterQueue", ""))))
+            rqs = w.plan.objects("ResourceQuota", ns)
+            rq = next((o for o in rqs if "requests.nvidia.com/gpu" in (o.spec.get("hard") or {})), None)
+            per_worker[w.name] = held(_obj(w.plan, "ClusterQueue", str(wlq.spec.get("clusterQueue", ""))), rq)
     have = nominal(cq)
     for resource in sorted({r for q in per_worker.values() for r in q} | set(have)):
         want = sum((q.get(resource, Decimal(0)) for q in per_worker.values()), Decimal(0))
