@@ -128,6 +128,10 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
         raise no_object_error(sf)
     job = validated(sf, "trainplane:job", JobSpec)
     refs = read_refs(ref_pairs or [])
+    if job.on_fleet:
+        from infra.plan_fleet_job import plan_fleet_job
+
+        return plan_fleet_job(sf, job, refs)
     outputs, platform_spec = job_platform(job, refs, sf)
     result = run_stack(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)

@@ -23,8 +23,12 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
     from infra.plan_fleet import FleetSummary, print_fleet
     from infra.plan_output import print_plan
 
+    from infra.plan_fleet_job import FleetJobSummary, print_fleet_job
+
     if isinstance(summary, FleetSummary):
         print_fleet(summary, console)
+    elif isinstance(summary, FleetJobSummary):
+        print_fleet_job(summary, console)
     else:
         print_plan(summary, console)
     return EXIT_OK
