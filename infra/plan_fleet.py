@@ -13,7 +13,7 @@ from components.fleet import model
 from components.outputs import PlatformOutputs
 from components.spec import PlatformSpec
 from components.spec.fleet import FleetSpec
-from infra.plan import PlanSummary, summarize
+from infra.plan import PlanSummary, camel, summarize
 from infra.plan_cost import Cost, estimate_cost
 from infra.plan_output import HOURS_PER_MONTH
 from infra.stacks import UsageError, load_stack, run_stack, validated
@@ -76,8 +76,11 @@ class FleetSummary:
             "manager": self.manager,
             "dispatcher": self.dispatcher,
             "order": self.order,
-            "workers": [asdict(w) for w in self.workers],
-            "teams": [asdict(t) for t in self.teams],
+            # camelCase keys, like every command's JSON (infra/plan.py camel)
+            "workers": [camel(asdict(w)) for w in self.workers],
+            "teams": [
+                {**camel(asdict(t)), "extended": t.extended, "perWorker": t.per_worker} for t in self.teams
+            ],
             "monthly": {s: _monthly(self.hourly(s)) for s in ("min", "max")},
             "unpriced": self.unpriced(),
         }

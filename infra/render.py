@@ -1,6 +1,8 @@
 """`trainplane render`: write a planned stack's Kubernetes objects and Helm values as YAML, offline.
 
-Every Kubernetes object goes to `<out>/<namespace or _cluster>/<Kind>-<name>.yaml` (one object per file)
+Every Kubernetes object goes to `<out>/<namespace or _cluster>/<Kind>-<name>.yaml` (one object per file);
+a stack that writes to several clusters (a fleet: its manager and workers) gets a folder per cluster first,
+named after the cluster's provider resource (`<out>/<provider>/<namespace>/...`).
 and every Helm release's values to `<out>/helm/<namespace>/<release>.values.yaml`, headed by the chart,
 version and repository, for review and GitOps. The input is a mock-engine plan (infra.mockcloud.RunResult).
 """
@@ -52,9 +54,14 @@ def render(result: RunResult, out_dir: Path) -> list[Path]:
     """Write the objects and release values of `result` under `out_dir`; return the files written."""
     out_dir = Path(out_dir)
     written: list[Path] = []
-    for obj in kubernetes_objects(result):
+    objects = [r for r in result.resources if r.is_kubernetes_object]
+    several = len({r.provider for r in objects}) > 1
+    for res in objects:
+        obj = normal(dict(res.inputs))
         meta = obj.get("metadata") or {}
-        folder = out_dir / _safe(meta.get("namespace") or CLUSTER_SCOPED_DIR)
+        # A provider reference is `<provider URN>::<id>`; the provider's resource name names the cluster.
+        base = out_dir / _safe(str(res.provider).split("::")[-2]) if several else out_dir
+        folder = base / _safe(meta.get("namespace") or CLUSTER_SCOPED_DIR)
         path = folder / f"{_safe(obj['kind'])}-{_safe(meta['name'])}.yaml"
         if path in written:
             raise ValueError(f"two objects render to {path}")

@@ -33,8 +33,8 @@ def no_object_error(sf: Any) -> UsageError:
     import difflib
 
     hint = ""
-    for key in sorted(k for k in sf.config if k.startswith("trainplane:")):
-        kinds = ["trainplane:platform", "trainplane:job", "trainplane:fleet"]
+    kinds = ["trainplane:platform", "trainplane:job", "trainplane:fleet"]
+    for key in sorted(k for k in sf.config if k.startswith("trainplane:") and k not in kinds):
         close = difflib.get_close_matches(key, kinds, n=1, cutoff=0.6)
         if close:
             hint = f"; {key!r} is not one: did you mean {close[0]!r}?"

@@ -111,10 +111,10 @@ class Fleet(pulumi.ComponentResource):
             subjects=[{"kind": "ServiceAccount", "name": sa_name, "namespace": model.WORKER_NAMESPACE}],
             opts=opts,
         )
-        # The resource name carries the rotation too: a bump is a new resource (create, then delete the old
-        # Secret), not an in-place rename the engine would turn into the same replace with less clarity.
+        # A rotation renames the Secret (metadata.name): the engine replaces it, creating the new Secret (a
+        # new token) before deleting the old one, which revokes the old token; the URN stays the same.
         return k8s.core.v1.Secret(
-            f"{name}-token-{spec.tokens.rotation}",
+            f"{name}-token",
             metadata={
                 "name": model.token_secret(spec),
                 "namespace": model.WORKER_NAMESPACE,

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.helpers.plans import ROOT, stack_files
+from tests.helpers.plans import FLEET_STACKS, ROOT, stack_files
 
 SHARED_CHECKS = ROOT.parent / "shared" / "checks"
 
@@ -38,14 +38,18 @@ def test_independent_mock_runner_plans_every_stack(stack, plan_stack, tmp_path):
     job = stackfile.load(stack, ROOT).object("trainplane:job")
     extra: list[str] = []
     refs = None
-    if job is not None:
-        # A job stack reads its platform: feed both runners the platform's outputs from the checker.
-        platform = job["platformStack"]
+    # A job stack reads its platform, a fleet stack its manager and workers: feed both runners the
+    # platforms' outputs from the checker.
+    platforms = [job["platformStack"]] if job is not None else list(FLEET_STACKS.get(stack, ()))
+    if platforms:
+        refs = {}
+    for platform in platforms:
         rc, dump = _mockplan(f"stacks/Pulumi.{platform.split('/')[-1]}.yaml")
         assert rc == 0, dump.get("error")
-        (tmp_path / "platform.json").write_text(json.dumps(dump))
-        extra = ["--ref", f"{platform}={tmp_path / 'platform.json'}"]
-        refs = {platform: dump["outputs"]}
+        ref_file = tmp_path / f"platform-{platform.split('/')[-1]}.json"
+        ref_file.write_text(json.dumps(dump))
+        extra += ["--ref", f"{platform}={ref_file}"]
+        refs[platform] = dump["outputs"]
     rc, dump = _mockplan(f"stacks/Pulumi.{stack}.yaml", *extra)
     assert rc == 0, dump.get("error")
     ours = plan_stack(stack, refs)

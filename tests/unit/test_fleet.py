@@ -1,0 +1,309 @@
+"""The fleet stack (`trainplane:fleet`, components/fleet): summed quotas, dispatch order, the worker token and
+the kubeconfig the manager reads, the objects on the manager and the workers, and `trainplane plan FLEET`."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+import yaml
+
+from components.fleet import model
+from components.outputs import PlatformOutputs
+from components.spec.fleet import FleetSpec
+from tests.helpers.plans import FLEET_STACKS, ROOT, planned
+
+FLEET = "fleet-research"
+
+
+def _spec(**changes) -> FleetSpec:
+    from infra import stackfile
+
+    raw = copy.deepcopy(stackfile.load(FLEET, ROOT).object("trainplane:fleet"))
+    assert isinstance(raw, dict)
+    raw.update(changes)
+    return FleetSpec.load(raw)
+
+
+def _outputs(stack: str) -> PlatformOutputs:
+    return PlatformOutputs.model_validate(planned(stack).outputs)
+
+
+def _workers(spec: FleetSpec) -> list[model.Worker]:
+    return [
+        model.Worker(w.name, w.platform_stack, _outputs(w.platform_stack), i)
+        for i, w in enumerate(spec.workers)
+    ]
+
+
+def _objects(kind: str) -> list[dict]:
+    return [
+        dict(r.inputs)
+        for r in planned(FLEET).resources
+        if r.is_kubernetes_object and r.inputs.get("kind") == kind
+    ]
+
+
+# ---- summed quota ------------------------------------------------------------------------------------
+
+
+def test_a_teams_fleet_quota_is_the_sum_of_what_it_can_hold_on_each_worker():
+    spec = _spec()
+    workers = _workers(spec)
+    # research: 64 GPUs on aws-h100-reserved (its ResourceQuota caps the 91 its four flavors' shares sum
+    # to), 128 on gcp-h100-dws, 16 on onprem-dev.
+    per_worker = [model.worker_team_quota(w.platform, "research").gpus for w in workers]
+    assert per_worker == [64, 128, 16]
+    total = model.fleet_team_quota(workers, "research")
+    assert total.gpus == 208
+    assert total.cpu == sum(model.worker_team_quota(w.platform, "research").cpu for w in workers)
+    (cq,) = _objects("ClusterQueue")
+    resources = {
+        r["name"]: r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    }
+    assert resources["nvidia.com/gpu"] == "208"
+    assert resources["cpu"] == str(total.cpu) and resources["memory"] == f"{total.memory_gib}Gi"
+    # The AWS worker's EFA devices are covered, or Kueue would not admit a job that requests them.
+    assert resources["vpc.amazonaws.com/efa"] == str(dict(total.extended)["vpc.amazonaws.com/efa"])
+
+
+def test_a_worker_without_the_team_adds_nothing_and_a_larger_quota_adds_more():
+    aws = _outputs("aws-h100-reserved")
+    assert model.worker_team_quota(aws, "nobody") == model.TeamQuota()
+    teams = [t.model_copy(update={"gpu_quota": 112}) if t.name == "research" else t for t in aws.teams]
+    bigger = aws.model_copy(update={"teams": teams})
+    assert model.worker_team_quota(bigger, "research").gpus > model.worker_team_quota(aws, "research").gpus
+
+
+# ---- dispatch order ----------------------------------------------------------------------------------
+
+
+def _worker(name: str, cloud: str, capacities: list[str], index: int) -> model.Worker:
+    pools = [
+        {"name": f"p{i}", "gpu": "H100", "gpusPerNode": 8, "capacity": c, "maxNodes": 1}
+        for i, c in enumerate(capacities)
+    ]
+    out = PlatformOutputs.model_validate({"cloud": cloud, "clusterName": name, "nodePools": pools})
+    return model.Worker(name, name, out, index)
+
+
+def test_capacity_order_puts_reserved_first_then_on_demand_then_dws_then_spot():
+    spec = _spec()
+    workers = [
+        _worker("spot", "gcp", ["spot"], 0),
+        _worker("dws", "gcp", ["flex-start", "spot"], 1),
+        _worker("od", "gcp", ["on-demand"], 2),
+        _worker("block", "gcp", ["spot", "capacity-block"], 3),
+    ]
+    assert [w.name for w in model.dispatch_order(spec, workers, "gcp")] == ["block", "od", "dws", "spot"]
+
+
+def test_capacity_ties_keep_the_managers_cloud_first_then_the_list_order():
+    spec = _spec()
+    workers = [
+        _worker("gcp-a", "gcp", ["on-demand"], 0),
+        _worker("aws-a", "aws", ["on-demand"], 1),
+        _worker("gcp-b", "gcp", ["on-demand"], 2),
+        _worker("aws-b", "aws", ["on-demand"], 3),
+    ]
+    assert [w.name for w in model.dispatch_order(spec, workers, "aws")] == [
+        "aws-a",
+        "aws-b",
+        "gcp-a",
+        "gcp-b",
+    ]
+
+
+def test_list_order_is_the_order_written():
+    spec = _spec(dispatch={"order": "list"})
+    workers = [_worker("spot", "aws", ["spot"], 0), _worker("block", "aws", ["capacity-block"], 1)]
+    assert [w.name for w in model.dispatch_order(spec, workers, "aws")] == ["spot", "block"]
+
+
+def test_the_multikueue_config_lists_the_reference_workers_in_dispatch_order():
+    (config,) = _objects("MultiKueueConfig")
+    # aws-h100 (Capacity Block, the manager's cloud), gcp-h100 (reservation, another cloud), lab (on-demand).
+    assert config["spec"]["clusters"] == ["aws-h100", "gcp-h100", "lab"]
+    workers = planned(FLEET).outputs["workers"]
+    assert [(w["name"], w["order"]) for w in workers] == [("aws-h100", 0), ("gcp-h100", 1), ("lab", 2)]
+
+
+# ---- worker token and its rotation -------------------------------------------------------------------
+
+
+def test_the_token_secret_is_renamed_by_each_rotation_and_keeps_its_urn(plan_stack):
+    from infra import stackfile
+
+    assert model.token_secret(_spec()) == "multikueue-research-fleet-2026-11"
+    assert model.token_secret(_spec(tokens={"rotation": "2026-12"})) == "multikueue-research-fleet-2026-12"
+    sf = stackfile.load(FLEET, ROOT)
+    raw = json.loads(sf.config["trainplane:fleet"])
+    raw["tokens"]["rotation"] = "2026-12"
+    from infra.mockcloud import run_program
+
+    refs = {p: planned(p).outputs for p in FLEET_STACKS[FLEET]}
+    rotated = run_program({"trainplane:fleet": json.dumps(raw)}, FLEET, refs)
+
+    def tokens(result) -> dict[str, str]:
+        return {
+            r.urn: r.inputs["metadata"]["name"]
+            for r in result.resources
+            if r.is_kubernetes_object and r.inputs.get("type") == "kubernetes.io/service-account-token"
+        }
+
+    before, after = tokens(planned(FLEET)), tokens(rotated)
+    # Same resources (URNs): the engine replaces each, new Secret (new token) first, then deletes the old.
+    assert before.keys() == after.keys() and len(before) == 3
+    assert set(before.values()) == {"multikueue-research-fleet-2026-11"}
+    assert set(after.values()) == {"multikueue-research-fleet-2026-12"}
+
+
+def test_the_token_secret_is_bound_to_the_service_account_the_cluster_role_grants():
+    secrets = [s for s in _objects("Secret") if s.get("type") == "kubernetes.io/service-account-token"]
+    assert {s["metadata"]["annotations"]["kubernetes.io/service-account.name"] for s in secrets} == {
+        "multikueue-research-fleet"
+    }
+    bindings = _objects("ClusterRoleBinding")
+    assert {b["subjects"][0]["name"] for b in bindings} == {"multikueue-research-fleet"}
+    assert {b["subjects"][0]["namespace"] for b in bindings} == {"kueue-system"}
+
+
+# ---- the kubeconfig the manager reads ----------------------------------------------------------------
+
+
+def _forbidden_in_kubeconfig(doc: str) -> list[str]:
+    """What Kueue v0.19.2 refuses (multikueuecluster.go validateKubeconfig / validateRestConfig)."""
+    kc = yaml.safe_load(doc)
+    found = []
+    for u in kc.get("users") or []:
+        user = u.get("user") or {}
+        found += [k for k in ("exec", "tokenFile", "auth-provider") if k in user]
+    for c in kc.get("clusters") or []:
+        cluster = c.get("cluster") or {}
+        found += [k for k in ("certificate-authority", "insecure-skip-tls-verify") if k in cluster]
+        if not cluster.get("server"):
+            found.append("no server")
+    return found
+
+
+def test_the_checker_finds_what_kueue_refuses():
+    """The check below must be able to fail: the GKE kubeconfig the platform exports (exec plugin) fails it."""
+    gke = planned("gcp-h100-dws").outputs["kubeconfig"]
+    assert "exec" in _forbidden_in_kubeconfig(gke)
+    assert _forbidden_in_kubeconfig(
+        "clusters: [{name: a, cluster: {server: https://x, certificate-authority: /etc/ca.crt}}]\n"
+        "users: [{name: u, user: {tokenFile: /var/run/token}}]\n"
+    ) == ["tokenFile", "certificate-authority"]
+
+
+def test_the_workers_kubeconfig_has_the_server_the_inline_ca_and_the_token_and_nothing_kueue_refuses():
+    import base64
+
+    data = {"token": base64.b64encode(b"tok-123").decode(), "ca.crt": "Q0EtREFUQQ=="}
+    server = model.cluster_server(planned("aws-h100-reserved").outputs["kubeconfig"])
+    assert server and server.startswith("https://")
+    doc = model.kubeconfig_from_token_secret("aws-h100", server, data)
+    assert _forbidden_in_kubeconfig(doc) == []
+    kc = yaml.safe_load(doc)
+    assert kc["clusters"][0]["cluster"] == {"server": server, "certificate-authority-data": "Q0EtREFUQQ=="}
+    assert kc["users"][0]["user"] == {"token": "tok-123"}
+
+
+def test_every_kubeconfig_secret_on_the_manager_is_one_kueue_accepts():
+    secrets = [s for s in _objects("Secret") if "stringData" in s]
+    assert len(secrets) == 3
+    for s in secrets:
+        assert s["metadata"]["namespace"] == "kueue-system"
+        string_data = s["stringData"]
+        doc = string_data.get("kubeconfig") or string_data["value"]["kubeconfig"]  # a secret Output's wrapper
+        assert _forbidden_in_kubeconfig(doc) == [], s["metadata"]["name"]
+
+
+# ---- manager objects ---------------------------------------------------------------------------------
+
+
+def test_the_manager_queues_use_the_workers_names_and_the_multikueue_check():
+    (lq,) = _objects("LocalQueue")
+    assert (lq["metadata"]["name"], lq["metadata"]["namespace"]) == ("research-gpus", "research")
+    (check,) = _objects("AdmissionCheck")
+    assert check["spec"] == {
+        "controllerName": "kueue.x-k8s.io/multikueue",
+        "parameters": {"apiGroup": "kueue.x-k8s.io", "kind": "MultiKueueConfig", "name": "research-fleet"},
+    }
+    (cq,) = _objects("ClusterQueue")
+    assert cq["spec"]["admissionChecksStrategy"] == {
+        "admissionChecks": [{"name": "research-fleet-multikueue"}]
+    }
+    clusters = _objects("MultiKueueCluster")
+    assert {c["spec"]["clusterSource"]["kubeConfig"]["location"] for c in clusters} == {
+        f"research-fleet-{w}-kubeconfig" for w in ("aws-h100", "gcp-h100", "lab")
+    }
+    (ns,) = _objects("Namespace")
+    assert ns["metadata"]["labels"]["trainplane.dev/team"] == "research"
+
+
+def test_a_fleet_team_missing_on_a_worker_is_refused_in_one_line():
+    from components.fleet.stack import FleetPlatforms, check_fleet_platforms
+
+    spec = _spec(teams=[{"name": "research"}, {"name": "eval"}])
+    platforms = FleetPlatforms(_outputs("aws-fleet-manager"), _workers(spec))
+    assert check_fleet_platforms(spec, platforms) == [
+        "fleet.teams[1]: team 'eval' is not a team of worker 'lab' (onprem-dev; its teams: research); "
+        "MultiKueue creates the job in that team's namespace and LocalQueue there"
+    ]
+
+
+# ---- trainplane plan FLEET ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def fleet_plan():
+    from infra.stacks import plan_stack
+
+    return plan_stack(FLEET)[1]
+
+
+def test_plan_shows_workers_with_cloud_and_capacity_in_dispatch_order(fleet_plan):
+    doc = fleet_plan.as_json()["fleet"]
+    assert [(w["name"], w["cloud"], w["capacity"]) for w in doc["workers"]] == [
+        ("aws-h100", "aws", "capacity-block"),
+        ("gcp-h100", "gcp", "reservation"),
+        ("lab", "kubernetes", "on-demand"),
+    ]
+    assert doc["teams"][0]["gpus"] == 208 and doc["teams"][0]["perWorker"] == {
+        "aws-h100": 64,
+        "gcp-h100": 128,
+        "lab": 16,
+    }
+
+
+def test_plan_costs_the_fleet_from_each_platforms_plan_cost(fleet_plan):
+    from components.spec import PlatformSpec
+    from infra.plan_cost import estimate_cost
+    from tests.helpers.plans import platform_object
+
+    doc = fleet_plan.as_json()["fleet"]
+    lo = sum(
+        estimate_cost(PlatformSpec.load(platform_object(s))).min_hourly or 0 for s in FLEET_STACKS[FLEET]
+    )
+    assert doc["monthly"]["min"] == round(round(lo, 2) * 730, 2)
+    assert doc["unpriced"] == ["lab"]
+
+
+def test_a_manager_that_is_not_a_fleet_manager_is_refused(tmp_path):
+    from infra.stacks import UsageError, plan_stack
+
+    text = (
+        (ROOT / "stacks" / f"Pulumi.{FLEET}.yaml")
+        .read_text()
+        .replace("platformStack: aws-fleet-manager", "platformStack: aws-dev")
+    )
+    path = tmp_path / "Pulumi.bad-fleet.yaml"
+    path.write_text(text)
+    with pytest.raises(UsageError) as info:
+        plan_stack(str(path))
+    assert info.value.lines == [
+        f"{path}: fleet.manager.platformStack: 'aws-dev' is not a fleet manager; set queueing.fleetManager: "
+        "true in its platform (Kueue then runs MultiKueue)"
+    ]
