@@ -91,10 +91,10 @@ def deploy_fleet_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None) -
 
     ref = pulumi.StackReference("fleet", stack_name=job.fleet_stack)
     fleet = read_fleet(ref, job.fleet_stack)
-    workers = []
+    workers, refs = [], {}
     for w in fleet.dispatch_order():
-        wref = pulumi.StackReference(f"worker-{w.name}", stack_name=w.stack)
-        workers.append((w.name, w.stack, read_platform(wref, w.stack)))
+        refs[w.name] = pulumi.StackReference(f"worker-{w.name}", stack_name=w.stack)
+        workers.append((w.name, w.stack, read_platform(refs[w.name], w.stack)))
     fits, problems = fleet_problems(job, fleet, workers)
     if problems:
         raise ConfigError(problems)
@@ -109,4 +109,32 @@ def deploy_fleet_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None) -
         pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(providers=[provider])),
     )
     training.outputs["workers"] = [f.name for f in fits if f.fits]
+    for f, (_, _, platform) in zip(fits, workers, strict=True):
+        team = platform.team(job.team)
+        if f.fits and team is not None:
+            _worker_monitor(job, f.name, team.namespace, refs[f.name], training)
     return training
+
+
+def _worker_monitor(
+    job: JobSpec, worker: str, namespace: str, ref: pulumi.StackReference, parent: pulumi.Resource
+) -> None:
+    """The job's PodMonitor on a worker it fits: its pods run there, and that worker's Prometheus (which
+    selects every PodMonitor) scrapes them; MultiKueue copies only the JobSet, so the job stack puts it
+    there itself, through the worker platform's own kubeconfig output."""
+    import pulumi_kubernetes as k8s
+
+    from components.incluster.job_pod import job_labels
+    from components.incluster.observability import trainer_pod_monitor
+
+    provider = k8s.Provider(
+        f"worker-{worker}", kubeconfig=ref.get_output("kubeconfig"), enable_server_side_apply=True
+    )
+    k8s.apiextensions.CustomResource(
+        f"{job.name}-metrics-{worker}",
+        api_version="monitoring.coreos.com/v1",
+        kind="PodMonitor",
+        metadata={"name": job.name, "namespace": namespace, "labels": job_labels(job)},
+        spec=trainer_pod_monitor(job.name),
+        opts=pulumi.ResourceOptions(parent=parent, providers=[provider]),
+    )

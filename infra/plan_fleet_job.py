@@ -94,3 +94,25 @@ def print_fleet_job(summary: FleetJobSummary, console: Console) -> None:
     for name, stack, fits, problems in summary.workers:
         t.add_row(name, stack, "[green]yes[/]" if fits else "[red]no[/]", "\n".join(problems) or "-")
     console.print(t)
+
+
+def fleet_job_plan(sf: Any, job: Any, refs: dict[str, Any]) -> Any:
+    """A fleet job's plan for verify: the job run on its fleet, checked against the platform plan of the
+    first worker it fits (dispatch order; every fitting worker gives the same pod: components/job_fleet.py)."""
+    from components.spec import PlatformSpec
+    from infra.stacks import validated
+    from infra.verify import refs_plan
+    from infra.verify.model import from_run
+
+    result, summary = plan_fleet_job(sf, job, refs)
+    _, stack, _, _ = next(w for w in summary.workers if w[2])
+    short = stack.split("/")[-1]
+    if stack in refs or short in refs:
+        platform = refs_plan(short, refs.get(stack, refs.get(short)))
+    else:
+        psf = load_stack(stack)
+        validated(psf, "trainplane:platform", PlatformSpec)
+        raw = psf.object("trainplane:platform")
+        platform = from_run(run_stack(psf), raw if isinstance(raw, dict) else None)
+    raw_job = sf.object("trainplane:job")
+    return from_run(result, raw_job if isinstance(raw_job, dict) else None, platform)

@@ -21,9 +21,8 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK
     from infra.plan_fleet import FleetSummary, print_fleet
-    from infra.plan_output import print_plan
-
     from infra.plan_fleet_job import FleetJobSummary, print_fleet_job
+    from infra.plan_output import print_plan
 
     if isinstance(summary, FleetSummary):
         print_fleet(summary, console)

@@ -91,6 +91,10 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
         raise no_object_error(sf)
     job = validated(sf, "trainplane:job", JobSpec)
     refs = dict(refs or {})
+    if job.on_fleet:
+        from infra.plan_fleet_job import fleet_job_plan
+
+        return fleet_job_plan(sf, job, refs)
     short = job.platform_stack.split("/")[-1]
     if job.platform_stack in refs or short in refs:
         platform = refs_plan(short, refs.get(job.platform_stack, refs.get(short)))

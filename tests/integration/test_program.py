@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.helpers.plans import FLEET_STACKS, ROOT, stack_files
+from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, ROOT, stack_files
 
 SHARED_CHECKS = ROOT.parent / "shared" / "checks"
 
@@ -40,11 +40,14 @@ def test_independent_mock_runner_plans_every_stack(stack, plan_stack, tmp_path):
     refs = None
     # A job stack reads its platform, a fleet stack its manager and workers: feed both runners the
     # platforms' outputs from the checker.
-    platforms = [job["platformStack"]] if job is not None else list(FLEET_STACKS.get(stack, ()))
+    platforms = [job["platformStack"]] if job is not None and "platformStack" in job else []
+    platforms += list(FLEET_STACKS.get(FLEET_JOB_STACKS.get(stack, stack), ()))
+    # A job on a fleet reads the fleet stack too (last: it reads the platforms before it).
+    platforms += [FLEET_JOB_STACKS[stack]] if stack in FLEET_JOB_STACKS else []
     if platforms:
         refs = {}
     for platform in platforms:
-        rc, dump = _mockplan(f"stacks/Pulumi.{platform.split('/')[-1]}.yaml")
+        rc, dump = _mockplan(f"stacks/Pulumi.{platform.split('/')[-1]}.yaml", *extra)
         assert rc == 0, dump.get("error")
         ref_file = tmp_path / f"platform-{platform.split('/')[-1]}.json"
         ref_file.write_text(json.dumps(dump))
