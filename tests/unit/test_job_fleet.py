@@ -11,7 +11,7 @@ import pytest
 from components.job_fleet import CONFIG_ANNOTATION, check_fleet_job, on_manager, pod_differences
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec
-from tests.helpers.plans import planned
+from tests.helpers.plans import ROOT, planned
 
 FLEET = "organization/trainplane/fleet-research"
 WORKERS = {
@@ -145,3 +145,68 @@ def test_on_the_manager_the_trainer_config_rides_in_the_pod_template():
         },
     }
     assert not any("configMap" in v for v in pod["spec"]["volumes"])
+
+
+FLEET_JOB = (ROOT / "stacks" / "Pulumi.gpt-small-fleet-research.yaml").read_text()
+
+
+def _plan_errors(tmp_path, capsys, text: str) -> list[str]:
+    from infra import cli
+
+    f = tmp_path / "Pulumi.x.yaml"
+    f.write_text(text)
+    assert cli.main(["plan", str(f)]) == 2
+    return capsys.readouterr().err.strip().splitlines()
+
+
+def test_plan_of_a_fleet_job_that_fits_no_worker_says_why_per_worker(tmp_path, capsys):
+    lines = _plan_errors(tmp_path, capsys, FLEET_JOB.replace("gpusPerNode: 8", "gpusPerNode: 16"))
+    assert lines[0].endswith("3 problem(s)")
+    assert [line.split(";")[1].split()[1] for line in lines[1:]] == ["aws-h100", "gcp-h100", "lab"]
+
+
+def test_a_fleet_stack_that_is_not_a_fleet_is_one_line(tmp_path, capsys):
+    (line,) = _plan_errors(
+        tmp_path, capsys, FLEET_JOB.replace("fleetStack: fleet-research", "fleetStack: aws-dev")
+    )
+    assert line.endswith(
+        "job.fleetStack 'aws-dev': "
+        f"{ROOT / 'stacks' / 'Pulumi.aws-dev.yaml'} is not a fleet stack (no trainplane:fleet); name the fleet the job runs on"
+    )
+
+
+def test_the_fleet_job_is_one_jobset_on_the_manager_and_a_pod_monitor_on_each_worker_it_fits():
+    from tests.helpers.plans import planned
+
+    result = planned("gpt-small-fleet-research")
+    by_type = {(r.type, r.name): r for r in result.resources}
+    providers = {r.name for r in result.resources if r.type == "pulumi:providers:kubernetes"}
+    assert providers == {"fleet-manager", "worker-aws-h100"}
+    jobset = by_type[("kubernetes:jobset.x-k8s.io/v1alpha2:JobSet", "gpt-small-jobset")]
+    assert "::fleet-manager::" in str(jobset.provider)
+    # Nothing beside the JobSet on the manager: MultiKueue would not copy it.
+    assert not [r for r in result.resources if r.type == "kubernetes:core/v1:ConfigMap"]
+    monitor = by_type[("kubernetes:monitoring.coreos.com/v1:PodMonitor", "gpt-small-metrics-aws-h100")]
+    assert "::worker-aws-h100::" in str(monitor.provider)
+    assert monitor.inputs["metadata"]["namespace"] == "research"
+    pod = jobset.inputs["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
+    assert pod["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "research-gpus"
+    assert CONFIG_ANNOTATION in pod["metadata"]["annotations"]
+    assert result.outputs["workers"] == ["aws-h100"]
+
+
+def test_a_team_the_fleet_does_not_mirror_is_refused():
+    from components.job_fleet_stack import FleetOutputs, fleet_problems
+
+    fleet = FleetOutputs.model_validate(
+        {
+            "fleetName": "research-fleet",
+            "managerStack": "aws-fleet-manager",
+            "workers": [{"name": n, "stack": s} for n, s in WORKERS.items()],
+            "teams": [{"name": "eval"}],
+        }
+    )
+    _, problems = fleet_problems(job(), fleet, workers())
+    assert problems == [
+        f"job.team: 'research' is not a team of fleet {FLEET} (the manager has no queue for it); fleet teams: eval"
+    ]
