@@ -19,20 +19,16 @@ from typing import Any
 import yaml
 
 from components.incluster.names import KUEUE_NAMESPACE
+from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.fleet_model import MANAGER, FleetPlan
 from infra.verify.report import CheckResult
 
 NAME = "fleet-access"
-KEY = "kubeconfig"
-# (apiGroup, resource) -> verbs, from create-multikueue-kubeconfig.sh at kueue v0.19.2.
+KEY: str = F.facts()["multiKueue"]["secretKey"]
+# (apiGroup, resource) -> verbs (infra/verify/facts.yaml multiKueue.workerRules).
 REQUIRED_RULES: dict[tuple[str, str], set[str]] = {
-    ("jobset.x-k8s.io", "jobsets"): {"create", "delete", "get", "list", "watch"},
-    ("jobset.x-k8s.io", "jobsets/status"): {"get"},
-    ("batch", "jobs"): {"create", "delete", "get", "list", "watch"},
-    ("batch", "jobs/status"): {"get"},
-    ("kueue.x-k8s.io", "workloads"): {"create", "delete", "get", "list", "watch", "update", "patch"},
-    ("kueue.x-k8s.io", "workloads/status"): {"get", "patch", "update"},
+    (r["apiGroup"], r["resource"]): set(r["verbs"]) for r in F.facts()["multiKueue"]["workerRules"]
 }
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 from collections import Counter
 
+from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.fleet_model import MANAGER, FleetPlan
 from infra.verify.report import CheckResult
 
 NAME = "fleet-dispatch"
-CONTROLLER = "kueue.x-k8s.io/multikueue"
+CONTROLLER: str = F.facts()["multiKueue"]["controllerName"]
 
 
 def _check_names(cq_spec: dict) -> list[str]:
