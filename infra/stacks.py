@@ -161,6 +161,13 @@ def job_and_platform(stack: str, ref_pairs: list[str]) -> tuple[Any, Any]:
     if sf.object("trainplane:job") is None:
         raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
     job = validated(sf, "trainplane:job", JobSpec)
+    if job.on_fleet:
+        raise UsageError(
+            [
+                f"{sf.path}: job.fleetStack {job.fleet_stack!r}: a job on a fleet runs on whichever worker admits "
+                "it; run this on a job stack that names the worker's platform (platformStack)"
+            ]
+        )
     outputs, _ = job_platform(job, read_refs(ref_pairs), sf)
     platform = platform_outputs(outputs)
     problems = check_job(job, platform)  # what the job stack itself would refuse

@@ -46,6 +46,13 @@ def _dump_plan(args: argparse.Namespace, console: Console) -> int:
     if not folder.is_dir():  # before minutes of planning, not after
         raise UsageError([f"plan --dump {args.dump}: no such directory {folder}"])
     plan = plan_from_stack(args.stack, read_refs(args.ref) if args.ref else None)
+    if plan.kind == "fleet":
+        # A fleet's plan is several clusters' plans (infra/verify/fleet_model.py); the dump holds one.
+        raise UsageError(
+            [
+                f"plan --dump: {plan.stack} is a fleet stack, which has no dump format; run `verify {plan.stack}`"
+            ]
+        )
     try:
         write_dump(plan, args.dump)
     except PlanError as e:

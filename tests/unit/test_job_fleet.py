@@ -210,3 +210,24 @@ def test_a_team_the_fleet_does_not_mirror_is_refused():
     assert problems == [
         f"job.team: 'research' is not a team of fleet {FLEET} (the manager has no queue for it); fleet teams: eval"
     ]
+
+
+def test_commands_of_one_platform_refuse_a_fleet_job_in_one_line(capsys):
+    from infra import cli
+
+    assert cli.main(["nccl-test", "gpt-small-fleet-research"]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.endswith(
+        "job.fleetStack 'fleet-research': a job on a fleet runs on whichever worker admits it; run this on a job "
+        "stack that names the worker's platform (platformStack)"
+    )
+
+
+def test_plan_dump_of_a_fleet_is_refused_in_one_line(tmp_path, capsys):
+    from infra import cli
+
+    assert cli.main(["plan", "fleet-research", "--dump", str(tmp_path / "f.json")]) == 2
+    assert capsys.readouterr().err.strip().splitlines() == [
+        "plan --dump: fleet-research is a fleet stack, which has no dump format; run `verify fleet-research`"
+    ]
+    assert not (tmp_path / "f.json").exists()
