@@ -16,7 +16,6 @@ from components.spec.fleet import FleetSpec
 from infra.plan import PlanSummary, camel, summarize
 from infra.plan_cost import Cost, estimate_cost
 from infra.plan_output import HOURS_PER_MONTH
-from infra.stacks import UsageError, load_stack, run_stack, validated
 
 
 @dataclass
@@ -53,6 +52,7 @@ class FleetSummary:
     workers: list[FleetWorkerLine]
     teams: list[FleetTeamLine]
     manager_cost: Cost | None
+    notes: list[str] = field(default_factory=list)
 
     def hourly(self, scale: str) -> float | None:
         """The cost per hour at `min` or `max` scale of the manager and the workers that have a price (an
@@ -83,6 +83,7 @@ class FleetSummary:
             ],
             "monthly": {s: _monthly(self.hourly(s)) for s in ("min", "max")},
             "unpriced": self.unpriced(),
+            "notes": self.notes,
         }
         return out
 
@@ -91,39 +92,16 @@ def _monthly(hourly: float | None) -> float | None:
     return None if hourly is None else round(hourly * HOURS_PER_MONTH, 2)
 
 
-def _platform(stack: str, refs: dict[str, Any], where: str) -> tuple[dict[str, Any], PlatformSpec | None]:
-    """A platform's outputs: recorded (`--ref`, full or short name), else planned offline from its stack."""
-    for key in (stack, stack.split("/")[-1]):
-        if key in refs:
-            return refs[key], None
-    try:
-        psf = load_stack(stack)
-    except UsageError as e:
-        raise UsageError([f"{where}: {line}" for line in e.lines]) from None
-    if psf.object("trainplane:platform") is None:
-        raise UsageError([f"{where}: {psf.path} is not a platform stack (no trainplane:platform)"])
-    spec = validated(psf, "trainplane:platform", PlatformSpec)
-    return run_stack(psf).outputs, spec
-
-
-def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, FleetSummary]:
-    spec = validated(sf, "trainplane:fleet", FleetSpec)
-    root = f"{sf.path}: fleet"
-    manager_out, manager_spec = _platform(spec.manager.platform_stack, refs, f"{root}.manager.platformStack")
-    if manager_spec is not None and not manager_spec.queueing.fleet_manager:
-        raise UsageError(
-            [
-                f"{root}.manager.platformStack: {spec.manager.platform_stack!r} is not a fleet manager; set "
-                "queueing.fleetManager: true in its platform (Kueue then runs MultiKueue)"
-            ]
-        )
-    platforms = {spec.manager.platform_stack: manager_out}
-    specs: dict[str, PlatformSpec | None] = {}
-    for i, w in enumerate(spec.workers):
-        out, wspec = _platform(w.platform_stack, refs, f"{root}.workers[{i}].platformStack")
-        platforms[w.platform_stack] = out
-        specs[w.name] = wspec
-    result = run_stack(sf, {**refs, **platforms})
+def summarize_fleet(
+    result: Any,
+    spec: FleetSpec,
+    platforms: dict[str, dict[str, Any]],
+    specs: dict[str, PlatformSpec | None],
+) -> FleetSummary:
+    """The fleet's summary from its offline run and its platforms' outputs (by stack name) and specs (by
+    stack name; None where only outputs are known: --ref)."""
+    manager_out = platforms[spec.manager.platform_stack]
+    manager_spec = specs.get(spec.manager.platform_stack)
     workers = [
         model.Worker(w.name, w.platform_stack, PlatformOutputs.model_validate(platforms[w.platform_stack]), i)
         for i, w in enumerate(spec.workers)
@@ -132,7 +110,7 @@ def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, FleetSummary]:
     ordered = model.dispatch_order(spec, workers, manager.cloud)
     lines = []
     for i, w in enumerate(ordered):
-        cost = estimate_cost(s) if (s := specs[w.name]) is not None else None
+        cost = estimate_cost(s) if (s := specs.get(w.stack)) is not None else None
         gpus = sum(p.gpus_per_node * p.max_nodes for p in w.platform.node_pools if p.gpu)
         lines.append(
             FleetWorkerLine(
@@ -160,10 +138,18 @@ def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, FleetSummary]:
                 {w.name: model.worker_team_quota(w.platform, t.name).gpus for w in ordered},
             )
         )
+    notes = [
+        f"worker {w.name}: {w.platform_stack} exports no kubeconfig document (the ambient kubeconfig, context "
+        f"{ctx}), so the manager cannot be told its API server; set trainplane:kubeconfig (secret) on "
+        f"{w.platform_stack} before deploying the fleet"
+        for w in spec.workers
+        if (ctx := model.ambient_context(str(platforms[w.platform_stack].get("kubeconfig") or "")))
+        is not None
+    ]
     gpus_max = sum(w.gpus_max for w in lines)
     plan = summarize(result, "fleet", (0, gpus_max), Cost(None, None, None, None, 0.0))
     manager_cost = estimate_cost(manager_spec) if manager_spec is not None else None
-    summary = FleetSummary(
+    return FleetSummary(
         plan,
         spec.name,
         spec.manager.platform_stack,
@@ -172,8 +158,8 @@ def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, FleetSummary]:
         lines,
         teams,
         manager_cost,
+        notes,
     )
-    return result, summary
 
 
 def _best_capacity(platform: PlatformOutputs) -> str:
@@ -252,6 +238,7 @@ def print_fleet(summary: FleetSummary, console: Console) -> None:
     ]
     if unpriced:
         lines.append(f"not priced: {', '.join(unpriced)} (an existing cluster, or outputs given with --ref)")
+    lines += [f"note: {n}" for n in summary.notes]
     for line in lines:
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 

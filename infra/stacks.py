@@ -32,6 +32,11 @@ def no_object_error(sf: Any) -> UsageError:
     """A stack file with neither object; a mistyped `trainplane:` key gets a did-you-mean."""
     import difflib
 
+    if sf.object("trainplane:fleet") is not None:
+        # A command that takes a platform or job stack (verify, nccl-test, status) given a fleet stack.
+        return UsageError(
+            [f"{sf.path}: a fleet stack (trainplane:fleet); this command takes a platform or job stack"]
+        )
     hint = ""
     kinds = ["trainplane:platform", "trainplane:job", "trainplane:fleet"]
     for key in sorted(k for k in sf.config if k.startswith("trainplane:") and k not in kinds):
@@ -121,8 +126,6 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
         result = run_stack(sf)
         return result, summarize_platform(result, spec)
     if sf.object("trainplane:fleet") is not None:
-        from infra.plan_fleet import plan_fleet
-
         return plan_fleet(sf, read_refs(ref_pairs or []))
     if sf.object("trainplane:job") is None:
         raise no_object_error(sf)
@@ -135,6 +138,51 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
     outputs, platform_spec = job_platform(job, refs, sf)
     result = run_stack(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
+
+
+def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
+    """A fleet stack run offline on its manager's and workers' outputs (recorded with --ref, else planned
+    from their stack files), and its summary (infra/plan_fleet.py)."""
+    from components.spec import PlatformSpec
+    from components.spec.fleet import FleetSpec
+    from infra.plan_fleet import summarize_fleet
+
+    spec = validated(sf, "trainplane:fleet", FleetSpec)
+    root = f"{sf.path}: fleet"
+    platforms: dict[str, Any] = {}
+    specs: dict[str, PlatformSpec | None] = {}
+    named = [(spec.manager.platform_stack, f"{root}.manager.platformStack")] + [
+        (w.platform_stack, f"{root}.workers[{i}].platformStack") for i, w in enumerate(spec.workers)
+    ]
+    for stack, where in named:
+        platforms[stack], specs[stack] = _fleet_platform(stack, refs, where)
+    manager = specs[spec.manager.platform_stack]
+    if manager is not None and not manager.queueing.fleet_manager:
+        raise UsageError(
+            [
+                f"{root}.manager.platformStack: {spec.manager.platform_stack!r} is not a fleet manager; set "
+                "queueing.fleetManager: true in its platform (Kueue then runs MultiKueue)"
+            ]
+        )
+    result = run_stack(sf, {**refs, **platforms})
+    return result, summarize_fleet(result, spec, platforms, specs)
+
+
+def _fleet_platform(stack: str, refs: dict[str, Any], where: str) -> tuple[dict[str, Any], Any]:
+    """A platform's outputs: recorded (`--ref`, full or short name), else planned offline from its stack."""
+    from components.spec import PlatformSpec
+
+    for key in (stack, stack.split("/")[-1]):
+        if key in refs:
+            return refs[key], None
+    try:
+        psf = load_stack(stack)
+    except UsageError as e:
+        raise UsageError([f"{where}: {line}" for line in e.lines]) from None
+    if psf.object("trainplane:platform") is None:
+        raise UsageError([f"{where}: {psf.path} is not a platform stack (no trainplane:platform)"])
+    spec = validated(psf, "trainplane:platform", PlatformSpec)
+    return run_stack(psf).outputs, spec
 
 
 def job_platform(job: Any, refs: dict[str, Any], sf: Any = None) -> tuple[dict[str, Any], Any]:

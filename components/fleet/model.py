@@ -153,6 +153,9 @@ def worker_team_quota(platform: PlatformOutputs, team: str) -> TeamQuota:
 
 
 def fleet_team_quota(workers: Sequence[Worker], team: str) -> TeamQuota:
+    """The team's quota on the manager: "the quota in the manager cluster should equal the total quota
+    available in all worker clusters" (kueue v0.19.2 site/content/en/docs/concepts/multikueue.md, "Manager
+    Cluster"): lower leaves workers idle, higher dispatches workloads no worker can admit."""
     total = TeamQuota()
     for w in workers:
         total = total + worker_team_quota(w.platform, team)
@@ -203,6 +206,17 @@ def cluster_server(kubeconfig: str) -> str | None:
     cluster = clusters.get(current.get("cluster")) or next(iter(clusters.values()), {})
     server = cluster.get("server")
     return str(server) if server else None
+
+
+def ambient_context(kubeconfig: str) -> str | None:
+    """The context of a platform on the ambient kubeconfig (an existing cluster without
+    trainplane:kubeconfig exports `(ambient kubeconfig, context NAME)`: components/kubernetes/cluster.py),
+    None for a kubeconfig document. `current` is the ambient file's current context."""
+    prefix, suffix = "(ambient kubeconfig, context ", ")"
+    text = kubeconfig.strip()
+    if text.startswith(prefix) and text.endswith(suffix):
+        return text[len(prefix) : -len(suffix)]
+    return None
 
 
 def token_kubeconfig(name: str, server: str, ca_data: str, token: str) -> str:

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
+from pulumi.runtime.sync_await import _sync_await
 
 from components.fleet import model
 from components.job_stack import read_platform
@@ -31,6 +32,8 @@ from components.spec.fleet import FleetSpec
 class FleetPlatforms:
     manager: PlatformOutputs
     workers: list[model.Worker]
+    # worker name (or model.MANAGER) -> the ambient kubeconfig context its platform uses, where it does
+    ambient: dict[str, str] = field(default_factory=dict)
 
 
 def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[str]:
@@ -56,7 +59,13 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
     return problems
 
 
-def _provider(name: str, kubeconfig: pulumi.Output[Any]) -> k8s.Provider:
+def _provider(name: str, kubeconfig: pulumi.Output[Any], ambient: str | None) -> k8s.Provider:
+    """A provider for one cluster of the fleet: its exported kubeconfig document, or, for a platform on the
+    ambient kubeconfig, that file with the platform's context (as the platform itself reached it)."""
+    if ambient is not None:
+        return k8s.Provider(
+            name, context=None if ambient == "current" else ambient, enable_server_side_apply=True
+        )
     return k8s.Provider(name, kubeconfig=kubeconfig, enable_server_side_apply=True)
 
 
@@ -85,13 +94,14 @@ class Fleet(pulumi.ComponentResource):
         super().__init__("trainplane:fleet:Fleet", spec.name, None, opts)
         self.ordered = model.dispatch_order(spec, platforms.workers, platforms.manager.cloud)
         self.quotas = {t.name: model.fleet_team_quota(platforms.workers, t.name) for t in spec.teams}
+        self.ambient = platforms.ambient
         tokens = {w.name: self._worker(spec, w, kubeconfigs[w.name]) for w in platforms.workers}
         self._manager(spec, platforms.workers, kubeconfigs, tokens)
         self.register_outputs({})
 
     def _worker(self, spec: FleetSpec, w: model.Worker, kubeconfig: pulumi.Output[Any]) -> k8s.core.v1.Secret:
         name = f"{spec.name}-{w.name}"
-        provider = _provider(f"{name}-cluster", kubeconfig)
+        provider = _provider(f"{name}-cluster", kubeconfig, self.ambient.get(w.name))
         opts = pulumi.ResourceOptions(parent=self, providers=[provider])
         sa_name = model.service_account(spec)
         sa = k8s.core.v1.ServiceAccount(
@@ -131,7 +141,9 @@ class Fleet(pulumi.ComponentResource):
         kubeconfigs: dict[str, pulumi.Output[Any]],
         tokens: dict[str, k8s.core.v1.Secret],
     ) -> None:
-        provider = _provider(f"{spec.name}-manager-cluster", kubeconfigs[model.MANAGER])
+        provider = _provider(
+            f"{spec.name}-manager-cluster", kubeconfigs[model.MANAGER], self.ambient.get(model.MANAGER)
+        )
         opts = pulumi.ResourceOptions(parent=self, providers=[provider])
 
         def kueue(
@@ -214,13 +226,26 @@ def read_platforms(spec: FleetSpec) -> tuple[FleetPlatforms, dict[str, pulumi.Ou
     ref = pulumi.StackReference("manager", stack_name=spec.manager.platform_stack)
     manager = _read(ref, spec.manager.platform_stack, "fleet.manager.platformStack")
     kubeconfigs: dict[str, pulumi.Output[Any]] = {model.MANAGER: ref.require_output("kubeconfig")}
+    ambient = {}
+    if (ctx := _ambient(ref)) is not None:
+        ambient[model.MANAGER] = ctx
     workers = []
     for i, w in enumerate(spec.workers):
         wref = pulumi.StackReference(f"worker-{w.name}", stack_name=w.platform_stack)
         out = _read(wref, w.platform_stack, f"fleet.workers[{i}].platformStack")
         workers.append(model.Worker(w.name, w.platform_stack, out, i))
         kubeconfigs[w.name] = wref.require_output("kubeconfig")
-    return FleetPlatforms(manager, workers), kubeconfigs
+        if (ctx := _ambient(wref)) is not None:
+            ambient[w.name] = ctx
+    return FleetPlatforms(manager, workers, ambient), kubeconfigs
+
+
+def _ambient(ref: pulumi.StackReference) -> str | None:
+    """The ambient context a platform's exported kubeconfig names, read synchronously like its outputs
+    (components/job_stack.py read_platform), so the provider is chosen before anything registers."""
+    details = _sync_await(ref.get_output_details("kubeconfig"))
+    value = details.value if details.value is not None else details.secret_value
+    return model.ambient_context(value) if isinstance(value, str) else None
 
 
 def _read(ref: pulumi.StackReference, stack: str, where: str) -> PlatformOutputs:

@@ -66,7 +66,30 @@ def mock_answers() -> tuple[dict[str, MockAnswer], dict[str, MockAnswer]]:
         answers = b.mock_answers()
         computed.update(answers.computed)
         invokes.update(answers.invokes)
+    computed.setdefault("kubernetes:core/v1:Secret", _service_account_token)
     return computed, invokes
+
+
+# What a cluster's token controller writes into a `kubernetes.io/service-account-token` Secret (base64
+# `token`, `ca.crt`, `namespace`), and pulumi-kubernetes waits for (pulumi/pulumi-kubernetes#2048): a fleet
+# builds the manager's kubeconfig for a worker from it (components/fleet).
+OFFLINE_TOKEN = "offline-plan-token"
+OFFLINE_CA = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUM="
+
+
+def _service_account_token(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
+    if inputs.get("type") != "kubernetes.io/service-account-token":
+        return {}
+    import base64
+
+    namespace = str((inputs.get("metadata") or {}).get("namespace") or "default")
+    return {
+        "data": {
+            "token": base64.b64encode(OFFLINE_TOKEN.encode()).decode(),
+            "ca.crt": OFFLINE_CA,
+            "namespace": base64.b64encode(namespace.encode()).decode(),
+        }
+    }
 
 
 def _plain(value: Any) -> Any:
