@@ -38,7 +38,7 @@ def fleet_outputs(
     """(the fleet stack's outputs, every platform's outputs by stack name, worker platform specs by stack):
     recorded (--ref), else planned offline."""
     from components.spec.fleet import FleetSpec
-    from infra.plan_fleet import _platform
+    from infra.stacks import _fleet_platform as _platform
     from infra.stacks import validated
 
     short = job.fleet_stack.split("/")[-1]
