@@ -9,12 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 import pulumi
-from pulumi.runtime.sync_await import _sync_await
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pydantic.alias_generators import to_camel
 
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec
+from components.stack_outputs import read_outputs, read_platform
 from trainer.contract import format_validation_error
 
 
@@ -50,13 +50,8 @@ MANAGER_KUBECONFIG = "kubeconfig"
 
 
 def read_fleet(ref: pulumi.StackReference, name: str) -> FleetOutputs:
-    """The fleet stack's outputs, read synchronously (as components.job_stack.read_platform does)."""
-    values: dict[str, Any] = {}
-    for key in FLEET_READ_KEYS:
-        details = _sync_await(ref.get_output_details(key))
-        value = details.value if details.value is not None else details.secret_value
-        if value is not None:
-            values[key] = value
+    """The fleet stack's outputs, read synchronously (as read_platform reads a platform's)."""
+    values = read_outputs(ref, FLEET_READ_KEYS)
     if values.get("fleetName") is None:
         raise ConfigError([f"job.fleetStack: stack {name} has no trainplane fleet outputs (is it deployed?)"])
     try:
@@ -87,7 +82,6 @@ def deploy_fleet_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None) -
 
     from components.incluster.training_job import TrainingJob, TrainingJobArgs
     from components.job_fleet import job_platform
-    from components.job_stack import read_platform
 
     ref = pulumi.StackReference("fleet", stack_name=job.fleet_stack)
     fleet = read_fleet(ref, job.fleet_stack)

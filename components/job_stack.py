@@ -9,40 +9,12 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
-
 import pulumi
-from pulumi.runtime.sync_await import _sync_await
-from pydantic import ValidationError
 
-from components.outputs import READ_KEYS, PlatformOutputs
 from components.spec import ConfigError, JobSpec, check_job
-from trainer.contract import format_validation_error
+from components.stack_outputs import read_platform
 
-
-def read_platform(ref: pulumi.StackReference, name: str) -> PlatformOutputs:
-    """The platform stack's outputs, parsed into PlatformOutputs before anything else is registered.
-
-    Reading them synchronously (rather than building inside `.apply`) keeps every job resource visible
-    to `pulumi preview`; the engine knows a stack reference's outputs during preview too. Keys the
-    platform does not export (it predates them) take their defaults.
-    """
-    values: dict[str, Any] = {}
-    for key in READ_KEYS:
-        details = _sync_await(ref.get_output_details(key))
-        value = details.value if details.value is not None else details.secret_value
-        if value is not None:
-            values[key] = value
-    if values.get("clusterName") is None:
-        raise ConfigError(
-            [f"job.platformStack: stack {name} has no trainplane platform outputs (is it deployed?)"]
-        )
-    try:
-        return PlatformOutputs.model_validate(values)
-    except ValidationError as e:
-        raise ConfigError(
-            format_validation_error(e, PlatformOutputs, f"platform stack {name} outputs")
-        ) from None
+__all__ = ["deploy_job", "read_platform"]
 
 
 def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):

@@ -92,7 +92,7 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     job = validated(sf, "trainplane:job", JobSpec)
     refs = dict(refs or {})
     if job.on_fleet:
-        from infra.plan_fleet_job import fleet_job_plan
+        from infra.verify.fleet_model import fleet_job_plan
 
         return fleet_job_plan(sf, job, refs)
     short = job.platform_stack.split("/")[-1]

@@ -103,6 +103,15 @@ def fleet_plan(spec: Any, plan: Plan, manager: Plan, workers: dict[str, tuple[st
     )
 
 
+def recorded(stack: str, outputs_or_plan: Any) -> Plan:
+    """A platform known only by its recorded outputs (`--ref`), as infra.verify.refs_plan makes it."""
+    from infra.verify.model import build
+
+    if isinstance(outputs_or_plan, Plan):
+        return outputs_or_plan
+    return build(stack, [], dict(outputs_or_plan or {}), source="recorded outputs")
+
+
 def fleet_from_stack(sf: Any, refs: Mapping[str, Any] | None = None) -> Plan:
     """Plan a fleet stack offline for verify: its manager and workers (recorded outputs in `refs`, else
     their stack files planned offline), then the fleet's own program on their outputs."""
@@ -117,9 +126,7 @@ def fleet_from_stack(sf: Any, refs: Mapping[str, Any] | None = None) -> Plan:
     def platform(stack: str) -> Plan:
         short = stack.split("/")[-1]
         if stack in refs or short in refs:
-            from infra.verify import refs_plan
-
-            return refs_plan(short, refs.get(stack, refs.get(short)))
+            return recorded(short, refs.get(stack, refs.get(short)))
         psf = load_stack(stack)
         raw = psf.object("trainplane:platform")
         validated(psf, "trainplane:platform", PlatformSpec)
@@ -132,3 +139,24 @@ def fleet_from_stack(sf: Any, refs: Mapping[str, Any] | None = None) -> Plan:
     raw = sf.object("trainplane:fleet")
     plan = from_run(run_stack(sf, {**refs, **outputs}), raw if isinstance(raw, dict) else None)
     return fleet_plan(spec, plan, manager, workers)
+
+
+def fleet_job_plan(sf: Any, job: Any, refs: dict[str, Any]) -> Any:
+    """A fleet job's plan for verify: the job run on its fleet, checked against the platform plan of the
+    first worker it fits (dispatch order; every fitting worker gives the same pod: components/job_fleet.py)."""
+    from components.spec import PlatformSpec
+    from infra.stacks import load_stack, plan_fleet_job, run_stack, validated
+    from infra.verify.model import from_run
+
+    result, summary = plan_fleet_job(sf, job, refs)
+    _, stack, _, _ = next(w for w in summary.workers if w[2])
+    short = stack.split("/")[-1]
+    if stack in refs or short in refs:
+        platform = recorded(short, refs.get(stack, refs.get(short)))
+    else:
+        psf = load_stack(stack)
+        validated(psf, "trainplane:platform", PlatformSpec)
+        raw = psf.object("trainplane:platform")
+        platform = from_run(run_stack(psf), raw if isinstance(raw, dict) else None)
+    raw_job = sf.object("trainplane:job")
+    return from_run(result, raw_job if isinstance(raw_job, dict) else None, platform)
