@@ -146,6 +146,12 @@ def summarize_fleet(
         if (ctx := model.ambient_context(str(platforms[w.platform_stack].get("kubeconfig") or "")))
         is not None
     ]
+    if manager_spec is not None and manager_spec.queueing.fleet_dispatcher != spec.dispatch.dispatcher:
+        notes.append(
+            f"dispatch.dispatcher {spec.dispatch.dispatcher} differs from the manager's queueing.fleetDispatcher "
+            f"{manager_spec.queueing.fleet_dispatcher}: Kueue dispatches with the manager's (its Configuration "
+            "multiKueue.dispatcherName); set both alike"
+        )
     gpus_max = sum(w.gpus_max for w in lines)
     plan = summarize(result, "fleet", (0, gpus_max), Cost(None, None, None, None, 0.0))
     manager_cost = estimate_cost(manager_spec) if manager_spec is not None else None

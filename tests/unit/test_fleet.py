@@ -393,3 +393,16 @@ def test_verify_of_the_new_stacks_answers_without_a_traceback(stack):
     assert ran.returncode in (0, 1, 2) and "Traceback" not in ran.stderr, ran.stderr
     if stack == FLEET:  # until verify FLEET (branch i21-fleetjob): one line, exit 2
         assert ran.returncode != 2 or len(ran.stderr.strip().splitlines()) == 1, ran.stderr
+
+
+def test_plan_notes_a_dispatcher_other_than_the_managers(tmp_path):
+    from infra.stacks import plan_stack
+
+    text = (ROOT / "stacks" / f"Pulumi.{FLEET}.yaml").read_text()
+    path = tmp_path / "Pulumi.all-at-once.yaml"
+    path.write_text(text.replace("dispatcher: Incremental", "dispatcher: AllAtOnce"))
+    notes = plan_stack(str(path))[1].notes
+    assert (
+        "dispatch.dispatcher AllAtOnce differs from the manager's queueing.fleetDispatcher Incremental: Kueue "
+        "dispatches with the manager's (its Configuration multiKueue.dispatcherName); set both alike"
+    ) in notes
