@@ -26,8 +26,10 @@ class FleetJobSummary:
     def as_json(self) -> dict[str, Any]:
         return {
             **self.plan.as_json(),
-            "fleet": self.fleet,
-            "workers": [{"name": n, "stack": s, "fits": f, "problems": p} for n, s, f, p in self.workers],
+            "fleetStack": self.fleet,
+            "fleetWorkers": [
+                {"name": n, "stack": s, "fits": f, "problems": p} for n, s, f, p in self.workers
+            ],
         }
 
 

@@ -231,3 +231,21 @@ def test_plan_dump_of_a_fleet_is_refused_in_one_line(tmp_path, capsys):
         "plan --dump: fleet-research is a fleet stack, which has no dump format; run `verify fleet-research`"
     ]
     assert not (tmp_path / "f.json").exists()
+
+
+def test_plan_json_of_a_fleet_job_says_per_worker_whether_it_fits_and_docs_name_the_keys(capsys):
+    import json
+
+    from infra import cli
+
+    assert cli.main(["plan", "gpt-small-fleet-research", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["fleetStack"] == "fleet-research"
+    assert [(w["name"], w["fits"]) for w in data["fleetWorkers"]] == [
+        ("aws-h100", True),
+        ("gcp-h100", False),
+        ("lab", False),
+    ]
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    for key in ["fleetStack", "fleetWorkers", *data["fleetWorkers"][0]]:
+        assert f"`{key}`" in doc, key
