@@ -154,3 +154,16 @@ def test_manager_quota_that_is_not_the_workers_live_sum(plan, tmp_path):
         "ClusterQueue research on the manager: nvidia.com/gpu quota 208 is not 200, the sum of what the team holds "
         "on the workers' live ClusterQueues and ResourceQuotas (aws-h100 64, gcp-h100 128, lab 8)"
     ]
+
+
+def test_verify_cli_reads_a_fleet_through_its_manager_and_says_in_one_line_when_it_cannot(tmp_path, capsys):
+    from infra import cli
+
+    server = FakeApiServer(Cluster({}, token="not-yours"))
+    path = server.kubeconfig(tmp_path / "manager")
+    try:
+        assert cli.main(["verify", "fleet-research", "--kubeconfig", path]) == 2
+    finally:
+        server.close()
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"cannot read the fleet's manager ({path}): 401 Unauthorized"
