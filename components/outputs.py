@@ -1,7 +1,7 @@
 """PlatformOutputs: the typed contract between a platform stack and the job stacks that read it.
 
 The platform stack writes it (`components.platform.platform_outputs`, exported key by key); a job stack
-reads it back through a StackReference (`components.job_stack.read_platform`) and parses it here. Keys
+reads it back through a StackReference (`components.stack_outputs.read_platform`) and parses it here. Keys
 keep the names deployed platforms already export; every key added later has a default, so a job stack
 still reads a platform deployed before the key existed, and keys it does not know are ignored.
 

@@ -131,6 +131,8 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
         raise no_object_error(sf)
     job = validated(sf, "trainplane:job", JobSpec)
     refs = read_refs(ref_pairs or [])
+    if job.on_fleet:
+        return plan_fleet_job(sf, job, refs)
     outputs, platform_spec = job_platform(job, refs, sf)
     result = run_stack(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
@@ -205,9 +207,73 @@ def job_and_platform(stack: str, ref_pairs: list[str]) -> tuple[Any, Any]:
     if sf.object("trainplane:job") is None:
         raise UsageError([f"{sf.path}: not a job stack (no trainplane:job object in config)"])
     job = validated(sf, "trainplane:job", JobSpec)
+    if job.on_fleet:
+        raise UsageError(
+            [
+                f"{sf.path}: job.fleetStack {job.fleet_stack!r}: a job on a fleet runs on whichever worker admits "
+                "it; run this on a job stack that names the worker's platform (platformStack)"
+            ]
+        )
     outputs, _ = job_platform(job, read_refs(ref_pairs), sf)
     platform = platform_outputs(outputs)
     problems = check_job(job, platform)  # what the job stack itself would refuse
     if problems:
         raise UsageError(problem_lines(sf.path, problems))
     return job, platform
+
+
+def fleet_job_outputs(
+    sf: Any, job: Any, refs: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(the fleet stack's outputs, every platform's outputs by stack name, worker platform specs by stack):
+    recorded (--ref), else planned offline."""
+    from components.spec.fleet import FleetSpec
+
+    short = job.fleet_stack.split("/")[-1]
+    where = f"{sf.path}: job.fleetStack {job.fleet_stack!r}"
+    recorded = refs.get(job.fleet_stack, refs.get(short))
+    if recorded is not None:
+        platforms = {
+            w["stack"]: _fleet_platform(w["stack"], refs, where)[0] for w in recorded.get("workers") or []
+        }
+        return recorded, platforms, {}
+    try:
+        fsf = load_stack(job.fleet_stack)
+    except UsageError as e:
+        raise UsageError([f"{where}: {line}" for line in e.lines]) from None
+    if fsf.object("trainplane:fleet") is None:
+        raise UsageError(
+            [
+                f"{where}: {fsf.path} is not a fleet stack (no trainplane:fleet); name the fleet the job runs on"
+            ]
+        )
+    spec = validated(fsf, "trainplane:fleet", FleetSpec)
+    platforms, specs = {}, {}
+    for stack in [spec.manager.platform_stack, *(w.platform_stack for w in spec.workers)]:
+        platforms[stack], specs[stack] = _fleet_platform(stack, refs, f"{fsf.path}: fleet")
+    return run_stack(fsf, {**refs, **platforms}).outputs, platforms, specs
+
+
+def plan_fleet_job(sf: Any, job: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
+    """A job on a fleet run offline on its fleet's and platforms' outputs; its FleetJobSummary
+    (infra/plan_fleet_job.py) says per worker whether it fits and why not."""
+    from components.job_fleet_stack import FleetOutputs, fleet_problems
+    from components.outputs import PlatformOutputs
+    from infra.plan import summarize_job
+    from infra.plan_fleet_job import FleetJobSummary
+
+    outputs, platforms, specs = fleet_job_outputs(sf, job, refs)
+    fleet = FleetOutputs.model_validate(outputs)
+    workers = [
+        (w.name, w.stack, PlatformOutputs.model_validate(platforms[w.stack])) for w in fleet.dispatch_order()
+    ]
+    fits, problems = fleet_problems(job, fleet, workers)
+    if problems:  # what the job stack itself would refuse, before running it
+        raise UsageError(problem_lines(sf.path, problems))
+    result = run_stack(sf, {**refs, job.fleet_stack: outputs, **platforms})
+    first = next(f for f in fits if f.fits)
+    worker = dict(zip([w[0] for w in workers], workers, strict=True))[first.name][2]
+    summary = summarize_job(result, job, worker.cloud, specs.get(first.stack))
+    return result, FleetJobSummary(
+        summary, job.fleet_stack, [(f.name, f.stack, f.fits, f.problems) for f in fits]
+    )

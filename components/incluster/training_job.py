@@ -39,14 +39,17 @@ class TrainingJobArgs:
     job: JobSpec
     # The platform stack's outputs (components.outputs), already checked by check_job.
     platform: PlatformOutputs
+    # On a fleet's manager (components/job_fleet.py): the JobSet alone, which MultiKueue copies to a worker;
+    # the trainer config rides in its pod template, and nothing else is created beside it.
+    on_manager: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
 class TrainingJobResources:
-    config: k8s.core.v1.ConfigMap
+    config: k8s.core.v1.ConfigMap | None
     # A jobset.x-k8s.io JobSet (fixed size) or a batch/v1 Job (elastic).
     job: pulumi.CustomResource
-    pod_monitor: k8s.apiextensions.CustomResource
+    pod_monitor: k8s.apiextensions.CustomResource | None
     # The elastic runtime's headless Service (a JobSet makes its own); None for a JobSet.
     service: k8s.core.v1.Service | None = None
 
@@ -110,6 +113,15 @@ class TrainingJob(pulumi.ComponentResource):
         namespace = manifest["metadata"]["namespace"]
         labels = job_labels(job)
         child = pulumi.ResourceOptions(parent=self)
+        if args.on_manager:
+            from components.job_fleet import on_manager
+
+            config_yaml = yaml.safe_dump(trainer_config(job), sort_keys=False)
+            self.job = _register(name, on_manager(manifest, config_yaml), child)
+            self.resources = TrainingJobResources(config=None, job=self.job, pod_monitor=None)
+            self.outputs = self._outputs(job, platform, namespace)
+            self.register_outputs(self.outputs)
+            return
 
         config_map = k8s.core.v1.ConfigMap(
             f"{name}-config",
@@ -132,9 +144,14 @@ class TrainingJob(pulumi.ComponentResource):
         self.resources = TrainingJobResources(
             config=config_map, job=self.job, pod_monitor=monitor, service=service
         )
+        self.outputs = self._outputs(job, platform, namespace)
+        self.register_outputs(self.outputs)
+
+    @staticmethod
+    def _outputs(job: JobSpec, platform: PlatformOutputs, namespace: str) -> dict[str, Any]:
         selector = f"{JOB_LABEL}={job.name}"
         kind = "job" if is_elastic(job) else "jobset"
-        self.outputs = {
+        return {
             "namespace": namespace,
             "jobName": job.name,
             "checkpointUri": checkpoint_uri(job, platform),
@@ -142,4 +159,3 @@ class TrainingJob(pulumi.ComponentResource):
             "status": f"kubectl -n {namespace} get {kind}/{job.name} workloads.kueue.x-k8s.io pods -l {selector}",
             "grafana": f"Grafana > Dashboards > trainplane / Training jobs, job={job.name}",
         }
-        self.register_outputs(self.outputs)

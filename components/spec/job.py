@@ -58,8 +58,15 @@ class JobTopology(Spec):
 JOB_NAME_MAX = 40
 
 
+# A stack name (stack, project/stack or org/project/stack), or "" for the one of the two not given.
+STACK_REF = r"^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2})?$"
+
+
 class JobSpec(Spec):
-    platform_stack: str = Field(pattern=r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$")
+    # The platform stack the job runs on, or (`fleetStack`) the fleet stack whose manager queues it and
+    # whose workers may run it (components/job_fleet.py); exactly one of the two, "" for the other.
+    platform_stack: str = Field(default="", pattern=STACK_REF)
+    fleet_stack: str = Field(default="", pattern=STACK_REF)
     # The JobSet name. Its pods are `<name>-workers-0-<index>-<5 random>` (jobset@v0.12.0
     # pkg/util/placement/placement.go GenPodName), a DNS-1035 label of at most 63 characters that the
     # JobSet webhook checks at create: 40 + 17 (1000 nodes) + 6 = 63.
@@ -87,6 +94,11 @@ class JobSpec(Spec):
     idle_exempt: bool = False
 
     @property
+    def on_fleet(self) -> bool:
+        """Whether the job names a fleet (`fleetStack`) rather than one platform."""
+        return bool(self.fleet_stack)
+
+    @property
     def pools(self) -> list[str]:
         """The pools the job may run on, in its order of preference."""
         return list(self.node_pools) or ([self.node_pool] if self.node_pool else [])
@@ -103,6 +115,9 @@ class JobSpec(Spec):
 
 
 def _check_job_alone(job: JobSpec, root: str) -> Iterable[str]:
+    if bool(job.platform_stack) == bool(job.fleet_stack):
+        given = "both are given" if job.platform_stack else "neither is given"
+        yield f"{root}.platformStack: give either platformStack (one platform) or fleetStack (a fleet); {given}"
     if (job.node_pool is None) == (not job.node_pools):
         yield f"{root}.nodePool: give either nodePool (one pool) or nodePools (pools in order of preference)"
     for dup in sorted(duplicates(job.node_pools)):
@@ -168,10 +183,13 @@ def _check_checkpoint_uri(job: JobSpec, uri: str, root: str) -> Iterable[str]:
             )
 
 
-def check_job(job: JobSpec, platform: PlatformOutputs, root: str = "job") -> list[str]:
-    """Check a job against its platform stack's outputs (team, pools, GPUs, storage, object store)."""
+def check_job(
+    job: JobSpec, platform: PlatformOutputs, root: str = "job", stack: str | None = None
+) -> list[str]:
+    """Check a job against its platform stack's outputs (team, pools, GPUs, storage, object store);
+    `stack`: the platform's stack name in the lines (a fleet's worker), default the job's platformStack."""
     problems: list[str] = []
-    ref = job.platform_stack
+    ref = stack or job.platform_stack
     team = platform.team(job.team)
     if team is None:
         known = ", ".join(sorted(t.name for t in platform.teams)) or "none"

@@ -21,10 +21,13 @@ def cmd_plan(args: argparse.Namespace, console: Console) -> int:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK
     from infra.plan_fleet import FleetSummary, print_fleet
+    from infra.plan_fleet_job import FleetJobSummary, print_fleet_job
     from infra.plan_output import print_plan
 
     if isinstance(summary, FleetSummary):
         print_fleet(summary, console)
+    elif isinstance(summary, FleetJobSummary):
+        print_fleet_job(summary, console)
     else:
         print_plan(summary, console)
     return EXIT_OK
@@ -43,6 +46,13 @@ def _dump_plan(args: argparse.Namespace, console: Console) -> int:
     if not folder.is_dir():  # before minutes of planning, not after
         raise UsageError([f"plan --dump {args.dump}: no such directory {folder}"])
     plan = plan_from_stack(args.stack, read_refs(args.ref) if args.ref else None)
+    if plan.kind == "fleet":
+        # A fleet's plan is several clusters' plans (infra/verify/fleet_model.py); the dump holds one.
+        raise UsageError(
+            [
+                f"plan --dump: {plan.stack} is a fleet stack, which has no dump format; run `verify {plan.stack}`"
+            ]
+        )
     try:
         write_dump(plan, args.dump)
     except PlanError as e:

@@ -40,10 +40,13 @@ def _verify_plan(args: argparse.Namespace, console: Console) -> int:
         refs = read_refs(args.ref) if args.ref else None
         plan = plan_from_stack(args.stack, refs)
         if args.kubeconfig or args.context:
+            from infra.verify.fleet_live import verify_fleet_live
             from infra.verify.live import LiveError, verify_live
 
+            # A fleet: the manager's kubeconfig; each worker is reached with its MultiKueue Secret's.
+            run_live = verify_fleet_live if plan.kind == "fleet" else verify_live
             try:
-                report = verify_live(plan, kubeconfig=args.kubeconfig, context=args.context, checks=checks)
+                report = run_live(plan, kubeconfig=args.kubeconfig, context=args.context, checks=checks)
             except LiveError as e:
                 raise UsageError([str(e)]) from None
         else:

@@ -54,8 +54,12 @@ def run_checks(plan: Plan, view: ClusterView, checks: Sequence[str] | None = Non
     live runner on a live cluster (a check without one is skipped there, saying so)."""
     ctx = view.ctx
     report = Report(plan.stack, plan.cloud, plan.kubernetes_version, view.mode, view.source)
-    for name in checks or CHECKS:
+    for name in checks or registry.default_checks(plan.kind):
         check = registry.check(name)
+        if (check.scope == "fleet") != (plan.kind == "fleet"):
+            what = "a fleet stack" if check.scope == "fleet" else "a platform or job stack"
+            report.checks.append(CheckResult(name, skipped=f"verifies {what}, not this {plan.kind} stack"))
+            continue
         if view.mode == "offline":
             report.checks.append(check.offline_runner()(ctx))
             continue
@@ -74,6 +78,10 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
     from infra.stacks import load_stack, no_object_error, platform_stack_file, run_stack, validated
 
     sf = load_stack(stack)
+    if sf.object("trainplane:fleet") is not None:
+        from infra.verify.fleet_model import fleet_from_stack
+
+        return fleet_from_stack(sf, refs)
     raw = sf.object("trainplane:platform")
     if raw is not None:
         validated(sf, "trainplane:platform", PlatformSpec)
@@ -83,6 +91,10 @@ def plan_from_stack(stack: str, refs: Mapping[str, Any] | None = None) -> Plan:
         raise no_object_error(sf)
     job = validated(sf, "trainplane:job", JobSpec)
     refs = dict(refs or {})
+    if job.on_fleet:
+        from infra.verify.fleet_model import fleet_job_plan
+
+        return fleet_job_plan(sf, job, refs)
     short = job.platform_stack.split("/")[-1]
     if job.platform_stack in refs or short in refs:
         platform = refs_plan(short, refs.get(job.platform_stack, refs.get(short)))

@@ -27,6 +27,11 @@ class Context:
         return self.plan.platform or self.plan
 
     @property
+    def fleet(self) -> Any:
+        """A fleet stack's FleetPlan (infra/verify/fleet_model.py); None for a platform or job stack."""
+        return self.plan.fleet
+
+    @property
     def backend(self) -> CloudBackend:
         """The platform's cloud backend: what a check asks about the cloud (components/backends.py)."""
         return cloud_backend(self.platform)

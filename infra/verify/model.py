@@ -86,12 +86,14 @@ class Plan(Resources):
     outputs: Mapping[str, Any]
     cloud: str
     kubernetes_version: str | None
-    kind: str  # "platform" | "job"
+    kind: str  # "platform" | "job" | "fleet"
     # The stack's own config object (trainplane:platform / trainplane:job), when the plan was made here.
     config: Mapping[str, Any] | None = None
     platform: Plan | None = None
     source: str = "offline plan"
     _objects: tuple[K8sObject, ...] = field(default=(), repr=False)
+    # A fleet stack's plan: its manager's and workers' plans too (infra/verify/fleet_model.FleetPlan).
+    fleet: Any = field(default=None, repr=False)
 
     # ---- lookups (of_type, by_urn, named, children: Resources) -------------------------------------
     def objects(self, kind: str | None = None, namespace: str | None = None) -> list[K8sObject]:

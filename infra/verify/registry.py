@@ -27,6 +27,9 @@ class Check:
     summary: str  # one line, for --help and docs/verify.md
     offline: str  # "module:function" taking a Context
     live: str | None = None  # "module:function" taking (Context, ClusterView); None: offline only
+    # What it verifies: one cluster's plan (a platform or a job stack), or a fleet stack (its manager and
+    # workers together); each kind of stack runs its own checks by default.
+    scope: str = "cluster"
 
     def offline_runner(self) -> OfflineRunner:
         return _resolve(self.offline)
@@ -97,8 +100,34 @@ REGISTRY: tuple[Check, ...] = (
         "create calls the cloud refuses, or makes too early",
         _C + "create_rules:run",
     ),
+    Check(
+        "fleet-queues",
+        "a fleet's teams have the same namespace and LocalQueue on every worker and the manager; manager quota = workers' sum",
+        _C + "fleet_queues:run",
+        _C + "fleet_live:queues",
+        scope="fleet",
+    ),
+    Check(
+        "fleet-dispatch",
+        "the manager's queues use the MultiKueue check and config listing every worker in dispatch order",
+        _C + "fleet_dispatch:run",
+        scope="fleet",
+    ),
+    Check(
+        "fleet-access",
+        "each worker's kubeconfig Secret is one MultiKueue accepts, and its RBAC covers what MultiKueue does there",
+        _C + "fleet_access:run",
+        _C + "fleet_live:access",
+        scope="fleet",
+    ),
 )
 CHECKS: tuple[str, ...] = tuple(c.name for c in REGISTRY)
+
+
+def default_checks(kind: str) -> tuple[str, ...]:
+    """The checks a stack of this kind runs when none is named: a fleet's, or one cluster's."""
+    scope = "fleet" if kind == "fleet" else "cluster"
+    return tuple(c.name for c in REGISTRY if c.scope == scope)
 
 
 def check(name: str) -> Check:

@@ -26,8 +26,12 @@ def platform_refs(stack: str) -> list[tuple[str, str]]:
     stack's platform (or fleet), a fleet stack's manager and workers; [] for a platform stack."""
     sf = stackfile.load(stack, ROOT)
     job, fleet = sf.object("trainplane:job"), sf.object("trainplane:fleet")
+    if job is not None and job.get("fleetStack"):
+        # A job on a fleet reads the fleet's platforms (to check itself against every worker), then the fleet.
+        fleet_ref = job["fleetStack"]
+        return [*platform_refs(fleet_ref.split("/")[-1]), (fleet_ref, fleet_ref.split("/")[-1])]
     if job is not None:
-        refs = [job.get("platformStack") or job.get("fleetStack")]
+        refs = [job["platformStack"]]
     elif fleet is not None:
         refs = [fleet["manager"]["platformStack"], *(w["platformStack"] for w in fleet["workers"])]
     else:

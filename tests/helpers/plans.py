@@ -28,6 +28,8 @@ STACKS = ROOT / "stacks"
 JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
 # Fleet stacks and the platform stacks (manager first, then workers) whose planned outputs they read.
 FLEET_STACKS = {"fleet-research": ("aws-fleet-manager", "aws-h100-reserved", "gcp-h100-dws", "onprem-dev")}
+# Job stacks on a fleet (job.fleetStack) and that fleet stack: they read its outputs and its platforms'.
+FLEET_JOB_STACKS = {"gpt-small-fleet-research": "fleet-research"}
 
 
 def stack_refs(stack: str) -> dict[str, Any] | None:
@@ -36,6 +38,9 @@ def stack_refs(stack: str) -> dict[str, Any] | None:
         return {JOB_STACKS[stack]: planned(JOB_STACKS[stack]).outputs}
     if stack in FLEET_STACKS:
         return {p: planned(p).outputs for p in FLEET_STACKS[stack]}
+    if stack in FLEET_JOB_STACKS:
+        fleet = FLEET_JOB_STACKS[stack]
+        return {fleet: planned(fleet).outputs, **(stack_refs(fleet) or {})}
     return None
 
 

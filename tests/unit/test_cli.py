@@ -145,6 +145,9 @@ def _pools_and_prices(stack: str) -> tuple[list[str], list[str]]:
         cost = estimate_cost(PlatformSpec.load(raw))
     else:
         job = JobSpec.load(sf.object("trainplane:job"))
+        if job.on_fleet:  # the workers' table names each worker of the fleet
+            fleet = stackfile.load(job.fleet_stack, ROOT).object("trainplane:fleet")
+            return [w["name"] for w in fleet["workers"]], []  # type: ignore[index]
         platform = stackfile.load(job.platform_stack.split("/")[-1], ROOT).object("trainplane:platform")
         cost = job_cost(job, PlatformSpec.load(platform))
     prices = [money(v) for p in cost.pools for v in (p.on_demand_hourly, p.spot_hourly) if v is not None]
@@ -165,15 +168,16 @@ def test_piped_plan_and_verify_never_cut_a_name_or_a_price(stack):
         assert name in cells, f"pool {name} not printed whole"
     for price in prices:
         assert price in cells, f"price {price} not printed whole"
-    if stack in FLEET_STACKS:  # its verify (verify FLEET) comes with branch i21-fleetjob
+    if stack in FLEET_STACKS:
         assert "best capacity" in plan.stdout
-        return
-    for header in ("capacity", "on-demand/node", "spot/node", "reserved/node", "GPUs/node"):
-        assert header in plan.stdout
+    else:
+        for header in ("capacity", "on-demand/node", "spot/node", "reserved/node", "GPUs/node"):
+            assert header in plan.stdout
     verify = cli("verify", stack, cached=True)
     assert verify.returncode in (0, 1), verify.stderr
     assert "…" not in verify.stdout
-    from infra.verify.report import CHECKS
+    from infra.verify.registry import default_checks
 
-    for check in CHECKS:
+    # A fleet stack runs the fleet checks, any other stack the cluster checks.
+    for check in default_checks("fleet" if stack in FLEET_STACKS else "platform"):
         assert check in {c.strip() for line in verify.stdout.splitlines() for c in line.split("│")}

@@ -17,7 +17,7 @@ from components.incluster.recovery_names import (
     QUARANTINED_AT_ANNOTATION,
 )
 from components.outputs import PlatformOutputs
-from tests.helpers.plans import FLEET_STACKS, JOB_STACKS, planned, stack_files
+from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, planned, stack_files
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
@@ -26,7 +26,9 @@ POOL_LABEL = "trainplane.dev/pool"
 PLATFORMS = sorted(
     n
     for p in stack_files()
-    if (n := p.name.removeprefix("Pulumi.").removesuffix(".yaml")) not in JOB_STACKS and n not in FLEET_STACKS
+    if (n := p.name.removeprefix("Pulumi.").removesuffix(".yaml")) not in JOB_STACKS
+    and n not in FLEET_STACKS
+    and n not in FLEET_JOB_STACKS
 )
 
 

@@ -22,7 +22,7 @@ from components.outputs import (
 )
 from components.platform import platform_outputs
 from components.spec import PlatformSpec
-from tests.helpers.plans import FLEET_STACKS, JOB_STACKS, ROOT, planned, stack_files
+from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, ROOT, planned, stack_files
 
 NEWER_POOL_KEYS = ("nodeVcpus", "nodeMemoryGiB")
 
@@ -83,6 +83,7 @@ def test_every_platform_stack_has_its_exports_recorded():
     platforms = {p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in stack_files()} - {
         *JOB_STACKS,
         *FLEET_STACKS,
+        *FLEET_JOB_STACKS,
     }
     assert set(PLATFORM_STACKS) == platforms
 
@@ -99,7 +100,7 @@ if __name__ == "__main__" and sys.argv[1:] == ["--update"]:
     OUTPUTS.mkdir(exist_ok=True)
     for path in stack_files():
         name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
-        if name not in JOB_STACKS and name not in FLEET_STACKS:
+        if name not in JOB_STACKS and name not in FLEET_STACKS and name not in FLEET_JOB_STACKS:
             (OUTPUTS / f"{name}.json").write_text(_exported(name))
 
 

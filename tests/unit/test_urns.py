@@ -19,7 +19,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from infra.mockcloud import RunResult  # noqa: E402
-from tests.helpers.plans import FLEET_STACKS, JOB_STACKS, planned  # noqa: E402
+from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, planned  # noqa: E402
 
 URNS = ROOT / "tests" / "data" / "urns"
 PLATFORM_STACKS = sorted(
@@ -39,7 +39,7 @@ def claims(result: RunResult) -> dict[str, set[str]]:
     return {r.engine_urn: {r.engine_urn, *r.alias_urns} for r in result.resources}
 
 
-@pytest.mark.parametrize("stack", [*PLATFORM_STACKS, *JOB_STACKS, *FLEET_STACKS])
+@pytest.mark.parametrize("stack", [*PLATFORM_STACKS, *JOB_STACKS, *FLEET_STACKS, *FLEET_JOB_STACKS])
 def test_reference_stacks_keep_their_resource_names(stack):
     recorded = set((URNS / f"{stack}.txt").read_text().split())
     answers = claims(plan(stack))
@@ -68,7 +68,7 @@ def test_a_retyped_node_pool_answers_to_its_recorded_urn():
 if __name__ == "__main__" and "--update" in sys.argv:
     URNS.mkdir(parents=True, exist_ok=True)
     # Keeps every recorded URN a resource still answers to through an alias; adds resources that are new.
-    for stack in [*PLATFORM_STACKS, *JOB_STACKS, *FLEET_STACKS]:
+    for stack in [*PLATFORM_STACKS, *JOB_STACKS, *FLEET_STACKS, *FLEET_JOB_STACKS]:
         old = set((URNS / f"{stack}.txt").read_text().split()) if (URNS / f"{stack}.txt").exists() else set()
         keep = sorted(next(iter(sorted(c & old)), u) for u, c in claims(plan(stack)).items())
         (URNS / f"{stack}.txt").write_text("\n".join(keep) + "\n")

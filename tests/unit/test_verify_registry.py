@@ -44,7 +44,14 @@ def test_every_registered_runner_resolves():
     for c in registry.REGISTRY:
         assert callable(c.offline_runner()), c.name
         assert c.live is None or callable(c.live_runner()), c.name
-    assert [c.name for c in registry.REGISTRY if c.live] == ["storage", "network", "scheduling", "identity"]
+    assert [c.name for c in registry.REGISTRY if c.live] == [
+        "storage",
+        "network",
+        "scheduling",
+        "identity",
+        "fleet-queues",
+        "fleet-access",
+    ]
 
 
 def test_the_library_never_imports_the_cli():

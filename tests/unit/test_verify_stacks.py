@@ -11,16 +11,12 @@ import pytest
 
 from infra.cli import main
 from infra.verify import plan_from_stack, verify
-from tests.helpers.plans import FLEET_STACKS, stack_files
+from tests.helpers.plans import stack_files
 from tests.helpers.verify_plans import edit, plan, prometheus_class, release
 
 
-# A fleet stack's verify (verify FLEET) comes with branch i21-fleetjob.
-@pytest.mark.parametrize(
-    "path",
-    [p for p in stack_files() if p.name[len("Pulumi.") : -len(".yaml")] not in FLEET_STACKS],
-    ids=lambda p: p.name,
-)
+# Every reference stack: platforms, jobs (on a platform or a fleet) and fleets (verify FLEET).
+@pytest.mark.parametrize("path", stack_files(), ids=lambda p: p.name)
 def test_every_reference_stack_verifies_clean(path: Path):
     name = path.name.removeprefix("Pulumi.").removesuffix(".yaml")
     report = verify(plan(name) if "trainplane:platform" in path.read_text() else plan_from_stack(str(path)))

@@ -1,0 +1,168 @@
+"""verify FLEET offline: the reference fleet (stacks/Pulumi.fleet-research.yaml) passes; each rule of the
+fleet checks finds its planted defect by name (tests/helpers/fleet_verify.py plants it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from infra.verify import verify
+from tests.helpers.fleet_verify import fleet, kubeconfig, spec_object
+
+
+def findings(plan, check: str) -> list[str]:
+    return [f.message for f in verify(plan).check(check).findings]
+
+
+def obj(
+    objects: dict[str, list[dict[str, Any]]], cluster: str, kind: str, name: str | None = None
+) -> dict[str, Any]:
+    return next(
+        o for o in objects[cluster] if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)
+    )
+
+
+def drop(cluster: str, kind: str, name: str | None = None):
+    def edit(objects):
+        objects[cluster].remove(obj(objects, cluster, kind, name))
+
+    return edit
+
+
+def test_the_reference_fleet_passes_and_runs_only_the_fleet_checks():
+    report = verify(fleet())
+    assert [c.name for c in report.checks] == ["fleet-queues", "fleet-dispatch", "fleet-access"]
+    assert report.findings == [] and report.ok
+    # The plan is split by provider: each worker gets its MultiKueue account, the manager the rest.
+    f = fleet().fleet
+    assert sorted(f.by_cluster) == ["aws-h100", "gcp-h100", "lab", "manager"]
+
+
+def test_a_team_queue_missing_on_the_manager():
+    assert findings(fleet(drop("manager", "LocalQueue")), "fleet-queues") == [
+        "team research: the manager has no LocalQueue research/research-gpus, the name the workers queue it under"
+    ]
+
+
+def test_a_team_missing_on_a_worker():
+    spec = spec_object()
+    spec["teams"].append({"name": "eval"})
+    assert "team eval is not a team of worker lab (onprem-dev); add it there" in findings(
+        fleet(spec=spec), "fleet-queues"
+    )
+
+
+def test_manager_quota_that_is_not_the_workers_sum():
+    def edit(objects):
+        cq = obj(objects, "manager", "ClusterQueue")
+        res = cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+        next(r for r in res if r["name"] == "nvidia.com/gpu")["nominalQuota"] = "8"
+
+    assert findings(fleet(edit), "fleet-queues") == [
+        "ClusterQueue research on the manager: nvidia.com/gpu quota 8 is not 208, the sum of team research's "
+        "quota on the workers (aws-h100 64, gcp-h100 128, lab 16)"
+    ]
+
+
+def test_a_queue_without_the_multikueue_check():
+    def edit(objects):
+        obj(objects, "manager", "AdmissionCheck")["spec"]["controllerName"] = (
+            "kueue.x-k8s.io/provisioning-request"
+        )
+
+    assert findings(fleet(edit), "fleet-dispatch") == [
+        "ClusterQueue research on the manager has no AdmissionCheck with controllerName kueue.x-k8s.io/multikueue: "
+        "its jobs would run on the manager, not on a worker"
+    ]
+
+
+@pytest.mark.parametrize(
+    "clusters",
+    [["gcp-h100", "aws-h100", "lab"], ["aws-h100", "gcp-h100"], ["aws-h100", "gcp-h100", "lab", "lab"]],
+)
+def test_a_multikueue_config_out_of_order_missing_or_repeating_a_worker(clusters):
+    def edit(objects):
+        obj(objects, "manager", "MultiKueueConfig")["spec"]["clusters"] = clusters
+
+    assert (
+        f"MultiKueueConfig research-fleet lists clusters [{', '.join(clusters)}], not every worker once in dispatch "
+        "order [aws-h100, gcp-h100, lab]"
+    ) in findings(fleet(edit), "fleet-dispatch")
+
+
+def test_the_manager_platform_must_be_a_fleet_manager_with_the_fleets_dispatcher():
+    got = findings(fleet(manager_config={"queueing": {"fleetDispatcher": "AllAtOnce"}}), "fleet-dispatch")
+    assert got == [
+        "manager platform aws-fleet-manager does not set queueing.fleetManager: its Kueue has no MultiKueue configuration",
+        "manager platform aws-fleet-manager runs the AllAtOnce dispatcher (queueing.fleetDispatcher), the fleet asks "
+        "for Incremental (dispatch.dispatcher)",
+    ]
+
+
+def test_a_missing_kubeconfig_secret():
+    assert findings(fleet(drop("manager", "Secret", "research-fleet-lab-kubeconfig")), "fleet-access") == [
+        "MultiKueueCluster lab reads Secret kueue-system/research-fleet-lab-kubeconfig, which the manager lacks"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("user", "why"),
+    [
+        ({"exec": {"command": "aws"}}, "user mk uses an exec plugin"),
+        ({"tokenFile": "/var/run/token"}, "user mk uses a tokenFile"),
+    ],
+)
+def test_a_kubeconfig_kueue_refuses(user, why):
+    def edit(objects):
+        obj(objects, "manager", "Secret", "research-fleet-gcp-h100-kubeconfig")["stringData"] = {
+            "kubeconfig": kubeconfig(**user)
+        }
+
+    assert findings(fleet(edit), "fleet-access") == [
+        f"Secret kueue-system/research-fleet-gcp-h100-kubeconfig: Kueue refuses its kubeconfig (InsecureKubeConfig): {why}"
+    ]
+
+
+def test_a_kubeconfig_with_a_ca_file_path():
+    from infra.verify.checks.fleet_access import kubeconfig_problems
+
+    text = kubeconfig().replace("certificate-authority-data: Q0E=", "certificate-authority: /etc/ca.crt")
+    assert kubeconfig_problems(text) == [
+        "cluster w names a certificate-authority file (use certificate-authority-data)"
+    ]
+
+
+def test_a_secret_without_the_kubeconfig_key():
+    def edit(objects):
+        obj(objects, "manager", "Secret", "research-fleet-lab-kubeconfig")["stringData"] = {"config": "x"}
+
+    assert findings(fleet(edit), "fleet-access") == [
+        "Secret kueue-system/research-fleet-lab-kubeconfig on the manager has no key 'kubeconfig', which MultiKueue reads"
+    ]
+
+
+def test_worker_rbac_that_does_not_cover_workloads_status():
+    def edit(objects):
+        role = obj(objects, "gcp-h100", "ClusterRole")
+        role["rules"] = [r for r in role["rules"] if "workloads/status" not in r["resources"]]
+
+    assert findings(fleet(edit), "fleet-access") == [
+        "worker gcp-h100: ServiceAccount kueue-system/multikueue-research-fleet may not kueue.x-k8s.io/workloads/status "
+        "get,patch,update (ClusterRoles multikueue-research-fleet), which MultiKueue does there"
+    ]
+
+
+def test_a_worker_without_a_token_secret():
+    assert findings(fleet(drop("lab", "Secret")), "fleet-access") == [
+        "worker lab: no kubernetes.io/service-account-token Secret for ServiceAccount "
+        "kueue-system/multikueue-research-fleet: the manager's kubeconfig has no token to carry"
+    ]
+
+
+def test_fleet_checks_skip_a_platform_stack_that_names_them():
+    from infra.verify.model import from_run
+    from tests.helpers.plans import planned
+
+    report = verify(from_run(planned("onprem-dev")), ["fleet-queues"])
+    assert report.check("fleet-queues").skipped == "verifies a fleet stack, not this platform stack"
