@@ -131,9 +131,12 @@ def probe(expr: str, honor: bool | None = None, **extra) -> list[str]:
     if honor is not None:
         p = edit(p, release("gpu-operator"), _honor(honor))
     # The probe's own lines: the platform's other rules stay (recorded series the probe may read), and
-    # with a changed scrape they may have findings of their own.
+    # with a changed scrape they may have findings of their own. promtool's verdict is on the whole rule
+    # file, the probe included, so its line stays too.
     where = f"rule {extra.get('name', 'VerifyProbe')}:"
-    return [line for line in lines(run(p, "observability")) if where in line]
+    return [
+        line for line in lines(run(p, "observability")) if where in line or "promtool check rules" in line
+    ]
 
 
 @functools.cache
