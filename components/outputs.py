@@ -186,6 +186,10 @@ class TeamOutput(_Output):
     storage: list[str] = Field(default_factory=list)
     # Its cloud identity (IAM role ARN, Google service account), None without one.
     identity: str | None = None
+    # Who pays for its namespace (its trainplane.dev/cost-center label): the team's costCenter, else the
+    # platform's; None where neither is set or the platform predates the key. A fleet labels the team's
+    # namespace on its manager with it (components/fleet).
+    cost_center: str | None = None
 
 
 class PlatformOutputs(_Output):

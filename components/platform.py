@@ -87,6 +87,8 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutpu
                 gpu_quota=t.gpu_quota,
                 storage=list(t.storage) if t.storage is not None else [s.name for s in spec.storage],
                 identity=bundle.team_identities.get(t.name),
+                # As tenancy labels the team's namespace (components/incluster/tenancy.py).
+                cost_center=t.cost_center or spec.cost_center,
             )
             for t in spec.teams
         ],

@@ -50,6 +50,13 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
                     f"({w.stack}; its teams: {known}); MultiKueue creates the job in that team's namespace "
                     "and LocalQueue there"
                 )
+        found = model.worker_cost_centers(team.name, platforms.workers)
+        if team.cost_center is None and len(set(found.values())) > 1:
+            each = ", ".join(f"{w}: {c}" for w, c in found.items())
+            problems.append(
+                f"fleet.teams[{i}]: team {team.name!r} has different cost centers on the workers ({each}); "
+                "set the fleet team's costCenter for its namespace on the manager"
+            )
     if platforms.manager.teams:
         names = ", ".join(t.name for t in platforms.manager.teams)
         problems.append(
@@ -199,7 +206,7 @@ class Fleet(pulumi.ComponentResource):
                 f"{spec.name}-ns-{team.name}",
                 metadata={
                     "name": model.namespace_name(team.name),
-                    "labels": model.team_namespace_labels(team.name, workers),
+                    "labels": model.team_namespace_labels(team, workers),
                 },
                 opts=opts,
             )
