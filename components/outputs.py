@@ -198,6 +198,9 @@ class PlatformOutputs(_Output):
     region: str | None = None
     # The cluster's kubeconfig, a secret; job stacks read it as an Output, not through this model.
     kubeconfig: str | None = None
+    # The API server's URL where the spec gives it (an existing cluster's cluster.apiServer); a fleet's
+    # manager reaches a worker there when the worker exports no kubeconfig document.
+    api_server: str | None = None
     node_pools: list[NodePoolInfo] = Field(default_factory=list)
     storage: list[StorageHandle] = Field(default_factory=list)
     # purpose ("checkpoints", "logs") -> bucket name

@@ -73,6 +73,7 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutpu
         cluster_name=bundle.name,
         region=bundle.region,
         kubeconfig=pulumi.Output.secret(bundle.kubeconfig),
+        api_server=spec.cluster.api_server,
         # The bundle's own records: the backend built them as the models job stacks parse back.
         node_pools=list(bundle.node_pools),
         storage=list(bundle.storage),

@@ -208,6 +208,17 @@ def cluster_server(kubeconfig: str) -> str | None:
     return str(server) if server else None
 
 
+def worker_server(kubeconfig: str | None, api_server: str | None) -> str | None:
+    """Where the manager reaches a worker's API server: its platform's cluster.apiServer (exported as
+    `apiServer`: an existing cluster, as other clusters reach it) where set, else the server of the
+    kubeconfig document it exports; None for a platform on the ambient kubeconfig without apiServer."""
+    if api_server:
+        return api_server
+    if kubeconfig is None or ambient_context(kubeconfig) is not None:
+        return None
+    return cluster_server(kubeconfig)
+
+
 def ambient_context(kubeconfig: str) -> str | None:
     """The context of a platform on the ambient kubeconfig (an existing cluster without
     trainplane:kubeconfig exports `(ambient kubeconfig, context NAME)`: components/kubernetes/cluster.py),

@@ -20,10 +20,14 @@ DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 # Kubernetes object names such as StorageClasses: a DNS subdomain (RFC 1123).
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 K8S_MINOR = r"^1\.\d{2}$"
+# An API server URL as a kubeconfig's `server` takes it: https, a host (DNS name or IPv4), an optional port
+# and path; no credentials, no query.
+API_SERVER = r"^https://[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?(:[0-9]{1,5})?(/[-A-Za-z0-9._~/]*)?$"
 PATTERN_WORDS = {
     DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
     DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
     K8S_MINOR: 'a Kubernetes minor version in quotes, e.g. "1.33"',
+    API_SERVER: "an https URL of an API server, e.g. https://lab-api.example.internal:6443",
 }
 
 SpecT = TypeVar("SpecT", bound="Spec")

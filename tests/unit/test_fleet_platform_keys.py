@@ -99,3 +99,74 @@ def test_a_fleet_teams_cost_center_must_be_a_label_value(bad):
 
     with pytest.raises(ConfigError, match=r"teams\[0\]\.costCenter"):
         _spec(teams=[{"name": "research", "costCenter": bad}])
+
+
+# ---- the API server of an existing-cluster worker ------------------------------------------------------
+
+
+def _manager_kubeconfig(worker: str) -> dict:
+    import yaml
+
+    (secret,) = [
+        dict(r.inputs)
+        for r in planned(FLEET).resources
+        if r.is_kubernetes_object
+        and r.inputs.get("kind") == "Secret"
+        and r.inputs["metadata"]["name"] == f"research-fleet-{worker}-kubeconfig"
+    ]
+    data = secret["stringData"]
+    return yaml.safe_load(data.get("kubeconfig") or data["value"]["kubeconfig"])
+
+
+def test_the_manager_reaches_the_lab_worker_at_its_cluster_api_server():
+    """onprem-dev is on the ambient kubeconfig (no document exported): the manager's kubeconfig for it names
+    the platform's cluster.apiServer, not a placeholder the manager could never connect to."""
+    assert planned("onprem-dev").outputs["apiServer"] == "https://lab-api.lab.example.internal:6443"
+    kc = _manager_kubeconfig("lab")
+    assert kc["clusters"][0]["cluster"]["server"] == "https://lab-api.lab.example.internal:6443"
+
+
+def test_a_worker_with_a_kubeconfig_document_keeps_its_server():
+    kc = _manager_kubeconfig("aws-h100")
+    assert kc["clusters"][0]["cluster"]["server"] == model.cluster_server(
+        planned("aws-h100-reserved").outputs["kubeconfig"]
+    )
+
+
+def test_a_worker_with_neither_kubeconfig_nor_api_server_is_refused_in_one_line(tmp_path):
+    import shutil
+
+    from tests.helpers.cli import cli
+
+    shutil.copytree(ROOT / "stacks", tmp_path / "stacks")
+    shutil.copy(ROOT / "Pulumi.yaml", tmp_path / "Pulumi.yaml")
+    lab = tmp_path / "stacks" / "Pulumi.onprem-dev.yaml"
+    lab.write_text("".join(line for line in lab.read_text().splitlines(True) if "apiServer:" not in line))
+    ran = cli("plan", FLEET, cwd=tmp_path)
+    assert ran.returncode == 2 and "Traceback" not in ran.stderr
+    assert (
+        "fleet.workers[2]: worker 'lab' (onprem-dev) exports no kubeconfig document (it uses the ambient "
+        "kubeconfig) and no API server; set cluster.apiServer (its API server's https URL) on onprem-dev, or "
+        "its trainplane:kubeconfig secret"
+    ) in ran.stderr.splitlines()
+
+
+def test_api_server_is_a_key_of_existing_clusters_only_and_an_https_url():
+    from components.spec import ConfigError, PlatformSpec
+
+    pools = [{"name": "a100", "selector": {"gpu": "a100"}, "gpu": "A100-80GB", "gpusPerNode": 8}]
+    lab = {
+        "cloud": "kubernetes",
+        "cluster": {"name": "lab", "apiServer": "https://10.0.0.1:6443"},
+        "nodePools": pools,
+    }
+    assert PlatformSpec.load(lab).cluster.api_server == "https://10.0.0.1:6443"
+    for url in ["http://lab:6443", "lab:6443", "https://user:pw@lab", "https://lab?x=1"]:
+        with pytest.raises(ConfigError, match=r"cluster\.apiServer"):
+            PlatformSpec.load({**lab, "cluster": {"name": "lab", "apiServer": url}})
+    from infra import stackfile
+
+    raw = copy.deepcopy(stackfile.load("aws-fleet-manager", ROOT).object("trainplane:platform"))
+    raw["cluster"]["apiServer"] = "https://x.example.com"
+    with pytest.raises(ConfigError, match=r"cluster\.apiServer"):
+        PlatformSpec.load(raw)
