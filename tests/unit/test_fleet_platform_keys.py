@@ -161,7 +161,14 @@ def test_api_server_is_a_key_of_existing_clusters_only_and_an_https_url():
         "nodePools": pools,
     }
     assert PlatformSpec.load(lab).cluster.api_server == "https://10.0.0.1:6443"
-    for url in ["http://lab:6443", "lab:6443", "https://user:pw@lab", "https://lab?x=1"]:
+    for url in [
+        "http://lab:6443",
+        "lab:6443",
+        "https://user:pw@lab",
+        "https://lab?x=1",
+        "https://a..b:6443",
+        "https://-lab:6443",
+    ]:
         with pytest.raises(ConfigError, match=r"cluster\.apiServer"):
             PlatformSpec.load({**lab, "cluster": {"name": "lab", "apiServer": url}})
     from infra import stackfile
