@@ -186,6 +186,10 @@ class TeamOutput(_Output):
     storage: list[str] = Field(default_factory=list)
     # Its cloud identity (IAM role ARN, Google service account), None without one.
     identity: str | None = None
+    # Who pays for its namespace (its trainplane.dev/cost-center label): the team's costCenter, else the
+    # platform's; None where neither is set or the platform predates the key. A fleet labels the team's
+    # namespace on its manager with it (components/fleet).
+    cost_center: str | None = None
 
 
 class PlatformOutputs(_Output):
@@ -194,6 +198,9 @@ class PlatformOutputs(_Output):
     region: str | None = None
     # The cluster's kubeconfig, a secret; job stacks read it as an Output, not through this model.
     kubeconfig: str | None = None
+    # The API server's URL where the spec gives it (an existing cluster's cluster.apiServer); a fleet's
+    # manager reaches a worker there when the worker exports no kubeconfig document.
+    api_server: str | None = None
     node_pools: list[NodePoolInfo] = Field(default_factory=list)
     storage: list[StorageHandle] = Field(default_factory=list)
     # purpose ("checkpoints", "logs") -> bucket name

@@ -73,6 +73,7 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutpu
         cluster_name=bundle.name,
         region=bundle.region,
         kubeconfig=pulumi.Output.secret(bundle.kubeconfig),
+        api_server=spec.cluster.api_server,
         # The bundle's own records: the backend built them as the models job stacks parse back.
         node_pools=list(bundle.node_pools),
         storage=list(bundle.storage),
@@ -87,6 +88,8 @@ def platform_outputs(spec: PlatformSpec, bundle: ClusterBundle) -> PlatformOutpu
                 gpu_quota=t.gpu_quota,
                 storage=list(t.storage) if t.storage is not None else [s.name for s in spec.storage],
                 identity=bundle.team_identities.get(t.name),
+                # As tenancy labels the team's namespace (components/incluster/tenancy.py).
+                cost_center=t.cost_center or spec.cost_center,
             )
             for t in spec.teams
         ],

@@ -138,10 +138,12 @@ def summarize_fleet(
                 {w.name: model.worker_team_quota(w.platform, t.name).gpus for w in ordered},
             )
         )
+    # A worker on the ambient kubeconfig: the fleet stack reaches it with the deployer's kubeconfig context,
+    # and the manager at its cluster.apiServer (the fleet refuses a worker with neither document nor URL).
     notes = [
-        f"worker {w.name}: {w.platform_stack} exports no kubeconfig document (the ambient kubeconfig, context "
-        f"{ctx}), so the manager cannot be told its API server; set trainplane:kubeconfig (secret) on "
-        f"{w.platform_stack} before deploying the fleet"
+        f"worker {w.name}: {w.platform_stack} is on the ambient kubeconfig (context {ctx}): deploy the fleet "
+        f"where that context reaches it; the manager reaches it at {platforms[w.platform_stack].get('apiServer')} "
+        "(its cluster.apiServer)"
         for w in spec.workers
         if (ctx := model.ambient_context(str(platforms[w.platform_stack].get("kubeconfig") or "")))
         is not None

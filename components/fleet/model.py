@@ -18,14 +18,14 @@ from typing import Any
 
 import yaml
 
-from components.bundle import team_local_queue, team_namespace
+from components.bundle import owner_labels, team_local_queue, team_namespace
 from components.incluster.kueue_objects import GPU, KUEUE_API, flavors
 from components.incluster.kueue_quota import gpu_shares
 from components.incluster.names import KUEUE_NAMESPACE
 from components.incluster.tenancy import NAMESPACE_LABEL, TEAM_LABEL, pod_security_labels, team_quota
 from components.outputs import NodePoolInfo, PlatformOutputs
 from components.spec import TeamSpec
-from components.spec.fleet import FleetSpec
+from components.spec.fleet import FleetSpec, FleetTeam
 
 # The AdmissionCheck controller of MultiKueue (kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go
 # MultiKueueControllerName).
@@ -208,6 +208,17 @@ def cluster_server(kubeconfig: str) -> str | None:
     return str(server) if server else None
 
 
+def worker_server(kubeconfig: str | None, api_server: str | None) -> str | None:
+    """Where the manager reaches a worker's API server: its platform's cluster.apiServer (exported as
+    `apiServer`: an existing cluster, as other clusters reach it) where set, else the server of the
+    kubeconfig document it exports; None for a platform on the ambient kubeconfig without apiServer."""
+    if api_server:
+        return api_server
+    if kubeconfig is None or ambient_context(kubeconfig) is not None:
+        return None
+    return cluster_server(kubeconfig)
+
+
 def ambient_context(kubeconfig: str) -> str | None:
     """The context of a platform on the ambient kubeconfig (an existing cluster without
     trainplane:kubeconfig exports `(ambient kubeconfig, context NAME)`: components/kubernetes/cluster.py),
@@ -249,12 +260,35 @@ def kubeconfig_from_token_secret(name: str, server: str, data: dict[str, str] | 
 # ---- manager objects -----------------------------------------------------------------------------------
 
 
-def team_namespace_labels(team: str, workers: Sequence[Worker]) -> dict[str, str]:
+def worker_cost_centers(team: str, workers: Sequence[Worker]) -> dict[str, str]:
+    """Worker name -> the cost center it exports for the team (TeamOutput.costCenter), where it does."""
+    found = {}
+    for w in workers:
+        out = w.platform.team(team)
+        if out is not None and out.cost_center:
+            found[w.name] = out.cost_center
+    return found
+
+
+def team_cost_center(team: FleetTeam, workers: Sequence[Worker]) -> str | None:
+    """Who pays for the team's namespace on the manager: the fleet's `costCenter` for the team, else the
+    one its workers export (check_fleet_platforms refuses workers that disagree); None: unset everywhere
+    (the policy pack's trainplane-required-tags then reports the namespace)."""
+    if team.cost_center:
+        return team.cost_center
+    return next(iter(sorted(set(worker_cost_centers(team.name, workers).values()))), None)
+
+
+def team_namespace_labels(team: FleetTeam, workers: Sequence[Worker]) -> dict[str, str]:
     """A team namespace on the manager, labelled as the workers label theirs (tenancy.py): the team label
-    Kueue's job webhooks select (kueue_objects.manager_config managedJobsNamespaceSelector) and the Pod
-    Security level the workers' pools need."""
+    Kueue's job webhooks select (kueue_objects.manager_config managedJobsNamespaceSelector), the Pod
+    Security level the workers' pools need, and the owner and cost-center labels (bundle.owner_labels)."""
     pools = [p for w in workers for p in w.platform.node_pools]
-    return {TEAM_LABEL: team, **pod_security_labels(pools)}
+    return {
+        TEAM_LABEL: team.name,
+        **pod_security_labels(pools),
+        **owner_labels(team.name, team_cost_center(team, workers)),
+    }
 
 
 def flavor_spec() -> dict[str, Any]:

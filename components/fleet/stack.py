@@ -38,8 +38,10 @@ class FleetPlatforms:
 
 def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[str]:
     """The rules a fleet has against its platforms' outputs: every team exists on every worker (MultiKueue
-    creates a job's copy in the same namespace and LocalQueue there), and the manager has no team of its
-    own (its ClusterQueue names would collide with the fleet's)."""
+    creates a job's copy in the same namespace and LocalQueue there) and its workers agree on its cost
+    center unless the fleet sets one, every worker tells the manager where its API server is (a kubeconfig
+    document or cluster.apiServer), and the manager has no team of its own (its ClusterQueue names would
+    collide with the fleet's)."""
     problems = []
     for i, team in enumerate(spec.teams):
         for w in platforms.workers:
@@ -50,6 +52,20 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
                     f"({w.stack}; its teams: {known}); MultiKueue creates the job in that team's namespace "
                     "and LocalQueue there"
                 )
+        found = model.worker_cost_centers(team.name, platforms.workers)
+        if team.cost_center is None and len(set(found.values())) > 1:
+            each = ", ".join(f"{w}: {c}" for w, c in found.items())
+            problems.append(
+                f"fleet.teams[{i}]: team {team.name!r} has different cost centers on the workers ({each}); "
+                "set the fleet team's costCenter for its namespace on the manager"
+            )
+    for i, w in enumerate(platforms.workers):
+        if w.name in platforms.ambient and not w.platform.api_server:
+            problems.append(
+                f"fleet.workers[{i}]: worker {w.name!r} ({w.stack}) exports no kubeconfig document (it uses the "
+                f"ambient kubeconfig) and no API server; set cluster.apiServer (its API server's https URL) "
+                f"on {w.stack}, or its trainplane:kubeconfig secret"
+            )
     if platforms.manager.teams:
         names = ", ".join(t.name for t in platforms.manager.teams)
         problems.append(
@@ -69,16 +85,16 @@ def _provider(name: str, kubeconfig: pulumi.Output[Any], ambient: str | None) ->
     return k8s.Provider(name, kubeconfig=kubeconfig, enable_server_side_apply=True)
 
 
-def _kubeconfig_doc(worker: str, args: list[Any]) -> str:
+def _kubeconfig_doc(worker: str, api_server: str | None, args: list[Any]) -> str:
     """The manager's kubeconfig for `worker`: its server, with the CA and token of its token Secret."""
-    return model.kubeconfig_from_token_secret(worker, _worker_server(args[0], worker), args[1])
-
-
-def _worker_server(kubeconfig: Any, worker: str) -> str:
-    server = model.cluster_server(str(kubeconfig)) if kubeconfig is not None else None
-    # A platform on the ambient kubeconfig (an existing cluster without trainplane:kubeconfig) exports no
-    # document; the manager then cannot be told where the worker is.
-    return server or f"https://{worker}.kubeconfig-not-exported.invalid"
+    server = model.worker_server(None if args[0] is None else str(args[0]), api_server)
+    if server is None:
+        # check_fleet_platforms refuses a worker on the ambient kubeconfig without cluster.apiServer; this is
+        # an exported kubeconfig document that names no server.
+        raise ConfigError(
+            [f"fleet: worker {worker!r}: its kubeconfig names no server; set cluster.apiServer"]
+        )
+    return model.kubeconfig_from_token_secret(worker, server, args[1])
 
 
 class Fleet(pulumi.ComponentResource):
@@ -162,7 +178,7 @@ class Fleet(pulumi.ComponentResource):
         for w in workers:
             secret_name = model.kubeconfig_secret(spec, w.name)
             doc: pulumi.Output[str] = pulumi.Output.all(kubeconfigs[w.name], tokens[w.name].data).apply(
-                functools.partial(_kubeconfig_doc, w.name)
+                functools.partial(_kubeconfig_doc, w.name, w.platform.api_server)
             )
             secret = k8s.core.v1.Secret(
                 f"{spec.name}-{w.name}-kubeconfig",
@@ -199,7 +215,7 @@ class Fleet(pulumi.ComponentResource):
                 f"{spec.name}-ns-{team.name}",
                 metadata={
                     "name": model.namespace_name(team.name),
-                    "labels": model.team_namespace_labels(team.name, workers),
+                    "labels": model.team_namespace_labels(team, workers),
                 },
                 opts=opts,
             )

@@ -11,7 +11,7 @@ from components.spec.platform import ClusterSpec, GpuOperatorSpec, NodePoolSpec,
 from components.spec.rules import check_declared_pool
 
 KEYS: dict[type[Spec], frozenset[str]] = {
-    ClusterSpec: frozenset({"context", "storageClass"}),
+    ClusterSpec: frozenset({"context", "storageClass", "apiServer"}),
     NodePoolSpec: frozenset({"selector", "topologyLevels"}),
     StorageSpec: frozenset({"server", "path"}),
     GpuOperatorSpec: frozenset({"driver"}),

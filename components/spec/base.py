@@ -20,10 +20,19 @@ DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 # Kubernetes object names such as StorageClasses: a DNS subdomain (RFC 1123).
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 K8S_MINOR = r"^1\.\d{2}$"
+# An API server URL as a kubeconfig's `server` takes it and MultiKueue accepts it: https, a host that is an
+# IPv4 address or a DNS-1123 subdomain (any case: Kueue lowercases it), an optional port and path, and no
+# user:password (kubernetes-sigs/kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/
+# multikueuecluster.go validateRestConfig, isValidHostname: "untrusted server endpoint" otherwise).
+_DNS_LABEL_ANY_CASE = r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?"
+API_SERVER = (
+    rf"^https://{_DNS_LABEL_ANY_CASE}(\.{_DNS_LABEL_ANY_CASE})*(:[0-9]{{1,5}})?(/[-A-Za-z0-9._~/]*)?$"
+)
 PATTERN_WORDS = {
     DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
     DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
     K8S_MINOR: 'a Kubernetes minor version in quotes, e.g. "1.33"',
+    API_SERVER: "an https URL of an API server, e.g. https://lab-api.example.internal:6443",
 }
 
 SpecT = TypeVar("SpecT", bound="Spec")

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from components.spec.base import DNS_LABEL, Spec, duplicates, load_checked
+from components.spec.platform import COST_CENTER
 
 STACK_NAME = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$"
 
@@ -43,6 +44,9 @@ class FleetDispatch(Spec):
 class FleetTeam(Spec):
     # A team of every worker platform (same namespace and LocalQueue there); the manager mirrors it.
     name: str = Field(pattern=DNS_LABEL)
+    # The cost center of the team's namespace on the manager (trainplane.dev/cost-center); unset: the one
+    # the workers export for the team (they must agree).
+    cost_center: str | None = Field(default=None, pattern=COST_CENTER)
 
 
 class FleetTokens(Spec):

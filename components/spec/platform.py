@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import AwareDatetime, Field, field_validator
 
 from components.catalog import catalog
-from components.spec.base import DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load_checked
+from components.spec.base import API_SERVER, DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load_checked
 
 if TYPE_CHECKING:
     from components.catalog import MachineShape
@@ -53,6 +53,9 @@ class ClusterSpec(Spec):
     private_nodes: bool | None = None
     # kubernetes (an existing cluster): the kubeconfig itself is the secret `trainplane:kubeconfig`
     context: str | None = None
+    # kubernetes: the API server's https URL as other clusters reach it (exported as `apiServer`); a fleet
+    # manager needs it for a worker that exports no kubeconfig document (the ambient kubeconfig).
+    api_server: str | None = Field(default=None, pattern=API_SERVER, max_length=253)
     # kubernetes: the StorageClass the platform's volumes (Prometheus, Loki) name; None: the cluster's
     # default class (`trainplane verify --kubeconfig` checks that one exists).
     storage_class: str | None = Field(default=None, pattern=DNS_SUBDOMAIN, max_length=253)

@@ -377,11 +377,11 @@ def test_an_existing_cluster_worker_on_the_ambient_kubeconfig_is_reached_with_it
     assert "clusters" in str(aws.inputs.get("kubeconfig"))
 
 
-def test_plan_says_the_ambient_worker_needs_its_kubeconfig_exported(fleet_plan):
+def test_plan_says_where_the_ambient_worker_is_reached(fleet_plan):
     assert fleet_plan.notes == [
-        "worker lab: onprem-dev exports no kubeconfig document (the ambient kubeconfig, context lab-admin), so "
-        "the manager cannot be told its API server; set trainplane:kubeconfig (secret) on onprem-dev before "
-        "deploying the fleet"
+        "worker lab: onprem-dev is on the ambient kubeconfig (context lab-admin): deploy the fleet where that "
+        "context reaches it; the manager reaches it at https://lab-api.lab.example.internal:6443 (its "
+        "cluster.apiServer)"
     ]
 
 
