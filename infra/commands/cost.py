@@ -63,11 +63,17 @@ def cmd_cost(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(
             [f"{sf.path}: no GPU pool with a price (set platform.pricing.overrides): nothing to cost"]
         )
+    teams = _teams(args.team, args.by, spec, sf.path)
     report = build(sf.name, args.prometheus, prices, until, since, args.by)
+    if teams:
+        # The team is the first key of a team or job row (report.GROUPS): a filter, not another query, so
+        # the rows are the same dollars the whole report shows.
+        report.rows = [r for r in report.rows if r.key[0] in teams]
     if not report.rows:
+        whose = f" for team {', '.join(teams)}" if teams else ""
         raise UsageError(
             [
-                f"no GPU cost data in Prometheus at {args.prometheus} from {report.start:%Y-%m-%d %H:%M} to "
+                f"no GPU cost data{whose} in Prometheus at {args.prometheus} from {report.start:%Y-%m-%d %H:%M} to "
                 f"{report.end:%Y-%m-%d %H:%M} UTC: no running pod held a GPU of a pool of {sf.name} and no "
                 "reserved capacity was seen (is kube-state-metrics scraped there?)"
             ]
@@ -77,6 +83,21 @@ def cmd_cost(args: argparse.Namespace, console: Console) -> int:
     else:
         print_report(report, console)
     return EXIT_OK
+
+
+def _teams(names: list[str] | None, by: str, spec: Any, path: object) -> list[str]:
+    """The teams of --team, each a team of the platform or `unassigned` (idle reservations without an owner)."""
+    from components.incluster.cost_rules import UNASSIGNED
+
+    if not names:
+        return []
+    if by == "pool":
+        raise UsageError(["--team: pool rows have no team; use --by team or --by job with --team"])
+    known = [t.name for t in spec.teams] + [UNASSIGNED]
+    for name in names:
+        if name not in known:
+            raise UsageError([f"--team {name}: not a team of {path} (its teams: {', '.join(known)})"])
+    return names
 
 
 def add_parsers(command: Callable[..., argparse.ArgumentParser]) -> None:
@@ -91,5 +112,11 @@ def add_parsers(command: Callable[..., argparse.ArgumentParser]) -> None:
     cost.add_argument("--since", default="7d", help="window length: 30m, 12h, 7d, 4w (default 7d)")
     cost.add_argument("--until", metavar="TIME", help="window end, ISO 8601 with a zone (default: now)")
     cost.add_argument("--by", choices=("team", "job", "pool"), default="team", help="rows per (default team)")
+    cost.add_argument(
+        "--team",
+        action="append",
+        metavar="NAME",
+        help="only this team's rows (repeat for several; `unassigned`: idle reservations without an owner)",
+    )
     cost.add_argument("--csv", action="store_true", help="CSV on stdout instead of a table")
     cost.set_defaults(func=cmd_cost)

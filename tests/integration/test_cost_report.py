@@ -78,6 +78,20 @@ def test_by_job_puts_idle_on_its_own_row(capsys, prom):
     assert rows[("unassigned", "(idle)")]["idle_dollars"] == cents(D.IDLE_BLOCK + D.IDLE_SPOT)
 
 
+def test_team_filter_keeps_that_teams_rows_to_the_cent(capsys, prom):
+    url, start, stack = prom
+    until = datetime.fromtimestamp(start + 60 * D.HOUR_END_MIN, UTC).isoformat()
+    argv = ["cost", str(stack), "--prometheus", url, "--since", "1h", "--until", until, "--csv"]
+    assert main([*argv, "--by", "job", "--team", "research"]) == 0
+    rows = {(r["team"], r["job"]): r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert {team for team, _ in rows} == {"research"}
+    assert rows[("research", "gpt")]["used_dollars"] == cents(D.HOUR["job"][("research", "gpt")])
+    assert rows[("research", "(idle)")]["idle_dollars"] == cents(D.IDLE_ODCR)
+    assert main([*argv, "--team", "eval", "--team", "unassigned"]) == 0
+    teams = {r["team"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    assert teams == {"eval", "unassigned"}
+
+
 def test_the_table_names_every_team_and_the_total(capsys, prom):
     url, start, stack = prom
     until = datetime.fromtimestamp(start + 60 * D.HOUR_END_MIN, UTC).isoformat()
@@ -107,6 +121,11 @@ def test_the_table_names_every_team_and_the_total(capsys, prom):
         ),
         (["cost", "{stack}", "--prometheus", "{url}", "--until", "2020-01-01T00:00:00Z"], "no GPU cost data"),
         (["cost", "gpt-small-aws-dev", "--prometheus", "{url}"], "a job stack"),
+        (["cost", "{stack}", "--prometheus", "{url}", "--team", "nope"], "--team nope: not a team of"),
+        (
+            ["cost", "{stack}", "--prometheus", "{url}", "--by", "pool", "--team", "eval"],
+            "pool rows have no team",
+        ),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, says, capsys, prom):
