@@ -30,9 +30,11 @@ def hour_start(hours_ago: int = 4) -> int:
 
 
 @contextmanager
-def _serve(tmp: Path, lookback: str | None = None) -> Iterator[str]:
-    """A Prometheus on tmp/tsdb until exit: its URL."""
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump({"global": {"scrape_interval": "1m"}}))
+def serve(tmp: Path, config: dict[str, Any] | None = None, lookback: str | None = None) -> Iterator[str]:
+    """A Prometheus on tmp/tsdb with `config` (prometheus.yml; default: nothing scraped) until exit: its URL
+    once it is ready."""
+    config = config or {"global": {"scrape_interval": "1m"}}
+    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(tmp / "prometheus.log", "ab") as log:
@@ -90,7 +92,7 @@ def backfilled(
         # One file name for every pass: a group's evaluation offset into each interval hashes its name and
         # file (prometheus rules.Group.hash, EvalTimestamp), and the passes are one group split in two.
         (tmp / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
-        with _serve(tmp, lookback) as url:
+        with serve(tmp, lookback=lookback) as url:
             _run(
                 [
                     "promtool",
@@ -109,7 +111,7 @@ def backfilled(
         # query time since Prometheus 2.39).
         for block in (tmp / f"rules-{i}").iterdir():
             block.rename(tmp / "tsdb" / block.name)
-    with _serve(tmp, lookback) as url:
+    with serve(tmp, lookback=lookback) as url:
         yield url
 
 

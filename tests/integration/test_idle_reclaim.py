@@ -25,7 +25,6 @@ import json
 import random
 import shutil
 import signal
-import subprocess
 import threading
 import time
 import urllib.parse
@@ -51,6 +50,7 @@ from components.incluster.idle_names import (
 from components.incluster.idle_rules import idle_alert
 from components.spec import TeamSpec
 from tests.helpers.fake_kube import FakeKube
+from tests.helpers.prometheus import serve
 from tests.helpers.trainer import BASE, Proc, free_port
 from tests.integration.test_gpu_health import operator, wait_for
 
@@ -206,25 +206,8 @@ def prometheus(tmp: Path, targets: dict[str, int]):
             for name, port in targets.items()
         ],
     }
-    (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    with open(tmp / "prometheus.log", "wb") as log:
-        proc = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={tmp / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp / 'tsdb'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-    try:
+    with serve(tmp, config) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=20)
 
 
 def query(url: str, q: str) -> list[dict]:
