@@ -26,6 +26,15 @@ def bigram(cfg: TrainConfig) -> nn.Module:
     return Bigram(int(cfg.model_args.get("vocab_size", 16)))
 
 
+def aborts_at_exit(cfg: TrainConfig) -> nn.Module:
+    """The bigram, in a process that aborts in interpreter teardown (SIGABRT, as a C++ thread's
+    std::terminate there does), after the run's own work is done."""
+    import atexit
+
+    atexit.register(os.abort)
+    return bigram(cfg)
+
+
 class Counting(Dataset[torch.Tensor]):
     """x[t+1] = x[t] + 1 mod 16: a bigram model learns it completely."""
 

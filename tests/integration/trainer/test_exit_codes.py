@@ -36,6 +36,24 @@ def test_crash_whose_peer_dies_of_torchruns_sigterm_is_not_143(tmp_path):
     assert "simulated crash" in run.err.read_text()
 
 
+def test_a_teardown_crash_after_the_run_cannot_change_its_exit_code(tmp_path):
+    # A finished rank whose interpreter teardown aborts (a C++ thread's std::terminate: SIGABRT, -6; seen once
+    # in CI after `finished`) must still exit 0: torchrun would otherwise restart the group (trainer/__main__.py).
+    run = Proc(
+        [
+            "-m",
+            "trainer",
+            *PLUGIN,
+            *("--model", "tests.integration.trainer.plugins:aborts_at_exit", "--steps", "3"),
+            *("--checkpoint.uri", str(tmp_path / "ckpt"), "--checkpoint.async-save", "false"),
+        ],
+        tmp_path,
+        "run",
+    )
+    assert run.wait() == 0, run.tail()
+    assert [e["step"] for e in run.events("finished")] == [3]
+
+
 def test_failure_code_prefers_the_first_real_failure():
     def f(pid: int, code: int, ts: int = 100) -> SimpleNamespace:
         return SimpleNamespace(pid=pid, exitcode=code, timestamp=ts)
