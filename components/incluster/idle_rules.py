@@ -1,6 +1,6 @@
 """Idle reclaim's Prometheus side (issue 20, point 3): the per-job GPU utilisation recording rule and one
 alert per team with an idle policy. Names come from components/incluster/idle_names.py only; the GPU health
-controller reads the alert through ALERTS (FIRING_QUERY) and acts on it (Event, and with `requeue` the
+controller reads the alert through ALERTS (idle_reclaim.IDLE_QUERY) and acts on it (Event, and with `requeue` the
 Workload's deactivation).
 
 What the rule reads:
@@ -31,8 +31,6 @@ from components.spec import TeamSpec
 GROUP = "trainplane.idle"
 # Every series this module records (dashboards/metrics.py lets dashboards and rules read them).
 RECORDED = (JOB_GPU_UTIL,)
-# What the controller asks Prometheus (suspects.py asks the same of the straggler alert).
-FIRING_QUERY = f'ALERTS{{alertname="{IDLE_ALERT}",alertstate="firing"}}'
 # Step of idle_candidates_query's subquery: one sample a minute stands for one rule evaluation.
 STEP_S = 60
 

@@ -25,14 +25,15 @@ from typing import Any
 
 from components.incluster import recovery_names as R
 from components.incluster.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
+from components.incluster.idle_reclaim import IDLE_PERMISSIONS
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
 from infra.verify.checks.recovery import _binds, _controller, _grants, _observability, _role_rules, _spec
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 
-# What `requeue` does to a Workload (the idle controller's own list is idle-ctl's; these are the Workload
-# verbs it needs: list the team's Workloads, read one, patch spec.active and its annotation).
-REQUEUE_PERMISSIONS = (("kueue.x-k8s.io", "workloads", ("get", "list", "patch")),)
+# What `requeue` does to a Workload: the Workload entries of the controller's own permissions (list the team's
+# Workloads, read one, patch spec.active and its annotation), checked in each requeue team's namespace.
+REQUEUE_PERMISSIONS = tuple(p for p in IDLE_PERMISSIONS if p[1] == "workloads")
 HONOR_LABELS = ("dcgmExporter", "serviceMonitor", "honorLabels")
 _DURATION = re.compile(r"^([0-9]+)([mh])$")
 
