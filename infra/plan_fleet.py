@@ -176,21 +176,13 @@ def _best_capacity(platform: PlatformOutputs) -> str:
 
 
 def print_fleet(summary: FleetSummary, console: Console) -> None:
-    from rich.tree import Tree
 
     from infra.console import heading, table
-    from infra.plan_output import _tree_node, duration
+    from infra.plan_output import duration, print_resources
 
     plan = summary.plan
     heading(console, f"[bold]trainplane plan[/] {plan.stack} (fleet {summary.fleet})")
-    tree = Tree(f"[bold]{plan.stack}[/] [dim]{plan.resource_count} resources[/]")
-    for node in plan.tree:
-        _tree_node(tree, node)
-    console.print(tree)
-    counts = table("Resources by type", "type", "count", right=("count",))
-    for t, n in plan.counts.items():
-        counts.add_row(t, str(n))
-    console.print(counts)
+    print_resources(plan, console)
 
     workers = table(
         f"Workers in dispatch order ({summary.dispatcher} dispatcher, order: {summary.order})",

@@ -83,8 +83,8 @@ def duration(seconds: float) -> str:
     return f"about {seconds / 60:.0f} min"
 
 
-def print_plan(summary: PlanSummary, console: Console) -> None:
-    heading(console, f"[bold]trainplane plan[/] {summary.stack} ({summary.cloud})")
+def print_resources(summary: PlanSummary, console: Console) -> None:
+    """The resource tree and the count per type of a planned stack (platform, job or fleet)."""
     tree = Tree(f"[bold]{summary.stack}[/] [dim]{summary.resource_count} resources[/]")
     for node in summary.tree:
         _tree_node(tree, node)
@@ -94,6 +94,11 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
     for t, n in summary.counts.items():
         counts.add_row(t, str(n))
     console.print(counts)
+
+
+def print_plan(summary: PlanSummary, console: Console) -> None:
+    heading(console, f"[bold]trainplane plan[/] {summary.stack} ({summary.cloud})")
+    print_resources(summary, console)
 
     cost = summary.cost
     cols = (
