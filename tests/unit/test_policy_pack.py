@@ -209,16 +209,27 @@ def test_unencrypted_ebs_and_a_bucket_without_kms_fail_encryption():
     )
 
 
-def test_eks_without_secrets_encryption_and_gke_decrypted_fail():
+def test_eks_without_secrets_encryption_fails_and_gke_only_where_application_layer_encryption_is_required():
+    """GKE's default (databaseEncryption DECRYPTED once deployed: Secrets encrypted at rest with Google's
+    keys) passes unless the config asks for application-layer encryption with a Cloud KMS key."""
     aws_recs = records("aws-dev")
     del find(aws_recs, "aws:eks/cluster:Cluster")["inputs"]["encryptionConfig"]
     gcp_recs = records("gcp-dev")
-    find(gcp_recs, "gcp:container/cluster:Cluster")["inputs"]["databaseEncryption"] = {"state": "DECRYPTED"}
     found = violations(aws_recs + gcp_recs, encryption.NAME)[encryption.NAME]
-    assert [m.split(":")[0] + ":" + m.split(":")[1].split()[0] for m in found] == [
-        "aws:eks/cluster",
-        "gcp:container/cluster",
-    ]
+    assert [m.split(":")[0] + ":" + m.split(":")[1].split()[0] for m in found] == ["aws:eks/cluster"]
+    strict = {encryption.NAME: {"gkeApplicationLayerSecrets": True}}
+    assert violations(gcp_recs, encryption.NAME, strict) == {
+        encryption.NAME: [
+            "gcp:container/cluster:Cluster ml-dev-cluster-gke: databaseEncryption is DECRYPTED "
+            "(application-layer secrets encryption required)"
+        ]
+    }
+    key = "projects/p/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
+    find(gcp_recs, "gcp:container/cluster:Cluster")["inputs"]["databaseEncryption"] = {
+        "state": "ENCRYPTED",
+        "keyName": key,
+    }
+    assert violations(gcp_recs, encryption.NAME, strict) == {}
 
 
 def test_aes256_is_accepted_where_the_config_allows_it():
