@@ -364,8 +364,17 @@ def test_a_gcs_checkpoint_bucket_force_destroyed_or_unversioned_fails():
 def test_the_pack_files_name_the_pack_and_pin_pulumi_policy():
     import yaml
 
+    import tomllib
+
     pack = ROOT / "policy"
-    assert yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())["runtime"]["name"] == "python"
+    project = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())
+    assert project["runtime"]["name"] == "python"
+    # The CLI takes a Python pack's version from here (pulumi sdk/go/common/workspace/project.go
+    # PolicyPackProject: runtime, version, main, description, author, website, license), else "0.0.1".
+    assert set(project) <= {"runtime", "version", "main", "description", "author", "website", "license"}
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert project["version"] == version
+    assert f"trainplane=={version}" in (pack / "requirements.txt").read_text().split("\n")
     assert "pulumi-policy==1.21.0" in (pack / "requirements.txt").read_text().split("\n")
     assert "pulumi-policy==1.21.0" in (ROOT / "pyproject.toml").read_text()
     assert "PACK_NAME" in (pack / "__main__.py").read_text()
