@@ -362,9 +362,9 @@ def test_a_gcs_checkpoint_bucket_force_destroyed_or_unversioned_fails():
 
 
 def test_the_pack_files_name_the_pack_and_pin_pulumi_policy():
-    import yaml
-
     import tomllib
+
+    import yaml
 
     pack = ROOT / "policy"
     project = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())
