@@ -27,7 +27,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .common import config_schema, dig, items, linked, report_each, settings, truthy
+from .common import config_schema, dig, items, known, linked, report_each, settings, truthy
 
 NAME = "trainplane-encryption-at-rest"
 S3_BUCKET = "aws:s3/bucket:Bucket"
@@ -68,9 +68,12 @@ def _s3(bucket: PolicyResource, configs: list[PolicyResource], allowed: list[str
 
 
 def _gke(props: Any) -> str | None:
-    """Why a GKE cluster's Secrets lack application-layer encryption, None when they have it."""
-    state, key = dig(props, "databaseEncryption.state"), dig(props, "databaseEncryption.keyName")
-    if state in GKE_ENCRYPTED and key:
+    """Why a GKE cluster's Secrets lack application-layer encryption, None when they have it. In a first
+    preview a block the program left unset is unknown as a whole (Optional+Computed): not set; one it set is
+    known, its key maybe not yet (a new Cloud KMS key's id)."""
+    encryption = known(lambda: props.get("databaseEncryption"), None)
+    state = dig(encryption, "state")
+    if state in GKE_ENCRYPTED and known(lambda: dig(encryption, "keyName"), "(a new key)"):
         return None
     return f"databaseEncryption is {state or 'not set'} (application-layer secrets encryption required)"
 

@@ -46,6 +46,15 @@ def test_a_deployed_gke_cluster_reports_decrypted_and_passes_by_default():
     assert outputs(cluster, "deployed")["databaseEncryption"] == {"state": "DECRYPTED", "keyName": ""}
     assert outputs(cluster, "preview")["databaseEncryption"] == UNKNOWN_STRING_VALUE
     assert violations(recs, encryption.NAME, phases=("deployed",)) == {}
+    # Where the config requires application-layer encryption, the unset block fails the first preview
+    # already (unknown as a whole: the program did not set it), before the cluster exists.
+    strict = {encryption.NAME: {"gkeApplicationLayerSecrets": True}}
+    assert violations(recs, encryption.NAME, strict, phases=("preview",)) == {
+        encryption.NAME: [
+            "gcp:container/cluster:Cluster ml-dev-cluster-gke: databaseEncryption is not set "
+            "(application-layer secrets encryption required)"
+        ]
+    }
 
 
 def test_a_bucket_without_a_public_access_block_fails_its_first_preview():

@@ -218,10 +218,12 @@ def test_eks_without_secrets_encryption_fails_and_gke_only_where_application_lay
     found = violations(aws_recs + gcp_recs, encryption.NAME)[encryption.NAME]
     assert [m.split(":")[0] + ":" + m.split(":")[1].split()[0] for m in found] == ["aws:eks/cluster"]
     strict = {encryption.NAME: {"gkeApplicationLayerSecrets": True}}
+    # Unset: unknown in the first preview, DECRYPTED once deployed (tests/unit/test_policy_outputs.py).
     assert violations(gcp_recs, encryption.NAME, strict) == {
         encryption.NAME: [
-            "gcp:container/cluster:Cluster ml-dev-cluster-gke: databaseEncryption is DECRYPTED "
+            f"gcp:container/cluster:Cluster ml-dev-cluster-gke: databaseEncryption is {state} "
             "(application-layer secrets encryption required)"
+            for state in ("not set", "DECRYPTED")
         ]
     }
     key = "projects/p/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
