@@ -85,6 +85,8 @@ def _node_group(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
         "arn": _arn("eks", f"nodegroup/{inputs.get('clusterName', 'cluster')}/{group}/1a2b"),
         "resources": [{"autoscalingGroups": [{"name": asg}], "remoteAccessSecurityGroupId": ""}],
         "status": "ACTIVE",
+        # Optional+Computed: EKS reports none where the launch template names the type.
+        "instanceTypes": inputs.get("instanceTypes") or [],
     }
 
 
@@ -101,6 +103,8 @@ COMPUTED = {
         "id": _bucket_name(n, i),
         "bucket": _bucket_name(n, i),
         "arn": f"arn:aws:s3:::{_bucket_name(n, i)}",
+        # Optional+Computed (pulumi-aws 7.51 s3.Bucket `acl` output): empty where no canned ACL was set.
+        "acl": i.get("acl") or "",
     },
     "aws:s3/bucketV2:BucketV2": lambda n, i: {
         "bucket": i.get("bucket") or f"{n}-a1b2c3",

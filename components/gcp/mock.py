@@ -59,6 +59,10 @@ def _cluster(n: str, i: dict[str, Any]) -> dict[str, Any]:
         "selfLink": f"https://container.googleapis.com/v1/projects/{_project(i)}/locations/{location}/clusters/{name}",
         "masterVersion": "1.33.5-gke.1000000",
         "labelFingerprint": "a1b2c3d4",
+        # GKE reports it on every cluster: DECRYPTED (no application-layer secrets encryption) where none
+        # was set (terraform-provider-google v7.45.0 resource_container_cluster.go: Optional+Computed,
+        # flattenDatabaseEncryption copies the API's state and key).
+        "databaseEncryption": i.get("databaseEncryption") or {"state": "DECRYPTED", "keyName": ""},
     }
 
 
@@ -70,6 +74,8 @@ def _node_pool(n: str, i: dict[str, Any]) -> dict[str, Any]:
         "id": f"projects/{_project(i)}/locations/{i.get('location')}/clusters/{cluster}/nodePools/{name}",
         "name": name,
         "version": "1.33.5-gke.1000000",
+        # Optional+Computed (resource_container_node_pool.go): the pool's current size per zone.
+        "nodeCount": i.get("nodeCount") if i.get("nodeCount") is not None else i.get("initialNodeCount") or 0,
         "instanceGroupUrls": [
             f"{COMPUTE}/projects/{_project(i)}/zones/{z}/instanceGroupManagers/gke-{cluster}-{name}-1a2b3c4d-grp"
             for z in zones

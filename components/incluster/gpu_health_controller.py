@@ -13,6 +13,7 @@ from components.incluster import (
     idle_names,
     idle_reclaim,
     idle_round,
+    idle_startup,
     node_reconcile,
     node_recovery,
     node_return,
@@ -48,6 +49,7 @@ SHIPPED = (
     agent_runtime,
     idle_reclaim,
     idle_hold,
+    idle_startup,
     idle_round,
     idle_names,
 )

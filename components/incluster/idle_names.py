@@ -39,6 +39,9 @@ IDLE_EXEMPT_LABEL: Final = "trainplane.dev/idle-exempt"
 # RFC 3339 time the controller deactivated the Workload for idleness; present while the requeue is in progress, so
 # the controller reactivates only what it deactivated, never a Workload an administrator deactivated.
 IDLE_REQUEUED_AT_ANNOTATION: Final = "trainplane.dev/idle-requeued-at"
+# RFC 3339 time the controller requeued the job while it was idle since its pods started (idle_startup.py): its
+# start-up is longer than its team's window; kept on the Workload, so it is not requeued in start-up again.
+IDLE_STARTUP_ANNOTATION: Final = "trainplane.dev/idle-requeued-in-startup"
 
 # Event reasons (core/v1 Events on the JobSet/Job), source the controller (recovery_names.CONTROLLER_NAME).
 EVENT_IDLE: Final = "GpuIdle"  # Warning: the job's GPUs sat idle past the team's window (any action)

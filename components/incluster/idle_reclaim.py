@@ -31,6 +31,8 @@ Rules:
   controller); with `requeue`, also the Workload deactivated (spec.active=false, IDLE_REQUEUED_AT_ANNOTATION)
   and GpuIdleRequeued, unless the Workload is already inactive (an administrator's: left alone) or has no
   Workload (not queued by Kueue: said in the GpuIdle message);
+- a job idle since its pods started (idle_startup.py) is requeued so once: its Workload keeps a mark, and later
+  start-up idle episodes get GpuIdle only;
 - a Workload we annotated, still inactive, whose job has no pod left that is not terminated -> held while
   Workloads are pending for its quota (above; GpuIdleHeld once per hold, Normal), else active again, the
   annotation removed, GpuIdleReactivated; a Workload someone else reactivated loses our annotation
@@ -54,7 +56,9 @@ try:
         IDLE_ALERT,
         IDLE_EXEMPT_LABEL,
         IDLE_REQUEUED_AT_ANNOTATION,
+        IDLE_STARTUP_ANNOTATION,
     )
+    from components.incluster.idle_startup import idle_since_start
 except ImportError:  # in the controller pod: shipped next to this file
     from idle_hold import Queues, waiting_for  # type: ignore[import-not-found,no-redef]
     from idle_names import (  # type: ignore[import-not-found,no-redef]
@@ -66,7 +70,9 @@ except ImportError:  # in the controller pod: shipped next to this file
         IDLE_ALERT,
         IDLE_EXEMPT_LABEL,
         IDLE_REQUEUED_AT_ANNOTATION,
+        IDLE_STARTUP_ANNOTATION,
     )
+    from idle_startup import idle_since_start  # type: ignore[import-not-found,no-redef]
 
 IDLE_QUERY = f'ALERTS{{alertname="{IDLE_ALERT}",alertstate="firing"}}'
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"  # components/incluster/job_runtime.py JOBSET_API
@@ -98,6 +104,9 @@ class TeamPolicy:
     namespace: str
     action: str  # alert | requeue
     exempt_labels: Mapping[str, str] = field(default_factory=dict)
+    window_s: int = (
+        0  # the alert's window (`forMinutes`), for start-up idleness (idle_startup.py); 0: unknown
+    )
 
     @staticmethod
     def from_config(config: Mapping[str, Any]) -> dict[str, TeamPolicy]:
@@ -105,7 +114,11 @@ class TeamPolicy:
         teams = (config.get("idle") or {}).get("teams") or []
         return {
             t["namespace"]: TeamPolicy(
-                t["team"], t["namespace"], t["action"], dict(t.get("exemptLabels") or {})
+                t["team"],
+                t["namespace"],
+                t["action"],
+                dict(t.get("exemptLabels") or {}),
+                int(t.get("forMinutes") or 0) * 60,
             )
             for t in teams
         }
@@ -186,24 +199,21 @@ def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def deactivate_patch(wl: Mapping[str, Any], now: str) -> tuple[dict[str, Any], ...]:
-    """JSON patch: guarded by the resourceVersion (a Workload changed meanwhile is decided again next round)."""
+def deactivate_patch(wl: Mapping[str, Any], now: str, startup: bool = False) -> tuple[dict[str, Any], ...]:
+    """JSON patch: guarded by the resourceVersion (a Workload changed meanwhile is decided again next round);
+    `startup`: also the start-up mark (idle_startup.py)."""
     meta = wl.get("metadata") or {}
     ops: list[dict[str, Any]] = [
         {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
     ]
+    marks = {IDLE_REQUEUED_AT_ANNOTATION: now, **({IDLE_STARTUP_ANNOTATION: now} if startup else {})}
     if meta.get("annotations"):
-        ops.append(
-            {
-                "op": "add",
-                "path": f"/metadata/annotations/{_pointer(IDLE_REQUEUED_AT_ANNOTATION)}",
-                "value": now,
-            }
-        )
+        ops += [
+            {"op": "add", "path": f"/metadata/annotations/{_pointer(k)}", "value": v}
+            for k, v in marks.items()
+        ]
     else:
-        ops.append(
-            {"op": "add", "path": "/metadata/annotations", "value": {IDLE_REQUEUED_AT_ANNOTATION: now}}
-        )
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": marks})
     ops.append({"op": "add", "path": "/spec/active", "value": False})
     return tuple(ops)
 
@@ -234,16 +244,20 @@ def firing(
     return out
 
 
-def live_pods(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:
+def job_pods(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """The job's pods that have not terminated (a pod being deleted still runs its grace period)."""
     key = POD_JOB_LABEL.get(str(job.get("kind")), "")
     name = (job.get("metadata") or {}).get("name")
-    return sorted(
-        p["metadata"]["name"]
+    return [
+        p
         for p in pods
         if ((p.get("metadata") or {}).get("labels") or {}).get(key) == name
         and (p.get("status") or {}).get("phase") not in TERMINATED_PHASES
-    )
+    ]
+
+
+def live_pods(job: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in job_pods(job, pods))
 
 
 @dataclass
@@ -256,7 +270,7 @@ class Decision:
 
 
 def _on_idle(
-    key: tuple[str, str], job: Mapping[str, Any], workloads: list, policy: TeamPolicy, now: str
+    key: tuple[str, str], job: Mapping[str, Any], workloads: list, pods: list, policy: TeamPolicy, now: str
 ) -> list[Action]:
     """What a new idle episode of `job` (`key`: namespace, name) gets."""
     what = f"GPUs of {key[0]}/{key[1]} below team {policy.team}'s idle threshold for its window"
@@ -271,14 +285,33 @@ def _on_idle(
         return [Action(ref(job), EVENT_IDLE, f"{what}; no Kueue Workload owns it, not requeued")]
     if not active(wl):
         return [Action(ref(job), EVENT_IDLE, f"{what}; its Workload is already inactive, left as is")]
+    return _requeue(key, job, wl, job_pods(job, pods), policy, now, what)
+
+
+def _requeue(
+    key: tuple[str, str],
+    job: Mapping[str, Any],
+    wl: Mapping[str, Any],
+    pods: list,
+    policy: TeamPolicy,
+    now: str,
+    what: str,
+) -> list[Action]:
+    """An active Workload of a `requeue` team's idle job deactivated, unless the job is idle since its pods
+    started and was requeued in start-up before (idle_startup.py): then the Event only."""
+    up = idle_since_start(pods, policy.window_s, now)
+    startup = "" if up is None else f"; idle since its pods started {up // 60}m ago"
+    if up is not None and IDLE_STARTUP_ANNOTATION in (wl["metadata"].get("annotations") or {}):
+        why = "as when it was requeued in its start-up before: its start-up outlasts the window"
+        return [Action(ref(job), EVENT_IDLE, f"{what}{startup}, {why}; left to start, not requeued again")]
     return [
-        Action(ref(wl), patch=deactivate_patch(wl, now), group=key),
-        Action(ref(job), EVENT_IDLE, f"{what}; requeueing it", group=key),
+        Action(ref(wl), patch=deactivate_patch(wl, now, startup=up is not None), group=key),
+        Action(ref(job), EVENT_IDLE, f"{what}{startup}; requeueing it", group=key),
         Action(
             ref(job),
             EVENT_IDLE_REQUEUED,
-            f"Workload {wl['metadata']['name']} deactivated: Kueue suspends the job, its pods get SIGTERM and "
-            "checkpoint; it is reactivated once they are gone and no other Workload waits for its GPUs",
+            f"Workload {wl['metadata']['name']} deactivated{startup}: Kueue suspends the job, its pods get "
+            "SIGTERM and checkpoint; it is reactivated once they are gone and no other Workload waits for its GPUs",
             group=key,
         ),
     ]
@@ -336,7 +369,7 @@ def decide(
     for key in sorted(idle):
         if key in by_key and key not in still:
             still.add(key)
-            actions += _on_idle(key, by_key[key], workloads, policies[key[0]], now)
+            actions += _on_idle(key, by_key[key], workloads, pods, policies[key[0]], now)
     by_uid = {j["metadata"].get("uid"): j for j in jobs}
     held: set[tuple[str, str]] = set()
     for wl in workloads:

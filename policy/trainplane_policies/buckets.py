@@ -13,8 +13,9 @@ are resources of their own that name it):
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from pulumi_policy import (
@@ -25,7 +26,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .common import config_schema, dig, items, linked, report_each, settings, truthy
+from .common import config_schema, dig, items, known, linked, report_each, settings, truthy
 
 S3_BUCKET = "aws:s3/bucket:Bucket"
 S3_ACCESS_BLOCK = "aws:s3/bucketPublicAccessBlock:BucketPublicAccessBlock"
@@ -74,26 +75,63 @@ def _public_statement(policy: Any) -> bool:
     return False
 
 
+# Each thing that can make one bucket, access block, ACL, policy or IAM grant public is a check of its own:
+# during a preview an unknown output (a new S3 bucket's `acl`: Optional+Computed in pulumi-aws 7.51
+# s3.Bucket, unset by the program) skips the check that reads it, not the resource's other checks.
+Check = Callable[[PolicyResource, list[PolicyResource]], str | None]
+
+
+def _no_block(r: PolicyResource, blocks: list[PolicyResource]) -> str | None:
+    if r.resource_type == S3_BUCKET and not any(linked(b, "bucket", [r]) for b in blocks):
+        return f"S3 bucket {r.name} has no public access block"
+    return None
+
+
+def _acl(r: PolicyResource, _: list[PolicyResource]) -> str | None:
+    if r.resource_type in (S3_BUCKET, *S3_ACLS) and r.props.get("acl") in PUBLIC_ACLS:
+        return f"{r.resource_type} {r.name} has the public ACL {r.props['acl']}"
+    return None
+
+
+def _switches(r: PolicyResource, _: list[PolicyResource]) -> str | None:
+    if r.resource_type == S3_ACCESS_BLOCK and (
+        off := [s for s in BLOCK_SWITCHES if not truthy(r.props.get(s))]
+    ):
+        return f"S3 public access block {r.name} leaves off {', '.join(off)}"
+    return None
+
+
+def _bucket_policy(r: PolicyResource, _: list[PolicyResource]) -> str | None:
+    if r.resource_type == S3_POLICY and _public_statement(r.props.get("policy")):
+        return f"S3 bucket policy {r.name} allows everyone without a condition"
+    return None
+
+
+def _prevention(r: PolicyResource, _: list[PolicyResource]) -> str | None:
+    if r.resource_type == GCS_BUCKET and r.props.get("publicAccessPrevention") != "enforced":
+        return f"GCS bucket {r.name}: publicAccessPrevention is not enforced"
+    return None
+
+
+def _members(r: PolicyResource, _: list[PolicyResource]) -> str | None:
+    if r.resource_type not in GCS_MEMBERS:
+        return None
+    value = r.props.get(GCS_MEMBERS[r.resource_type])
+    named = [str(m).lower() for m in ([value] if isinstance(value, str) else items(value))]
+    return (
+        f"{r.resource_type} {r.name} grants a bucket to {value}"
+        if any(m in PUBLIC_MEMBERS for m in named)
+        else None
+    )
+
+
+PUBLIC_CHECKS: tuple[Check, ...] = (_no_block, _acl, _switches, _bucket_policy, _prevention, _members)
+
+
 def _public(r: PolicyResource, blocks: list[PolicyResource]) -> list[str]:
-    """What makes one bucket, access block, ACL, policy or IAM grant public."""
-    t, props = r.resource_type, r.props
-    found = []
-    if t == S3_BUCKET and not any(linked(b, "bucket", [r]) for b in blocks):
-        found.append(f"S3 bucket {r.name} has no public access block")
-    if t in (S3_BUCKET, *S3_ACLS) and props.get("acl") in PUBLIC_ACLS:
-        found.append(f"{t} {r.name} has the public ACL {props['acl']}")
-    if t == S3_ACCESS_BLOCK and (off := [s for s in BLOCK_SWITCHES if not truthy(props.get(s))]):
-        found.append(f"S3 public access block {r.name} leaves off {', '.join(off)}")
-    if t == S3_POLICY and _public_statement(props.get("policy")):
-        found.append(f"S3 bucket policy {r.name} allows everyone without a condition")
-    if t == GCS_BUCKET and props.get("publicAccessPrevention") != "enforced":
-        found.append(f"GCS bucket {r.name}: publicAccessPrevention is not enforced")
-    if t in GCS_MEMBERS:
-        value = props.get(GCS_MEMBERS[t])
-        members = [str(m).lower() for m in ([value] if isinstance(value, str) else items(value))]
-        if any(m in PUBLIC_MEMBERS for m in members):
-            found.append(f"{t} {r.name} grants a bucket to {value}")
-    return found
+    """What makes one resource public, each check on its own (an unknown skips that check only)."""
+    found = [known(functools.partial(check, r, blocks), None) for check in PUBLIC_CHECKS]
+    return [m for m in found if m is not None]
 
 
 def validate_public(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -26,7 +26,7 @@ from pulumi_policy import (
 
 from components.catalog import catalog
 
-from .common import config_schema, dig, environment, items, linked, settings, truthy
+from .common import config_schema, dig, environment, items, known, linked, settings, truthy
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
@@ -151,23 +151,33 @@ def validate_regions(args: ResourceValidationArgs, report_violation: ReportViola
 
 
 def max_gpus(r: PolicyResource, resources: list[PolicyResource]) -> int:
-    """The GPUs a node group or node pool can scale to."""
+    """The GPUs a node group or node pool can scale to, from its outputs (a stack policy's view). In a
+    preview a computed output the program left unset is unknown (pulumi-aws eks.NodeGroup `instanceTypes`
+    when the launch template names the type; pulumi-gcp container.NodePool `nodeCount`, `nodeLocations`,
+    `nodeConfig.guestAccelerators`: Optional+Computed in terraform-provider-google v7.45.0
+    resource_container_node_pool.go): only what the count needs is read, with the program's own settings
+    first, so that such an unknown does not stop the policy. An unknown it does need still raises (the
+    engine reports the policy as not run in that preview)."""
     cloud, props = _cloud(r.resource_type), r.props
     if r.resource_type == NODE_GROUP:
-        types = machines(NODE_GROUP, props) or [
+        own: list[str] = known(lambda: machines(NODE_GROUP, props), [])
+        types = own or [
             m for lt in linked(r, "launchTemplate", resources) for m in machines(LAUNCH_TEMPLATE, lt.props)
         ]
         per_node = max((gpus_per_node(cloud, m) for m in types), default=0)
         return int(dig(props, "scalingConfig.maxSize") or 0) * per_node
-    accelerators = sum(int(a.get("count") or 0) for a in items(dig(props, "nodeConfig.guestAccelerators")))
+    accelerators = known(
+        lambda: sum(int(a.get("count") or 0) for a in items(dig(props, "nodeConfig.guestAccelerators"))), 0
+    )
     per_node = accelerators or gpus_per_node(cloud, str(dig(props, "nodeConfig.machineType") or ""))
-    zones = max(len(items(props.get("nodeLocations"))), 1)
     total = dig(props, "autoscaling.totalMaxNodeCount")
+    if total:
+        return int(total) * per_node
     per_zone = (
         dig(props, "autoscaling.maxNodeCount") or props.get("nodeCount") or props.get("initialNodeCount")
     )
-    nodes = int(total) if total else int(per_zone or 0) * zones
-    return nodes * per_node
+    zones = max(len(items(props.get("nodeLocations"))), 1)
+    return int(per_zone or 0) * zones * per_node
 
 
 def validate_cap(args: StackValidationArgs, report_violation: ReportViolation) -> None:

@@ -1,21 +1,29 @@
-"""What every trainplane policy shares: its config over the defaults, reading nested inputs, the links
+"""What every trainplane policy shares: its config over the defaults, reading nested properties, the links
 between resources, and the stack's environment.
 
-A policy sees a resource's inputs as the engine serialises them: the provider schema's camelCase names
-(`blockDeviceMappings`, `publicAccessPrevention`), numbers as floats, and during a preview an unknown
-value raises pulumi_policy's UnknownValueError when read (the pack then reports the policy as not run
-for that resource, advisory). Nested values are Mapping/Sequence proxies, never plain dict/list
-(pulumi-policy v1.21.0 sdk/python/lib/pulumi_policy/proxy.py).
+A resource policy sees a resource's INPUTS (Analyze), a stack policy every resource's OUTPUTS (AnalyzeStack:
+"Unlike Analyze, AnalyzeStack is called on the final outputs of each resource", pulumi v3.259.0
+pkg/resource/deploy/step_generator.go AnalyzeResources), also in a preview, where the outputs are the
+provider's planned state: what the program set is known, a computed field it left unset is unknown until
+the update (a new GKE node pool's `nodeCount`, an S3 bucket's `acl`), and after a first deploy it holds what
+the cloud answered (a GKE cluster's `databaseEncryption` is {state: DECRYPTED} when none was set).
+Both come as the provider schema's camelCase names (`blockDeviceMappings`, `publicAccessPrevention`),
+numbers as floats; an unknown value raises pulumi_policy's UnknownValueError when read (the engine marshals
+it as a sentinel string, pulumi sdk/go/common/resource/plugin/rpc.go KeepUnknowns; a policy that lets it
+escape is reported as not run, advisory). Nested values are Mapping/Sequence proxies, never plain dict/list
+(pulumi-policy v1.21.0 sdk/python/lib/pulumi_policy/proxy.py, policy.py AnalyzeStack).
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from pulumi_policy import PolicyConfigSchema, PolicyResource, ReportViolation
 from pulumi_policy.proxy import UnknownValueError
+
+T = TypeVar("T")
 
 
 def config_schema(properties: Mapping[str, Mapping[str, Any]]) -> PolicyConfigSchema:
@@ -72,6 +80,14 @@ def environment(stack_tags: Mapping[str, str], tag: str) -> str:
     return os.environ.get("PULUMI_STACK", "").rsplit("-", 1)[-1]
 
 
+def known(read: Callable[[], T], default: T) -> T:
+    """What `read` returns, or `default` where it reads a value unknown in a preview."""
+    try:
+        return read()
+    except UnknownValueError:
+        return default
+
+
 def report_each(
     resources: Iterable[PolicyResource],
     findings: Callable[[PolicyResource], Iterable[str]],
@@ -80,7 +96,9 @@ def report_each(
     """A stack policy's findings, resource by resource. A resource with a value still unknown in a preview
     (a bucket policy built from the new bucket's ARN, an IAM member naming a new service account) is
     skipped, not the whole stack: reading an unknown raises UnknownValueError, which would otherwise end
-    the policy for every resource. It is checked once the value is known (a preview of the deployed stack)."""
+    the policy for every resource. It is checked once the value is known (a preview of the deployed stack).
+    A policy with several independent checks per resource gives each its own `known`, so that an unknown
+    field skips only the check that reads it (buckets.py)."""
     for r in resources:
         try:
             found = list(findings(r))

@@ -4,7 +4,13 @@
   naming it) with an allowed algorithm (default: SSE-KMS, the platform's data key).
 - EBS: every launch template's EBS block devices and every aws:ebs/volume are `encrypted`.
 - EFS: `encrypted`. EKS: Kubernetes secrets envelope-encrypted (`encryptionConfig.resources` has secrets).
-- GKE: application-layer secrets encryption not set to DECRYPTED.
+- GKE: application-layer secrets encryption (a Cloud KMS key) only where the config asks for it
+  (`gkeApplicationLayerSecrets`). A stack policy sees outputs, and GKE reports `databaseEncryption` on every
+  cluster: {state: DECRYPTED, keyName: ""} where none was set (terraform-provider-google v7.45.0
+  resource_container_cluster.go: database_encryption Optional+Computed, flattenDatabaseEncryption copies
+  the API's state), GKE's default, in which etcd and its Secrets are still encrypted at rest with
+  Google-managed keys. Failing DECRYPTED by default would block every preview of every GKE stack after
+  its first deploy (a new cluster's value is unknown in its first preview, so that one would pass).
 FSx for Lustre, GCS, Filestore, Managed Lustre and GKE's disks are always encrypted at rest by the cloud
 (no input turns it off), so they have nothing to check here.
 """
@@ -21,7 +27,7 @@ from pulumi_policy import (
     StackValidationPolicy,
 )
 
-from .common import config_schema, dig, items, linked, report_each, settings, truthy
+from .common import config_schema, dig, items, known, linked, report_each, settings, truthy
 
 NAME = "trainplane-encryption-at-rest"
 S3_BUCKET = "aws:s3/bucket:Bucket"
@@ -35,7 +41,16 @@ PROPERTIES: dict[str, dict[str, Any]] = {
         "default": ["aws:kms", "aws:kms:dsse"],
         "description": "S3 default encryption algorithms allowed (add AES256 to accept S3-managed keys)",
     },
+    "gkeApplicationLayerSecrets": {
+        "type": "boolean",
+        "default": False,
+        "description": "Require GKE application-layer secrets encryption with a Cloud KMS key "
+        "(databaseEncryption ENCRYPTED); off: GKE's default encryption at rest (DECRYPTED) passes",
+    },
 }
+# databaseEncryption states with application-layer encryption on (terraform-provider-google v7.45.0
+# resource_container_cluster.go: ENCRYPTED, ALL_OBJECTS_ENCRYPTION_ENABLED, DECRYPTED).
+GKE_ENCRYPTED = ("ENCRYPTED", "ALL_OBJECTS_ENCRYPTION_ENABLED")
 
 
 def _s3(bucket: PolicyResource, configs: list[PolicyResource], allowed: list[str]) -> str | None:
@@ -52,7 +67,18 @@ def _s3(bucket: PolicyResource, configs: list[PolicyResource], allowed: list[str
     return f"{found} (allowed: {', '.join(allowed)})"
 
 
-def _unencrypted(r: PolicyResource) -> str | None:
+def _gke(props: Any) -> str | None:
+    """Why a GKE cluster's Secrets lack application-layer encryption, None when they have it. In a first
+    preview a block the program left unset is unknown as a whole (Optional+Computed): not set; one it set is
+    known, its key maybe not yet (a new Cloud KMS key's id)."""
+    encryption = known(lambda: props.get("databaseEncryption"), None)
+    state = dig(encryption, "state")
+    if state in GKE_ENCRYPTED and known(lambda: dig(encryption, "keyName"), "(a new key)"):
+        return None
+    return f"databaseEncryption is {state or 'not set'} (application-layer secrets encryption required)"
+
+
+def _unencrypted(r: PolicyResource, gke_alse: bool) -> str | None:
     """Why one resource stores data unencrypted, None when it does not."""
     t, props = r.resource_type, r.props
     if t == "aws:ec2/launchTemplate:LaunchTemplate":
@@ -66,17 +92,18 @@ def _unencrypted(r: PolicyResource) -> str | None:
         return "encrypted is not set"
     if t == "aws:eks/cluster:Cluster" and "secrets" not in items(dig(props, "encryptionConfig.resources")):
         return "Kubernetes secrets are not envelope-encrypted (encryptionConfig)"
-    if t == "gcp:container/cluster:Cluster" and dig(props, "databaseEncryption.state") == "DECRYPTED":
-        return "databaseEncryption is DECRYPTED"
+    if t == "gcp:container/cluster:Cluster" and gke_alse:
+        return _gke(props)
     return None
 
 
 def validate(args: StackValidationArgs, report_violation: ReportViolation) -> None:
-    allowed = list(settings(args, PROPERTIES)["s3Algorithms"])
+    conf = settings(args, PROPERTIES)
+    allowed, gke_alse = list(conf["s3Algorithms"]), bool(conf["gkeApplicationLayerSecrets"])
     configs = [r for r in args.resources if r.resource_type == S3_SSE]
 
     def findings(r: PolicyResource) -> list[str]:
-        why = _s3(r, configs, allowed) if r.resource_type == S3_BUCKET else _unencrypted(r)
+        why = _s3(r, configs, allowed) if r.resource_type == S3_BUCKET else _unencrypted(r, gke_alse)
         return [] if why is None else [f"{r.resource_type} {r.name}: {why}"]
 
     report_each(args.resources, findings, report_violation)

@@ -68,3 +68,94 @@ def test_analyze_reports_a_bucket_without_a_cost_center_by_the_policy_name(analy
         analyzer_pb2.AnalyzeRequest(type="aws:s3/bucket:Bucket", properties=props, urn=urn, name="ckpt")
     )
     assert list(clean.diagnostics) == []
+
+
+# ---- AnalyzeStack: stack policies on OUTPUTS, as the engine sends them ------------------------------
+# The engine builds each resource of AnalyzeStack from its state's Outputs (pulumi v3.259.0
+# pkg/resource/deploy/step_generator.go AnalyzeResources: "AnalyzeStack is called on the final outputs of
+# each resource") and runs it in a preview too (deployment_executor.go: whenever the steps succeeded), where
+# a computed output the program left unset is unknown: the analyzer client marshals it with KeepUnknowns
+# as a sentinel string (sdk/go/common/resource/plugin/analyzer_plugin.go AnalyzeStack, rpc.go).
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"  # plugin.UnknownStringValue
+
+
+def _resource(type_: str, name: str, props: dict, deps: dict | None = None) -> analyzer_pb2.AnalyzerResource:
+    struct = struct_pb2.Struct()
+    struct.update(props)
+    urn = f"urn:pulumi:gcp-dev::trainplane::{type_}::{name}"
+    return analyzer_pb2.AnalyzerResource(
+        type=type_,
+        properties=struct,
+        urn=urn,
+        name=name,
+        propertyDependencies={
+            k: analyzer_pb2.AnalyzerPropertyDependencies(urns=v) for k, v in (deps or {}).items()
+        },
+    )
+
+
+def _stack(analyzer, *resources: analyzer_pb2.AnalyzerResource) -> list[tuple[str, str, int]]:
+    """(policy, message, level) per diagnostic; the pack puts the policy's description first in each
+    message (pulumi-policy policy.py _create_report_violation), the finding is its last line."""
+    response = analyzer.AnalyzeStack(analyzer_pb2.AnalyzeStackRequest(resources=list(resources)))
+    return [(d.policyName, d.message.split("\n")[-1], d.enforcementLevel) for d in response.diagnostics]
+
+
+GKE = "gcp:container/cluster:Cluster"
+GKE_OUTPUTS = {
+    "name": "ml-dev",
+    "location": "us-central1",
+    "resourceLabels": {"team": "ml-platform", "cost-center": "ml-research"},
+    "endpoint": "203.0.113.10",
+}
+
+
+def test_analyze_stack_passes_a_deployed_gke_cluster_that_set_no_database_encryption(analyzer):
+    """After a first deploy GKE reports databaseEncryption {state: DECRYPTED, keyName: ""} on a cluster that
+    set none (terraform-provider-google v7.45.0: Optional+Computed, copied from the API): GKE's default, its
+    Secrets still encrypted at rest by Google; failing it would block every later preview of the stack."""
+    deployed = {**GKE_OUTPUTS, "databaseEncryption": {"state": "DECRYPTED", "keyName": ""}}
+    assert _stack(analyzer, _resource(GKE, "ml-dev-cluster-gke", deployed)) == []
+    # The first preview: the value is unknown until GKE answers.
+    preview = {**GKE_OUTPUTS, "databaseEncryption": UNKNOWN, "endpoint": UNKNOWN}
+    assert _stack(analyzer, _resource(GKE, "ml-dev-cluster-gke", preview)) == []
+
+
+def test_analyze_stack_reports_a_bucket_without_access_block_while_its_acl_is_unknown(analyzer):
+    """A new S3 bucket's `acl` output is unknown in a preview (Optional+Computed in pulumi-aws 7.51
+    s3.Bucket, unset by the program): it skips the ACL check, not the bucket's other checks."""
+    bucket = {
+        "bucketPrefix": "ml-dev-logs-",
+        "acl": UNKNOWN,
+        "arn": UNKNOWN,
+        "bucket": UNKNOWN,
+        "id": UNKNOWN,
+    }
+    found = _stack(analyzer, _resource("aws:s3/bucket:Bucket", "ml-dev-logs-bucket", bucket))
+    assert (
+        "trainplane-no-public-buckets",
+        "S3 bucket ml-dev-logs-bucket has no public access block",
+        analyzer_pb2.MANDATORY,
+    ) in found
+
+
+def test_analyze_stack_counts_a_new_gke_pool_whose_node_count_is_unknown(analyzer):
+    """A new GKE node pool's `nodeCount` is unknown in its first preview (Optional+Computed); the GPU cap
+    counts it from its autoscaling limit, known from the program, instead of not running at all."""
+    pool = {
+        "name": "ml-dev-h100-pool",
+        "location": "us-central1",
+        "nodeLocations": ["us-central1-a", "us-central1-b"],
+        "nodeCount": UNKNOWN,
+        "initialNodeCount": 0,
+        "autoscaling": {"totalMaxNodeCount": 65, "totalMinNodeCount": 0, "locationPolicy": "ANY"},
+        "nodeConfig": {"machineType": "a3-highgpu-8g", "guestAccelerators": UNKNOWN},
+    }
+    found = _stack(analyzer, _resource("gcp:container/nodePool:NodePool", "ml-dev-h100-pool", pool))
+    assert found == [
+        (
+            "trainplane-gpu-cap",
+            "the stack scales to 520 GPUs (ml-dev-h100-pool 520), above 512",
+            analyzer_pb2.MANDATORY,
+        )
+    ]

@@ -105,7 +105,9 @@ def test_idle_policy_gives_the_controller_its_config_rbac_metrics_port_and_podmo
             "forMinutes": 30,
         }
     ]
-    assert {"idle_reclaim.py", "idle_hold.py", "idle_round.py", "idle_names.py"} <= set(cm["data"])
+    assert {"idle_reclaim.py", "idle_hold.py", "idle_startup.py", "idle_round.py", "idle_names.py"} <= set(
+        cm["data"]
+    )
     deployment = objects(result, "apps/v1:Deployment")["trainplane-gpu-health"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["ports"] == [{"name": "metrics", "containerPort": METRICS_PORT}]

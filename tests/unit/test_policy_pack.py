@@ -209,16 +209,29 @@ def test_unencrypted_ebs_and_a_bucket_without_kms_fail_encryption():
     )
 
 
-def test_eks_without_secrets_encryption_and_gke_decrypted_fail():
+def test_eks_without_secrets_encryption_fails_and_gke_only_where_application_layer_encryption_is_required():
+    """GKE's default (databaseEncryption DECRYPTED once deployed: Secrets encrypted at rest with Google's
+    keys) passes unless the config asks for application-layer encryption with a Cloud KMS key."""
     aws_recs = records("aws-dev")
     del find(aws_recs, "aws:eks/cluster:Cluster")["inputs"]["encryptionConfig"]
     gcp_recs = records("gcp-dev")
-    find(gcp_recs, "gcp:container/cluster:Cluster")["inputs"]["databaseEncryption"] = {"state": "DECRYPTED"}
     found = violations(aws_recs + gcp_recs, encryption.NAME)[encryption.NAME]
-    assert [m.split(":")[0] + ":" + m.split(":")[1].split()[0] for m in found] == [
-        "aws:eks/cluster",
-        "gcp:container/cluster",
-    ]
+    assert [m.split(":")[0] + ":" + m.split(":")[1].split()[0] for m in found] == ["aws:eks/cluster"]
+    strict = {encryption.NAME: {"gkeApplicationLayerSecrets": True}}
+    # Unset: unknown in the first preview, DECRYPTED once deployed (tests/unit/test_policy_outputs.py).
+    assert violations(gcp_recs, encryption.NAME, strict) == {
+        encryption.NAME: [
+            f"gcp:container/cluster:Cluster ml-dev-cluster-gke: databaseEncryption is {state} "
+            "(application-layer secrets encryption required)"
+            for state in ("not set", "DECRYPTED")
+        ]
+    }
+    key = "projects/p/locations/us-central1/keyRings/gke/cryptoKeys/secrets"
+    find(gcp_recs, "gcp:container/cluster:Cluster")["inputs"]["databaseEncryption"] = {
+        "state": "ENCRYPTED",
+        "keyName": key,
+    }
+    assert violations(gcp_recs, encryption.NAME, strict) == {}
 
 
 def test_aes256_is_accepted_where_the_config_allows_it():
@@ -351,10 +364,19 @@ def test_a_gcs_checkpoint_bucket_force_destroyed_or_unversioned_fails():
 
 
 def test_the_pack_files_name_the_pack_and_pin_pulumi_policy():
+    import tomllib
+
     import yaml
 
     pack = ROOT / "policy"
-    assert yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())["runtime"]["name"] == "python"
+    project = yaml.safe_load((pack / "PulumiPolicy.yaml").read_text())
+    assert project["runtime"]["name"] == "python"
+    # The CLI takes a Python pack's version from here (pulumi sdk/go/common/workspace/project.go
+    # PolicyPackProject: runtime, version, main, description, author, website, license), else "0.0.1".
+    assert set(project) <= {"runtime", "version", "main", "description", "author", "website", "license"}
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert project["version"] == version
+    assert f"trainplane=={version}" in (pack / "requirements.txt").read_text().split("\n")
     assert "pulumi-policy==1.21.0" in (pack / "requirements.txt").read_text().split("\n")
     assert "pulumi-policy==1.21.0" in (ROOT / "pyproject.toml").read_text()
     assert "PACK_NAME" in (pack / "__main__.py").read_text()
