@@ -172,6 +172,10 @@ def controller_config(
             "evictGpuPods": health.quarantine.evict_gpu_pods,
             "rediagnose": health.quarantine.rediagnose,
             "replaceAfterMinutes": health.quarantine.replace_after_minutes,
+            # node_return.py rule 5: rerun only once the node's GPU pods are gone; retry a skipped run.
+            "waitForGpuPods": True,
+            "rediagnoseRetries": 3,
+            "rediagnoseBackoffSeconds": 60,
         },
         # Hang exits (suspects.hang_exits): the training pods' trainer container and job label.
         "hangs": {"container": TRAINER_CONTAINER, "jobLabel": JOB_LABEL},

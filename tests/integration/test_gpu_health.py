@@ -29,6 +29,7 @@ from components.incluster.recovery_names import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT,
     QUARANTINED_AT_ANNOTATION,
+    REDIAGNOSE_ATTEMPTS_ANNOTATION,
 )
 from components.spec import APPLICATION_XIDS
 from tests.helpers.fake_kube import FakeKube
@@ -215,6 +216,50 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         time.sleep(2 * ROUND_S)
         assert condition(kube.get_obj("nodes", "bad"))["status"] == "True"
         assert len([e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]) == 1
+    out = (tmp_path / "operator.log").read_text()
+    assert "Traceback" not in out, out
+
+
+def stamp(ahead_s: float = 1.0) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + ahead_s))
+
+
+def test_rediagnosis_waits_for_the_terminating_gpu_pods_and_retries_a_skipped_run(tmp_path):
+    """Issue 30 (4): an evicted trainer keeps its GPUs through its grace period. The API server marks it
+    terminating (deletionTimestamp) and it stays until its containers exit: the diagnostic must not be rerun
+    before, and a rerun that still found the GPUs busy (`skipped`) is retried, counted on the node."""
+    train = pod("train-0", "bad", gpus=8)
+    train["spec"]["terminationGracePeriodSeconds"] = 120
+    kube = FakeKube([kube_node("bad"), diag_pod("bad"), train], prometheus=[xid("bad", 79)], graceful=True)
+    config = {"quarantine": {"evictGpuPods": True, "rediagnoseBackoffSeconds": 1}}
+    with operator(tmp_path, kube, **config) as proc:
+        wait_for("GPU pod evicted", lambda: ("team-a", "train-0") in kube.evictions, proc)
+        assert kube.get_obj("pods", "train-0", "team-a")["metadata"]["deletionTimestamp"]
+        time.sleep(6 * ROUND_S)  # rounds go by while it terminates: the diagnostic waits, no second eviction
+        assert ("gpu-operator", "diag-bad") not in kube.evictions and not kube.events(EVENT_REDIAGNOSING)
+        assert kube.evictions.count(("team-a", "train-0")) == 1
+        kube.remove("pods", "train-0", "team-a")  # its containers exited: the GPUs are free
+        wait_for("diagnostic rerun", lambda: ("gpu-operator", "diag-bad") in kube.evictions, proc)
+        annotations = kube.get_obj("nodes", "bad")["metadata"]["annotations"]
+        assert annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "1"
+        # A process outlived its pod: the DaemonSet's new pod finds the GPUs busy and ends skipped.
+        kube.remove("pods", "diag-bad", "gpu-operator")
+        kube.create("pods", diag_pod("bad", result="skipped", started=stamp(), name="diag-bad-2"))
+        wait_for("skipped run retried", lambda: ("gpu-operator", "diag-bad-2") in kube.evictions, proc)
+        annotations = kube.get_obj("nodes", "bad")["metadata"]["annotations"]
+        assert annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "2"
+        wait_for("retry Event", lambda: len(kube.events(EVENT_REDIAGNOSING)) >= 2, proc)
+        assert "retry 1/3" in kube.events(EVENT_REDIAGNOSING)[-1]["message"]
+        # The retry passes and the XID is gone: the node returns.
+        kube.prometheus = []
+        kube.remove("pods", "diag-bad-2", "gpu-operator")
+        kube.create("pods", diag_pod("bad", started=stamp(2), name="diag-bad-3"))
+        wait_for(
+            "returned",
+            lambda: (condition(kube.get_obj("nodes", "bad")) or {}).get("status") == "False",
+            proc,
+        )
+        assert REDIAGNOSE_ATTEMPTS_ANNOTATION not in kube.get_obj("nodes", "bad")["metadata"]["annotations"]
     out = (tmp_path / "operator.log").read_text()
     assert "Traceback" not in out, out
 
