@@ -64,8 +64,9 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
 # gpu-operator's RuntimeClass (chart value operator.runtimeClass): exposes the GPUs without requesting them.
 RUNTIME_CLASS = "nvidia"
-# The last XID per GPU, by the node label the DCGM ServiceMonitor adds (gpu_operator.dcgm_relabelings).
-XID_QUERY = "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)"
+# The recent XIDs per GPU (a signal that clears, unlike the last-XID gauge), by the node label the DCGM
+# ServiceMonitor adds (gpu_operator.dcgm_relabelings).
+XID_QUERY = agent.XID_QUERY
 # GPU memory faults that need a reset (or an RMA) whatever XID came last: reason -> an instant query whose
 # samples above 0 name the node. Both fields are in the exporter's metrics list the platform ships
 # (dashboards/metrics.py, dcgm_exporter_csv), and the alerts GpuEccUncorrectableErrors / GpuRowRemapFailure
