@@ -42,10 +42,11 @@ that already carries the result of the last round asks for nothing more, so it i
    init container's termination message). The new pod lands on the cordoned node: the DaemonSet controller
    adds the node.kubernetes.io/unschedulable:NoSchedule toleration to its pods (Kubernetes docs, DaemonSet,
    "Taints and tolerations"), and the diagnostic tolerates our taints. Event EVENT_REDIAGNOSING;
-   REDIAGNOSED_AT_ANNOTATION records it, REDIAGNOSE_ATTEMPTS_ANNOTATION counts the runs. A run of ours that
-   ends `skipped` (GPUs still busy: a process outlived its pod) is retried, again only with no GPU pod on
-   the node, `Policy.backoff_s` after the last run was started and doubling each time, at most
-   `Policy.retries` times; then the node waits for rule 4. A run that ends `error` is a signal (diag-error).
+   REDIAGNOSED_AT_ANNOTATION records it, REDIAGNOSE_ATTEMPTS_ANNOTATION counts the runs. A run since the
+   quarantine that ends `skipped` (GPUs still busy: a process outlived its pod), or a deletion that did not
+   take (the run from before is still there), is retried, again only with no GPU pod on the node,
+   `Policy.backoff_s` after the last try and doubling each time, at most `Policy.retries` times; then the
+   node waits for rule 4. A run that ends `error` is a signal (diag-error).
 6. Hold (autoscaled pools, before rule 4): the autoscaler would remove the emptied node after its unneeded
    time (10 minutes on EKS here, about 10 on GKE), before a level-3 diagnostic (about 15 minutes) ends and
    before `replaceAfterMinutes`. Unless an administrator set it, the node gets the autoscaler's
@@ -372,10 +373,11 @@ def _rerun(
     if not policy.rediagnose or diag.pod is None or (policy.wait_for_gpu_pods and gpu_pods > 0):
         return 0
     last = parse_time(ann.get(REDIAGNOSED_AT_ANNOTATION))
-    if last is None or last < since:  # none in this quarantine: rerun the run from before it
-        return 1 if diag.created_at is None or diag.created_at < since else 0
+    # Still the run from before the quarantine: none of ours yet, or our deletion did not take (refused).
+    stale = diag.created_at is None or diag.created_at < since
+    if last is None or last < since:  # none in this quarantine yet
+        return 1 if stale or diag.result == "skipped" else 0
     count = ann.get(REDIAGNOSE_ATTEMPTS_ANNOTATION, "1")
     done = int(count) if count.isdigit() and int(count) > 0 else 1
-    ours = diag.created_at is not None and diag.created_at >= last  # the pod our last deletion made
     due = now >= last + policy.backoff_s * 2 ** (done - 1)
-    return done + 1 if diag.result == "skipped" and ours and done <= policy.retries and due else 0
+    return done + 1 if (diag.result == "skipped" or stale) and done <= policy.retries and due else 0

@@ -124,7 +124,13 @@ CASES = [
         [],
     ),
     ("a failed rediagnosis: kept until replaceAfterMinutes", node(), {"d": diag("fail")}, "waiting", []),
-    ("a skipped rediagnosis (GPUs busy) is no pass", node(), {"d": diag("skipped")}, "waiting", []),
+    (
+        "a skipped run since the quarantine (GPUs busy) is no pass: run again",
+        node(),
+        {"d": diag("skipped")},
+        "rediagnosing",
+        [EVENT_REDIAGNOSING],
+    ),
     (
         "a pass whose run started before the quarantine (pod made after) is no pass",
         node(),
@@ -299,6 +305,18 @@ def test_no_rediagnosis_while_the_nodes_gpu_pods_terminate_then_a_skipped_run_is
     # A failed or pending run of ours is never retried (a failure is a signal, pending is running).
     for result in ("fail", "error", "pending"):
         assert not decide(n, d=diag(result, created=at + 5, started=at + 6), now=at + 600).delete_diag_pod
+
+
+def test_a_skipped_run_of_a_node_quarantined_before_its_first_diagnostic_and_a_refused_deletion_are_retried():
+    # The node-start run came after the quarantine (it was quarantined for missing GPUs) and was skipped.
+    late = diag("skipped", created=T0 + MIN, started=T0 + MIN)
+    assert decide(node(), d=late).annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "1"
+    # Our deletion of the run from before the quarantine was refused (the pod is still there, not deleting):
+    # asked again after the backoff, counted.
+    n = apply(node(), decide(node(), now=T0 + 5 * MIN))
+    assert not decide(n, now=T0 + 5 * MIN + 59)
+    again = decide(n, now=T0 + 6 * MIN)
+    assert again.delete_diag_pod and again.annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "2"
 
 
 def test_the_hold_keeps_the_autoscaler_off_until_the_hand_off_and_never_touches_an_admin_hold():
