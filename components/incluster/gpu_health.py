@@ -64,8 +64,9 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
 # gpu-operator's RuntimeClass (chart value operator.runtimeClass): exposes the GPUs without requesting them.
 RUNTIME_CLASS = "nvidia"
-# The last XID per GPU, by the node label the DCGM ServiceMonitor adds (gpu_operator.dcgm_relabelings).
-XID_QUERY = "max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS)"
+# The recent XIDs per GPU (a signal that clears, unlike the last-XID gauge), by the node label the DCGM
+# ServiceMonitor adds (gpu_operator.dcgm_relabelings).
+XID_QUERY = agent.XID_QUERY
 # GPU memory faults that need a reset (or an RMA) whatever XID came last: reason -> an instant query whose
 # samples above 0 name the node. Both fields are in the exporter's metrics list the platform ships
 # (dashboards/metrics.py, dcgm_exporter_csv), and the alerts GpuEccUncorrectableErrors / GpuRowRemapFailure
@@ -172,6 +173,10 @@ def controller_config(
             "evictGpuPods": health.quarantine.evict_gpu_pods,
             "rediagnose": health.quarantine.rediagnose,
             "replaceAfterMinutes": health.quarantine.replace_after_minutes,
+            # node_return.py rule 5: rerun only once the node's GPU pods are gone; retry a skipped run.
+            "waitForGpuPods": True,
+            "rediagnoseRetries": 3,
+            "rediagnoseBackoffSeconds": 60,
         },
         # Hang exits (suspects.hang_exits): the training pods' trainer container and job label.
         "hangs": {"container": TRAINER_CONTAINER, "jobLabel": JOB_LABEL},

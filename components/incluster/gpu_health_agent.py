@@ -15,8 +15,8 @@ Signals, all produced by components that already watch the GPUs (this controller
 - the diagnostic DaemonSet runs `dcgmi diag` once when a node starts and reports through its init
   container's termination message ("diag-failed", "diag-error"); until it has, the node carries the
   pending taint;
-- DCGM's last XID per GPU (DCGM_FI_DEV_XID_ERRORS, through Prometheus) when it is not an application
-  XID ("xid-<n>");
+- a recent XID on a GPU (XID_QUERY, through Prometheus) when it is not an application XID ("xid-<n>");
+  the signal clears once no new XID came for a few minutes (below: DCGM's last-XID gauge never does);
 - DCGM's memory-health fields, through Prometheus (gpu_health.FAULT_QUERIES): uncorrectable ECC errors since
   the driver loaded ("ecc-uncorrectable") and a failed row remap ("row-remap-failed"). Each also raises an
   XID (48; 64) that DCGM's last-XID field may already have overwritten with a later one, and the fields stay
@@ -53,6 +53,21 @@ EKS_GPU_CONDITION = "AcceleratedHardwareReady"
 # The diagnostic's init container ends with one line `result=<pass|fail|error|skipped> rc=<n>` first in its
 # termination message (see diag_script() in gpu_health.py).
 DIAG_LINE = re.compile(r"result=(pass|fail|error|skipped)\b(?:\s+rc=(-?\d+))?")
+# The XIDs of each GPU that are recent, so that the signal clears (issue 30 (5)). DCGM_FI_DEV_XID_ERRORS is
+# the LAST XID's number and keeps it until dcgm-exporter restarts (NVIDIA/dcgm-exporter#500, open), so it
+# cannot tell a node that got a new XID from one repaired long ago: a node quarantined for it never came
+# back. DCGM stores every XID event with its time (NVIDIA/DCGM#162, a maintainer's answer), and
+# dcgm-exporter's DCGM_EXP_XID_ERRORS_COUNT counts the events of the last window per XID (label `xid`;
+# NVIDIA/dcgm-exporter@4.5.3-4.8.2: internal/pkg/collector/xid_collector.go, expcollector.go GetValuesSince
+# over --xid-count-window-size, 5 minutes by default in pkg/cmd/app.go), a repeat of the same XID
+# included; the platform's metrics list collects it (dashboards/metrics.py). The `or` keeps the gauge
+# where it CHANGED within XID_WINDOW (an exporter that lacks the count still reports a new, different
+# XID). Rows: {node, gpu, xid} valued with the count, or {node, gpu} valued with the XID (xids_by_node).
+XID_WINDOW = "5m"
+XID_QUERY = (
+    f'max by (node, gpu, xid) (max_over_time(DCGM_EXP_XID_ERRORS_COUNT{{xid!=""}}[{XID_WINDOW}]) > 0)'
+    f" or max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS and changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0)"
+)
 
 
 @dataclass(frozen=True)
@@ -180,12 +195,19 @@ def diag_by_node(pods: list[dict], container: str) -> dict[str, Diag]:
 
 
 def xids_by_node(result: list[dict]) -> dict[str, list[int]]:
-    """Prometheus instant-query samples of the last XID per (node, gpu) -> XIDs per node."""
+    """XID_QUERY's samples -> the recent XIDs per node: a row's `xid` label (a count of recent events) or,
+    without one, its value (the XID itself).
+
+    >>> xids_by_node([{"metric": {"node": "n1", "gpu": "0", "xid": "79"}, "value": [0, "2"]},
+    ...               {"metric": {"node": "n2", "gpu": "3"}, "value": [0, "48"]}])
+    {'n1': [79], 'n2': [48]}
+    """
     out: dict[str, list[int]] = {}
     for sample in result:
-        node = sample.get("metric", {}).get("node")
+        metric = sample.get("metric", {})
+        node = metric.get("node")
         try:
-            value = int(float(sample["value"][1]))
+            value = int(metric["xid"]) if "xid" in metric else int(float(sample["value"][1]))
         except (KeyError, IndexError, TypeError, ValueError):
             continue
         if node:

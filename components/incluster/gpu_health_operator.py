@@ -20,7 +20,8 @@ CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
   startup handler over the node index, cancelled by the cleanup handler; each round also runs idle reclaim
   (idle_round.py: it lists the team namespaces' jobs and Workloads itself, see there why not through kopf
   indexes; its permissions are idle_reclaim.IDLE_PERMISSIONS);
-- pods: an index of the diagnostic pods, one of the GPU pods per node (to evict), and an event handler
+- pods: an index of the diagnostic pods, one of the pods holding GPUs per node (to evict; and the
+  re-diagnosis waits until none is left, terminating ones included), and an event handler
   that remembers trainer hang exits (suspects.py (b)), all from one watch of pods.
 The Kubernetes calls of our own (patches, evictions, Events) go through agent_runtime.KubeApi in kopf's
 thread pool: the handlers are synchronous.
@@ -158,8 +159,8 @@ def _is_diag_pod(body: kopf.Body, namespace: str | None, **_: Any) -> bool:
     return CONTROLLER is not None and namespace == CONTROLLER.config["diagnostic"]["namespace"]
 
 
-def _is_gpu_pod(body: kopf.Body, **_: Any) -> bool:
-    return bool(body.get("spec", {}).get("nodeName")) and quarantine.is_gpu_pod(dict(body))
+def _holds_gpus(body: kopf.Body, **_: Any) -> bool:
+    return bool(body.get("spec", {}).get("nodeName")) and quarantine.holds_gpus(dict(body))
 
 
 @kopf.index("nodes", when=_in_pool)
@@ -172,13 +173,16 @@ def diag_pods(body: kopf.Body, **_: Any) -> dict[str, dict]:
     return {body["spec"].get("nodeName", ""): dict(body)}
 
 
-@kopf.index("pods", when=_is_gpu_pod)
+@kopf.index("pods", when=_holds_gpus)
 def gpu_pods(namespace: str | None, name: str, body: kopf.Body, **_: Any) -> dict[str, dict]:
+    """The pods holding GPUs per node, those still terminating too: the others are evicted on a quarantine,
+    and while any is left a quarantined node is not re-diagnosed (node_return.py rule 5)."""
     return {
         body["spec"]["nodeName"]: {
             "namespace": namespace,
             "name": name,
             "uid": body["metadata"].get("uid", ""),
+            "terminating": bool(body["metadata"].get("deletionTimestamp")),
         }
     }
 

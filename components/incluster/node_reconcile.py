@@ -77,9 +77,13 @@ class Controller:
         )
         self.interval = float(config["intervalSeconds"])
         self.evict_gpu_pods = bool(config.get("quarantine", {}).get("evictGpuPods", True))
+        q = config.get("quarantine", {})
         self.return_policy = node_return.Policy(
-            rediagnose=bool(config.get("quarantine", {}).get("rediagnose", True)),
-            replace_after_minutes=float(config.get("quarantine", {}).get("replaceAfterMinutes", 30)),
+            rediagnose=bool(q.get("rediagnose", True)),
+            replace_after_minutes=float(q.get("replaceAfterMinutes", 30)),
+            wait_for_gpu_pods=bool(q.get("waitForGpuPods", True)),
+            retries=int(q.get("rediagnoseRetries", 3)),
+            backoff_s=float(q.get("rediagnoseBackoffSeconds", 60)),
         )
         self.team_policy = node_recovery.team_policy(config)
         # The GPU node index (kopf's, set at startup): how many nodes each pool has.
@@ -159,7 +163,8 @@ class Controller:
         return pool_of(node, self.config["pools"]) == pool
 
     def reconcile(self, node: dict, diag_pods: list[dict], gpu_pods: list[dict]) -> Verdict | None:
-        """Assess one node and apply what its verdict asks for. None for a node outside the GPU pools."""
+        """Assess one node and apply what its verdict asks for. None for a node outside the GPU pools.
+        `gpu_pods`: the pods on it that hold GPUs (quarantine.holds_gpus), terminating ones marked so."""
         pool = pool_of(node, self.config["pools"])
         if pool is None:
             return None
@@ -195,6 +200,7 @@ class Controller:
                 pool=node_return.Replacement.from_config(pool),
                 pool_nodes=self.pool_size(pool),
                 evict_gpu_pods=self.evict_gpu_pods,
+                gpu_pods=len(gpu_pods),
             )
             plan, rediagnose = node_recovery.plan(
                 node,
@@ -234,7 +240,8 @@ class Controller:
             self.event(node, "Node", event.reason, event.message, event.type)
         if plan.evict:
             for pod in gpu_pods:
-                self.evict(pod, meta["name"], verdict.reasons[0])
+                if not pod.get("terminating"):  # evicted already, its grace period running
+                    self.evict(pod, meta["name"], verdict.reasons[0])
         return True
 
     def evict(self, pod: dict, node: str, reason: str) -> None:

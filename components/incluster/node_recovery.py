@@ -67,6 +67,7 @@ class Context:
     pool: node_return.Replacement
     pool_nodes: int  # how many nodes the pool has now
     evict_gpu_pods: bool
+    gpu_pods: int = 0  # pods on the node that hold GPUs, terminating ones too (quarantine.holds_gpus)
 
 
 def plan(
@@ -99,6 +100,7 @@ def plan(
         policy=ctx.policy,
         pool=ctx.pool,
         pool_nodes=ctx.pool_nodes,
+        gpu_pods=ctx.gpu_pods,
         now=now,
     )
     events = [NodeEvent(e.reason, e.message, e.type) for e in decision.events]

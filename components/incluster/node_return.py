@@ -33,14 +33,20 @@ that already carries the result of the last round asks for nothing more, so it i
    The mode handed to is kept in REPLACEMENT_ANNOTATION: a later round with the same mode does nothing; a
    changed mode (the pool grew past its minimum) is announced again.
    Nothing here deletes an instance: that takes cloud credentials the controller does not hold.
-5. Re-diagnose (quarantine.rediagnose), once per quarantine: the node's diagnostic pod last ran before the
-   quarantine: delete it (or evict it: pods/eviction is already the controller's), so its DaemonSet makes a
+5. Re-diagnose (quarantine.rediagnose) once the node's GPU pods are gone: no pod on it that requests
+   `nvidia.com/gpu` and has not ended, those still terminating included (`gpu_pods`, quarantine.holds_gpus).
+   An evicted trainer keeps its GPUs through its terminationGracePeriodSeconds (120 s on AWS here); a
+   diagnostic started then finds them busy and ends `skipped`. Then: delete the node's diagnostic pod from
+   before the quarantine (or evict it: pods/eviction is already the controller's), so its DaemonSet makes a
    new pod whose init container runs `dcgmi diag` again (gpu_health.py's diagnostic reports through that
    init container's termination message). The new pod lands on the cordoned node: the DaemonSet controller
    adds the node.kubernetes.io/unschedulable:NoSchedule toleration to its pods (Kubernetes docs, DaemonSet,
    "Taints and tolerations"), and the diagnostic tolerates our taints. Event EVENT_REDIAGNOSING;
-   REDIAGNOSED_AT_ANNOTATION records it. A run that ends `skipped` (GPUs still busy) or `error` is not
-   retried: the node waits for rule 4.
+   REDIAGNOSED_AT_ANNOTATION records it, REDIAGNOSE_ATTEMPTS_ANNOTATION counts the runs. A run since the
+   quarantine that ends `skipped` (GPUs still busy: a process outlived its pod), or a deletion that did not
+   take (the run from before is still there), is retried, again only with no GPU pod on the node,
+   `Policy.backoff_s` after the last try and doubling each time, at most `Policy.retries` times; then the
+   node waits for rule 4. A run that ends `error` is a signal (diag-error).
 6. Hold (autoscaled pools, before rule 4): the autoscaler would remove the emptied node after its unneeded
    time (10 minutes on EKS here, about 10 on GKE), before a level-3 diagnostic (about 15 minutes) ends and
    before `replaceAfterMinutes`. Unless an administrator set it, the node gets the autoscaler's
@@ -68,6 +74,7 @@ try:
         QUARANTINE_CONDITION,
         QUARANTINE_TAINT,
         QUARANTINED_AT_ANNOTATION,
+        REDIAGNOSE_ATTEMPTS_ANNOTATION,
         REDIAGNOSED_AT_ANNOTATION,
         REPLACEMENT_ANNOTATION,
         RETURNED_AT_ANNOTATION,
@@ -84,6 +91,7 @@ except ImportError:  # in the controller pod: shipped next to this file
         QUARANTINE_CONDITION,
         QUARANTINE_TAINT,
         QUARANTINED_AT_ANNOTATION,
+        REDIAGNOSE_ATTEMPTS_ANNOTATION,
         REDIAGNOSED_AT_ANNOTATION,
         REPLACEMENT_ANNOTATION,
         RETURNED_AT_ANNOTATION,
@@ -139,6 +147,11 @@ class Policy:
 
     rediagnose: bool = True
     replace_after_minutes: float = 30.0
+    # Rule 5: rerun only once the node's GPU pods are gone; retry a skipped run this often, after backoff_s,
+    # doubling (60 s, 120 s, 240 s: the last retry starts about 7 minutes after the first run).
+    wait_for_gpu_pods: bool = True
+    retries: int = 3
+    backoff_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -197,6 +210,18 @@ class Decision:
         )
 
 
+@dataclass(frozen=True)
+class Round:
+    """What decide() was told about the node this round (its keyword arguments)."""
+
+    diag: DiagRun
+    signals: Sequence[str]
+    policy: Policy
+    pool: Replacement
+    pool_nodes: int
+    gpu_pods: int
+
+
 def is_quarantined(node: Mapping[str, Any]) -> bool:
     taints = node.get("spec", {}).get("taints") or []
     if any(t.get("key") == QUARANTINE_TAINT for t in taints):
@@ -245,6 +270,7 @@ def _return(node: Mapping[str, Any], ann: Mapping[str, str], now: float) -> Deci
     drop = (
         QUARANTINED_AT_ANNOTATION,
         REDIAGNOSED_AT_ANNOTATION,
+        REDIAGNOSE_ATTEMPTS_ANNOTATION,
         REPLACEMENT_ANNOTATION,
         CORDONED_BY_ANNOTATION,
     )
@@ -279,45 +305,41 @@ def decide(
     policy: Policy,
     pool: Replacement,
     pool_nodes: int,
+    gpu_pods: int,
     now: float,
 ) -> Decision:
     """The next step for one node (see the module docstring). `signals`: the fault reasons active on the node
-    now; `pool_nodes`: how many nodes its pool has in the cluster (the autoscaler keeps a pool at its min)."""
+    now; `pool_nodes`: how many nodes its pool has in the cluster (the autoscaler keeps a pool at its min);
+    `gpu_pods`: how many pods on the node still hold GPUs (quarantine.holds_gpus: terminating ones too)."""
     if not is_quarantined(node):
         return Decision()
     ann: dict[str, str] = dict(node.get("metadata", {}).get("annotations") or {})
     since = parse_time(ann.get(QUARANTINED_AT_ANNOTATION))
+    run = Round(diag, signals, policy, pool, pool_nodes, gpu_pods)
     if since is None:  # the clock starts now, and this round goes on from there
-        d = _decide(
-            node, now, now, diag=diag, signals=signals, policy=policy, pool=pool, pool_nodes=pool_nodes
-        )
+        d = _decide(node, now, now, run)
         return replace(d, annotations={QUARANTINED_AT_ANNOTATION: rfc3339(now), **d.annotations})
-    return _decide(
-        node, since, now, diag=diag, signals=signals, policy=policy, pool=pool, pool_nodes=pool_nodes
-    )
+    return _decide(node, since, now, run)
 
 
 def _decide(
     node: Mapping[str, Any],
     since: float,
     now: float,
-    *,
-    diag: DiagRun,
-    signals: Sequence[str],
-    policy: Policy,
-    pool: Replacement,
-    pool_nodes: int,
+    run: Round,
 ) -> Decision:
+    diag, signals, policy, pool = run.diag, run.signals, run.policy, run.pool
     ann: dict[str, str] = dict(node.get("metadata", {}).get("annotations") or {})
     if diag.result == "pass" and diag.started_at is not None and diag.started_at >= since and not signals:
         return _return(node, ann, now)
     if now - since >= policy.replace_after_minutes * 60:
-        mode, why = replacement_mode(node, pool, pool_nodes)
+        mode, why = replacement_mode(node, pool, run.pool_nodes)
         if ann.get(REPLACEMENT_ANNOTATION) == mode:
             return Decision(state=mode)
         reason = EVENT_REPLACE_NEEDED if mode == "needed" else EVENT_REPLACING
         still = (
-            f"still quarantined after {policy.replace_after_minutes:g}m ({', '.join(signals) or 'no pass'})"
+            f"still quarantined after {policy.replace_after_minutes:g}m "
+            f"({', '.join(signals) or f'no pass, last run {diag.result}'})"
         )
         annotations: dict[str, str | None] = {REPLACEMENT_ANNOTATION: mode}
         if mode != "needed":
@@ -329,14 +351,33 @@ def _decide(
     events: list[Event] = []
     delete = None
     state = "waiting"
-    rediagnosed = parse_time(ann.get(REDIAGNOSED_AT_ANNOTATION))
-    ran_before = diag.pod is not None and (diag.created_at is None or diag.created_at < since)
-    if policy.rediagnose and (rediagnosed is None or rediagnosed < since) and ran_before:
+    attempt = _rerun(ann, since, now, diag, policy, run.gpu_pods)
+    if attempt:
         delete = diag.pod
         annotations[REDIAGNOSED_AT_ANNOTATION] = rfc3339(now)
-        events.append(Event("Normal", EVENT_REDIAGNOSING, f"rerunning the GPU diagnostic (pod {diag.pod})"))
+        annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] = str(attempt)
+        why = f", retry {attempt - 1}/{policy.retries}: the last run was skipped (GPUs busy)"
+        message = f"rerunning the GPU diagnostic (pod {diag.pod}{why if attempt > 1 else ''})"
+        events.append(Event("Normal", EVENT_REDIAGNOSING, message))
         state = "rediagnosing"
     if pool.autoscaler_unneeded_minutes is not None and SCALE_DOWN_DISABLED not in ann:
         # Keep the autoscaler from removing the node before the diagnostic and replaceAfterMinutes decide.
         annotations.update({SCALE_DOWN_DISABLED: "true", HOLD_ANNOTATION: CONTROLLER_NAME})
     return Decision(annotations=annotations, delete_diag_pod=delete, events=tuple(events), state=state)
+
+
+def _rerun(
+    ann: Mapping[str, str], since: float, now: float, diag: DiagRun, policy: Policy, gpu_pods: int
+) -> int:
+    """Rule 5: the number of the diagnostic run to start now (1: the first of this quarantine), 0: none."""
+    if not policy.rediagnose or diag.pod is None or (policy.wait_for_gpu_pods and gpu_pods > 0):
+        return 0
+    last = parse_time(ann.get(REDIAGNOSED_AT_ANNOTATION))
+    # Still the run from before the quarantine: none of ours yet, or our deletion did not take (refused).
+    stale = diag.created_at is None or diag.created_at < since
+    if last is None or last < since:  # none in this quarantine yet
+        return 1 if stale or diag.result == "skipped" else 0
+    count = ann.get(REDIAGNOSE_ATTEMPTS_ANNOTATION, "1")
+    done = int(count) if count.isdigit() and int(count) > 0 else 1
+    due = now >= last + policy.backoff_s * 2 ** (done - 1)
+    return done + 1 if (diag.result == "skipped" or stale) and done <= policy.retries and due else 0

@@ -69,13 +69,13 @@ def condition_reason(reason: str) -> str:
     return out if out[:1].isalpha() else f"Gpu{out}"
 
 
-def is_gpu_pod(pod: dict) -> bool:
-    """A pod to evict from a quarantined node: one of its containers requests or is limited to
-    `nvidia.com/gpu` (extended resources: requests default to limits), it is not owned by a DaemonSet
-    (the GPU stack's own agents must keep running there) and it has not finished."""
+def holds_gpus(pod: dict) -> bool:
+    """A pod that holds GPUs of its node: one of its containers requests or is limited to `nvidia.com/gpu`
+    (extended resources: requests default to limits), it is not owned by a DaemonSet (the GPU stack's own
+    agents must keep running there) and it has not ended (phase Succeeded or Failed). One being deleted
+    still holds them until its containers exit (its termination grace period): a diagnostic started then
+    finds them busy (node_return.py rule 5)."""
     if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-        return False
-    if pod.get("metadata", {}).get("deletionTimestamp"):  # evicted already, terminating
         return False
     if any(o.get("kind") == "DaemonSet" for o in pod.get("metadata", {}).get("ownerReferences") or []):
         return False
@@ -86,6 +86,11 @@ def is_gpu_pod(pod: dict) -> bool:
             if str((res.get(part) or {}).get(GPU_RESOURCE, "0")) not in ("0", ""):
                 return True
     return False
+
+
+def is_gpu_pod(pod: dict) -> bool:
+    """A pod to evict from a quarantined node: it holds GPUs and is not being deleted already."""
+    return holds_gpus(pod) and not pod.get("metadata", {}).get("deletionTimestamp")
 
 
 def pointer(*parts: str) -> str:

@@ -30,8 +30,10 @@ CORDONED_BY_ANNOTATION: Final = "trainplane.dev/cordoned-by"
 QUARANTINED_AT_ANNOTATION: Final = "trainplane.dev/quarantined-at"
 CONTROLLER_NAME: Final = "trainplane-gpu-health"  # the Deployment, ServiceAccount and Event source
 # The return-or-replace state of a quarantined node (components/incluster/node_return.py):
-# RFC 3339 time the controller deleted the node's diagnostic pod to rerun it, once per quarantine;
+# RFC 3339 time the controller last deleted the node's diagnostic pod to rerun it (once its GPU pods are gone);
 REDIAGNOSED_AT_ANNOTATION: Final = "trainplane.dev/rediagnosed-at"
+# how many diagnostic runs it started in this quarantine (the first, then one per skipped run it retried);
+REDIAGNOSE_ATTEMPTS_ANNOTATION: Final = "trainplane.dev/rediagnose-attempts"
 # the replacement the node was handed to (repair | autoscaler | needed), so each is announced once;
 REPLACEMENT_ANNOTATION: Final = "trainplane.dev/replacement"
 # set (to CONTROLLER_NAME) where the controller added cluster-autoscaler's scale-down-disabled annotation to

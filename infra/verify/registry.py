@@ -87,7 +87,7 @@ REGISTRY: tuple[Check, ...] = (
     ),
     Check(
         "recovery",
-        "the GPU recovery loop is wired: controller and RBAC, quarantine taints, uncounted evictions, rules",
+        "the GPU recovery loop is wired: controller and RBAC, quarantine taints, uncounted evictions, rules, re-diagnosis gate",
         _C + "recovery:run",
     ),
     Check(

@@ -8,7 +8,9 @@ the routes object of a FakeApiServer (fake_k8s.py).
 - get, create (generateName), delete; patch as JSON patch (test/add/replace/remove), merge patch and
   strategic merge patch (lists of conditions merge by `type`, as the Kubernetes types declare with
   patchMergeKey; other lists are replaced); `/status` patches change only the status;
-- pods/eviction (policy/v1): the pod is deleted and recorded in `evictions`;
+- pods/eviction (policy/v1): the pod is deleted and recorded in `evictions`; with `graceful` the pod
+  stays, terminating (deletionTimestamp and deletionGracePeriodSeconds set, as the API server does for a
+  pod with a grace period), until the test removes it as the kubelet would once its containers exited;
 - Prometheus' instant query at /api/v1/query, answered from `prometheus` (a list of samples);
 - JobSets, batch/v1 Jobs, Kueue Workloads and LocalQueues (namespaced) and ClusterQueues (cluster-scoped)
   under /apis/GROUP/VERSION (not in discovery).
@@ -112,7 +114,10 @@ def _selected(obj: dict, query: dict[str, list[str]]) -> bool:
 class FakeKube:
     """The store: objects by (plural, namespace, name); `log` of (resourceVersion, type, plural, object)."""
 
-    def __init__(self, objects: list[dict] = (), prometheus: list[dict] | None = None) -> None:
+    def __init__(
+        self, objects: list[dict] = (), prometheus: list[dict] | None = None, graceful: bool = False
+    ) -> None:
+        self.graceful = graceful
         self.revision = 0
         self.store: dict[tuple[str, str, str], dict] = {}
         self.log: list[tuple[int, str, str, dict]] = []
@@ -331,7 +336,11 @@ class FakeKube:
             return 404, {"kind": "Status", "code": 404}
         plural, namespace, name, sub = parsed
         if sub == "eviction":
-            if self.remove(plural, name, namespace) is None:
+            if self.graceful:
+                done = self.update(plural, name, namespace, self._terminating)
+            else:
+                done = self.remove(plural, name, namespace)
+            if done is None:
                 return 404, {"kind": "Status", "code": 404, "reason": "NotFound"}
             self.evictions.append((namespace, name))
             return 201, {"kind": "Status", "status": "Success"}
@@ -339,6 +348,13 @@ class FakeKube:
         if namespace:
             body["metadata"] = {**body.get("metadata", {}), "namespace": namespace}
         return 201, self.create(plural, body)
+
+    @staticmethod
+    def _terminating(pod: dict) -> dict:
+        meta = pod["metadata"]
+        meta.setdefault("deletionTimestamp", time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))
+        meta.setdefault("deletionGracePeriodSeconds", pod["spec"].get("terminationGracePeriodSeconds", 30))
+        return pod
 
     def delete(self, req: Request) -> tuple[int, Any]:
         parsed = self.parse(req.path)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -29,10 +30,14 @@ from components.incluster.recovery_names import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT,
     QUARANTINED_AT_ANNOTATION,
+    REDIAGNOSE_ATTEMPTS_ANNOTATION,
+    REDIAGNOSED_AT_ANNOTATION,
+    RETURNED_AT_ANNOTATION,
 )
 from components.spec import APPLICATION_XIDS
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
+from tests.helpers.prometheus import backfilled
 
 ROUND_S = 0.5  # the operator's intervalSeconds here
 
@@ -215,6 +220,122 @@ def test_operator_quarantines_a_faulty_node_and_evicts_only_its_gpu_pods(tmp_pat
         time.sleep(2 * ROUND_S)
         assert condition(kube.get_obj("nodes", "bad"))["status"] == "True"
         assert len([e for e in kube.events(EVENT_QUARANTINED) if e["involvedObject"]["name"] == "bad"]) == 1
+    out = (tmp_path / "operator.log").read_text()
+    assert "Traceback" not in out, out
+
+
+def stamp(ahead_s: float = 1.0) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + ahead_s))
+
+
+def test_rediagnosis_waits_for_the_terminating_gpu_pods_and_retries_a_skipped_run(tmp_path):
+    """Issue 30 (4): an evicted trainer keeps its GPUs through its grace period. The API server marks it
+    terminating (deletionTimestamp) and it stays until its containers exit: the diagnostic must not be rerun
+    before, and a rerun that still found the GPUs busy (`skipped`) is retried, counted on the node."""
+    train = pod("train-0", "bad", gpus=8)
+    train["spec"]["terminationGracePeriodSeconds"] = 120
+    kube = FakeKube([kube_node("bad"), diag_pod("bad"), train], prometheus=[xid("bad", 79)], graceful=True)
+    config = {"quarantine": {"evictGpuPods": True, "rediagnoseBackoffSeconds": 1}}
+    with operator(tmp_path, kube, **config) as proc:
+        wait_for("GPU pod evicted", lambda: ("team-a", "train-0") in kube.evictions, proc)
+        assert kube.get_obj("pods", "train-0", "team-a")["metadata"]["deletionTimestamp"]
+        time.sleep(6 * ROUND_S)  # rounds go by while it terminates: the diagnostic waits, no second eviction
+        assert ("gpu-operator", "diag-bad") not in kube.evictions and not kube.events(EVENT_REDIAGNOSING)
+        assert kube.evictions.count(("team-a", "train-0")) == 1
+        kube.remove("pods", "train-0", "team-a")  # its containers exited: the GPUs are free
+        wait_for("diagnostic rerun", lambda: ("gpu-operator", "diag-bad") in kube.evictions, proc)
+        annotations = kube.get_obj("nodes", "bad")["metadata"]["annotations"]
+        assert annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "1"
+        # A process outlived its pod: the DaemonSet's new pod finds the GPUs busy and ends skipped.
+        kube.remove("pods", "diag-bad", "gpu-operator")
+        kube.create("pods", diag_pod("bad", result="skipped", started=stamp(), name="diag-bad-2"))
+        wait_for("skipped run retried", lambda: ("gpu-operator", "diag-bad-2") in kube.evictions, proc)
+        annotations = kube.get_obj("nodes", "bad")["metadata"]["annotations"]
+        assert annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "2"
+        wait_for("retry Event", lambda: len(kube.events(EVENT_REDIAGNOSING)) >= 2, proc)
+        assert "retry 1/3" in kube.events(EVENT_REDIAGNOSING)[-1]["message"]
+        # The retry passes and the XID is gone: the node returns.
+        kube.prometheus = []
+        kube.remove("pods", "diag-bad-2", "gpu-operator")
+        kube.create("pods", diag_pod("bad", started=stamp(2), name="diag-bad-3"))
+        wait_for(
+            "returned",
+            lambda: (condition(kube.get_obj("nodes", "bad")) or {}).get("status") == "False",
+            proc,
+        )
+        assert REDIAGNOSE_ATTEMPTS_ANNOTATION not in kube.get_obj("nodes", "bad")["metadata"]["annotations"]
+    out = (tmp_path / "operator.log").read_text()
+    assert "Traceback" not in out, out
+
+
+def _xid_history(now: int, new_xid_at: int) -> str:
+    """dcgm-exporter's XID series of node `bad`, GPU 3, every 10 s from 30 minutes ago: the gauge at 79 all
+    along (an XID from before, never cleared: NVIDIA/dcgm-exporter#500), the windowed count 0 until
+    `new_xid_at`, when XID 79 comes again (5-minute window)."""
+    gpu = 'node="bad",gpu="3"'
+    times = range(now - now % 10 - 1800, now + 600, 10)
+    gauge = [f"DCGM_FI_DEV_XID_ERRORS{{{gpu}}} 79 {t}" for t in times]
+    quiet = [f"DCGM_EXP_XID_ERRORS_COUNT{{{gpu}}} 0 {t}" for t in times if t < new_xid_at]
+    recent = [f'DCGM_EXP_XID_ERRORS_COUNT{{{gpu},xid="79"}} 1 {t}' for t in times if t >= new_xid_at]
+    lines = ["# TYPE DCGM_FI_DEV_XID_ERRORS gauge", *gauge]
+    lines += ["# TYPE DCGM_EXP_XID_ERRORS_COUNT gauge", *quiet, *recent, "# EOF"]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.skipif(
+    shutil.which("prometheus") is None or shutil.which("promtool") is None,
+    reason="prometheus/promtool not on PATH (CI installs Debian's prometheus)",
+)
+def test_a_node_quarantined_for_an_xid_returns_by_diagnostic_while_the_stale_gauge_stays(tmp_path):
+    """Issue 30 (5), against a real Prometheus: the node was quarantined for XID 79 twenty minutes ago and its
+    rerun diagnostic passed; DCGM's last-XID gauge still says 79 (and will until dcgm-exporter restarts). It
+    returns, stays returned, and is quarantined again only when a NEW XID arrives."""
+    now = int(time.time())
+    new_xid_at = now - now % 10 + 40
+    since, rerun = now - 20 * 60, now - 19 * 60
+    node = kube_node("bad")
+    node["spec"] = {
+        "unschedulable": True,
+        "taints": [
+            *node["spec"]["taints"],
+            {"key": QUARANTINE_TAINT, "value": "xid-79", "effect": "NoSchedule"},
+        ],
+    }
+    node["metadata"]["annotations"] = {
+        QUARANTINED_AT_ANNOTATION: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(since)),
+        CORDONED_BY_ANNOTATION: CONTROLLER_NAME,
+        REDIAGNOSED_AT_ANNOTATION: time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(rerun)),
+        REDIAGNOSE_ATTEMPTS_ANNOTATION: "1",
+    }
+    node["status"]["conditions"] = [{"type": QUARANTINE_CONDITION, "status": "True", "reason": "Xid79"}]
+    passed = diag_pod("bad", started=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(rerun + 30)))
+    kube = FakeKube([node, passed])
+    prom = tmp_path / "prometheus"
+    prom.mkdir()
+    with (
+        backfilled(prom, _xid_history(now, new_xid_at)) as url,
+        operator(tmp_path, kube, prometheusUrl=url) as proc,
+    ):
+        wait_for(
+            "returned",
+            lambda: (condition(kube.get_obj("nodes", "bad")) or {}).get("status") == "False",
+            proc,
+        )
+        bad = kube.get_obj("nodes", "bad")
+        assert QUARANTINE_TAINT not in taint_keys(bad) and not bad["spec"]["unschedulable"]
+        assert RETURNED_AT_ANNOTATION in bad["metadata"]["annotations"]
+        # Stays returned round after round while the gauge still says 79.
+        time.sleep(max(0.0, new_xid_at - 3 - time.time()))
+        assert condition(kube.get_obj("nodes", "bad"))["status"] == "False"
+        assert not kube.events(EVENT_QUARANTINED)
+        # A new XID 79: out again.
+        wait_for(
+            "quarantined again",
+            lambda: condition(kube.get_obj("nodes", "bad"))["status"] == "True",
+            proc,
+        )
+        assert taint_keys(kube.get_obj("nodes", "bad"))[QUARANTINE_TAINT] == "xid-79"
+        assert len(kube.events(EVENT_QUARANTINED)) == 1
     out = (tmp_path / "operator.log").read_text()
     assert "Traceback" not in out, out
 

@@ -338,4 +338,12 @@ def test_controller_knows_which_teams_quarantine_their_straggler_nodes():
     obj["teams"][0]["stragglers"] = "quarantine"
     config = config_of(plan_object(obj))
     assert config["stragglers"]["quarantineNamespaces"] == [obj["teams"][0]["name"]]
-    assert config["quarantine"] == {"evictGpuPods": True, "rediagnose": True, "replaceAfterMinutes": 30}
+    assert config["quarantine"] == {
+        "evictGpuPods": True,
+        "rediagnose": True,
+        "replaceAfterMinutes": 30,
+        # Issue 30 (4): the rerun waits for the node's GPU pods, a skipped run is retried.
+        "waitForGpuPods": True,
+        "rediagnoseRetries": 3,
+        "rediagnoseBackoffSeconds": 60,
+    }

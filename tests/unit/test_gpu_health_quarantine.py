@@ -11,7 +11,7 @@ from components.incluster.node_reconcile import Controller
 from components.incluster.node_recovery import Context
 from components.incluster.node_recovery import plan as recovery_plan
 from components.incluster.node_return import Policy, Replacement, rfc3339
-from components.incluster.quarantine import condition_reason, is_gpu_pod, plan_node
+from components.incluster.quarantine import condition_reason, holds_gpus, is_gpu_pod, plan_node
 from components.incluster.recovery_names import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
@@ -104,19 +104,27 @@ def test_without_eviction_the_node_is_tainted_and_marked_but_neither_cordoned_no
 
 
 @pytest.mark.parametrize(
-    ("p", "evicted"),
+    ("p", "evicted", "holds"),
     [
-        (pod(gpus=8), True),
-        (pod(gpus=1, where="requests"), True),
-        (pod(), False),  # no GPU: stays
-        (pod(gpus=0), False),
-        (pod(gpus=1, owner="DaemonSet"), False),  # the GPU stack's agents (DCGM exporter, device plugin)
-        (pod(gpus=8, phase="Succeeded"), False),
-        (pod(gpus=8, deleting=True), False),  # on its way already
+        (pod(gpus=8), True, True),
+        (pod(gpus=1, where="requests"), True, True),
+        (pod(), False, False),  # no GPU: stays
+        (pod(gpus=0), False, False),
+        (
+            pod(gpus=1, owner="DaemonSet"),
+            False,
+            False,
+        ),  # the GPU stack's agents (DCGM exporter, device plugin)
+        (pod(gpus=8, phase="Succeeded"), False, False),
+        (pod(gpus=8, phase="Failed"), False, False),
+        # On its way already: not evicted again, but its GPUs stay busy until it has terminated, so the
+        # node's re-diagnosis waits for it (issue 30 (4)).
+        (pod(gpus=8, deleting=True), False, True),
     ],
 )
-def test_only_running_gpu_pods_not_of_a_daemonset_are_evicted(p, evicted):
+def test_only_running_gpu_pods_not_of_a_daemonset_are_evicted(p, evicted, holds):
     assert is_gpu_pod(p) is evicted
+    assert holds_gpus(p) is holds
 
 
 def test_condition_reasons_are_camel_case():

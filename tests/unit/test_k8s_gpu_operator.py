@@ -195,6 +195,11 @@ def test_dcgm_exporter_collects_every_dcgm_field_rules_and_dashboards_use():
     used = {n for _, e in all_exprs() for n in metric_names(e) if n.startswith("DCGM_")}
     assert used <= collected, used - collected
     assert used <= DCGM_METRICS
+    # The health controller's XID signal reads the exporter's windowed XID count (issue 30 (5)).
+    from components.incluster.gpu_health import XID_QUERY
+
+    assert metric_names(XID_QUERY) == {"DCGM_EXP_XID_ERRORS_COUNT", "DCGM_FI_DEV_XID_ERRORS"}
+    assert metric_names(XID_QUERY) <= collected & DCGM_METRICS
     # The health alerts need fields the exporter does not collect by default.
     assert {
         "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL",

@@ -119,6 +119,7 @@ def mode(stack: str, pool_name: str, pool_nodes: int, *false_conditions: str) ->
         policy=nr.Policy(),
         pool=nr.Replacement.from_config(pool),
         pool_nodes=pool_nodes,
+        gpu_pods=0,
         now=T0 + 31 * 60,
     )
     return d.state

@@ -19,6 +19,8 @@ from components.incluster.recovery_names import (
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT,
     QUARANTINED_AT_ANNOTATION,
+    REDIAGNOSE_ATTEMPTS_ANNOTATION,
+    REDIAGNOSED_AT_ANNOTATION,
     REPLACEMENT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
@@ -67,9 +69,16 @@ def diag(
 BEFORE = diag("pass", created=T0 - 3600, started=T0 - 3500)  # the node-start run, before the quarantine
 
 
-def decide(n, *, d=BEFORE, signals=(), pool=AUTOSCALED, pool_nodes=3, now=T0 + 5 * MIN, **policy):
+def decide(n, *, d=BEFORE, signals=(), pool=AUTOSCALED, pool_nodes=3, gpu_pods=0, now=T0 + 5 * MIN, **policy):
     return nr.decide(
-        n, diag=d, signals=signals, policy=nr.Policy(**policy), pool=pool, pool_nodes=pool_nodes, now=now
+        n,
+        diag=d,
+        signals=signals,
+        policy=nr.Policy(**policy),
+        pool=pool,
+        pool_nodes=pool_nodes,
+        gpu_pods=gpu_pods,
+        now=now,
     )
 
 
@@ -115,7 +124,13 @@ CASES = [
         [],
     ),
     ("a failed rediagnosis: kept until replaceAfterMinutes", node(), {"d": diag("fail")}, "waiting", []),
-    ("a skipped rediagnosis (GPUs busy) is no pass", node(), {"d": diag("skipped")}, "waiting", []),
+    (
+        "a skipped run since the quarantine (GPUs busy) is no pass: run again",
+        node(),
+        {"d": diag("skipped")},
+        "rediagnosing",
+        [EVENT_REDIAGNOSING],
+    ),
     (
         "a pass whose run started before the quarantine (pod made after) is no pass",
         node(),
@@ -124,6 +139,20 @@ CASES = [
         [],
     ),
     ("rediagnose off: no diagnostic pod deleted", node(), {"rediagnose": False}, "waiting", []),
+    (
+        "GPU pods still on the node (terminating ones too): no rediagnosis yet",
+        node(),
+        {"gpu_pods": 2},
+        "waiting",
+        [],
+    ),
+    (
+        "our rerun was skipped (GPUs busy), backoff passed: retried",
+        node(**{REDIAGNOSED_AT_ANNOTATION: nr.rfc3339(T0 + MIN)}),
+        {"d": diag("skipped", created=T0 + MIN, started=T0 + MIN)},
+        "rediagnosing",
+        [EVENT_REDIAGNOSING],
+    ),
     (
         "no diagnostic pod on the node (diagnostic off): nothing to rerun",
         node(),
@@ -241,6 +270,53 @@ def test_rediagnosis_deletes_the_old_diagnostic_pod_once_per_quarantine():
     # A later quarantine of the same node (quarantined-at moved on) reruns it again.
     later = apply(n, nr.Decision(annotations={QUARANTINED_AT_ANNOTATION: nr.rfc3339(T0 + 3600)}))
     assert decide(later, d=diag("pass", created=T0, started=T0 + MIN), now=T0 + 3700).delete_diag_pod
+
+
+def test_no_rediagnosis_while_the_nodes_gpu_pods_terminate_then_a_skipped_run_is_retried_with_backoff():
+    """Issue 30 (4): the evicted trainers hold their GPUs through their grace period. The rerun waits for
+    them; a run that still found the GPUs busy (`skipped`) is retried, with backoff, a bounded number of
+    times, each counted on the node and announced."""
+    evicted = T0 + 10  # the GPU pods were evicted 10 s after the quarantine, grace period 120 s
+    n = node()
+    for now in (evicted, evicted + 60, evicted + 119):
+        assert not decide(n, gpu_pods=1, now=now).delete_diag_pod, now  # terminating: GPUs still busy
+    first = decide(n, gpu_pods=0, now=evicted + 121)
+    assert first.delete_diag_pod == "trainplane-gpu-diag-abc"
+    assert first.annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "1"
+    n, at = apply(n, first), evicted + 121
+    # A process outlived its pod: the new run ends skipped. Retried only after the backoff (60 s, then 120 s,
+    # 240 s), never while a GPU pod is back on the node, at most `retries` (3) times.
+    for attempt, backoff in ((2, 60), (3, 120), (4, 240)):
+        skipped = diag("skipped", created=at + 5, started=at + 6)
+        assert not decide(n, d=skipped, now=at + backoff - 1)
+        assert not decide(n, d=skipped, gpu_pods=1, now=at + backoff).delete_diag_pod
+        retry = decide(n, d=skipped, now=at + backoff)
+        assert retry.annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == str(attempt)
+        assert retry.annotations[REDIAGNOSED_AT_ANNOTATION] == nr.rfc3339(at + backoff)
+        (event,) = retry.events
+        assert event.reason == EVENT_REDIAGNOSING and f"retry {attempt - 1}/3" in event.message
+        n, at = apply(n, retry), at + backoff
+    last = diag("skipped", created=at + 5, started=at + 6)
+    assert not decide(n, d=last, now=at + 3600 - 1).delete_diag_pod  # the budget is spent
+    assert decide(n, d=last, now=T0 + 31 * MIN).state == "autoscaler"  # rule 4 takes it
+    # A retry that passes returns the node and clears the count.
+    back = decide(n, d=diag("pass", created=at + 5, started=at + 6), now=at + 600)
+    assert back.state == "returned" and back.annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] is None
+    # A failed or pending run of ours is never retried (a failure is a signal, pending is running).
+    for result in ("fail", "error", "pending"):
+        assert not decide(n, d=diag(result, created=at + 5, started=at + 6), now=at + 600).delete_diag_pod
+
+
+def test_a_skipped_run_of_a_node_quarantined_before_its_first_diagnostic_and_a_refused_deletion_are_retried():
+    # The node-start run came after the quarantine (it was quarantined for missing GPUs) and was skipped.
+    late = diag("skipped", created=T0 + MIN, started=T0 + MIN)
+    assert decide(node(), d=late).annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "1"
+    # Our deletion of the run from before the quarantine was refused (the pod is still there, not deleting):
+    # asked again after the backoff, counted.
+    n = apply(node(), decide(node(), now=T0 + 5 * MIN))
+    assert not decide(n, now=T0 + 5 * MIN + 59)
+    again = decide(n, now=T0 + 6 * MIN)
+    assert again.delete_diag_pod and again.annotations[REDIAGNOSE_ATTEMPTS_ANNOTATION] == "2"
 
 
 def test_the_hold_keeps_the_autoscaler_off_until_the_hand_off_and_never_touches_an_admin_hold():

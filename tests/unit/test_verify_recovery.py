@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import json
 from typing import Any
 
 import pytest
@@ -451,3 +452,57 @@ def test_a_team_idle_policy_needs_the_idle_permissions():
     assert lines_ and f"may not {wanted}:" in lines_[0] and "IDLE_PERMISSIONS" in lines_[0], lines_
     # without an idle policy the recovery loop's permissions are enough
     assert found(edit(aws(), kind("ClusterRole", CONTROLLER), without_idle), "controller") == []
+
+
+# ---- rediagnose-gate (issue 30 (4)) ---------------------------------------------------------------------
+
+
+def _config(change):
+    """Edit the controller's config.json in its ConfigMap."""
+
+    def edit_cm(inputs: dict) -> None:
+        config = json.loads(inputs["data"]["config.json"])
+        change(config)
+        inputs["data"] = {**inputs["data"], "config.json": json.dumps(config)}
+
+    return edit(aws(), kind("ConfigMap", CONTROLLER), edit_cm)
+
+
+def test_the_rediagnosis_waits_for_the_gpu_pods_on_the_reference_stacks():
+    assert found(aws(), "rediagnose-gate") == []
+    assert found(completed(plan("gcp-dev")), "rediagnose-gate") == []
+    examined = run(aws(), "recovery").check("recovery").examined
+    assert f"rediagnose-gate ConfigMap {NS}/{CONTROLLER}" in examined
+
+
+def test_a_controller_config_without_the_gate_or_without_retries_fails():
+    off = found(_config(lambda c: c["quarantine"].update(waitForGpuPods=False)), "rediagnose-gate")
+    assert len(off) == 1 and "waitForGpuPods False" in off[0] and "still terminating" in off[0], off
+    never = found(_config(lambda c: c["quarantine"].update(rediagnoseRetries=0)), "rediagnose-gate")
+    assert len(never) == 1 and "rediagnoseRetries 0" in never[0] and "never retried" in never[0], never
+    # No rerun at all: nothing to gate.
+    assert (
+        found(
+            _config(lambda c: c["quarantine"].update(rediagnose=False, waitForGpuPods=False)),
+            "rediagnose-gate",
+        )
+        == []
+    )
+
+
+def test_a_controller_that_cannot_see_every_namespaces_pods_fails():
+    def one_namespace(inputs: dict) -> None:
+        (c,) = inputs["spec"]["template"]["spec"]["containers"]
+        c["command"] = [a for a in c["command"] if a != "--all-namespaces"] + ["--namespace=gpu-operator"]
+
+    lines_ = found(edit(aws(), kind("Deployment", CONTROLLER), one_namespace), "rediagnose-gate")
+    assert len(lines_) == 1 and "without --all-namespaces" in lines_[0], lines_
+
+    def no_pod_watch(inputs: dict) -> None:
+        _grant_permissions(inputs)
+        for r in inputs["rules"]:
+            if r["resources"] == ["pods"]:
+                r["verbs"] = ["get"]
+
+    lines_ = found(edit(aws(), kind("ClusterRole", CONTROLLER), no_pod_watch), "rediagnose-gate")
+    assert len(lines_) == 1 and "may not list, watch pods cluster-wide" in lines_[0], lines_

@@ -100,6 +100,10 @@ DCGM_HEALTH_FIELDS: dict[str, tuple[str, str]] = {
     "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": ("counter", "NVLink recovery errors."),
     # 112: bitmask of current clock event (throttle) reasons; CLOCK_THROTTLE_REASONS is its legacy alias.
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("gauge", "Current clock event reasons (bitmask)."),
+    # Not a DCGM field: the exporter's own count of each XID's events in its window (label `xid`;
+    # counters.IdentifyMetricType, collector/xid_collector.go). It goes down as the window moves on, so a
+    # gauge; the health controller's XID signal (gpu_health_agent.XID_QUERY) reads it.
+    "DCGM_EXP_XID_ERRORS_COUNT": ("gauge", "Count of XID errors in the last window per XID."),
 }
 DCGM_EXPORTER_FIELDS = {**DCGM_DEFAULT_FIELDS, **DCGM_HEALTH_FIELDS}
 

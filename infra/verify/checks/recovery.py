@@ -18,7 +18,9 @@ The names are the contract's (components/incluster/recovery_names.py). Each find
 - `rules`: with observability on (Prometheus and its alert rules), the PrometheusRules hold the loop's
   recording rules and alerts by name;
 - `straggler-policy`: a team with `stragglers: quarantine` needs gpuHealth on, the straggler alert
-  (observability.alerts) and a controller that may reach Prometheus (NetworkPolicy).
+  (observability.alerts) and a controller that may reach Prometheus (NetworkPolicy);
+- `rediagnose-gate`: the re-diagnosis of a quarantined node cannot start before the node's GPU pods are
+  gone (recovery_gate.py).
 """
 
 from __future__ import annotations
@@ -332,7 +334,11 @@ def run(ctx: Context) -> CheckResult:
     spec = _spec(ctx)
     health = _health_on(ctx, spec, res)
     if health:
+        # Imported here: recovery_gate uses this module's RBAC matching.
+        from infra.verify.checks.recovery_gate import check_rediagnose_gate
+
         check_controller(ctx, res, spec)
+        check_rediagnose_gate(ctx, res)
     else:
         res.note("gpuHealth is off: no GPU health controller, nothing quarantines a faulty node")
     check_rules(ctx, res, spec)
