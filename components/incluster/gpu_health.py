@@ -333,7 +333,7 @@ class GpuHealth(pulumi.ComponentResource):
             metadata=meta(CONTROLLER, labels=labels),
             spec={
                 "replicas": 1,
-                # One writer at a time; a patch also guards itself with the node's resourceVersion.
+                # One operator at a time: kopf --standalone has no peering (kopf docs, "Health-checks").
                 "strategy": {"type": "Recreate"},
                 "selector": {"matchLabels": labels},
                 "template": {
