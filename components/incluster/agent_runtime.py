@@ -23,6 +23,18 @@ SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 JSON_PATCH = "application/json-patch+json"
 
 
+def liveness_probe(heartbeat: str, max_age_s: int) -> dict[str, Any]:
+    """An exec probe that fails once `heartbeat` (run's --heartbeat) is older than `max_age_s` or absent."""
+    check = f"import os,sys,time; sys.exit(time.time() - os.stat({heartbeat!r}).st_mtime > {max_age_s})"
+    return {
+        "exec": {"command": ["python3", "-c", check]},
+        "initialDelaySeconds": 60,
+        "periodSeconds": 60,
+        "timeoutSeconds": 10,
+        "failureThreshold": 3,
+    }
+
+
 def quantity(value: Any) -> int | None:
     """An integer extended-resource quantity ("8"); None when absent or not a plain integer.
 
@@ -81,6 +93,9 @@ def run(
     parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", required=True)
     parser.add_argument("--once", action="store_true", help="one round, then exit")
+    # Written after every round, failed ones included: the pod's liveness probe restarts a loop that
+    # stopped coming round, not one whose rounds the API refuses (those are logged and retried).
+    parser.add_argument("--heartbeat", help="a file whose mtime is the end of the last round")
     host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
     parser.add_argument("--api-url", default=f"https://{host}:{port}" if host else None)
     parser.add_argument("--token-file", default=f"{SA_DIR}/token")
@@ -101,6 +116,9 @@ def run(
             log("round_failed", error=repr(e))
             if args.once:
                 return 1
+        if args.heartbeat:
+            with open(args.heartbeat, "w") as f:
+                f.write(f"{time.time():.0f}\n")
         if args.once:
             return 0
         time.sleep(float(config["intervalSeconds"]))

@@ -3,7 +3,10 @@
 What it does and why this design (quota driven by the block's dates, not an AdmissionCheck and not the
 block's Ready nodes) is in block_window_agent.py, the controller itself. It ships and runs as the GPU
 health controller does (gpu_health.py): the agent and the quota rule it shares with the plan
-(kueue_quota.py) in a ConfigMap, run by a stock Python image as a one-replica Deployment.
+(kueue_quota.py) in a ConfigMap, run by a stock Python image (or `platform.images.blockWindow`) as a one-replica Deployment
+with `strategy: Recreate`: two agents would patch the same ClusterQueues from two clocks, and a rolling
+update runs the old and the new side by side. It takes no lease (a second replica is never asked for);
+its liveness probe reads the heartbeat each round writes (agent_runtime.run --heartbeat).
 
 Least privilege: the controller reads and patches the team ClusterQueues by name (a ClusterRole with
 `resourceNames`), nothing else; it runs as nobody with a read-only root file system and no capabilities.
@@ -25,7 +28,7 @@ import pulumi_kubernetes as k8s
 from components.bundle import NodePoolInfo
 from components.incluster import agent_runtime, kueue_quota
 from components.incluster import block_window_agent as agent
-from components.incluster.gpu_health import PYTHON_IMAGE
+from components.incluster.gpu_health_controller import PYTHON_IMAGE
 from components.incluster.placement import flavor_groups
 from components.spec import QueueingSpec, TeamSpec
 
@@ -34,6 +37,8 @@ CONTROLLER = "trainplane-block-window"
 # Blocks for ML"): no job is admitted to the block after that.
 DRAIN_SECONDS = 30 * 60
 MOUNT = "/opt/block-window"
+# The root file system is read-only: the heartbeat goes to an emptyDir.
+HEARTBEAT = "/tmp/alive"
 
 
 def block_flavors(pools: Sequence[NodePoolInfo]) -> list[tuple[str, list[NodePoolInfo]]]:
@@ -76,7 +81,9 @@ def controller_config(
     }
 
 
-def controller_pod(config_map: str) -> dict[str, Any]:
+def controller_pod(config_map: str, image: str | None = None) -> dict[str, Any]:
+    """The agent's pod: the stock Python image, or `image` (`platform.images.blockWindow`, by digest). It
+    installs nothing: the agent needs only the standard library."""
     return {
         "serviceAccountName": CONTROLLER,
         "securityContext": {
@@ -88,19 +95,34 @@ def controller_pod(config_map: str) -> dict[str, Any]:
         "containers": [
             {
                 "name": "controller",
-                "image": PYTHON_IMAGE,
-                "command": ["python3", f"{MOUNT}/agent.py", "--config", f"{MOUNT}/config.json"],
+                "image": image or PYTHON_IMAGE,
+                "command": [
+                    "python3",
+                    f"{MOUNT}/agent.py",
+                    "--config",
+                    f"{MOUNT}/config.json",
+                    "--heartbeat",
+                    HEARTBEAT,
+                ],
                 "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
+                # A round every 60 s (controller_config): five missed rounds restart the agent.
+                "livenessProbe": agent_runtime.liveness_probe(HEARTBEAT, 300),
                 "resources": {"requests": {"cpu": "5m", "memory": "32Mi"}, "limits": {"memory": "64Mi"}},
                 "securityContext": {
                     "allowPrivilegeEscalation": False,
                     "readOnlyRootFilesystem": True,
                     "capabilities": {"drop": ["ALL"]},
                 },
-                "volumeMounts": [{"name": "agent", "mountPath": MOUNT, "readOnly": True}],
+                "volumeMounts": [
+                    {"name": "agent", "mountPath": MOUNT, "readOnly": True},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
             }
         ],
-        "volumes": [{"name": "agent", "configMap": {"name": config_map}}],
+        "volumes": [
+            {"name": "agent", "configMap": {"name": config_map}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "1Mi"}},
+        ],
     }
 
 
@@ -114,6 +136,8 @@ class BlockWindowArgs:
     namespace: pulumi.Input[str]
     # The ClusterQueues it patches (it waits for them).
     cluster_queues: Sequence[pulumi.Resource] = ()
+    # `platform.images.blockWindow`: a Python 3.12 image by digest instead of the stock one.
+    image: str | None = None
 
 
 class BlockWindow(pulumi.ComponentResource):
@@ -177,7 +201,7 @@ class BlockWindow(pulumi.ComponentResource):
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels, "annotations": {"trainplane.dev/config-digest": digest}},
-                    "spec": controller_pod(cm.metadata["name"]),
+                    "spec": controller_pod(cm.metadata["name"], args.image),
                 },
             },
             opts=pulumi.ResourceOptions(parent=self, depends_on=[role, binding, *args.cluster_queues]),

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -41,7 +41,6 @@ from components.bundle import (
 from components.incluster import gpu_health_agent as agent
 from components.incluster import recovery_names
 from components.incluster.gpu_health_controller import (
-    PYTHON_IMAGE,  # noqa: F401  (block_window.py runs on the same image)
     IdleTeam,
     controller_pod,
     controller_pod_monitor,
@@ -51,7 +50,7 @@ from components.incluster.gpu_health_controller import (
 )
 from components.incluster.job_pod import CONTAINER as TRAINER_CONTAINER
 from components.incluster.names import JOB_LABEL, PROMETHEUS_RELEASE
-from components.spec import GpuHealthSpec, GpuOperatorSpec
+from components.spec import AgentImagesSpec, GpuHealthSpec, GpuOperatorSpec
 
 CONTROLLER = recovery_names.CONTROLLER_NAME
 DIAG = "trainplane-gpu-diag"
@@ -196,7 +195,10 @@ def gpu_pool_tolerations(bundle: ClusterBundle) -> list[dict[str, str]]:
     return gpu_taint_tolerations(bundle.node_pools, HEALTH_TAINT_KEYS)
 
 
-def diag_pod(config_map: str, bundle: ClusterBundle, level: int) -> dict[str, Any]:
+def diag_pod(
+    config_map: str, bundle: ClusterBundle, level: int, images: AgentImagesSpec | None = None
+) -> dict[str, Any]:
+    images = images or AgentImagesSpec()
     return {
         "serviceAccountName": DIAG,
         # The diagnostic talks to no API.
@@ -207,7 +209,7 @@ def diag_pod(config_map: str, bundle: ClusterBundle, level: int) -> dict[str, An
         "initContainers": [
             {
                 "name": DIAG_CONTAINER,
-                "image": DCGM_IMAGE,
+                "image": images.gpu_diagnostic or DCGM_IMAGE,
                 "command": ["/bin/bash", "/opt/diag/diag.sh"],
                 "env": [
                     # Every GPU of the node, without requesting any (the nvidia runtime class reads these).
@@ -231,7 +233,7 @@ def diag_pod(config_map: str, bundle: ClusterBundle, level: int) -> dict[str, An
         "containers": [
             {
                 "name": "done",
-                "image": PAUSE_IMAGE,
+                "image": images.pause or PAUSE_IMAGE,
                 "resources": {"requests": {"cpu": "1m", "memory": "8Mi"}, "limits": {"memory": "16Mi"}},
                 "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
             }
@@ -256,6 +258,8 @@ class GpuHealthArgs:
     straggler_quarantine: tuple[str, ...] = ()
     # The teams with an idle policy (teams[].idle): the controller's idle round, its RBAC and PodMonitor.
     idle_teams: tuple[IdleTeam, ...] = ()
+    # The controller's and the diagnostic's image overrides (`platform.images`).
+    images: AgentImagesSpec = field(default_factory=AgentImagesSpec)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -334,13 +338,15 @@ class GpuHealth(pulumi.ComponentResource):
             metadata=meta(CONTROLLER, labels=labels),
             spec={
                 "replicas": 1,
-                # One writer at a time; a patch also guards itself with the node's resourceVersion.
+                # One operator at a time: kopf --standalone has no peering (kopf docs, "Health-checks").
                 "strategy": {"type": "Recreate"},
                 "selector": {"matchLabels": labels},
                 "template": {
                     "metadata": {"labels": labels, "annotations": {"trainplane.dev/config-digest": digest}},
                     "spec": controller_pod(
-                        agent_cm.metadata["name"], health.controller_image, metrics=bool(args.idle_teams)
+                        agent_cm.metadata["name"],
+                        args.images.gpu_health_controller,
+                        metrics=bool(args.idle_teams),
                     ),
                 },
             },
@@ -388,7 +394,7 @@ class GpuHealth(pulumi.ComponentResource):
                     "updateStrategy": {"type": "RollingUpdate"},
                     "template": {
                         "metadata": {"labels": diag_labels},
-                        "spec": diag_pod(script.metadata["name"], args.bundle, level),
+                        "spec": diag_pod(script.metadata["name"], args.bundle, level, args.images),
                     },
                 },
                 opts=pulumi.ResourceOptions(parent=self, depends_on=waits),

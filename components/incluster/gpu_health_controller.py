@@ -31,7 +31,7 @@ from components.spec import IdleSpec
 IdleTeam = tuple[str, str, IdleSpec]
 
 # The controller runs kopf on a stock Python; an init container installs kopf's pinned, hashed wheels
-# (gpu_health_requirements.txt) into an emptyDir, unless `gpuHealth.controllerImage` names an image that
+# (gpu_health_requirements.txt) into an emptyDir, unless `images.gpuHealthController` names an image that
 # already has them (clusters without egress to PyPI).
 PYTHON_IMAGE = "docker.io/library/python:3.12-slim"
 REQUIREMENTS = Path(__file__).with_name("gpu_health_requirements.txt")

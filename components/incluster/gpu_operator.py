@@ -11,7 +11,7 @@ components/kubernetes/cluster.py for what each cloud sends.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pulumi
@@ -23,7 +23,7 @@ from components.charts import CHARTS
 from components.incluster.dashboards.metrics import dcgm_exporter_csv
 from components.incluster.gpu_health import HEALTH_TAINT_KEYS, GpuHealth, GpuHealthArgs, IdleTeam
 from components.incluster.names import GPU_OPERATOR_NAMESPACE, GPU_OPERATOR_RELEASE, GPU_OPERATOR_TIMEOUT_S
-from components.spec import GpuHealthSpec, GpuOperatorSpec
+from components.spec import AgentImagesSpec, GpuHealthSpec, GpuOperatorSpec
 
 # The exporter's metrics list. dcgm-exporter reads it from this ConfigMap (key `metrics`) through the API
 # when DCGM_EXPORTER_CONFIGMAP_DATA=<namespace>:<name> is set (4.5.3-4.8.2 counters.readConfigMap); the
@@ -179,6 +179,8 @@ class GpuOperatorArgs:
     straggler_quarantine: tuple[str, ...] = ()
     # The teams with an idle policy (gpu_health.IdleTeam).
     idle_teams: tuple[IdleTeam, ...] = ()
+    # The health controller's and diagnostic's image overrides (`platform.images`).
+    images: AgentImagesSpec = field(default_factory=AgentImagesSpec)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -252,6 +254,7 @@ class GpuOperator(pulumi.ComponentResource):
                     operator=self.release,
                     straggler_quarantine=args.straggler_quarantine,
                     idle_teams=args.idle_teams,
+                    images=args.images,
                 ),
                 child,
             )

@@ -107,6 +107,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                     team_namespace(t) for t in spec.teams if t.stragglers == "quarantine"
                 ),
                 idle_teams=tuple((t.name, team_namespace(t), t.idle) for t in spec.teams if t.idle),
+                images=spec.images,
             ),
             child,
         )
@@ -137,6 +138,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                         for p in spec.node_pools
                         if p.capacity == "capacity-block" and p.block_start and p.block_end
                     },
+                    block_window_image=spec.images.block_window,
                 ),
                 child,
             )

@@ -66,6 +66,8 @@ class QueueingArgs:
     jobset: k8s.helm.v3.Release | None = None
     # capacity-block pool name -> (blockStart, blockEnd): Kueue admits to the block only between them.
     block_windows: Mapping[str, tuple[datetime, datetime]] = field(default_factory=dict)
+    # The block-window controller's image override (`platform.images.blockWindow`).
+    block_window_image: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,6 +178,7 @@ class Queueing(pulumi.ComponentResource):
                     windows=args.block_windows,
                     namespace=ns.metadata["name"],
                     cluster_queues=list(cqs.values()),
+                    image=args.block_window_image,
                 ),
                 pulumi.ResourceOptions(parent=self),
             )

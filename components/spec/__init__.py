@@ -22,6 +22,7 @@ from components.spec.job import (
 )
 from components.spec.platform import (
     APPLICATION_XIDS,
+    AgentImagesSpec,
     Capacity,
     ClusterSpec,
     GpuDiagnosticSpec,
@@ -49,6 +50,7 @@ from components.spec.rules import check_platform
 
 __all__ = [
     "APPLICATION_XIDS",
+    "AgentImagesSpec",
     "Capacity",
     "ClusterSpec",
     "ConfigError",

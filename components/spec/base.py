@@ -28,10 +28,17 @@ _DNS_LABEL_ANY_CASE = r"[A-Za-z0-9]([-A-Za-z0-9]*[A-Za-z0-9])?"
 API_SERVER = (
     rf"^https://{_DNS_LABEL_ANY_CASE}(\.{_DNS_LABEL_ANY_CASE})*(:[0-9]{{1,5}})?(/[-A-Za-z0-9._~/]*)?$"
 )
+# An image pinned by digest: `<repository>@sha256:<64 lowercase hex digits>` (a tag may stand before the
+# digest; the runtime then pulls by the digest alone).
+DIGEST_IMAGE = r"^[a-z0-9][-a-z0-9._/:]*@sha256:[0-9a-f]{64}$"
 PATTERN_WORDS = {
     DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
     DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
     K8S_MINOR: 'a Kubernetes minor version in quotes, e.g. "1.33"',
+    DIGEST_IMAGE: (
+        "an image pinned by digest, <repository>@sha256:<64 hex digits>; a tag alone is not pinned (the "
+        "registry may serve other content under it)"
+    ),
     API_SERVER: "an https URL of an API server, e.g. https://lab-api.example.internal:6443",
 }
 

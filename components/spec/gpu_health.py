@@ -5,7 +5,7 @@ components.spec.platform, where the platform spec uses them.
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from components.spec.base import Spec
 
@@ -49,7 +49,14 @@ class GpuHealthSpec(Spec):
     ignored_xids: list[int] = Field(default_factory=lambda: list(APPLICATION_XIDS))
     stragglers: StragglerSpec = StragglerSpec()
     quarantine: QuarantineSpec = QuarantineSpec()
-    # An image with Python 3.12 and kopf 1.45.2 (components/incluster/gpu_health_requirements.txt) for the
-    # health controller, on clusters whose nodes cannot reach PyPI; by default a stock python image
-    # installs the pinned, hashed wheels at start.
+    # Moved to `images.gpuHealthController` (one place for every agent's image, pinned by digest).
     controller_image: str | None = None
+
+    @field_validator("controller_image")
+    @classmethod
+    def _moved(cls, v: str | None) -> str | None:
+        if v is not None:
+            raise ValueError(
+                "moved to images.gpuHealthController (pinned by digest, <repository>@sha256:<64 hex digits>)"
+            )
+        return v

@@ -27,6 +27,7 @@ from components.spec.gpu_health import (  # noqa: F401 (re-exported: the platfor
     QuarantineSpec,
     StragglerSpec,
 )
+from components.spec.images import AgentImagesSpec
 
 if TYPE_CHECKING:
     from components.catalog import MachineShape
@@ -100,6 +101,11 @@ class NetworkSpec(Spec):
     # Address block of the GPUDirect fabric networks (one /20 subnet each), for GPU machine types with
     # GPU NICs; default 192.168.0.0/16.
     fabric_cidr: ipaddress.IPv4Network | None = None
+    # Whether the nodes reach the internet (a NAT or public addresses). None: as the platform builds it
+    # (its own network has a NAT; see infra/verify/checks/egress.py for a brought one). false: only
+    # private endpoints, so every agent's image must come by digest from a private registry
+    # (`images`) and nothing may install at start; `trainplane verify` fails it otherwise.
+    internet_egress: bool | None = None
 
 
 class Taint(Spec):
@@ -303,6 +309,7 @@ class PlatformSpec(Spec):
     gpu_health: GpuHealthSpec = GpuHealthSpec()
     queueing: QueueingSpec = QueueingSpec()
     pricing: PricingSpec = PricingSpec()
+    images: AgentImagesSpec = AgentImagesSpec()
     tags: dict[str, str] = Field(default_factory=dict)
     # Who owns and pays for the platform's shared resources: tags `team` and `cost-center` on every cloud
     # resource that takes tags (GCP: labels), labels on its Kubernetes namespaces (`resource_tags`).

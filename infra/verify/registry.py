@@ -96,6 +96,11 @@ REGISTRY: tuple[Check, ...] = (
         _C + "idle:run",
     ),
     Check(
+        "egress",
+        "without internet egress, every agent's image is pinned by digest from a private registry and nothing installs at start",
+        _C + "egress:run",
+    ),
+    Check(
         "cloud",
         "create calls the cloud refuses, or makes too early",
         _C + "create_rules:run",

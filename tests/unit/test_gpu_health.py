@@ -217,9 +217,10 @@ def test_controller_runs_kopf_standalone_from_hashed_wheels_or_the_given_image()
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env["PYTHONPATH"] == "/opt/gpu-health-deps:/opt/gpu-health"
     obj = platform_object("aws-dev")
-    obj["gpuHealth"] = {"controllerImage": "registry.example/gpu-health:1"}
+    image = "registry.example/gpu-health@sha256:" + "0" * 64
+    obj["images"] = {"gpuHealthController": image}
     pod = objects(plan_object(obj), "apps/v1:Deployment")["trainplane-gpu-health"]["spec"]["template"]["spec"]
-    assert "initContainers" not in pod and pod["containers"][0]["image"] == "registry.example/gpu-health:1"
+    assert "initContainers" not in pod and pod["containers"][0]["image"] == image
     assert {e["name"]: e["value"] for e in pod["containers"][0]["env"]}["PYTHONPATH"] == "/opt/gpu-health"
 
 
