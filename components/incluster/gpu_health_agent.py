@@ -51,7 +51,7 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Set by the EKS node monitoring agent (EKS node health docs, AcceleratedHardware issues).
 EKS_GPU_CONDITION = "AcceleratedHardwareReady"
 # The diagnostic's init container ends with one line `result=<pass|fail|error|skipped> rc=<n>` first in its
-# termination message (see diag_script() in gpu_health.py).
+# termination message (see gpu_diag_script.diag_script()).
 DIAG_LINE = re.compile(r"result=(pass|fail|error|skipped)\b(?:\s+rc=(-?\d+))?")
 # The XIDs of each GPU that are recent, so that the signal clears (issue 30 (5)). DCGM_FI_DEV_XID_ERRORS is
 # the LAST XID's number and keeps it until dcgm-exporter restarts (NVIDIA/dcgm-exporter#500, open), so it

@@ -27,7 +27,7 @@ from components.incluster import recovery_names as R
 from components.incluster.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
 from components.incluster.idle_reclaim import IDLE_PERMISSIONS
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
-from infra.verify.checks.recovery import _binds, _controller, _grants, _observability, _role_rules, _spec
+from infra.verify.checks.recovery_base import _binds, _controller, _grants, _observability, _role_rules, _spec
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 

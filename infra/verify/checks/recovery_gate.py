@@ -21,7 +21,7 @@ from typing import Any
 
 from components.incluster import recovery_names as R
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
-from infra.verify.checks.recovery import _binds, _controller, _grants, _role_rules
+from infra.verify.checks.recovery_base import _binds, _controller, _grants, _role_rules
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 
