@@ -166,3 +166,34 @@ def test_fleet_checks_skip_a_platform_stack_that_names_them():
 
     report = verify(from_run(planned("onprem-dev")), ["fleet-queues"])
     assert report.check("fleet-queues").skipped == "verifies a fleet stack, not this platform stack"
+
+
+@pytest.mark.parametrize("step", [None, 3, 2])
+def test_dispatch_order_matches_the_plans(step):
+    """Rule 'dispatch order matches the plan's': with stepSize > 1 (Kueue's default 3: kueue v0.19.2
+    workloaddispatcher/incrementaldispatcher.go DefaultStepSize) the Incremental dispatcher sends a job to
+    several workers at once and the first to admit it wins, whatever the MultiKueueConfig's order."""
+
+    def edit(config):
+        if step is None:
+            config["multiKueue"].pop("incrementalDispatcherConfig", None)
+        else:
+            config["multiKueue"]["incrementalDispatcherConfig"] = {"stepSize": step}
+
+    asked = ["aws-h100", "gcp-h100", "lab"][: step or 3]
+    assert findings(fleet(manager_kueue=edit), "fleet-dispatch") == [
+        f"dispatch order: the manager's Incremental dispatcher asks {step or 3} workers per round "
+        f"(multiKueue.incrementalDispatcherConfig.stepSize), so {', '.join(asked)} get each job at once and the "
+        "first to admit it wins; the plan's order [aws-h100, gcp-h100, lab] is not the order that happens "
+        "(stepSize 1 asks them one at a time)"
+    ]
+
+
+def test_a_manager_that_blocks_admission_behind_one_job():
+    def edit(config):
+        config["waitForPodsReady"]["blockAdmission"] = True
+
+    assert findings(fleet(manager_kueue=edit), "fleet-dispatch") == [
+        "manager platform aws-fleet-manager blocks admission (waitForPodsReady.blockAdmission): the manager's "
+        "pods run on the workers, so one job no worker admits holds every team's jobs until its timeout"
+    ]
