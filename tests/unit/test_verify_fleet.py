@@ -60,7 +60,7 @@ def test_manager_quota_that_is_not_the_workers_sum():
         next(r for r in res if r["name"] == "nvidia.com/gpu")["nominalQuota"] = "8"
 
     assert findings(fleet(edit), "fleet-queues") == [
-        "ClusterQueue research on the manager: nvidia.com/gpu quota 8 is not 208, the sum of team research's "
+        "ClusterQueue research on the manager: nvidia.com/gpu quota 24 is not 208, the sum of team research's "
         "quota on the workers (aws-h100 64, gcp-h100 128, lab 16)"
     ]
 
@@ -197,3 +197,27 @@ def test_a_manager_that_blocks_admission_behind_one_job():
         "manager platform aws-fleet-manager blocks admission (waitForPodsReady.blockAdmission): the manager's "
         "pods run on the workers, so one job no worker admits holds every team's jobs until its timeout"
     ]
+
+
+def test_a_manager_flavor_that_cannot_admit_a_workers_tas_jobs_fails():
+    """Rule 'a manager flavor that cannot admit a worker's TAS jobs fails': the lab worker's flavor has a
+    Topology, so its jobs carry kueue.x-k8s.io/podset-preferred-topology; a manager whose flavors have no
+    topologyName (or a Topology without the lab's levels) refuses them (kueue v0.19.2
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go)."""
+
+    def plain_only(objects):
+        cq = obj(objects, "manager", "ClusterQueue")
+        group = cq["spec"]["resourceGroups"][0]
+        group["flavors"] = group["flavors"][:1]
+
+    def other_levels(objects):
+        topo = obj(objects, "manager", "Topology")
+        topo["spec"]["levels"] = [{"nodeLabel": "kubernetes.io/hostname"}]
+
+    want = (
+        "ClusterQueue research on the manager has no topology-aware flavor with the levels "
+        "[lab.example.com/rack, kubernetes.io/hostname] of worker lab's flavor a100-80gb-on-demand: the manager's "
+        "Kueue refuses the jobs that carry a topology request for it (tas_flavorassigner.go), and they stay Pending"
+    )
+    assert want in findings(fleet(plain_only), "fleet-queues")
+    assert findings(fleet(other_levels), "fleet-queues") == [want]
