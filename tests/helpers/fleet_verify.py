@@ -46,10 +46,12 @@ def fleet(
     spec: dict[str, Any] | None = None,
     manager_config: dict[str, Any] | None = None,
     manager_kueue: Callable[[dict[str, Any]], None] | None = None,
+    worker_plans: dict[str, Plan] | None = None,
 ) -> Plan:
     """The reference fleet's plan for verify; `spec`/`manager_config` replace the fleet spec and the
     manager platform's config object the checks read; `manager_kueue` edits the manager's Kueue
-    Configuration (its Helm release's managerConfig.controllerManagerConfigYaml)."""
+    Configuration (its Helm release's managerConfig.controllerManagerConfigYaml); `worker_plans` replace
+    workers' platform plans by name."""
     fspec = FleetSpec.load(spec or spec_object())
     manager_raw = stackfile.load("aws-fleet-manager", ROOT).object("trainplane:platform")
     manager = from_run(
@@ -58,7 +60,7 @@ def fleet(
     if manager_kueue is not None:
         manager = _edit_kueue(manager, manager_kueue)
     workers = {
-        w.name: (w.platform_stack, from_run(planned(w.platform_stack)))
+        w.name: (w.platform_stack, (worker_plans or {}).get(w.name) or from_run(planned(w.platform_stack)))
         for w in FleetSpec.load(spec_object()).workers
     }
     plan = from_run(planned(STACK))

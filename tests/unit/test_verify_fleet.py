@@ -221,3 +221,35 @@ def test_a_manager_flavor_that_cannot_admit_a_workers_tas_jobs_fails():
     )
     assert want in findings(fleet(plain_only), "fleet-queues")
     assert findings(fleet(other_levels), "fleet-queues") == [want]
+
+
+def _lab_without_topology():
+    from infra.verify.model import from_run
+    from tests.helpers.plans import plan_object, platform_object
+
+    raw = platform_object("onprem-dev")
+    for pool in raw["nodePools"]:
+        pool.pop("topologyLevels", None)
+    return from_run(plan_object(raw), raw)
+
+
+def test_each_worker_that_must_refuse_a_job_refuses_it():
+    """Rule 'each worker that must refuse a job refuses it': Kueue compares a job's node selectors only on
+    the keys a flavor carries (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go flavorSelector).
+    The lab worker without topology levels has one flavor, {node.kubernetes.io/instance-type: dgx-a100}:
+    a GKE-shaped H100 job selects none of that, so the lab admits it on quota and its pods stay Pending;
+    and the lab's own jobs select only that key, which the AWS and GKE flavors do not carry."""
+    got = findings(fleet(worker_plans={"lab": _lab_without_topology()}), "fleet-dispatch")
+    assert (
+        "team research: worker lab admits the jobs of worker gcp-h100's flavor h100-reservation on its flavor "
+        "a100-80gb-on-demand, which compares only [node.kubernetes.io/instance-type] of the jobs' node selectors "
+        "[cloud.google.com/gke-accelerator=nvidia-h100-80gb, trainplane.dev/capacity=reservation, "
+        "trainplane.dev/gpu=H100, trainplane.dev/pool=h100-res]: their pods would stay Pending on lab; give the "
+        "flavors a label the other workers' jobs select with another value"
+    ) in got
+    assert any(
+        m.startswith("team research: worker aws-h100 admits the jobs of worker lab's flavor") for m in got
+    )
+    # With its topology (the reference), the lab refuses them: TAS matches the selectors against its nodes,
+    # and the clouds' flavors refuse the lab's topology requests.
+    assert not [m for m in findings(fleet(), "fleet-dispatch") if "admits the jobs" in m]

@@ -14,7 +14,8 @@ The order is the order that happens only if the Incremental dispatcher asks one 
 nominates `multiKueue.incrementalDispatcherConfig.stepSize` workers at once (default 3:
 pkg/controller/workloaddispatcher/incrementaldispatcher.go DefaultStepSize) and the first of them to admit
 wins. And the manager must not block admission behind one job (waitForPodsReady.blockAdmission: the
-manager's pods run on the workers, so one job no worker admits would hold every team's jobs).
+manager's pods run on the workers, so one job no worker admits would hold every team's jobs). And each
+worker that must refuse a job refuses it (fleet_refusal.py).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from infra.verify import facts as F
+from infra.verify.checks.fleet_refusal import check_refusals
 from infra.verify.context import Context
 from infra.verify.fleet_model import MANAGER, FleetPlan
 from infra.verify.report import CheckResult
@@ -44,6 +46,7 @@ def run(ctx: Context) -> CheckResult:
     result = CheckResult(NAME)
     fleet: FleetPlan = ctx.fleet
     _check_manager(result, fleet)
+    check_refusals(result, fleet)
     order = [w.name for w in fleet.workers]
     for cq in fleet.on(MANAGER, "ClusterQueue"):
         result.examined.append(cq.ref)
