@@ -22,7 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi.runtime.sync_await import _sync_await
 
-from components.fleet import model, tas
+from components.fleet import model, refusal, tas
 from components.job_stack import read_platform
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError
@@ -41,8 +41,8 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
     """The rules a fleet has against its platforms' outputs: every team exists on every worker (MultiKueue
     creates a job's copy in the same namespace and LocalQueue there) and its workers agree on its cost
     center unless the fleet sets one, every worker tells the manager where its API server is (a kubeconfig
-    document or cluster.apiServer), and the manager has no team of its own (its ClusterQueue names would
-    collide with the fleet's)."""
+    document or cluster.apiServer), each worker refuses the jobs of the others' flavors (refusal.py), and the
+    manager has no team of its own (its ClusterQueue names would collide with the fleet's)."""
     problems = []
     for i, team in enumerate(spec.teams):
         for w in platforms.workers:
@@ -67,6 +67,8 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
                 f"ambient kubeconfig) and no API server; set cluster.apiServer (its API server's https URL) "
                 f"on {w.stack}, or its trainplane:kubeconfig secret"
             )
+    # Each worker must refuse the jobs of the others' flavors, or it wins them and their pods stay Pending.
+    problems += refusal.unrefused(platforms.workers)
     if platforms.manager.teams:
         names = ", ".join(t.name for t in platforms.manager.teams)
         problems.append(

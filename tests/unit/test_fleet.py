@@ -455,3 +455,34 @@ def test_plan_notes_a_dispatcher_other_than_the_managers(tmp_path):
         "dispatch.dispatcher AllAtOnce differs from the manager's queueing.fleetDispatcher Incremental: Kueue "
         "dispatches with the manager's (its Configuration multiKueue.dispatcherName); set both alike"
     ) in notes
+
+
+def test_a_worker_that_would_admit_another_workers_jobs_is_refused_in_one_line_per_flavor():
+    """Kueue compares a job's node selectors only on the flavor's own keys (kueue v0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go flavorSelector): the lab without topology levels has one
+    flavor {node.kubernetes.io/instance-type: dgx-a100}, so it would admit every GKE and AWS job on quota
+    (pods Pending), and the clouds' flavors would admit its jobs. With its topology it refuses them (TAS
+    matches the selectors against its nodes) and they refuse its topology requests."""
+    from components.fleet.refusal import unrefused
+    from components.fleet.stack import FleetPlatforms, check_fleet_platforms
+    from tests.helpers.plans import plan_object, platform_object
+
+    spec = _spec()
+    workers = _workers(spec)
+    assert unrefused(workers) == []
+    raw = platform_object("onprem-dev")
+    for pool in raw["nodePools"]:
+        pool.pop("topologyLevels", None)
+    lab = PlatformOutputs.model_validate(plan_object(raw).outputs)
+    flat = [w if w.name != "lab" else model.Worker("lab", w.stack, lab, w.index) for w in workers]
+    problems = check_fleet_platforms(spec, FleetPlatforms(_outputs("aws-fleet-manager"), flat))
+    assert (
+        "fleet.workers[2]: worker 'lab' (onprem-dev) would admit the jobs of worker 'gcp-h100''s flavor "
+        "h100-reservation on its flavor a100-80gb-on-demand, whose node labels [node.kubernetes.io/instance-type] "
+        "those jobs do not select otherwise, and their pods would stay Pending there; give onprem-dev's pools "
+        "topologyLevels (Kueue then matches jobs against its nodes) or a selector on a label the other workers' "
+        "jobs select with another value"
+    ) in problems
+    assert any(
+        p.startswith("fleet.workers[0]: worker 'aws-h100' (aws-h100-reserved) would admit") for p in problems
+    )
