@@ -224,7 +224,7 @@ class Fleet(pulumi.ComponentResource):
         tas_flavors = []
         for lv in tas.fleet_levels(workers):
             topo = tas.flavor_spec(lv)["topologyName"]
-            topology = kueue(f"topology-{topo}", "Topology", topo, tas.topology_spec(lv))
+            topology = kueue(topo, "Topology", topo, tas.topology_spec(lv))
             tas_flavors.append(
                 kueue(
                     f"flavor-{topo}",
