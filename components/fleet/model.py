@@ -292,28 +292,35 @@ def team_namespace_labels(team: FleetTeam, workers: Sequence[Worker]) -> dict[st
 
 
 def flavor_spec() -> dict[str, Any]:
-    """The manager's one ResourceFlavor: no node labels, as nothing runs on the manager's nodes."""
+    """The manager's plain ResourceFlavor: no node labels, as nothing runs on the manager's nodes (its
+    topology-aware flavors: components/fleet/tas.py)."""
     return {}
 
 
-def cluster_queue_spec(spec: FleetSpec, team: str, quota: TeamQuota) -> dict[str, Any]:
-    """A team's ClusterQueue on the manager: the fleet's quota for the team, checked by MultiKueue."""
-    extended = [r for r, _ in quota.extended]
-    resources = [
-        {"name": "cpu", "nominalQuota": str(quota.cpu)},
-        {"name": "memory", "nominalQuota": f"{quota.memory_gib}Gi"},
-        {"name": GPU, "nominalQuota": str(quota.gpus)},
-        *({"name": r, "nominalQuota": str(n)} for r, n in quota.extended),
-    ]
+def cluster_queue_spec(spec: FleetSpec, team: str, quotas: Sequence[tuple[str, TeamQuota]]) -> dict[str, Any]:
+    """A team's ClusterQueue on the manager: the fleet's quota for the team, per manager flavor (name,
+    quota: the plain one, then one per topology of the workers, tas.fleet_quota_by_levels), checked by
+    MultiKueue."""
+    # Kueue admits a workload only if its ClusterQueue covers every resource its pods request, so the
+    # workers' extended resources (fabric devices) are covered here too; every flavor lists them all.
+    extended = sorted({r for _, q in quotas for r, _ in q.extended})
+
+    def resources(q: TeamQuota) -> list[dict[str, Any]]:
+        ext = dict(q.extended)
+        return [
+            {"name": "cpu", "nominalQuota": str(q.cpu)},
+            {"name": "memory", "nominalQuota": f"{q.memory_gib}Gi"},
+            {"name": GPU, "nominalQuota": str(q.gpus)},
+            *({"name": r, "nominalQuota": str(ext.get(r, 0))} for r in extended),
+        ]
+
     return {
         "namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: team}},
         "queueingStrategy": "BestEffortFIFO",
-        # Kueue admits a workload only if its ClusterQueue covers every resource its pods request, so the
-        # workers' extended resources (fabric devices) are covered here too.
         "resourceGroups": [
             {
                 "coveredResources": ["cpu", "memory", GPU, *extended],
-                "flavors": [{"name": spec.name, "resources": resources}],
+                "flavors": [{"name": name, "resources": resources(q)} for name, q in quotas],
             }
         ],
         "admissionChecksStrategy": {"admissionChecks": [{"name": admission_check(spec)}]},

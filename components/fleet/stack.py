@@ -4,8 +4,9 @@
 - on each WORKER (a provider from the worker's kubeconfig output): a ServiceAccount `multikueue-<fleet>` in
   Kueue's namespace, a ClusterRole and binding with what MultiKueue does there (model.WORKER_RULES), and a
   `kubernetes.io/service-account-token` Secret `multikueue-<fleet>-<tokens.rotation>`;
-- on the MANAGER: the team namespaces, one ResourceFlavor, per team a ClusterQueue with the workers' summed
-  quota and the MultiKueue AdmissionCheck, and a LocalQueue of the workers' name; the AdmissionCheck, the
+- on the MANAGER: the team namespaces, a plain ResourceFlavor and, per topology of the workers, a Topology
+  and a topology-aware flavor (tas.py), per team a ClusterQueue with the workers' summed quota per flavor
+  and the MultiKueue AdmissionCheck, and a LocalQueue of the workers' name; the AdmissionCheck, the
   MultiKueueConfig (workers in dispatch order), and per worker a MultiKueueCluster and the Secret with its
   token kubeconfig (model.token_kubeconfig).
 """
@@ -21,7 +22,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 from pulumi.runtime.sync_await import _sync_await
 
-from components.fleet import model
+from components.fleet import model, refusal, tas
 from components.job_stack import read_platform
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError
@@ -40,8 +41,8 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
     """The rules a fleet has against its platforms' outputs: every team exists on every worker (MultiKueue
     creates a job's copy in the same namespace and LocalQueue there) and its workers agree on its cost
     center unless the fleet sets one, every worker tells the manager where its API server is (a kubeconfig
-    document or cluster.apiServer), and the manager has no team of its own (its ClusterQueue names would
-    collide with the fleet's)."""
+    document or cluster.apiServer), each worker refuses the jobs of the others' flavors (refusal.py), and the
+    manager has no team of its own (its ClusterQueue names would collide with the fleet's)."""
     problems = []
     for i, team in enumerate(spec.teams):
         for w in platforms.workers:
@@ -66,6 +67,8 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
                 f"ambient kubeconfig) and no API server; set cluster.apiServer (its API server's https URL) "
                 f"on {w.stack}, or its trainplane:kubeconfig secret"
             )
+    # Each worker must refuse the jobs of the others' flavors, or it wins them and their pods stay Pending.
+    problems += refusal.unrefused(platforms.workers)
     if platforms.manager.teams:
         names = ", ".join(t.name for t in platforms.manager.teams)
         problems.append(
@@ -110,6 +113,14 @@ class Fleet(pulumi.ComponentResource):
         super().__init__("trainplane:fleet:Fleet", spec.name, None, opts)
         self.ordered = model.dispatch_order(spec, platforms.workers, platforms.manager.cloud)
         self.quotas = {t.name: model.fleet_team_quota(platforms.workers, t.name) for t in spec.teams}
+        # Per team, its quota per manager flavor: the plain one, then one per topology of the workers.
+        self.flavor_quotas = {
+            t.name: [
+                (tas.flavor_name(spec, lv), q)
+                for lv, q in tas.fleet_quota_by_levels(platforms.workers, t.name).items()
+            ]
+            for t in spec.teams
+        }
         self.ambient = platforms.ambient
         tokens = {w.name: self._worker(spec, w, kubeconfigs[w.name]) for w in platforms.workers}
         self._manager(spec, platforms.workers, kubeconfigs, tokens)
@@ -210,6 +221,19 @@ class Fleet(pulumi.ComponentResource):
             depends_on=[config],
         )
         flavor = kueue("flavor", "ResourceFlavor", spec.name, model.flavor_spec())
+        tas_flavors = []
+        for lv in tas.fleet_levels(workers):
+            topo = tas.flavor_spec(lv)["topologyName"]
+            topology = kueue(topo, "Topology", topo, tas.topology_spec(lv))
+            tas_flavors.append(
+                kueue(
+                    f"flavor-{topo}",
+                    "ResourceFlavor",
+                    tas.flavor_name(spec, lv),
+                    tas.flavor_spec(lv),
+                    depends_on=[topology],
+                )
+            )
         for team in spec.teams:
             ns = k8s.core.v1.Namespace(
                 f"{spec.name}-ns-{team.name}",
@@ -223,8 +247,8 @@ class Fleet(pulumi.ComponentResource):
                 f"cq-{team.name}",
                 "ClusterQueue",
                 team.name,
-                model.cluster_queue_spec(spec, team.name, self.quotas[team.name]),
-                depends_on=[flavor, check],
+                model.cluster_queue_spec(spec, team.name, self.flavor_quotas[team.name]),
+                depends_on=[flavor, *tas_flavors, check],
             )
             k8s.apiextensions.CustomResource(
                 f"{spec.name}-lq-{team.name}",

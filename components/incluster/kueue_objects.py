@@ -47,7 +47,8 @@ def manager_config(queueing: QueueingSpec | None = None) -> str:
     Topology-aware scheduling (beta, on by default since 0.14) and the ProvisioningRequest admission check
     (GA) need no feature gate in 0.19.2 (pkg/features/kube_features.go).
     """
-    ready = (queueing or QueueingSpec()).pods_ready
+    queueing = queueing or QueueingSpec()
+    ready = queueing.pods_ready
     config = {
         "apiVersion": "config.kueue.x-k8s.io/v1beta2",
         "kind": "Configuration",
@@ -63,7 +64,7 @@ def manager_config(queueing: QueueingSpec | None = None) -> str:
         "waitForPodsReady": {
             "timeout": f"{ready.timeout_minutes}m",
             "recoveryTimeout": f"{ready.recovery_minutes}m",
-            "blockAdmission": True,
+            "blockAdmission": block_admission(queueing),
             "requeuingStrategy": {
                 "timestamp": "Eviction",
                 "backoffBaseSeconds": 60,
@@ -80,9 +81,19 @@ def manager_config(queueing: QueueingSpec | None = None) -> str:
         # (chart: namespaceSelector of every job webhook = managedJobsNamespaceSelector when set).
         "managedJobsNamespaceSelector": {"matchExpressions": [{"key": TEAM_LABEL, "operator": "Exists"}]},
     }
-    if queueing is not None and queueing.fleet_manager:
+    if queueing.fleet_manager:
         config["multiKueue"] = multikueue_config(queueing.fleet_dispatcher)
     return yaml.safe_dump(config, sort_keys=False)
+
+
+def block_admission(queueing: QueueingSpec) -> bool:
+    """Kueue's waitForPodsReady.blockAdmission (kueue v0.19.2 apis/config/v1beta2/configuration_types.go
+    WaitForPodsReady.BlockAdmission: "the cluster queue will block admissions for all subsequent jobs until
+    the jobs reach the PodsReady=true condition"): `podsReady.blockAdmission`, else on, except on a fleet
+    manager. A manager's pods run on the workers, so there it would hold every team's jobs behind one job
+    that no worker admits (or that waits in a worker's queue) until the timeout evicts it."""
+    chosen = queueing.pods_ready.block_admission
+    return chosen if chosen is not None else not queueing.fleet_manager
 
 
 # Kueue's MultiKueue dispatchers (kueue v0.19.2 apis/config/v1beta2/configuration_types.go
@@ -94,12 +105,23 @@ MULTIKUEUE_DISPATCHERS = {
 }
 
 
+# Workers the Incremental dispatcher nominates per round (kueue v0.19.2 apis/config/v1beta2/
+# configuration_types.go MultiKueue.IncrementalDispatcherConfig.StepSize, "Minimum value is 1. If not set, it
+# defaults to 3"; read when the gate MultiKueueIncrementalDispatcherConfig is on, beta and on by default in
+# 0.19: pkg/features/kube_features.go). With 3, a fleet of 3 workers or fewer gets its job on all of them in
+# the first round and the first to admit wins, whatever the order; with 1, the MultiKueueConfig's order
+# (reserved capacity first) is the order the workers are asked, one per round (incrementalDispatcherRoundTimeout,
+# 5 minutes, when a worker neither admits nor rejects it).
+INCREMENTAL_STEP_SIZE = 1
+
+
 def multikueue_config(dispatcher: str) -> dict[str, Any]:
     """The Configuration's `multiKueue` block of a fleet manager. The MultiKueue feature gate is beta and on
     by default since 0.9 (kueue v0.19.2 pkg/features/kube_features.go), so no gate is set. The Incremental
-    dispatcher nominates 3 workers per 5-minute round (workloaddispatcher/incrementaldispatcher.go
-    DefaultStepSize, incrementalDispatcherRoundTimeout) in the MultiKueueConfig's order, since the gate
-    MultiKueueIncrementalDispatcherRespectConfigOrder is on by default in 0.19 (else it sorts by name)."""
+    dispatcher nominates INCREMENTAL_STEP_SIZE workers per 5-minute round (Kueue's default is 3:
+    workloaddispatcher/incrementaldispatcher.go DefaultStepSize, incrementalDispatcherRoundTimeout) in the
+    MultiKueueConfig's order, since the gate MultiKueueIncrementalDispatcherRespectConfigOrder is on by
+    default in 0.19 (else it sorts by name)."""
     return {
         # Kueue's defaults, stated (apis/config/v1beta2/defaults.go): a GC pass for orphaned worker copies
         # every minute; the origin label value marking what this manager created on a worker; a workload
@@ -108,6 +130,11 @@ def multikueue_config(dispatcher: str) -> dict[str, Any]:
         "origin": "multikueue",
         "workerLostTimeout": "15m",
         "dispatcherName": MULTIKUEUE_DISPATCHERS[dispatcher],
+        **(
+            {"incrementalDispatcherConfig": {"stepSize": INCREMENTAL_STEP_SIZE}}
+            if dispatcher == "Incremental"
+            else {}
+        ),
     }
 
 

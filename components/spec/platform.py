@@ -258,6 +258,10 @@ class PodsReadySpec(Spec):
     # replacement node comes from zero, so at least `timeoutMinutes` (default: the same, Kueue's default,
     # defaults.go: RecoveryTimeout = Timeout).
     recovery_timeout_minutes: int | None = Field(default=None, ge=PODS_READY_FLOOR_MINUTES, le=1440)
+    # Kueue admits nothing else while an admitted job's pods are not all ready (waitForPodsReady
+    # .blockAdmission). Default: on (two half-started multi-node jobs cannot deadlock on GPUs), but off on a
+    # fleet manager, where it would hold every team's jobs behind one job that no worker admits.
+    block_admission: bool | None = None
 
     @property
     def recovery_minutes(self) -> int:

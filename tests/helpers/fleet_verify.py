@@ -45,16 +45,22 @@ def fleet(
     edit: Callable[[Objects], None] | None = None,
     spec: dict[str, Any] | None = None,
     manager_config: dict[str, Any] | None = None,
+    manager_kueue: Callable[[dict[str, Any]], None] | None = None,
+    worker_plans: dict[str, Plan] | None = None,
 ) -> Plan:
     """The reference fleet's plan for verify; `spec`/`manager_config` replace the fleet spec and the
-    manager platform's config object the checks read."""
+    manager platform's config object the checks read; `manager_kueue` edits the manager's Kueue
+    Configuration (its Helm release's managerConfig.controllerManagerConfigYaml); `worker_plans` replace
+    workers' platform plans by name."""
     fspec = FleetSpec.load(spec or spec_object())
     manager_raw = stackfile.load("aws-fleet-manager", ROOT).object("trainplane:platform")
     manager = from_run(
         planned("aws-fleet-manager"), manager_config if manager_config is not None else manager_raw
     )
+    if manager_kueue is not None:
+        manager = _edit_kueue(manager, manager_kueue)
     workers = {
-        w.name: (w.platform_stack, from_run(planned(w.platform_stack)))
+        w.name: (w.platform_stack, (worker_plans or {}).get(w.name) or from_run(planned(w.platform_stack)))
         for w in FleetSpec.load(spec_object()).workers
     }
     plan = from_run(planned(STACK))
@@ -77,3 +83,17 @@ def fleet(
                 resources.append(replace(r, inputs=normal(kept[id(r)])))
         plan = build(plan.stack, tuple(resources), plan.outputs, plan.config)
     return fleet_plan(fspec, plan, manager, workers)
+
+
+def _edit_kueue(manager: Plan, edit: Callable[[dict[str, Any]], None]) -> Plan:
+    resources = []
+    for r in manager.resources:
+        if r.type == "kubernetes:helm.sh/v3:Release" and str(r.inputs.get("chart", "")).endswith("/kueue"):
+            inputs = copy.deepcopy(dict(r.inputs))
+            mc = inputs["values"]["managerConfig"]
+            config = yaml.safe_load(mc["controllerManagerConfigYaml"])
+            edit(config)
+            mc["controllerManagerConfigYaml"] = yaml.safe_dump(config, sort_keys=False)
+            r = replace(r, inputs=normal(inputs))
+        resources.append(r)
+    return build(manager.stack, tuple(resources), manager.outputs, manager.config)

@@ -70,13 +70,20 @@ def test_a_teams_fleet_quota_is_the_sum_of_what_it_can_hold_on_each_worker():
     assert total.gpus == 208
     assert total.cpu == sum(model.worker_team_quota(w.platform, "research").cpu for w in workers)
     (cq,) = _objects("ClusterQueue")
-    resources = {
-        r["name"]: r["nominalQuota"] for r in cq["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
-    }
-    assert resources["nvidia.com/gpu"] == "208"
-    assert resources["cpu"] == str(total.cpu) and resources["memory"] == f"{total.memory_gib}Gi"
+    # Per manager flavor (components/fleet/tas.py): the plain one holds what the workers' flavors without a
+    # Topology hold (aws 64 + gcp 128), the lab's topology-aware one the lab's 16; summed, the total.
+    flavors = cq["spec"]["resourceGroups"][0]["flavors"]
+    per_flavor = {f["name"]: {r["name"]: r["nominalQuota"] for r in f["resources"]} for f in flavors}
+    assert [(n, q["nvidia.com/gpu"]) for n, q in per_flavor.items()] == [
+        ("research-fleet", "192"),
+        ("research-fleet-topology-06c1f212", "16"),
+    ]
+    plain, lab = per_flavor.values()
+    assert int(plain["cpu"]) + int(lab["cpu"]) == total.cpu
+    assert int(plain["memory"][:-2]) + int(lab["memory"][:-2]) == total.memory_gib
     # The AWS worker's EFA devices are covered, or Kueue would not admit a job that requests them.
-    assert resources["vpc.amazonaws.com/efa"] == str(dict(total.extended)["vpc.amazonaws.com/efa"])
+    assert plain["vpc.amazonaws.com/efa"] == str(dict(total.extended)["vpc.amazonaws.com/efa"])
+    assert lab["vpc.amazonaws.com/efa"] == "0"
 
 
 def test_a_worker_without_the_team_adds_nothing_and_a_larger_quota_adds_more():
@@ -258,6 +265,48 @@ def test_the_manager_queues_use_the_workers_names_and_the_multikueue_check():
     assert ns["metadata"]["labels"]["trainplane.dev/team"] == "research"
 
 
+def test_the_manager_has_the_workers_topology_and_a_topology_aware_flavor_for_their_tas_jobs():
+    """A job on the lab worker's pools carries kueue.x-k8s.io/podset-preferred-topology; the manager admits
+    it only on a flavor with topologyName whose Topology has the level (kueue v0.19.2
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go), as Kueue's MultiKueue + TAS example sets it up
+    (site/static/examples/multikueue/tas/manager-setup.yaml)."""
+    lab = {o.name: dict(o.spec) for o in _plan("onprem-dev").objects("Topology")}
+    assert {t["metadata"]["name"]: t["spec"] for t in _objects("Topology")} == lab
+    flavors = {f["metadata"]["name"]: f["spec"] for f in _objects("ResourceFlavor")}
+    assert flavors == {
+        "research-fleet": {},
+        "research-fleet-topology-06c1f212": {
+            "nodeLabels": {"trainplane.dev/fleet-topology": "topology-06c1f212"},
+            "topologyName": "topology-06c1f212",
+        },
+    }
+    # The plain flavor keeps its resource name (URN).
+    names = {r.name for r in planned(FLEET).resources if r.inputs.get("kind") == "ResourceFlavor"}
+    assert names == {"research-fleet-flavor", "research-fleet-flavor-topology-06c1f212"}
+
+
+def test_the_fleets_kueue_objects_are_valid_against_kueues_crds(tmp_path):
+    import subprocess
+    import sys
+
+    checker = ROOT.parent / "shared" / "checks" / "crd_validate.py"
+    paths = []
+    for r in planned(FLEET).resources:
+        if r.is_kubernetes_object and str(r.inputs.get("apiVersion", "")).startswith("kueue.x-k8s.io/"):
+            path = tmp_path / f"{len(paths)}.json"
+            path.write_text(json.dumps(dict(r.inputs)))
+            paths.append(str(path))
+    assert len(paths) >= 9
+    got = subprocess.run([sys.executable, str(checker), *paths], capture_output=True, text=True)
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+def _plan(stack: str):
+    from infra.verify.model import from_run
+
+    return from_run(planned(stack))
+
+
 def test_a_fleet_team_missing_on_a_worker_is_refused_in_one_line():
     from components.fleet.stack import FleetPlatforms, check_fleet_platforms
 
@@ -406,3 +455,34 @@ def test_plan_notes_a_dispatcher_other_than_the_managers(tmp_path):
         "dispatch.dispatcher AllAtOnce differs from the manager's queueing.fleetDispatcher Incremental: Kueue "
         "dispatches with the manager's (its Configuration multiKueue.dispatcherName); set both alike"
     ) in notes
+
+
+def test_a_worker_that_would_admit_another_workers_jobs_is_refused_in_one_line_per_flavor():
+    """Kueue compares a job's node selectors only on the flavor's own keys (kueue v0.19.2
+    pkg/scheduler/flavorassigner/flavorassigner.go flavorSelector): the lab without topology levels has one
+    flavor {node.kubernetes.io/instance-type: dgx-a100}, so it would admit every GKE and AWS job on quota
+    (pods Pending), and the clouds' flavors would admit its jobs. With its topology it refuses them (TAS
+    matches the selectors against its nodes) and they refuse its topology requests."""
+    from components.fleet.refusal import unrefused
+    from components.fleet.stack import FleetPlatforms, check_fleet_platforms
+    from tests.helpers.plans import plan_object, platform_object
+
+    spec = _spec()
+    workers = _workers(spec)
+    assert unrefused(workers) == []
+    raw = platform_object("onprem-dev")
+    for pool in raw["nodePools"]:
+        pool.pop("topologyLevels", None)
+    lab = PlatformOutputs.model_validate(plan_object(raw).outputs)
+    flat = [w if w.name != "lab" else model.Worker("lab", w.stack, lab, w.index) for w in workers]
+    problems = check_fleet_platforms(spec, FleetPlatforms(_outputs("aws-fleet-manager"), flat))
+    assert (
+        "fleet.workers[2]: worker 'lab' (onprem-dev) would admit the jobs of worker 'gcp-h100''s flavor "
+        "h100-reservation on its flavor a100-80gb-on-demand, whose node labels [node.kubernetes.io/instance-type] "
+        "those jobs do not select otherwise, and their pods would stay Pending there; give onprem-dev's pools "
+        "topologyLevels (Kueue then matches jobs against its nodes) or a selector on a label the other workers' "
+        "jobs select with another value"
+    ) in problems
+    assert any(
+        p.startswith("fleet.workers[0]: worker 'aws-h100' (aws-h100-reserved) would admit") for p in problems
+    )

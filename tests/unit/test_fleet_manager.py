@@ -61,6 +61,7 @@ def test_the_manager_kueue_runs_multikueue_with_the_incremental_dispatcher():
         "origin": "multikueue",
         "workerLostTimeout": "15m",
         "dispatcherName": "kueue.x-k8s.io/multikueue-dispatcher-incremental",
+        "incrementalDispatcherConfig": {"stepSize": 1},
     }
 
 
@@ -83,3 +84,27 @@ def test_verify_passes_the_manager_that_runs_no_training_pod():
     report = verify_stack("aws-fleet-manager")
     assert report.ok, [f.message for f in report.findings][:3]
     assert any("no training pod on this platform" in n for n in report.check("observability").notes)
+
+
+def test_the_incremental_dispatcher_asks_one_worker_at_a_time_in_the_fleets_order():
+    """Kueue's default stepSize 3 (kueue v0.19.2 workloaddispatcher/incrementaldispatcher.go DefaultStepSize)
+    nominates every worker of a fleet of 3 at once, so 'reserved first' would not happen; stepSize 1
+    (apis/config/v1beta2/configuration_types.go IncrementalDispatcherConfig) asks them in order."""
+    config = _manager_config(planned("aws-fleet-manager"))
+    assert config["multiKueue"]["incrementalDispatcherConfig"] == {"stepSize": 1}
+    raw = platform_object("aws-fleet-manager")
+    raw["queueing"]["fleetDispatcher"] = "AllAtOnce"
+    assert "incrementalDispatcherConfig" not in _manager_config(plan_object(raw))["multiKueue"]
+
+
+def test_a_manager_does_not_block_admission_behind_one_job_unless_asked():
+    """blockAdmission on a manager would hold every team's jobs behind one job no worker admits (kueue
+    v0.19.2 apis/config/v1beta2/configuration_types.go WaitForPodsReady.BlockAdmission)."""
+    assert _manager_config(planned("aws-fleet-manager"))["waitForPodsReady"]["blockAdmission"] is False
+    assert _manager_config(planned("aws-h100-reserved"))["waitForPodsReady"]["blockAdmission"] is True
+    raw = platform_object("aws-fleet-manager")
+    raw["queueing"]["podsReady"] = {"blockAdmission": True}
+    assert _manager_config(plan_object(raw))["waitForPodsReady"]["blockAdmission"] is True
+    raw = platform_object("aws-h100-reserved")
+    raw["queueing"] = {**raw.get("queueing", {}), "podsReady": {"blockAdmission": False}}
+    assert _manager_config(plan_object(raw))["waitForPodsReady"]["blockAdmission"] is False

@@ -60,7 +60,7 @@ def test_manager_quota_that_is_not_the_workers_sum():
         next(r for r in res if r["name"] == "nvidia.com/gpu")["nominalQuota"] = "8"
 
     assert findings(fleet(edit), "fleet-queues") == [
-        "ClusterQueue research on the manager: nvidia.com/gpu quota 8 is not 208, the sum of team research's "
+        "ClusterQueue research on the manager: nvidia.com/gpu quota 24 is not 208, the sum of team research's "
         "quota on the workers (aws-h100 64, gcp-h100 128, lab 16)"
     ]
 
@@ -166,3 +166,90 @@ def test_fleet_checks_skip_a_platform_stack_that_names_them():
 
     report = verify(from_run(planned("onprem-dev")), ["fleet-queues"])
     assert report.check("fleet-queues").skipped == "verifies a fleet stack, not this platform stack"
+
+
+@pytest.mark.parametrize("step", [None, 3, 2])
+def test_dispatch_order_matches_the_plans(step):
+    """Rule 'dispatch order matches the plan's': with stepSize > 1 (Kueue's default 3: kueue v0.19.2
+    workloaddispatcher/incrementaldispatcher.go DefaultStepSize) the Incremental dispatcher sends a job to
+    several workers at once and the first to admit it wins, whatever the MultiKueueConfig's order."""
+
+    def edit(config):
+        if step is None:
+            config["multiKueue"].pop("incrementalDispatcherConfig", None)
+        else:
+            config["multiKueue"]["incrementalDispatcherConfig"] = {"stepSize": step}
+
+    asked = ["aws-h100", "gcp-h100", "lab"][: step or 3]
+    assert findings(fleet(manager_kueue=edit), "fleet-dispatch") == [
+        f"dispatch order: the manager's Incremental dispatcher asks {step or 3} workers per round "
+        f"(multiKueue.incrementalDispatcherConfig.stepSize), so {', '.join(asked)} get each job at once and the "
+        "first to admit it wins; the plan's order [aws-h100, gcp-h100, lab] is not the order that happens "
+        "(stepSize 1 asks them one at a time)"
+    ]
+
+
+def test_a_manager_that_blocks_admission_behind_one_job():
+    def edit(config):
+        config["waitForPodsReady"]["blockAdmission"] = True
+
+    assert findings(fleet(manager_kueue=edit), "fleet-dispatch") == [
+        "manager platform aws-fleet-manager blocks admission (waitForPodsReady.blockAdmission): the manager's "
+        "pods run on the workers, so one job no worker admits holds every team's jobs until its timeout"
+    ]
+
+
+def test_a_manager_flavor_that_cannot_admit_a_workers_tas_jobs_fails():
+    """Rule 'a manager flavor that cannot admit a worker's TAS jobs fails': the lab worker's flavor has a
+    Topology, so its jobs carry kueue.x-k8s.io/podset-preferred-topology; a manager whose flavors have no
+    topologyName (or a Topology without the lab's levels) refuses them (kueue v0.19.2
+    pkg/scheduler/flavorassigner/tas_flavorassigner.go)."""
+
+    def plain_only(objects):
+        cq = obj(objects, "manager", "ClusterQueue")
+        group = cq["spec"]["resourceGroups"][0]
+        group["flavors"] = group["flavors"][:1]
+
+    def other_levels(objects):
+        topo = obj(objects, "manager", "Topology")
+        topo["spec"]["levels"] = [{"nodeLabel": "kubernetes.io/hostname"}]
+
+    want = (
+        "ClusterQueue research on the manager has no topology-aware flavor with the levels "
+        "[lab.example.com/rack, kubernetes.io/hostname] of worker lab's flavor a100-80gb-on-demand: the manager's "
+        "Kueue refuses the jobs that carry a topology request for it (tas_flavorassigner.go), and they stay Pending"
+    )
+    assert want in findings(fleet(plain_only), "fleet-queues")
+    assert findings(fleet(other_levels), "fleet-queues") == [want]
+
+
+def _lab_without_topology():
+    from infra.verify.model import from_run
+    from tests.helpers.plans import plan_object, platform_object
+
+    raw = platform_object("onprem-dev")
+    for pool in raw["nodePools"]:
+        pool.pop("topologyLevels", None)
+    return from_run(plan_object(raw), raw)
+
+
+def test_each_worker_that_must_refuse_a_job_refuses_it():
+    """Rule 'each worker that must refuse a job refuses it': Kueue compares a job's node selectors only on
+    the keys a flavor carries (kueue v0.19.2 pkg/scheduler/flavorassigner/flavorassigner.go flavorSelector).
+    The lab worker without topology levels has one flavor, {node.kubernetes.io/instance-type: dgx-a100}:
+    a GKE-shaped H100 job selects none of that, so the lab admits it on quota and its pods stay Pending;
+    and the lab's own jobs select only that key, which the AWS and GKE flavors do not carry."""
+    got = findings(fleet(worker_plans={"lab": _lab_without_topology()}), "fleet-dispatch")
+    assert (
+        "team research: worker lab admits the jobs of worker gcp-h100's flavor h100-reservation on its flavor "
+        "a100-80gb-on-demand, which compares only [node.kubernetes.io/instance-type] of the jobs' node selectors "
+        "[cloud.google.com/gke-accelerator=nvidia-h100-80gb, trainplane.dev/capacity=reservation, "
+        "trainplane.dev/gpu=H100, trainplane.dev/pool=h100-res]: their pods would stay Pending on lab; give the "
+        "flavors a label the other workers' jobs select with another value"
+    ) in got
+    assert any(
+        m.startswith("team research: worker aws-h100 admits the jobs of worker lab's flavor") for m in got
+    )
+    # With its topology (the reference), the lab refuses them: TAS matches the selectors against its nodes,
+    # and the clouds' flavors refuse the lab's topology requests.
+    assert not [m for m in findings(fleet(), "fleet-dispatch") if "admits the jobs" in m]

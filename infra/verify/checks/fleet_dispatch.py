@@ -9,19 +9,32 @@ dispatcher nominates them. The manager's Kueue runs the MultiKueue dispatcher it
 JobSet CRD and controller must be on the manager: its JobSet webhook defaults `spec.managedBy` to
 MultiKueue (pkg/controller/jobframework/defaults.go ApplyDefaultForManagedBy), which a manager without
 JobSet cannot hold.
+
+The order is the order that happens only if the Incremental dispatcher asks one worker per round: it
+nominates `multiKueue.incrementalDispatcherConfig.stepSize` workers at once (default 3:
+pkg/controller/workloaddispatcher/incrementaldispatcher.go DefaultStepSize) and the first of them to admit
+wins. And the manager must not block admission behind one job (waitForPodsReady.blockAdmission: the
+manager's pods run on the workers, so one job no worker admits would hold every team's jobs). And each
+worker that must refuse a job refuses it (fleet_refusal.py).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
+
+import yaml
 
 from infra.verify import facts as F
+from infra.verify.checks.fleet_refusal import check_refusals
 from infra.verify.context import Context
 from infra.verify.fleet_model import MANAGER, FleetPlan
 from infra.verify.report import CheckResult
 
 NAME = "fleet-dispatch"
 CONTROLLER: str = F.facts()["multiKueue"]["controllerName"]
+DEFAULT_STEP: int = F.facts()["multiKueue"]["incrementalStepSize"]
+INCREMENTAL = "kueue.x-k8s.io/multikueue-dispatcher-incremental"
 
 
 def _check_names(cq_spec: dict) -> list[str]:
@@ -33,6 +46,7 @@ def run(ctx: Context) -> CheckResult:
     result = CheckResult(NAME)
     fleet: FleetPlan = ctx.fleet
     _check_manager(result, fleet)
+    check_refusals(result, fleet)
     order = [w.name for w in fleet.workers]
     for cq in fleet.on(MANAGER, "ClusterQueue"):
         result.examined.append(cq.ref)
@@ -97,8 +111,49 @@ def _check_manager(result: CheckResult, fleet: FleetPlan) -> None:
             f"fleet asks for {fleet.spec.dispatch.dispatcher} (dispatch.dispatcher)",
             manager.stack,
         )
+    _check_kueue_config(result, fleet)
     if not manager.releases("jobset"):
         result.fail(
             f"manager platform {manager.stack} does not run JobSet: the manager holds each job's JobSet",
             manager.stack,
+        )
+
+
+def manager_kueue_config(fleet: FleetPlan) -> dict[str, Any] | None:
+    """The manager's Kueue Configuration (chart value managerConfig.controllerManagerConfigYaml); None when
+    the manager's plan has no Kueue release (recorded outputs only)."""
+    for rel in fleet.manager.releases("kueue"):
+        text = F.dig(rel.values, "managerConfig.controllerManagerConfigYaml")
+        try:
+            config = yaml.safe_load(text) if isinstance(text, str) else {}
+        except yaml.YAMLError:
+            config = {}
+        return config if isinstance(config, dict) else {}
+    return None
+
+
+def _check_kueue_config(result: CheckResult, fleet: FleetPlan) -> None:
+    config = manager_kueue_config(fleet)
+    if config is None:
+        return
+    stack = fleet.manager.stack
+    mk = dict(config.get("multiKueue") or {})
+    order = [w.name for w in fleet.workers]
+    if mk.get("dispatcherName") == INCREMENTAL and len(order) > 1:
+        step = F.dig(mk, "incrementalDispatcherConfig.stepSize")
+        step = DEFAULT_STEP if step is None else int(step)
+        if step > 1:
+            together = order[:step]
+            result.fail(
+                f"dispatch order: the manager's Incremental dispatcher asks {step} workers per round "
+                f"(multiKueue.incrementalDispatcherConfig.stepSize), so {', '.join(together)} get each job at "
+                f"once and the first to admit it wins; the plan's order [{', '.join(order)}] is not the order "
+                "that happens (stepSize 1 asks them one at a time)",
+                stack,
+            )
+    if F.dig(config, "waitForPodsReady.blockAdmission") is True:
+        result.fail(
+            f"manager platform {stack} blocks admission (waitForPodsReady.blockAdmission): the manager's pods run "
+            "on the workers, so one job no worker admits holds every team's jobs until its timeout",
+            stack,
         )

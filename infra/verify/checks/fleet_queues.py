@@ -11,6 +11,13 @@ its namespace ResourceQuota (the pods cannot start past `requests.nvidia.com/gpu
 admits); CPU and memory, the ResourceQuota's `requests.*` (the ClusterQueue repeats them on every flavor,
 the namespace holds them once); other resources (fabric devices), their flavor sum capped at what those
 GPUs need at the flavors' highest ratio to GPUs.
+
+A job on a worker flavor with a Topology carries a TAS podset annotation, and the manager admits it first:
+Kueue refuses it on a manager flavor without `topologyName`, or whose Topology lacks the requested level
+(kueue@v0.19.2 pkg/scheduler/flavorassigner/tas_flavorassigner.go checkPodSetAndFlavorMatchForTAS,
+pkg/cache/scheduler/tas_flavor_snapshot.go HasLevel), and the Workload stays Pending. So for each worker
+flavor with a Topology, the team's ClusterQueue on the manager must list a topology-aware flavor whose
+Topology has every level of the worker's (a job may request any of them).
 """
 
 from __future__ import annotations
@@ -150,6 +157,7 @@ def _check_quota(result: CheckResult, fleet: FleetPlan, team: str, ns: str, lq: 
             rqs = w.plan.objects("ResourceQuota", ns)
             rq = next((o for o in rqs if "requests.nvidia.com/gpu" in (o.spec.get("hard") or {})), None)
             per_worker[w.name] = held(_obj(w.plan, "ClusterQueue", str(wlq.spec.get("clusterQueue", ""))), rq)
+    _check_topology(result, fleet, team, ns, lq, cq)
     have = nominal(cq)
     for resource in sorted({r for q in per_worker.values() for r in q} | set(have)):
         want = sum((q.get(resource, Decimal(0)) for q in per_worker.values()), Decimal(0))
@@ -160,3 +168,37 @@ def _check_quota(result: CheckResult, fleet: FleetPlan, team: str, ns: str, lq: 
                 f"is not {_fmt(want)}, the sum of team {team}'s quota on the workers ({parts})",
                 cq.ref,
             )
+
+
+def _levels(plan_objects: list[K8sObject], name: Any) -> list[str] | None:
+    topo = next((t for t in plan_objects if t.name == str(name)), None)
+    if topo is None:
+        return None
+    return [str(lv.get("nodeLabel")) for lv in topo.spec.get("levels") or []]
+
+
+def _check_topology(
+    result: CheckResult, fleet: FleetPlan, team: str, ns: str, lq: str, cq: K8sObject
+) -> None:
+    """Rule: a manager flavor that cannot admit a worker's TAS jobs fails (module docstring)."""
+    manager_levels = []
+    for f in _flavors(cq):
+        rf = fleet.find(MANAGER, "ResourceFlavor", str(f.get("name")))
+        if rf is not None and rf.spec.get("topologyName"):
+            levels = _levels(fleet.on(MANAGER, "Topology"), rf.spec["topologyName"])
+            manager_levels.append(set(levels or []))
+    for w in fleet.workers:
+        wlq = _obj(w.plan, "LocalQueue", lq, ns)
+        wcq = _obj(w.plan, "ClusterQueue", str(wlq.spec.get("clusterQueue", ""))) if wlq else None
+        for f in _flavors(wcq):
+            rf = _obj(w.plan, "ResourceFlavor", str(f.get("name")))
+            if rf is None or not rf.spec.get("topologyName"):
+                continue
+            levels = _levels(w.plan.objects("Topology"), rf.spec["topologyName"]) or []
+            if not any(set(levels) <= have for have in manager_levels):
+                result.fail(
+                    f"ClusterQueue {cq.name} on the manager has no topology-aware flavor with the levels "
+                    f"[{', '.join(levels)}] of worker {w.name}'s flavor {rf.name}: the manager's Kueue refuses the "
+                    "jobs that carry a topology request for it (tas_flavorassigner.go), and they stay Pending",
+                    cq.ref,
+                )
