@@ -66,3 +66,14 @@ def test_cpu_machine_types_the_provider_knows_stay_cpu_pools():
     obj = platform_object("aws-dev")
     obj["nodePools"].append({"name": "cpu", "instanceType": "c7i.4xlarge", "minNodes": 0, "maxNodes": 1})
     assert not PlatformSpec.load(obj).node_pools[-1].is_gpu
+
+
+@pytest.mark.parametrize("capacity", ["on-demand", "spot"])
+def test_ultraserver_nodes_come_only_as_capacity_blocks(capacity):
+    (line,) = problems_with_pool(
+        "aws-dev", {"instanceType": "p6e-gb200.36xlarge", "gpu": "GB200", "capacity": capacity}
+    )
+    assert line == (
+        "platform.nodePools[2].capacity: p6e-gb200.36xlarge is sold only as Capacity Blocks (UltraServers); "
+        f"use capacity: capacity-block, not {capacity}"
+    )
