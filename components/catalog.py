@@ -51,6 +51,7 @@ class MachineShape:
     price_source: str | None = None
     source: str | None = None  # where the entry's shape facts come from, when not its section's
     unverified: tuple[str, ...] = ()  # fields no primary source confirmed yet
+    arch: str = "x86_64"  # the CPU architecture (arm64: Grace nodes), which picks the node image
 
     @property
     def priced(self) -> bool:
@@ -221,6 +222,7 @@ def _shape(section: CatalogSection, m: Mapping[str, Any], **gpu: Any) -> Machine
         price_source=m.get("priceSource"),
         source=m.get("source"),
         unverified=tuple(m.get("unverified") or ()),
+        arch=str(m.get("arch", "x86_64")),
         **gpu,
     )
 
