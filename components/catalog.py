@@ -34,13 +34,29 @@ class MachineShape:
     name: str
     vcpus: int
     memory_gib: float
-    on_demand_hourly: float
+    on_demand_hourly: float | None  # None: no confirmed list price (see price_source / capacity_block_only)
     gpu: str | None = None
     gpus: int = 0
     gpu_memory_gib: float = 0.0
     efa_interfaces: int = 0
     accelerator_type: str | None = None
     local_ssd_count: int = 0
+    # Added with the Blackwell catalog (issue 31); defaults keep older callers and data working.
+    local_nvme_gb: int = 0  # instance-store NVMe in decimal GB (AWS); GCP: bundled local SSDs x 375 GB
+    gpu_nics: int = 0  # GPUDirect (TCPX/TCPXO) or RDMA NICs for GPU traffic (GCP; EFA on AWS is above)
+    nvlink_domain: int = 0  # GPUs one NVLink domain joins (8: a node; 72: an NVL72 rack of 18 nodes)
+    capacity_block_only: bool = False  # sold only as Capacity Blocks (no on-demand, spot or ODCR)
+    capacity_block_hourly: float | None = None  # a published Capacity Block rate, when there is one
+    price_as_of: str | None = None  # the date of on_demand_hourly when the entry's own (else its basis')
+    price_source: str | None = None
+    source: str | None = None  # where the entry's shape facts come from, when not its section's
+    unverified: tuple[str, ...] = ()  # fields no primary source confirmed yet
+    arch: str = "x86_64"  # the CPU architecture (arm64: Grace nodes), which picks the node image
+
+    @property
+    def priced(self) -> bool:
+        """Whether the catalog has a list price for it (an unsold or unconfirmed price is None)."""
+        return self.on_demand_hourly is not None
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,11 @@ class GpuKind:
     peak_bf16_tflops: float
     # cloud -> the machines of that cloud carrying this GPU, for every cloud with a catalog section
     on: Mapping[str, tuple[MachineShape, ...]] = field(default_factory=dict)
+
+    peak_fp8_tflops: float | None = None  # dense; None: the GPU has no FP8 tensor cores
+    nvlink_domain: int = 1  # GPUs one NVLink domain joins at most (1: none, PCIe only)
+    source: str = ""
+    as_of: str = ""
 
     def shapes_on(self, cloud: str) -> tuple[MachineShape, ...]:
         """The machines of `cloud` carrying this GPU (none for a cloud without a catalog section)."""
@@ -109,9 +130,18 @@ class Catalog:
             for kind, machines in section.gpus.items():
                 if kind not in per_kind:
                     raise ValueError(f"catalog section {section.cloud}: {kind!r} is not a known GPU kind")
-                memory_gib = doc["gpus"][kind]["memoryMiB"] / 1024
+                entry = doc["gpus"][kind]
                 per_kind[kind][section.cloud] = tuple(
-                    _shape(section, m, gpu=kind, gpus=int(m["gpus"]), gpu_memory_gib=memory_gib)
+                    _shape(
+                        section,
+                        m,
+                        gpu=kind,
+                        gpus=int(m["gpus"]),
+                        gpu_memory_gib=entry["memoryMiB"] / 1024,
+                        nvlink_domain=int(
+                            m.get("nvlinkDomain") or min(int(entry.get("nvlinkDomain", 1)), int(m["gpus"]))
+                        ),
+                    )
                     for m in machines
                 )
             for m in section.cpu:
@@ -124,6 +154,10 @@ class Catalog:
                 name=kind,
                 memory_gib=entry["memoryMiB"] / 1024,
                 peak_bf16_tflops=float(entry["peakBf16Tflops"]),
+                peak_fp8_tflops=_float(entry.get("peakFp8Tflops")),
+                nvlink_domain=int(entry.get("nvlinkDomain", 1)),
+                source=str(entry.get("source", "")),
+                as_of=str(entry.get("asOf", "")),
                 on=per_kind[kind],
             )
             for kind, entry in doc["gpus"].items()
@@ -157,19 +191,38 @@ class Catalog:
         if kind is None:
             return []
         found = [m for m in kind.shapes_on(cloud) if gpus is None or m.gpus == gpus]
-        return sorted(found, key=lambda m: m.on_demand_hourly)
+        # Unpriced machines last: a pool by kind and count takes the first, which must be one the plan prices.
+        return sorted(found, key=lambda m: (m.on_demand_hourly is None, m.on_demand_hourly or 0.0))
+
+
+# A Compute Engine local SSD disk holds 375 GB (Compute Engine docs, "About Local SSD disks").
+GCE_LOCAL_SSD_GB = 375
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def _shape(section: CatalogSection, m: Mapping[str, Any], **gpu: Any) -> MachineShape:
+    ssds = int(m.get("localSsdCount", 0))
     return MachineShape(
         cloud=section.cloud,
         name=m[section.machine_key],
         vcpus=int(m["vcpus"]),
         memory_gib=float(m["memoryGiB"]),
-        on_demand_hourly=float(m["onDemandHourly"]),
+        on_demand_hourly=_float(m["onDemandHourly"]),
         efa_interfaces=int(m.get("efaInterfaces", 0)),
         accelerator_type=m.get("acceleratorType"),
-        local_ssd_count=int(m.get("localSsdCount", 0)),
+        local_ssd_count=ssds,
+        local_nvme_gb=int(m.get("localNvmeGB", ssds * GCE_LOCAL_SSD_GB)),
+        gpu_nics=int(m.get("gpuNics", 0)),
+        capacity_block_only=bool(m.get("capacityBlockOnly", False)),
+        capacity_block_hourly=_float(m.get("capacityBlockHourly")),
+        price_as_of=str(m["priceAsOf"]) if m.get("priceAsOf") else None,
+        price_source=m.get("priceSource"),
+        source=m.get("source"),
+        unverified=tuple(m.get("unverified") or ()),
+        arch=str(m.get("arch", "x86_64")),
         **gpu,
     )
 

@@ -31,6 +31,9 @@ class PoolCost:
     price_source: str
     # Per node of a reservation or Capacity Block (None for other pools): paid whether used or not.
     reserved_hourly: float | None = None
+    # The date of the catalog price used (the machine's own, else its cloud's basis); None when the
+    # stack's override or nothing priced it.
+    price_as_of: str | None = None
 
     @property
     def committed(self) -> bool:
@@ -50,7 +53,11 @@ class PoolCost:
 
 
 def _price(
-    spec: PlatformSpec, basis: PriceBasis | None, shape_name: str | None, on_demand: float | None
+    spec: PlatformSpec,
+    basis: PriceBasis | None,
+    shape_name: str | None,
+    on_demand: float | None,
+    as_of: str | None = None,
 ) -> tuple[float | None, float | None, str]:
     override = spec.pricing.overrides.get(shape_name or "")
     if override is not None and (override.on_demand_hourly is not None or on_demand is not None):
@@ -63,7 +70,7 @@ def _price(
     if on_demand is None or basis is None:
         return None, None, "unknown: not in the catalog (set platform.pricing.overrides)"
     fraction = spec.pricing.spot_fraction or basis.spot_fraction
-    return on_demand, on_demand * fraction, f"catalog list price, {basis.region}, {basis.as_of}"
+    return on_demand, on_demand * fraction, f"catalog list price, {basis.region}, {as_of or basis.as_of}"
 
 
 def reserved_price(spec: PlatformSpec, machine: str | None, on_demand: float | None) -> float | None:
@@ -82,8 +89,11 @@ def pool_costs(spec: PlatformSpec) -> list[PoolCost]:
     for p in spec.node_pools:
         shape = machine_of(spec.cloud, p)
         name = shape.name if shape else (p.instance_type or p.machine_type)
-        od, spot, source = _price(spec, basis, name, shape.on_demand_hourly if shape else None)
+        own_date = shape.price_as_of if shape else None
+        od, spot, source = _price(spec, basis, name, shape.on_demand_hourly if shape else None, own_date)
         reserved = reserved_price(spec, name, od) if p.capacity in RESERVED else None
+        catalog_priced = source.startswith("catalog") and basis is not None
+        as_of = (own_date or (basis.as_of if basis else None)) if catalog_priced else None
         pools.append(
             PoolCost(
                 pool=p.name,
@@ -97,6 +107,7 @@ def pool_costs(spec: PlatformSpec) -> list[PoolCost]:
                 spot_hourly=spot,
                 price_source=source,
                 reserved_hourly=reserved,
+                price_as_of=as_of,
             )
         )
     return pools

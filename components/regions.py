@@ -27,6 +27,22 @@ def did_you_mean(value: str, known: Iterable[str], cutoff: float = 0.75) -> str:
     return f"; did you mean {' or '.join(repr(k) for k in best[:3])}?" if best else ""
 
 
+def unknown_gpu_machine(name: str, family: str, gpu_names: Iterable[str], where: str) -> str:
+    """Why a machine type of a family that carries GPUs, which the catalog does not know, cannot be a
+    pool: it would become a CPU pool (no GPU taint, resources, driver or price). Names the nearest known
+    GPU machine types (difflib), else those of the same family."""
+    known = sorted(gpu_names)
+    near = (
+        difflib.get_close_matches(name, known, n=3, cutoff=0.5)
+        or [k for k in known if k.startswith(family)][:3]
+    )
+    hint = f"; nearest known: {', '.join(near)}" if near else ""
+    return (
+        f"{name!r} is a GPU machine type ({where} {family}) that trainplane's catalog does not know, so it "
+        f"cannot be sized, tainted or priced as a GPU pool (and is never a CPU pool){hint}"
+    )
+
+
 def _a(title: str) -> str:
     """The article before a cloud's name in prose: an AWS region, a GCP region."""
     return "an" if title[0] in "AEIOU" else "a"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from typing import Any
 
 from pydantic.alias_generators import to_camel
@@ -129,12 +130,14 @@ def idle_policies(spec: PlatformSpec) -> list[IdlePolicy]:
     ]
 
 
-def summarize_platform(result: RunResult, spec: PlatformSpec) -> PlanSummary:
-    summary = summarize(result, spec.cloud, (spec.min_gpus(), spec.max_gpus()), estimate_cost(spec))
+def summarize_platform(result: RunResult, spec: PlatformSpec, today: date | None = None) -> PlanSummary:
+    summary = summarize(result, spec.cloud, (spec.min_gpus(), spec.max_gpus()), estimate_cost(spec, today))
     summary.idle = idle_policies(spec)
     return summary
 
 
-def summarize_job(result: RunResult, job: JobSpec, cloud: str, platform: PlatformSpec | None) -> PlanSummary:
+def summarize_job(
+    result: RunResult, job: JobSpec, cloud: str, platform: PlatformSpec | None, today: date | None = None
+) -> PlanSummary:
     gpus = (job.nodes.min * job.gpus_per_node, job.nodes.max * job.gpus_per_node)
-    return summarize(result, cloud, gpus, job_cost(job, platform))
+    return summarize(result, cloud, gpus, job_cost(job, platform, today))

@@ -9,8 +9,10 @@ backend (CloudBackend.price_basis, control_plane_hourly, cost_assumptions).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from datetime import date
 
 from components.backends import backend
+from components.clock import PRICE_MAX_AGE_MONTHS, as_of_date, months_old
 from components.pricing import PoolCost, pool_costs
 from components.spec import JobSpec, PlatformSpec
 
@@ -27,9 +29,45 @@ class Cost:
     # Reserved capacity (reservation, capacity-block pools) paid per hour whatever the scale; part of
     # min_hourly and max_hourly.
     committed_hourly: float | None = 0.0
+    # The oldest catalog price date among the pools' prices, and its age in months on the plan's day
+    # (None when nothing came from the catalog, or no day was given).
+    prices_as_of: str | None = None
+    price_age_months: int | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
-def estimate_cost(spec: PlatformSpec) -> Cost:
+def price_age(pools: list[PoolCost], today: date | None) -> tuple[str | None, int | None, list[str]]:
+    """The oldest catalog price the pools use, its age on `today`, and a warning past
+    PRICE_MAX_AGE_MONTHS (prices move: the 2025 P5 cut was 45%)."""
+    dates = [c.price_as_of for c in pools if c.price_as_of]
+    if not dates:
+        return None, None, []
+    oldest = min(dates, key=as_of_date)
+    if today is None:
+        return oldest, None, []
+    age = months_old(oldest, today)
+    if age <= PRICE_MAX_AGE_MONTHS:
+        return oldest, age, []
+    stale = sorted(
+        {
+            c.machine or c.pool
+            for c in pools
+            if c.price_as_of and months_old(c.price_as_of, today) > PRICE_MAX_AGE_MONTHS
+        }
+    )
+    return (
+        oldest,
+        age,
+        [
+            f"prices are {age} months old (as of {oldest}, today {today.isoformat()}; older than "
+            f"{PRICE_MAX_AGE_MONTHS} months) for {', '.join(stale)}: check the cloud's price list or set "
+            "platform.pricing.overrides"
+        ],
+    )
+
+
+def estimate_cost(spec: PlatformSpec, today: date | None = None) -> Cost:
+    """`today`: the plan's day, for the age of its prices (None: the age is not computed)."""
     cloud = backend(spec.cloud)
     basis = cloud.price_basis()
     pools = pool_costs(spec)
@@ -62,6 +100,7 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
         assumptions.append(f"no price for {missing}: totals left out (set platform.pricing.overrides)")
     assumptions += cloud.cost_assumptions(spec)
     assumptions += _reserved_assumptions(spec, pools)
+    as_of, age, warnings = price_age(pools, today)
     return Cost(
         min_hourly=total(lambda c: c.billed_nodes(c.min_nodes), lambda c: c.hourly),
         max_hourly=total(lambda c: c.billed_nodes(c.max_nodes), lambda c: c.hourly),
@@ -71,6 +110,9 @@ def estimate_cost(spec: PlatformSpec) -> Cost:
         pools=pools,
         assumptions=assumptions,
         committed_hourly=total(lambda c: c.max_nodes if c.committed else 0, lambda c: c.hourly, 0.0),
+        prices_as_of=as_of,
+        price_age_months=age,
+        warnings=warnings,
     )
 
 
@@ -92,12 +134,12 @@ def _reserved_assumptions(spec: PlatformSpec, pools: list[PoolCost]) -> list[str
     return lines
 
 
-def job_cost(job: JobSpec, platform: PlatformSpec | None) -> Cost:
+def job_cost(job: JobSpec, platform: PlatformSpec | None, today: date | None = None) -> Cost:
     """What the job's nodes cost per hour at its minimum and maximum size, from its platform's prices."""
     if platform is None:
         return Cost(None, None, None, None, 0.0, [], ["platform stack given as recorded outputs: no prices"])
-    pool_cost = next((p for p in estimate_cost(platform).pools if p.pool == job.pools[0]), None)
-    base = estimate_cost(platform)
+    base = estimate_cost(platform, today)
+    pool_cost = next((p for p in base.pools if p.pool == job.pools[0]), None)
     if pool_cost is None:
         return Cost(None, None, None, None, 0.0, [], base.assumptions)
     nodes = (job.nodes.min, job.nodes.max)
@@ -116,4 +158,7 @@ def job_cost(job: JobSpec, platform: PlatformSpec | None) -> Cost:
         control_plane_hourly=0.0,
         pools=[pool_cost],
         assumptions=assumptions,
+        prices_as_of=pool_cost.price_as_of,
+        price_age_months=price_age([pool_cost], today)[1],
+        warnings=price_age([pool_cost], today)[2],
     )

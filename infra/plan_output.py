@@ -83,6 +83,19 @@ def duration(seconds: float) -> str:
     return f"about {seconds / 60:.0f} min"
 
 
+def print_price_age(cost: Any, console: Console) -> None:
+    """How old the catalog prices the plan used are, and a warning when they are past their age."""
+    if cost.prices_as_of and cost.price_age_months is not None:
+        console.print(
+            f"  prices: catalog list prices as of {cost.prices_as_of}, {cost.price_age_months} months old",
+            markup=False,
+            highlight=False,
+            soft_wrap=True,
+        )
+    for w in cost.warnings:
+        console.print(f"  [yellow]warning:[/] {w}", highlight=False, soft_wrap=True)
+
+
 def print_resources(summary: PlanSummary, console: Console) -> None:
     """The resource tree and the count per type of a planned stack (platform, job or fleet)."""
     tree = Tree(f"[bold]{summary.stack}[/] [dim]{summary.resource_count} resources[/]")
@@ -139,6 +152,7 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
     for a in cost.assumptions:
         console.print(f"  [dim]assumption:[/] {a}", highlight=False)
+    print_price_age(cost, console)
     for line in idle_lines(summary.idle):
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 

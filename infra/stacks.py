@@ -8,6 +8,7 @@ CLI (infra/cli.py) imports this module, never the reverse.
 from __future__ import annotations
 
 import json
+from datetime import date
 from typing import Any
 
 
@@ -115,8 +116,9 @@ def read_refs(pairs: list[str]) -> dict[str, Any]:
     return refs
 
 
-def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any]:
-    """Validate and run a stack offline: (RunResult, its plan summary) for plan and render."""
+def plan_stack(stack: str, ref_pairs: list[str] | None = None, today: date | None = None) -> tuple[Any, Any]:
+    """Validate and run a stack offline: (RunResult, its plan summary) for plan and render. `today`: the
+    plan's day, for the age of its prices (components.clock.today() at the command line)."""
     from components.spec import JobSpec, PlatformSpec
     from infra.plan import summarize_job, summarize_platform
 
@@ -124,7 +126,7 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
     if sf.object("trainplane:platform") is not None:
         spec = validated(sf, "trainplane:platform", PlatformSpec)
         result = run_stack(sf)
-        return result, summarize_platform(result, spec)
+        return result, summarize_platform(result, spec, today)
     if sf.object("trainplane:fleet") is not None:
         return plan_fleet(sf, read_refs(ref_pairs or []))
     if sf.object("trainplane:job") is None:
@@ -135,7 +137,7 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None) -> tuple[Any, Any
         return plan_fleet_job(sf, job, refs)
     outputs, platform_spec = job_platform(job, refs, sf)
     result = run_stack(sf, {**refs, job.platform_stack: outputs})
-    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec)
+    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec, today)
 
 
 def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, Any]:

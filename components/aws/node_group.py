@@ -44,31 +44,19 @@ from components.aws.capacity import (
     topology_levels,
 )
 from components.aws.efa import EFA_RESOURCE, efa_pod_env
+from components.aws.node_image import (
+    ACCELERATOR_LABEL,
+    accelerator_label,
+    ami_type,
+)
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape, catalog
 from components.outputs import NodeReplacement
 from components.spec import NodePoolSpec
 
-GPU_AMI = "AL2023_x86_64_NVIDIA"
-CPU_AMI = "AL2023_x86_64_STANDARD"
 GPU_ROOT_GIB = 200
 CPU_ROOT_GIB = 50
 EKS_CAPACITY_LABEL = "eks.amazonaws.com/capacityType"
-# kubernetes/autoscaler cluster-autoscaler/cloudprovider/aws/aws_cloud_provider.go (1.33): `GPULabel`.
-# Its presence marks a GPU node (utils/gpu NodeHasGpu); the value names the GPU in the autoscaler's
-# metrics, spelled as in the provider's `availableGPUTypes` (nvidia-tesla-a100, nvidia-a10g, nvidia-l4,
-# nvidia-l40s). Newer GPUs are not in that list yet and follow its "nvidia-<model>" form.
-ACCELERATOR_LABEL = "k8s.amazonaws.com/accelerator"
-ACCELERATOR_VALUES = {
-    "A10G": "nvidia-a10g",
-    "L4": "nvidia-l4",
-    "L40S": "nvidia-l40s",
-    "A100-40GB": "nvidia-tesla-a100",
-    "A100-80GB": "nvidia-tesla-a100",
-    "H100": "nvidia-h100",
-    "H200": "nvidia-h200",
-    "B200": "nvidia-b200",
-}
 TAINT_EFFECTS = {
     "NoSchedule": "NO_SCHEDULE",
     "PreferNoSchedule": "PREFER_NO_SCHEDULE",
@@ -128,11 +116,6 @@ def node_replacement(pool: NodePoolSpec) -> NodeReplacement:
         autoscaler_unneeded_minutes=SCALE_DOWN_UNNEEDED_MINUTES,
         repair_conditions=dict(NODE_REPAIR_CONDITIONS) if node_repair(pool) else {},
     )
-
-
-def accelerator_label(gpu: str) -> str:
-    """The `k8s.amazonaws.com/accelerator` value for a catalog GPU kind."""
-    return ACCELERATOR_VALUES.get(gpu, f"nvidia-{gpu.lower()}")
 
 
 def efa_interfaces(count: int, security_group_ids: Sequence[pulumi.Input[str]]) -> list:
@@ -303,7 +286,7 @@ class NodePool(pulumi.ComponentResource):
             node_group_name=self.node_group_name,
             node_role_arn=args.node_role_arn,
             subnet_ids=subnet_ids,
-            ami_type=GPU_AMI if pool.is_gpu else CPU_AMI,
+            ami_type=ami_type(pool.is_gpu, shapes),
             capacity_type=CAPACITY_TYPES[pool.capacity],
             instance_types=node_group_instance_types(pool, [s.name for s in shapes]),
             scaling_config=aws.eks.NodeGroupScalingConfigArgs(

@@ -11,7 +11,11 @@ from importlib import resources
 
 import yaml
 
-from components.regions import did_you_mean, regions
+from components.regions import did_you_mean, regions, unknown_gpu_machine
+
+# EC2 families that carry GPUs: P and G (and Gr) accelerated computing instances, UltraServer nodes
+# (p6e-gb200) included (EC2 user guide, "Accelerated computing instance specifications").
+GPU_FAMILY = re.compile(r"^(?:p\d|gr?\d)[a-z0-9-]*(?=\.)")
 
 
 @cache
@@ -35,7 +39,12 @@ def aws_zone_problems(region: str | None, zones: Sequence[str], path: str) -> It
 def instance_type_problem(name: str, catalog_names: Sequence[str]) -> str | None:
     """Why `name` is not an EC2 instance type (None when it is one): every instance type the provider
     SDK knows is one."""
-    if name in catalog_names or name in aws_instance_types():
+    if name in catalog_names:
+        return None
+    if family := GPU_FAMILY.match(name):
+        gpu_types = [n for n in catalog_names if GPU_FAMILY.match(n)]
+        return unknown_gpu_machine(name, family.group(0), gpu_types, "EC2 family")
+    if name in aws_instance_types():
         return None
     hint = did_you_mean(name, catalog_names, 0.8) or did_you_mean(name, sorted(aws_instance_types()))
     return f"{name!r} is not an EC2 instance type{hint}"

@@ -115,6 +115,15 @@ def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str, shape_kno
     Capacity Blocks": "delivered as targeted Capacity Reservations in a single Availability Zone";
     "Launch instances into an existing Capacity Reservation": matching instance type, platform, zone)."""
     yield from check_capacity(pool, path, "aws", CAPACITY)
+    shape = catalog().machine("aws", pool.instance_type) if shape_known and pool.instance_type else None
+    if shape is None and shape_known and pool.gpu and pool.gpus_per_node:
+        shape = next(iter(catalog().shapes("aws", pool.gpu, pool.gpus_per_node)), None)
+    if shape is not None and shape.capacity_block_only and pool.capacity != "capacity-block":
+        # EC2 user guide, "Capacity Blocks for ML": P6e-GB200 (and -GB300) UltraServers are sold as blocks.
+        yield (
+            f"{path}.capacity: {shape.name} is sold only as Capacity Blocks (UltraServers); "
+            f"use capacity: capacity-block, not {pool.capacity}"
+        )
     if pool.capacity not in RESERVED:
         return
     if pool.placement == "compact":

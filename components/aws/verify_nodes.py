@@ -129,7 +129,7 @@ def _addon_config(resource_inputs: Mapping[str, Any]) -> dict[str, Any]:
 def addon_objects(plan: Plan, out: ChartModel) -> None:
     """DaemonSets and CSI drivers of the EKS add-ons the plan installs."""
     cloud = F.cloud("aws")
-    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
+    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k not in ("source", "asOf")}
     for name, addon in eks_addons(plan).items():
         ref = f"EKS add-on {name}"
         ds = cloud["addonDaemonSets"].get(name)

@@ -12,7 +12,7 @@ from importlib import resources
 
 import yaml
 
-from components.regions import did_you_mean, regions
+from components.regions import did_you_mean, regions, unknown_gpu_machine
 
 # Compute Engine machine type names: <series>-<type>-<vCPUs>[-suffix] (a3-megagpu-8g, c3-standard-8-lssd),
 # <series>-custom-<vCPUs>-<MiB>, and the shared-core e2-micro/small/medium (Compute Engine docs,
@@ -22,6 +22,9 @@ GCE_SERIES = frozenset(
     "e2 n1 n2 n2d n4 n4a n4d c2 c2d c3 c3d c4 c4a c4d t2a t2d h3 h4d m1 m2 m3 m4 x4 z3 a2 a3 a4 a4x g2 g4 "
     "f1 g1".split()
 )
+# Series whose machine types come with GPUs attached (Compute Engine "Accelerator-optimized machine
+# family": A2, A3, A4, A4X, G2, G4).
+GPU_SERIES = frozenset("a2 a3 a4 a4x g2 g4".split())
 GCE_TYPES = frozenset(
     "standard highmem highcpu megamem ultramem hypermem highgpu megagpu ultragpu edgegpu custom micro small "
     "medium".split()
@@ -61,6 +64,9 @@ def machine_type_problem(name: str, catalog_names: Sequence[str]) -> str | None:
     if m is None:
         return f"{name!r} is not a Compute Engine machine type name (series-type-vCPUs, e.g. n2-standard-8)"
     series, kind = m.groups()
+    if series in GPU_SERIES:
+        gpu_types = [n for n in catalog_names if n.split("-", 1)[0] in GPU_SERIES]
+        return unknown_gpu_machine(name, series, gpu_types, "Compute Engine series")
     if series not in GCE_SERIES or kind not in GCE_TYPES:
         fixed = name.replace(
             f"{series}-{kind}", f"{_closest(series, GCE_SERIES)}-{_closest(kind, GCE_TYPES)}", 1

@@ -101,7 +101,7 @@ def addon_objects(plan: Plan, out: ChartModel) -> None:
     cloud = F.cloud("gcp")
     cluster = plan_cluster(plan.resources)
     addons = (cluster.inputs.get("addonsConfig") or {}) if cluster else {}
-    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k != "source"}
+    drivers = {k: v for k, v in cloud["csiDrivers"].items() if k not in ("source", "asOf")}
     for key, cfg in addons.items():
         if not (isinstance(cfg, dict) and cfg.get("enabled")):
             continue

@@ -16,7 +16,13 @@ from infra.stacks import UsageError, plan_stack, read_refs
 def cmd_plan(args: argparse.Namespace, console: Console) -> int:
     if args.dump:
         return _dump_plan(args, console)
-    _, summary = plan_stack(args.stack, args.ref)
+    from components.clock import today
+
+    try:
+        day = today()
+    except ValueError as e:
+        raise UsageError([str(e)]) from None
+    _, summary = plan_stack(args.stack, args.ref, day)
     if args.json:
         print(json.dumps(summary.as_json(), indent=2, default=str))
         return EXIT_OK

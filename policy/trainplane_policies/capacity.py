@@ -42,7 +42,10 @@ MACHINES: dict[str, dict[str, Any]] = {
         "items": {"type": "string"},
         # Every GPU family in trainplane's catalog (components/data/aws_instance_types.yaml, the GCP
         # section): the reference stacks' and anything the catalog can plan.
-        "default": ["p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "g5", "g6", "g6e", "a2", "a3", "a4", "g2"],
+        "default": [
+            *("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "p6e-gb300"),
+            *("g5", "g6", "g6e", "g7e", "a2", "a3", "a4", "a4x", "g2", "g4"),
+        ],
         "description": "GPU machine families allowed (AWS: before the '.', GCP: before the first '-')",
     },
 }

@@ -226,9 +226,21 @@ def test_gpu_pools_carry_the_autoscaler_gpu_label_on_nodes_and_asg_templates():
 
 
 def test_every_aws_gpu_of_the_catalog_has_an_accelerator_label_value():
-    from components.aws.node_group import ACCELERATOR_VALUES
+    from components.aws.node_image import ACCELERATOR_VALUES
 
     aws_gpus = {g for g in catalog().gpu_names() if catalog().gpu(g).shapes_on("aws")}
     assert aws_gpus <= set(ACCELERATOR_VALUES)
     # Upstream's spelling where it has one (aws_cloud_provider.go availableGPUTypes).
     assert ACCELERATOR_VALUES["A10G"] == "nvidia-a10g" and ACCELERATOR_VALUES["L40S"] == "nvidia-l40s"
+
+
+def test_grace_gpu_nodes_get_the_arm64_nvidia_ami():
+    from components.aws.node_image import ami_type
+
+    gb200 = catalog().machine("aws", "p6e-gb200.36xlarge")
+    b300 = catalog().machine("aws", "p6-b300.48xlarge")
+    assert (gb200.arch, b300.arch) == ("arm64", "x86_64")
+    assert ami_type(True, [gb200]) == "AL2023_ARM_64_NVIDIA"
+    assert ami_type(True, [b300]) == "AL2023_x86_64_NVIDIA"
+    assert ami_type(False, []) == "AL2023_x86_64_STANDARD"
+    assert catalog().machine("gcp", "a4x-maxgpu-4g-metal").arch == "arm64"

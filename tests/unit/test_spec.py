@@ -67,7 +67,7 @@ CASES = [
         "aws-dev",
         _set("nodePools.1.gpu", "H1000"),
         "platform.nodePools[1].gpu: 'H1000' is not a known GPU; known: A10G, L4, L40S, A100-40GB, A100-80GB, "
-        "H100, H100-MEGA, H200, B200",
+        "H100, H100-MEGA, H200, B200, B300, GB200, GB300, RTX-PRO-6000",
     ),
     (
         "aws-dev",

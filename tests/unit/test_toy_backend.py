@@ -59,6 +59,7 @@ TOY_MACHINE = MachineShape(
     gpu="H100",
     gpus=8,
     gpu_memory_gib=80.0,  # data/gpus.yaml H100 memoryMiB 81920
+    nvlink_domain=8,  # H100: 8 per NVLink domain (data/gpus.yaml), as many as the machine has
 )
 # Spot is all it sells; a stack asking for another cloud's reservation kinds is told to use it.
 TOY_CAPACITY = CapacityKinds(
