@@ -71,12 +71,15 @@ class PoolPrice:
     committed_gpus: int = 0
     # The team a reservation's idle share is charged to; None: shown as `unassigned`.
     owner: str | None = None
+    # A Capacity Block's dates (blockStart, blockEnd) in Unix seconds: its GPUs are paid for only between
+    # them (EC2 "Capacity Blocks for ML": the block exists from its start to its end date); None: always.
+    window: tuple[int, int] | None = None
 
 
-def _const(value: float, labels: dict[str, str]) -> str:
-    """A constant series with labels: vector() has none, each label_replace with an empty source and an
-    empty regex sets one."""
-    expr = f"vector({value!r})"
+def _const(value: float | str, labels: dict[str, str]) -> str:
+    """A constant series with labels (`value`: a number or a scalar expression): vector() has none, each
+    label_replace with an empty source and an empty regex sets one."""
+    expr = f"vector({value if isinstance(value, str) else repr(value)})"
     for k, v in labels.items():
         expr = f'label_replace({expr}, "{k}", "{v}", "", "")'
     return expr
@@ -88,9 +91,21 @@ def price_expr(prices: Sequence[PoolPrice]) -> str:
     return " or ".join(parts) if parts else "vector(0) < 0"
 
 
+def committed_scalar(p: PoolPrice) -> str:
+    """GPUs the pool's reservation holds at the evaluation time: a Capacity Block's only in
+    [blockStart, blockEnd), 0 outside (time() is each step's own time in a subquery, so the report's
+    subquery and the rule agree). 0 rather than no series, so the pool's paid GPUs do not fall back to
+    its nodes' allocatable ones (a block's last node seen within the lookback after its end)."""
+    gpus = float(p.committed_gpus)
+    if p.window is None:
+        return repr(gpus)
+    start, end = p.window
+    return f"{gpus!r} * (time() >= bool {start}) * (time() < bool {end})"
+
+
 def _committed_expr(prices: Sequence[PoolPrice]) -> str:
     parts = [
-        _const(float(p.committed_gpus), {"pool": p.pool, "team": p.owner or UNASSIGNED})
+        _const(committed_scalar(p), {"pool": p.pool, "team": p.owner or UNASSIGNED})
         for p in prices
         if p.committed_gpus
     ]

@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from components.incluster.cost_rules import INTERVAL_S, UNASSIGNED, PoolPrice, cost_query
@@ -122,8 +122,14 @@ def price_lines(prices: Sequence[PoolPrice]) -> list[str]:
     for p in sorted(prices, key=lambda p: p.pool):
         line = f"{p.pool}: {p.capacity}, ${p.gpu_hourly:.4f} per GPU-hour"
         if p.committed_gpus:
+            # A Capacity Block is paid for only between its dates (cost_rules.committed_scalar).
+            when = ""
+            if p.window:
+                start, end = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M") for t in p.window)
+                when = f" from {start} to {end} UTC"
             line += (
-                f"; {p.committed_gpus} GPUs paid whether used or not, idle charged to {p.owner or UNASSIGNED}"
+                f"; {p.committed_gpus} GPUs paid{when} whether used or not, idle charged to "
+                f"{p.owner or UNASSIGNED}"
             )
         lines.append(line)
     return lines
