@@ -74,6 +74,11 @@ class PoolPrice:
     # A Capacity Block's dates (blockStart, blockEnd) in Unix seconds: its GPUs are paid for only between
     # them (EC2 "Capacity Blocks for ML": the block exists from its start to its end date); None: always.
     window: tuple[int, int] | None = None
+    # `nvidia.com/gpu` units each physical GPU advertises: GPU time-slicing's replicas (the device plugin's
+    # sharing.timeSlicing.resources[].replicas; GPU Feature Discovery labels the node nvidia.com/gpu.replicas,
+    # NVIDIA/k8s-device-plugin docs "Shared Access to GPUs"), else 1. Pods request, and nodes advertise,
+    # units; the rules count physical GPUs (units / shares) and price those.
+    shares: int = 1
 
 
 def _const(value: float | str, labels: dict[str, str]) -> str:
@@ -137,24 +142,39 @@ POD_GPUS = (
 )
 
 
+def physical(units: str, prices: Sequence[PoolPrice]) -> str:
+    """`units` (a series with a pool label, in advertised nvidia.com/gpu units) as physical GPUs: over each
+    pool's shares; unchanged where no pool shares its GPUs."""
+    if all(p.shares == 1 for p in prices):
+        return units
+    per = " or ".join(_const(1 / p.shares, {"pool": p.pool}) for p in prices)
+    return f"({units} * on (pool) group_left () ({per}))"
+
+
+def held_expr(prices: Sequence[PoolPrice]) -> str:
+    """Physical GPUs running pods hold, by team, job and pool."""
+    return physical(POD_GPUS, prices)
+
+
 def cost_rate_expr(prices: Sequence[PoolPrice]) -> str:
     """Dollars per hour the running pods' GPUs cost, by team, job, pool and capacity."""
-    return f"{POD_GPUS} * on (pool) group_left (capacity) ({price_expr(prices)})"
+    return f"{held_expr(prices)} * on (pool) group_left (capacity) ({price_expr(prices)})"
 
 
 def idle_rate_expr(prices: Sequence[PoolPrice]) -> str:
     """Dollars per hour of GPUs paid for and held by no pod, by pool, capacity and team: a reservation's
     whole size (its owner team's, else unassigned), an on-demand or spot node's allocatable GPUs
     (unassigned)."""
-    allocatable = (
+    allocatable = physical(
         'sum by (pool) (kube_node_status_allocatable{resource="nvidia_com_gpu"}'
-        f" * on (node) group_left (pool) {NODE_POOL})"
+        f" * on (node) group_left (pool) {NODE_POOL})",
+        prices,
     )
     # A reservation is charged only while the cluster is seen (kube-state-metrics reports a node): not
     # for the days before the platform existed, nor while its metrics are missing.
     committed = f"(({_committed_expr(prices)}) and on () count(kube_node_status_allocatable) > 0)"
     paid = f"({committed} or on (pool) {allocatable})"
-    used = f"(sum by (pool) ({POD_GPUS}) or on (pool) {paid} * 0)"
+    used = f"(sum by (pool) ({held_expr(prices)}) or on (pool) {paid} * 0)"
     # group_left keeps the left side's team: one-to-one matching on (pool) would keep only pool.
     idle = f"clamp_min({paid} - on (pool) group_left () {used}, 0)"
     priced = f"{idle} * on (pool) group_left (capacity) ({price_expr(prices)})"
@@ -191,7 +211,7 @@ def cost_groups(prices: Sequence[PoolPrice]) -> list[dict[str, Any]]:
     but exist, so the cost dashboard reads defined (empty) series."""
     rules: list[dict[str, Any]] = [
         {"record": PRICE, "expr": price_expr(prices)},
-        {"record": USED_GPUS, "expr": POD_GPUS},
+        {"record": USED_GPUS, "expr": held_expr(prices)},
         {"record": COST_RATE, "expr": cost_rate_expr(prices)},
         {"record": IDLE_RATE, "expr": idle_rate_expr(prices)},
     ]
@@ -218,7 +238,7 @@ def cost_query(prices: Sequence[PoolPrice], what: str, seconds: int, by: Sequenc
     like the rule group, so the report needs no history of the recording rules (`what`: cost, idle or
     gpu_hours)."""
     expr = {"cost": cost_rate_expr, "idle": idle_rate_expr}.get(what)
-    inner = expr(prices) if expr else POD_GPUS
+    inner = expr(prices) if expr else held_expr(prices)
     step = 3600 // INTERVAL_S
     return f"sum by ({', '.join(by)}) (sum_over_time(({inner})[{span(seconds)}:{INTERVAL_S}s])) / {step}"
 

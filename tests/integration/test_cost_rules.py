@@ -71,12 +71,14 @@ def samples(record: str, expected: dict, keys: tuple[str, ...]) -> dict:
     }
 
 
-def run(tmp_path, groups: list[dict], tests: list[dict]) -> subprocess.CompletedProcess:
+def run(
+    tmp_path, groups: list[dict], tests: list[dict], rows: D.Rows | None = None
+) -> subprocess.CompletedProcess:
     (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": groups}))
     test = {
         "rule_files": ["rules.yaml"],
         "evaluation_interval": "1m",
-        "tests": [{"interval": "1m", "input_series": D.promtool_series(), "promql_expr_test": tests}],
+        "tests": [{"interval": "1m", "input_series": D.promtool_series(rows), "promql_expr_test": tests}],
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
     return subprocess.run(
@@ -158,4 +160,36 @@ def test_a_capacity_block_is_paid_only_up_to_its_end(tmp_path):
     }
     groups = rule_groups(owned_platform(block=("1970-01-01T00:00:00Z", "1970-01-01T01:00:00Z")))
     got = run(tmp_path, groups, [day])
+    assert got.returncode == 0, got.stdout + got.stderr
+
+
+def sliced_series(replicas: int) -> D.Rows:
+    """The synthetic cluster with GPU time-slicing: every node advertises, and every pod requests, units of
+    nvidia.com/gpu, `replicas` per physical GPU (NVIDIA/k8s-device-plugin "Shared Access to GPUs")."""
+    units = {"kube_pod_container_resource_requests", "kube_node_status_allocatable"}
+    for name, labels, values in D.series():
+        yield name, labels, [v * replicas if name in units else v for v in values]
+
+
+@pytest.mark.parametrize("by", ["team", "pool"])
+def test_time_slicing_prices_physical_gpus(by, tmp_path):
+    """With timeSlicing.replicas 4 each 8-GPU node advertises 32 units: the dollars, idle dollars and GPUs
+    held are those of the physical GPUs, as without sharing (issue 30, major 6: were 4 x)."""
+    platform = owned_platform()
+    platform["gpuOperator"] = {"timeSlicing": {"replicas": 4}}
+    held = {
+        "expr": "round(sum by (team) (trainplane:gpus_held:count) * 100)",
+        "eval_time": f"{D.HOUR_END_MIN}m",
+        # gpt-0's 8 GPUs (gpt-1 has Succeeded at minute 90), ev-0's 4.
+        "exp_samples": [
+            {"labels": '{team="eval"}', "value": 400},
+            {"labels": '{team="research"}', "value": 800},
+        ],
+    }
+    tests = [
+        samples(f"trainplane:{by}_gpu_cost:dollars_1h", D.HOUR[by], (by,)),
+        samples(f"trainplane:{by}_gpu_idle_cost:dollars_1h", D.HOUR_IDLE[by], (by,)),
+        held,
+    ]
+    got = run(tmp_path, rule_groups(platform), tests, rows=list(sliced_series(4)))
     assert got.returncode == 0, got.stdout + got.stderr
