@@ -75,8 +75,8 @@ class PoolPrice:
     # them (EC2 "Capacity Blocks for ML": the block exists from its start to its end date); None: always.
     window: tuple[int, int] | None = None
     # `nvidia.com/gpu` units each physical GPU advertises: GPU time-slicing's replicas (the device plugin's
-    # sharing.timeSlicing.resources[].replicas; GPU Feature Discovery labels the node nvidia.com/gpu.replicas,
-    # NVIDIA/k8s-device-plugin docs "Shared Access to GPUs"), else 1. Pods request, and nodes advertise,
+    # sharing.timeSlicing.resources[].replicas with renameByDefault false, components/incluster/gpu_operator.py;
+    # NVIDIA GPU Operator docs "Time-Slicing GPUs in Kubernetes"), else 1. Pods request, and nodes advertise,
     # units; the rules count physical GPUs (units / shares) and price those.
     shares: int = 1
 
