@@ -178,10 +178,10 @@ def check_gpu_operator(spec: PlatformSpec, root: str) -> Iterable[str]:
 
 def _mig_unpriceable(spec: PlatformSpec, root: str) -> Iterable[str]:
     """MIG on a platform whose GPU pools have prices: the cost rules count `nvidia.com/gpu` per physical GPU
-    (components/incluster/cost_rules.py). GPU Feature Discovery / the device plugin at the pinned
-    gpu-operator: with MIG "single" a node advertises its MIG devices as nvidia.com/gpu (several per GPU),
-    with "mixed" it advertises nvidia.com/mig-<profile> and no nvidia.com/gpu (NVIDIA/k8s-device-plugin
-    README "MIG Support"; gpu-operator docs "GPU Operator with MIG"): $0 or N x the price, silently."""
+    (components/incluster/cost_rules.py). The device plugin of the pinned gpu-operator (v26.7.0; its
+    values offer migStrategy none, single and mixed): with "single" a node advertises its MIG devices as
+    nvidia.com/gpu (several per GPU), with "mixed" nvidia.com/mig-<profile> and no nvidia.com/gpu (the
+    fourth review's finding, shared FACTS.md): $0 or N x the price, silently."""
     from components.pricing import gpu_pool_prices  # pricing imports the spec package
 
     priced = [p.pool for p in gpu_pool_prices(spec)]
