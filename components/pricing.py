@@ -117,6 +117,15 @@ def gpu_pool_prices(spec: PlatformSpec) -> tuple[PoolPrice, ...]:
     """What the cost recording rules price each GPU pool at: its node price at its capacity type per GPU
     (a pool nothing prices is left out; verify names it)."""
     owners = {p.name: p.owner for p in spec.node_pools}
+    # Time-slicing is the GPU operator's default device-plugin config, so every GPU node shares alike
+    # (components/incluster/gpu_operator.py).
+    sliced = spec.gpu_operator.time_slicing
+    shares = sliced.replicas if sliced else 1
+    windows = {
+        p.name: (int(p.block_start.timestamp()), int(p.block_end.timestamp()))
+        for p in spec.node_pools
+        if p.capacity == "capacity-block" and p.block_start and p.block_end
+    }
     return tuple(
         PoolPrice(
             pool=c.pool,
@@ -124,6 +133,8 @@ def gpu_pool_prices(spec: PlatformSpec) -> tuple[PoolPrice, ...]:
             gpu_hourly=c.hourly / c.gpus_per_node,
             committed_gpus=c.max_nodes * c.gpus_per_node if c.committed else 0,
             owner=owners.get(c.pool),
+            window=windows.get(c.pool),
+            shares=shares,
         )
         for c in pool_costs(spec)
         if c.gpu and c.hourly is not None and c.gpus_per_node

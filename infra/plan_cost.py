@@ -9,7 +9,7 @@ backend (CloudBackend.price_basis, control_plane_hourly, cost_assumptions).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from datetime import date
+from datetime import UTC, date
 
 from components.backends import backend
 from components.clock import PRICE_MAX_AGE_MONTHS, as_of_date, months_old
@@ -124,7 +124,17 @@ def _reserved_assumptions(spec: PlatformSpec, pools: list[PoolCost]) -> list[str
         "reserved (reservation, capacity-block): committed: each pool's maxNodes are paid for at both "
         "scales, used or not (maxNodes taken as the reservation's size)"
     ]
+    blocks = {
+        p.name: p for p in spec.node_pools if p.capacity == "capacity-block" and p.block_start and p.block_end
+    }
     for c in reserved:
+        if (block := blocks.get(c.pool)) is not None and block.block_start and block.block_end:
+            # As the cost rules charge it (cost_rules.committed_scalar): only between its dates.
+            start, end = block.block_start.astimezone(UTC), block.block_end.astimezone(UTC)
+            lines.append(
+                f"{c.pool}: a Capacity Block, paid only from {start:%Y-%m-%d %H:%M} to {end:%Y-%m-%d %H:%M} "
+                f"UTC ({(end - start).total_seconds() / 3600:g} h); 0 outside those dates"
+            )
         override = spec.pricing.overrides.get(c.machine or "")
         if override is None or override.reserved_hourly is None:
             lines.append(

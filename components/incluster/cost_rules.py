@@ -71,12 +71,20 @@ class PoolPrice:
     committed_gpus: int = 0
     # The team a reservation's idle share is charged to; None: shown as `unassigned`.
     owner: str | None = None
+    # A Capacity Block's dates (blockStart, blockEnd) in Unix seconds: its GPUs are paid for only between
+    # them (EC2 "Capacity Blocks for ML": the block exists from its start to its end date); None: always.
+    window: tuple[int, int] | None = None
+    # `nvidia.com/gpu` units each physical GPU advertises: GPU time-slicing's replicas (the device plugin's
+    # sharing.timeSlicing.resources[].replicas with renameByDefault false, components/incluster/gpu_operator.py;
+    # NVIDIA GPU Operator docs "Time-Slicing GPUs in Kubernetes"), else 1. Pods request, and nodes advertise,
+    # units; the rules count physical GPUs (units / shares) and price those.
+    shares: int = 1
 
 
-def _const(value: float, labels: dict[str, str]) -> str:
-    """A constant series with labels: vector() has none, each label_replace with an empty source and an
-    empty regex sets one."""
-    expr = f"vector({value!r})"
+def _const(value: float | str, labels: dict[str, str]) -> str:
+    """A constant series with labels (`value`: a number or a scalar expression): vector() has none, each
+    label_replace with an empty source and an empty regex sets one."""
+    expr = f"vector({value if isinstance(value, str) else repr(value)})"
     for k, v in labels.items():
         expr = f'label_replace({expr}, "{k}", "{v}", "", "")'
     return expr
@@ -88,9 +96,21 @@ def price_expr(prices: Sequence[PoolPrice]) -> str:
     return " or ".join(parts) if parts else "vector(0) < 0"
 
 
+def committed_scalar(p: PoolPrice) -> str:
+    """GPUs the pool's reservation holds at the evaluation time: a Capacity Block's only in
+    [blockStart, blockEnd), 0 outside (time() is each step's own time in a subquery, so the report's
+    subquery and the rule agree). 0 rather than no series, so the pool's paid GPUs do not fall back to
+    its nodes' allocatable ones (a block's last node seen within the lookback after its end)."""
+    gpus = float(p.committed_gpus)
+    if p.window is None:
+        return repr(gpus)
+    start, end = p.window
+    return f"{gpus!r} * (time() >= bool {start}) * (time() < bool {end})"
+
+
 def _committed_expr(prices: Sequence[PoolPrice]) -> str:
     parts = [
-        _const(float(p.committed_gpus), {"pool": p.pool, "team": p.owner or UNASSIGNED})
+        _const(committed_scalar(p), {"pool": p.pool, "team": p.owner or UNASSIGNED})
         for p in prices
         if p.committed_gpus
     ]
@@ -122,24 +142,39 @@ POD_GPUS = (
 )
 
 
+def physical(units: str, prices: Sequence[PoolPrice]) -> str:
+    """`units` (a series with a pool label, in advertised nvidia.com/gpu units) as physical GPUs: over each
+    pool's shares; unchanged where no pool shares its GPUs."""
+    if all(p.shares == 1 for p in prices):
+        return units
+    per = " or ".join(_const(1 / p.shares, {"pool": p.pool}) for p in prices)
+    return f"({units} * on (pool) group_left () ({per}))"
+
+
+def held_expr(prices: Sequence[PoolPrice]) -> str:
+    """Physical GPUs running pods hold, by team, job and pool."""
+    return physical(POD_GPUS, prices)
+
+
 def cost_rate_expr(prices: Sequence[PoolPrice]) -> str:
     """Dollars per hour the running pods' GPUs cost, by team, job, pool and capacity."""
-    return f"{POD_GPUS} * on (pool) group_left (capacity) ({price_expr(prices)})"
+    return f"{held_expr(prices)} * on (pool) group_left (capacity) ({price_expr(prices)})"
 
 
 def idle_rate_expr(prices: Sequence[PoolPrice]) -> str:
     """Dollars per hour of GPUs paid for and held by no pod, by pool, capacity and team: a reservation's
     whole size (its owner team's, else unassigned), an on-demand or spot node's allocatable GPUs
     (unassigned)."""
-    allocatable = (
+    allocatable = physical(
         'sum by (pool) (kube_node_status_allocatable{resource="nvidia_com_gpu"}'
-        f" * on (node) group_left (pool) {NODE_POOL})"
+        f" * on (node) group_left (pool) {NODE_POOL})",
+        prices,
     )
     # A reservation is charged only while the cluster is seen (kube-state-metrics reports a node): not
     # for the days before the platform existed, nor while its metrics are missing.
     committed = f"(({_committed_expr(prices)}) and on () count(kube_node_status_allocatable) > 0)"
     paid = f"({committed} or on (pool) {allocatable})"
-    used = f"(sum by (pool) ({POD_GPUS}) or on (pool) {paid} * 0)"
+    used = f"(sum by (pool) ({held_expr(prices)}) or on (pool) {paid} * 0)"
     # group_left keeps the left side's team: one-to-one matching on (pool) would keep only pool.
     idle = f"clamp_min({paid} - on (pool) group_left () {used}, 0)"
     priced = f"{idle} * on (pool) group_left (capacity) ({price_expr(prices)})"
@@ -176,7 +211,7 @@ def cost_groups(prices: Sequence[PoolPrice]) -> list[dict[str, Any]]:
     but exist, so the cost dashboard reads defined (empty) series."""
     rules: list[dict[str, Any]] = [
         {"record": PRICE, "expr": price_expr(prices)},
-        {"record": USED_GPUS, "expr": POD_GPUS},
+        {"record": USED_GPUS, "expr": held_expr(prices)},
         {"record": COST_RATE, "expr": cost_rate_expr(prices)},
         {"record": IDLE_RATE, "expr": idle_rate_expr(prices)},
     ]
@@ -203,7 +238,7 @@ def cost_query(prices: Sequence[PoolPrice], what: str, seconds: int, by: Sequenc
     like the rule group, so the report needs no history of the recording rules (`what`: cost, idle or
     gpu_hours)."""
     expr = {"cost": cost_rate_expr, "idle": idle_rate_expr}.get(what)
-    inner = expr(prices) if expr else POD_GPUS
+    inner = expr(prices) if expr else held_expr(prices)
     step = 3600 // INTERVAL_S
     return f"sum by ({', '.join(by)}) (sum_over_time(({inner})[{span(seconds)}:{INTERVAL_S}s])) / {step}"
 

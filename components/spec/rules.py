@@ -172,6 +172,27 @@ def check_gpu_operator(spec: PlatformSpec, root: str) -> Iterable[str]:
         )
     if op.mig.profile and op.mig.strategy == "none":
         yield f"{root}.gpuOperator.mig.profile: needs mig.strategy single or mixed"
+    if op.mig.strategy != "none":
+        yield from _mig_unpriceable(spec, root)
+
+
+def _mig_unpriceable(spec: PlatformSpec, root: str) -> Iterable[str]:
+    """MIG on a platform whose GPU pools have prices: the cost rules count `nvidia.com/gpu` per physical GPU
+    (components/incluster/cost_rules.py). The device plugin of the pinned gpu-operator (v26.7.0; its
+    values offer migStrategy none, single and mixed): with "single" a node advertises its MIG devices as
+    nvidia.com/gpu (several per GPU), with "mixed" nvidia.com/mig-<profile> and no nvidia.com/gpu (the
+    fourth review's finding, shared FACTS.md): $0 or N x the price, silently."""
+    from components.pricing import gpu_pool_prices  # pricing imports the spec package
+
+    priced = [p.pool for p in gpu_pool_prices(spec)]
+    if priced:
+        single = spec.gpu_operator.mig.strategy == "single"
+        what = "its MIG slices as nvidia.com/gpu (N x the price)" if single else "no nvidia.com/gpu ($0)"
+        yield (
+            f"{root}.gpuOperator.mig.strategy: {spec.gpu_operator.mig.strategy} cannot be costed: a MIG node "
+            f"advertises {what} and the cost rules price physical GPUs of pools {', '.join(priced)}; use "
+            "timeSlicing, or MIG on a cluster whose pools have no price"
+        )
 
 
 # ---- helpers for the backends' own rules ---------------------------------------------------------

@@ -10,7 +10,7 @@ import csv
 import io
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 from components.incluster.cost_rules import INTERVAL_S, UNASSIGNED, PoolPrice, cost_query
@@ -67,6 +67,24 @@ def hours(value: float) -> Decimal:
     return Decimal(repr(value)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP)
 
 
+# The longest window one query sums: a subquery holds every series of its inner expression at every step
+# (1440 a day), and Prometheus refuses a query that holds more than --query.max-samples (50,000,000 by
+# default) at once; a 31-day window in one query needs 31 x the samples of a day's. Sums over disjoint
+# windows add up, so a long window is asked for a day at a time (the measured figures: docs/operations.md).
+CHUNK_S = 86400
+
+
+def chunks(end: datetime, seconds: int) -> list[tuple[datetime, int]]:
+    """(end, length in seconds) of each query of a window of `seconds` ending at `end`, newest first: each
+    at most CHUNK_S, whole minutes, together exactly the window's minutes."""
+    out = []
+    while seconds > 0:
+        length = min(seconds, CHUNK_S)
+        out.append((end, length))
+        end, seconds = end - timedelta(seconds=length), seconds - length
+    return out
+
+
 def build(
     stack: str, url: str, prices: Sequence[PoolPrice], end: datetime, since: timedelta, by: str
 ) -> Report:
@@ -81,12 +99,13 @@ def build(
             key = tuple(labels.get(k) or (NO_JOB if k == "job" else UNASSIGNED) for k in keys)
         return rows.setdefault(key, Row(key))
 
-    for labels, value in query(url, cost_query(prices, "gpu_hours", seconds, GROUPS[by]), end):
-        row(labels, GROUPS[by]).gpu_hours += value
-    for labels, value in query(url, cost_query(prices, "cost", seconds, GROUPS[by]), end):
-        row(labels, GROUPS[by]).used += value
-    for labels, value in query(url, cost_query(prices, "idle", seconds, IDLE_GROUPS[by]), end):
-        row(labels, IDLE_GROUPS[by], idle=True).idle += value
+    for at, length in chunks(end, seconds):
+        for labels, value in query(url, cost_query(prices, "gpu_hours", length, GROUPS[by]), at):
+            row(labels, GROUPS[by]).gpu_hours += value
+        for labels, value in query(url, cost_query(prices, "cost", length, GROUPS[by]), at):
+            row(labels, GROUPS[by]).used += value
+        for labels, value in query(url, cost_query(prices, "idle", length, IDLE_GROUPS[by]), at):
+            row(labels, IDLE_GROUPS[by], idle=True).idle += value
     report.rows = [rows[k] for k in sorted(rows)]
     return report
 
@@ -122,8 +141,14 @@ def price_lines(prices: Sequence[PoolPrice]) -> list[str]:
     for p in sorted(prices, key=lambda p: p.pool):
         line = f"{p.pool}: {p.capacity}, ${p.gpu_hourly:.4f} per GPU-hour"
         if p.committed_gpus:
+            # A Capacity Block is paid for only between its dates (cost_rules.committed_scalar).
+            when = ""
+            if p.window:
+                start, end = (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M") for t in p.window)
+                when = f" from {start} to {end} UTC"
             line += (
-                f"; {p.committed_gpus} GPUs paid whether used or not, idle charged to {p.owner or UNASSIGNED}"
+                f"; {p.committed_gpus} GPUs paid{when} whether used or not, idle charged to "
+                f"{p.owner or UNASSIGNED}"
             )
         lines.append(line)
     return lines

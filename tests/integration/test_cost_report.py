@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
+import re
 import shutil
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 import yaml
 
+from components.pricing import gpu_pool_prices
+from components.spec import PlatformSpec
 from infra.cli import main
 from tests.helpers import cost_data as D
 from tests.helpers.prometheus import backfilled, hour_start
@@ -136,3 +140,37 @@ def test_bad_input_is_one_line_and_exit_2(argv, says, capsys, prom):
     lines = err.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], err
     assert "Traceback" not in err
+
+
+def test_a_month_is_asked_for_a_day_at_a_time(monkeypatch):
+    """`--since 31d` in one subquery holds 31 x a day's samples, past Prometheus' default
+    --query.max-samples on a real cluster (issue 30): every query covers at most a day, and together the
+    queries cover the window's minutes exactly once."""
+    from infra.cost import report
+
+    asked: list[tuple[str, float]] = []
+    monkeypatch.setattr(report, "query", lambda url, promql, at: asked.append((promql, at.timestamp())) or [])
+    end = datetime(2027, 1, 1, tzinfo=UTC)
+    prices = gpu_pool_prices(PlatformSpec.load(owned_platform()))
+    report.build("s", "http://p", prices, end, timedelta(days=31), "team")
+    covered = []
+    for promql, at in asked:
+        (span,) = set(re.findall(r"\[(\d+)s:60s\]", promql))
+        assert int(span) + 1 <= 86400, span
+        covered.append((at - int(span) - 1, at))
+    assert len(asked) == 3 * 31
+    minutes = sorted({(a, b) for a, b in covered})
+    assert minutes[0][0] == end.timestamp() - 31 * 86400 and minutes[-1][1] == end.timestamp()
+    assert all(x[1] == y[0] for x, y in itertools.pairwise(minutes))
+
+
+def test_the_days_add_up_to_the_window_to_the_cent(capsys, prom, monkeypatch):
+    """The same hour asked for in four 15-minute queries: the same cents as in one."""
+    from infra.cost import report
+
+    monkeypatch.setattr(report, "CHUNK_S", 900)
+    rows = {r["team"]: r for r in cost_csv(capsys, prom, "team")}
+    for team, row in rows.items():
+        assert row["used_dollars"] == cents(D.HOUR["team"].get(team, 0.0)), team
+        assert row["idle_dollars"] == cents(D.HOUR_IDLE["team"].get(team, 0.0)), team
+        assert row["gpu_hours"] == cents(D.HOUR_GPU_HOURS.get(team, 0.0)), team

@@ -118,18 +118,36 @@ def test_time_slicing_writes_the_device_plugin_config():
 
 
 def test_mig_strategy_reaches_the_operator():
-    obj = platform_object("aws-dev")
+    # An existing cluster without prices: MIG on priced pools is refused (test_mig_on_priced_pools_...).
+    obj = platform_object("onprem-dev")
     obj["gpuOperator"] = {"mig": {"strategy": "mixed"}}
     assert operator_values(plan_object(obj))["mig"] == {"strategy": "mixed"}
-    assert operator_values(plan("aws-dev"))["mig"] == {"strategy": "none"}
+    assert operator_values(plan("onprem-dev"))["mig"] == {"strategy": "none"}
 
 
 def test_mig_profile_becomes_the_mig_managers_default_config():
-    obj = platform_object("aws-dev")
+    obj = platform_object("onprem-dev")
     obj["gpuOperator"] = {"mig": {"strategy": "single", "profile": "all-1g.10gb"}}
     values = operator_values(plan_object(obj))
     assert values["migManager"] == {"config": {"default": "all-1g.10gb"}}
-    assert "migManager" not in operator_values(plan("aws-dev"))
+    assert "migManager" not in operator_values(plan("onprem-dev"))
+
+
+@pytest.mark.parametrize(
+    ("strategy", "advertises"),
+    [("mixed", "no nvidia.com/gpu ($0)"), ("single", "its MIG slices as nvidia.com/gpu (N x the price)")],
+)
+def test_mig_on_priced_pools_is_one_config_error(strategy, advertises):
+    """Issue 30, major 6: MIG mixed left a node's GPUs at $0 in the cost rules, single at N x."""
+    obj = platform_object("aws-dev")
+    obj["gpuOperator"] = {"mig": {"strategy": strategy}}
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(obj)
+    assert e.value.problems == [
+        f"platform.gpuOperator.mig.strategy: {strategy} cannot be costed: a MIG node advertises {advertises} "
+        "and the cost rules price physical GPUs of pools h100; use timeSlicing, or MIG on a cluster whose "
+        "pools have no price"
+    ]
 
 
 def test_extra_pool_taints_are_tolerated_by_operator_daemonsets():

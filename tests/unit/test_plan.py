@@ -125,3 +125,16 @@ def test_a_region_the_catalog_has_no_prices_for_is_said_first():
     same = PlatformSpec.load(platform_object("gcp-dev"))
     assert same.region == "us-central1"
     assert not any(a.startswith("region:") for a in estimate_cost(same).assumptions)
+
+
+def test_the_plan_says_a_capacity_block_is_paid_only_between_its_dates():
+    """As the cost rules and `trainplane cost` charge it (issue 30, major 3)."""
+    from components.spec import PlatformSpec
+    from infra.plan_cost import estimate_cost
+    from tests.helpers.plans import platform_object
+
+    cost = estimate_cost(PlatformSpec.load(platform_object("aws-h100-reserved")))
+    assert (
+        "h100-block: a Capacity Block, paid only from 2026-12-01 11:30 to 2026-12-15 11:30 UTC (336 h); "
+        "0 outside those dates"
+    ) in cost.assumptions

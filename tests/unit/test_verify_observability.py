@@ -123,3 +123,31 @@ def test_a_node_pool_service_monitor_without_node_metadata_is_named():
         run(edit(plan("aws-dev"), kind("ServiceMonitor", "trainplane-node-pools"), no_meta), "observability")
     )
     assert any("no ServiceMonitor sets job trainplane-node-pools" in line for line in found), found
+
+
+# ---- committed cost outside a block's dates is 0 (issue 30) -------------------------------------------
+def test_a_capacity_block_charged_outside_its_dates_is_named():
+    """The idle rule of before issue 30: the block's 32 GPUs a constant, paid before and after its dates."""
+    import re
+
+    from tests.helpers.verify_plans import edit, kind, lines, plan, run
+
+    def undated(inputs: dict) -> None:
+        for g in inputs["spec"]["groups"]:
+            for r in g["rules"]:
+                if r.get("record") == "trainplane:gpu_idle_cost:dollars_per_hour":
+                    r["expr"] = re.sub(
+                        r" \* \(time\(\) >= bool \d+\) \* \(time\(\) < bool \d+\)", "", r["expr"]
+                    )
+
+    rule = "committed cost outside a block's dates is 0"
+    broken = edit(plan("aws-h100-reserved"), kind("PrometheusRule"), undated)
+    found = [line for line in lines(run(broken, "observability")) if rule in line]
+    assert len(found) == 2, found
+    assert found[0].startswith(
+        f"observability: PrometheusRule monitoring/trainplane: {rule}: trainplane:gpu_idle_cost:dollars_per_hour "
+        "charges Capacity Block pool h100-block (blockStart 2026-12-01T11:30:00Z, blockEnd 2026-12-15T11:30:00Z) "
+        "an hour before its start: promtool got:"
+    ), found
+    assert "an hour after its end" in found[1]
+    assert not [line for line in lines(run(plan("aws-h100-reserved"), "observability")) if rule in line]

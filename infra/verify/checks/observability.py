@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from infra.verify import facts as F
 from infra.verify.checks.alert_rules import promtool_check, rule_queries
+from infra.verify.checks.cost_blocks import check_block_dates
 from infra.verify.checks.cost_coverage import check_cost_coverage
 from infra.verify.checks.dashboards import dashboard_queries
 from infra.verify.checks.promql_labels import Analyzer
@@ -45,4 +46,5 @@ def run(ctx: Context) -> CheckResult:
     if not ctx.job_only:
         promtool_check(ctx, res)
         check_cost_coverage(ctx, model, res)
+        check_block_dates(ctx, res)
     return res
