@@ -182,9 +182,7 @@ def _mig_unpriceable(spec: PlatformSpec, root: str) -> Iterable[str]:
     values offer migStrategy none, single and mixed): with "single" a node advertises its MIG devices as
     nvidia.com/gpu (several per GPU), with "mixed" nvidia.com/mig-<profile> and no nvidia.com/gpu (the
     fourth review's finding, shared FACTS.md): $0 or N x the price, silently."""
-    from components.pricing import gpu_pool_prices  # pricing imports the spec package
-
-    priced = [p.pool for p in gpu_pool_prices(spec)]
+    priced = _priced_gpu_pools(spec)
     if priced:
         single = spec.gpu_operator.mig.strategy == "single"
         what = "its MIG slices as nvidia.com/gpu (N x the price)" if single else "no nvidia.com/gpu ($0)"
@@ -193,6 +191,28 @@ def _mig_unpriceable(spec: PlatformSpec, root: str) -> Iterable[str]:
             f"advertises {what} and the cost rules price physical GPUs of pools {', '.join(priced)}; use "
             "timeSlicing, or MIG on a cluster whose pools have no price"
         )
+
+
+def _priced_gpu_pools(spec: PlatformSpec) -> list[str]:
+    """The GPU pools the cost rules put a price on: those components.pricing prices (a catalog list price on
+    a cloud that has one, or a stack override with an on-demand price). The spec layer cannot import
+    pricing (pricing reads the spec), so the condition is restated here from pricing._price."""
+    cloud = backend(spec.cloud)
+    basis = cloud.price_basis()
+    priced = []
+    for pool in spec.node_pools:
+        if not pool.gpu:
+            continue
+        shape = cloud.machine_of(pool)
+        listed = shape.on_demand_hourly if shape else None
+        override = spec.pricing.overrides.get(
+            shape.name if shape else (pool.instance_type or pool.machine_type) or ""
+        )
+        if (override is not None and (override.on_demand_hourly is not None or listed is not None)) or (
+            listed is not None and basis is not None
+        ):
+            priced.append(pool.name)
+    return priced
 
 
 # ---- helpers for the backends' own rules ---------------------------------------------------------
