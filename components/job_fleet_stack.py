@@ -115,15 +115,16 @@ def _worker_monitor(
 ) -> None:
     """The job's PodMonitor on a worker it fits: its pods run there, and that worker's Prometheus (which
     selects every PodMonitor) scrapes them; MultiKueue copies only the JobSet, so the job stack puts it
-    there itself, through the worker platform's own kubeconfig output."""
+    there itself, through the worker platform's own kubeconfig output (or its ambient context)."""
     import pulumi_kubernetes as k8s
 
+    from components.fleet.stack import platform_provider
     from components.incluster.job_pod import job_labels
     from components.incluster.observability import trainer_pod_monitor
 
-    provider = k8s.Provider(
-        f"worker-{worker}", kubeconfig=ref.get_output("kubeconfig"), enable_server_side_apply=True
-    )
+    # An existing-cluster worker on the ambient kubeconfig exports a placeholder, not a kubeconfig: the
+    # provider is the one the fleet stack builds for it (the ambient file with the worker's context).
+    provider = platform_provider(f"worker-{worker}", ref)
     k8s.apiextensions.CustomResource(
         f"{job.name}-metrics-{worker}",
         api_version="monitoring.coreos.com/v1",

@@ -88,6 +88,14 @@ def _provider(name: str, kubeconfig: pulumi.Output[Any], ambient: str | None) ->
     return k8s.Provider(name, kubeconfig=kubeconfig, enable_server_side_apply=True)
 
 
+def platform_provider(name: str, ref: pulumi.StackReference) -> k8s.Provider:
+    """A provider for the cluster of the platform stack `ref`, as that platform reached it: its exported
+    kubeconfig document, or the ambient kubeconfig with its context where the platform is an existing
+    cluster on the ambient file (its `kubeconfig` output is then a placeholder, not a kubeconfig; the
+    fleet's job stacks reach a worker this way too)."""
+    return _provider(name, ref.require_output("kubeconfig"), _ambient(ref))
+
+
 def _kubeconfig_doc(worker: str, api_server: str | None, args: list[Any]) -> str:
     """The manager's kubeconfig for `worker`: its server, with the CA and token of its token Secret."""
     server = model.worker_server(None if args[0] is None else str(args[0]), api_server)

@@ -11,7 +11,7 @@ import pytest
 from components.job_fleet import CONFIG_ANNOTATION, check_fleet_job, on_manager, pod_differences
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec
-from tests.helpers.plans import ROOT, planned
+from tests.helpers.plans import ROOT, one, planned
 
 FLEET = "organization/trainplane/fleet-research"
 WORKERS = {
@@ -249,3 +249,31 @@ def test_plan_json_of_a_fleet_job_says_per_worker_whether_it_fits_and_docs_name_
     doc = (ROOT / "docs" / "cli.md").read_text()
     for key in ["fleetStack", "fleetWorkers", *data["fleetWorkers"][0]]:
         assert f"`{key}`" in doc, key
+
+
+def test_a_job_on_an_existing_cluster_worker_reaches_it_through_the_ambient_kubeconfig_and_its_context():
+    """The lab worker (onprem-dev, an existing cluster on the ambient kubeconfig) exports a placeholder,
+    `(ambient kubeconfig, context lab-admin)`, not a kubeconfig: the job's PodMonitor provider there is the
+    one the fleet stack builds (the ambient file, context lab-admin). It was built from the placeholder,
+    which pulumi-kubernetes cannot load (the cluster unreachable at create; preview passed)."""
+    import json
+
+    from infra import stackfile
+    from tests.helpers.plans import cached_run_program, stack_refs
+
+    sf = stackfile.load("gpt-small-fleet-research", ROOT)
+    raw = json.loads(sf.config["trainplane:job"])
+    raw.update(nodePools=["a100"], nodes={"min": 2, "max": 2})
+    raw["volumes"] = [{"storage": "datasets", "mountPath": "/data"}]
+    raw["checkpoint"]["uri"] = "/data/checkpoints/gpt-small"  # the lab has no object storage
+    config = {**sf.config, "trainplane:job": json.dumps(raw)}
+    result = cached_run_program(config, sf.name, stack_refs("gpt-small-fleet-research"), sf.secret_keys)
+
+    assert result.outputs["workers"] == ["lab"]
+    (provider,) = [
+        r for r in result.resources if r.type == "pulumi:providers:kubernetes" and r.name == "worker-lab"
+    ]
+    assert provider.inputs.get("context") == "lab-admin"
+    assert "ambient kubeconfig" not in json.dumps(provider.inputs.get("kubeconfig") or "")
+    monitor = one(result, "kubernetes:monitoring.coreos.com/v1:PodMonitor", "gpt-small-metrics-lab")
+    assert "::worker-lab::" in str(monitor.provider)
