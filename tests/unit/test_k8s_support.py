@@ -35,3 +35,11 @@ def test_today_is_injectable(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_every_section_has_source_and_as_of() -> None:
     for cloud, section in ks.calendar().items():
         assert section["source"] and section["asOf"], cloud
+
+
+def test_autoscaler_image_is_pinned_per_minor_and_a_missing_minor_is_an_error() -> None:
+    from components.aws.autoscaler import image_tag
+
+    assert image_tag("1.35") == "v1.35.2"
+    with pytest.raises(ValueError, match=r"kubernetesVersion 1\.29: no cluster-autoscaler image"):
+        image_tag("1.29")
