@@ -44,7 +44,25 @@ IMAGE_TAGS = {
     "1.32": "v1.32.3",
     "1.33": "v1.33.1",
     "1.34": "v1.34.0",
+    # Newest per minor at kubernetes/autoscaler tags cluster-autoscaler-1.35.2 / -1.36.1 (tagged 2026-07-22;
+    # /work/shared/reference/README.md, asOf 2026-08-22).
+    "1.35": "v1.35.2",
+    "1.36": "v1.36.1",
 }
+
+
+def image_tag(kubernetes_version: str) -> str:
+    """The autoscaler image for the cluster's minor; a minor without one is an error, never an older image."""
+    tag = IMAGE_TAGS.get(kubernetes_version)
+    if tag is None:
+        known = ", ".join(IMAGE_TAGS)
+        raise ValueError(
+            f"kubernetesVersion {kubernetes_version}: no cluster-autoscaler image is pinned for this minor "
+            f"(pinned: {known}); add it to components/aws/autoscaler.py IMAGE_TAGS"
+        )
+    return tag
+
+
 DESCRIBE_ACTIONS = [
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",
@@ -184,9 +202,7 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             },
             "priorityClassName": "system-cluster-critical",
         }
-        tag = IMAGE_TAGS.get(args.kubernetes_version)
-        if tag:
-            values["image"] = {"tag": tag}
+        values["image"] = {"tag": image_tag(args.kubernetes_version)}
         self.release = k8s.helm.v3.Release(
             f"{name}-release",
             name="cluster-autoscaler",

@@ -1,0 +1,75 @@
+"""Kubernetes support calendar per cloud (data/k8s_support.yaml): where a minor stands on a given day.
+
+"Today" is always passed in (or read once by `today()` from TRAINPLANE_TODAY, for tests and demos);
+nothing here calls the clock in the middle of a decision.
+
+Example:
+    >>> from datetime import date
+    >>> support_status("eks", "1.33", date(2026, 11, 28)).phase
+    'extended'
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import date
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+
+@dataclass(frozen=True)
+class MinorSupport:
+    cloud: str
+    minor: str
+    released: date
+    standard_end: date
+    end: date | None  # None: end of extended support / end of life not yet in the calendar
+    phase: str  # "unreleased" | "standard" | "extended" | "ended"
+    source: str
+    as_of: str
+
+
+def today() -> date:
+    """The day decisions are made for: TRAINPLANE_TODAY (YYYY-MM-DD) when set, else the system date."""
+    forced = os.environ.get("TRAINPLANE_TODAY")
+    return date.fromisoformat(forced) if forced else date.today()
+
+
+@cache
+def calendar() -> dict[str, Any]:
+    text = resources.files("components").joinpath("data/k8s_support.yaml").read_text()
+    return dict(yaml.safe_load(text))
+
+
+def support_status(cloud: str, minor: str, on: date) -> MinorSupport:
+    """Where `minor` stands on `on` for `cloud`; a minor the calendar lacks is a ValueError."""
+    section = calendar()[cloud]
+    row = section["minors"].get(minor)
+    if row is None:
+        known = ", ".join(sorted(section["minors"]))
+        raise ValueError(f"kubernetesVersion {minor} is not in the {cloud} support calendar (known: {known})")
+    released = date.fromisoformat(row["released"])
+    standard_end = date.fromisoformat(row["standardEnd"])
+    end = date.fromisoformat(row["end"]) if row.get("end") else None
+    if on < released:
+        phase = "unreleased"
+    elif on <= standard_end:
+        phase = "standard"
+    elif end is None or on <= end:
+        phase = "extended"
+    else:
+        phase = "ended"
+    return MinorSupport(cloud, minor, released, standard_end, end, phase, section["source"], section["asOf"])
+
+
+def newest_standard(clouds: tuple[str, ...], on: date) -> str:
+    """The newest minor in standard support on every cloud in `clouds` on `on`."""
+    common = set.intersection(*(set(calendar()[c]["minors"]) for c in clouds))
+    ok = [m for m in common if all(support_status(c, m, on).phase == "standard" for c in clouds)]
+    if not ok:
+        raise ValueError(f"no Kubernetes minor is in standard support on {', '.join(clouds)} on {on}")
+    return max(ok, key=lambda m: tuple(int(p) for p in m.split(".")))
