@@ -1,6 +1,6 @@
 """Kubernetes support calendar per cloud (data/k8s_support.yaml): where a minor stands on a given day.
 
-"Today" is always passed in (or read once by `today()` from TRAINPLANE_TODAY, for tests and demos);
+"Today" is always passed in (read once where a command starts: components.clock.today, TRAINPLANE_TODAY);
 nothing here calls the clock in the middle of a decision.
 
 Example:
@@ -11,7 +11,6 @@ Example:
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
@@ -31,12 +30,6 @@ class MinorSupport:
     phase: str  # "unreleased" | "standard" | "extended" | "ended"
     source: str
     as_of: str
-
-
-def today() -> date:
-    """The day decisions are made for: TRAINPLANE_TODAY (YYYY-MM-DD) when set, else the system date."""
-    forced = os.environ.get("TRAINPLANE_TODAY")
-    return date.fromisoformat(forced) if forced else date.today()
 
 
 @cache

@@ -25,6 +25,7 @@ import pulumi_aws as aws
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.aws.autoscaler_images import image_tag
 from components.aws.identity import OidcIssuer, ServiceAccountRole, ServiceAccountRoleArgs
 from components.aws.node_group import CA_PREFIX, SCALE_DOWN_UNNEEDED_MINUTES
 from components.charts import chart
@@ -37,32 +38,6 @@ RESERVED_PRIORITY = 90
 SPOT_PRIORITY = 50
 ON_DEMAND_PRIORITY = 10
 PRIORITY = {"reservation": RESERVED_PRIORITY, "capacity-block": RESERVED_PRIORITY, "spot": SPOT_PRIORITY}
-# The autoscaler's minor version must match the cluster's (kubernetes/autoscaler README).
-IMAGE_TAGS = {
-    "1.30": "v1.30.6",
-    "1.31": "v1.31.4",
-    "1.32": "v1.32.3",
-    "1.33": "v1.33.1",
-    "1.34": "v1.34.0",
-    # Newest per minor at kubernetes/autoscaler tags cluster-autoscaler-1.35.2 / -1.36.1 (tagged 2026-07-22;
-    # /work/shared/reference/README.md, asOf 2026-08-22).
-    "1.35": "v1.35.2",
-    "1.36": "v1.36.1",
-}
-
-
-def image_tag(kubernetes_version: str) -> str:
-    """The autoscaler image for the cluster's minor; a minor without one is an error, never an older image."""
-    tag = IMAGE_TAGS.get(kubernetes_version)
-    if tag is None:
-        known = ", ".join(IMAGE_TAGS)
-        raise ValueError(
-            f"kubernetesVersion {kubernetes_version}: no cluster-autoscaler image is pinned for this minor "
-            f"(pinned: {known}); add it to components/aws/autoscaler.py IMAGE_TAGS"
-        )
-    return tag
-
-
 DESCRIBE_ACTIONS = [
     "autoscaling:DescribeAutoScalingGroups",
     "autoscaling:DescribeAutoScalingInstances",

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from components.aws.autoscaler_images import IMAGE_TAGS, image_problem
 from components.aws.regions import aws_zone_problems
 from components.catalog import catalog
 from components.regions import region_problems
@@ -57,6 +58,8 @@ CAPACITY = CapacityKinds(
 
 def check(spec: PlatformSpec, root: str) -> Iterable[str]:
     yield from region_required(spec, root, "aws")
+    if spec.cluster.kubernetes_version not in IMAGE_TAGS:
+        yield f"{root}.cluster.{image_problem(spec.cluster.kubernetes_version)}"
     yield from region_problems("aws", spec.region, f"{root}.region")
     net = spec.network
     if net.vpc_id and not net.subnet_ids:

@@ -27,9 +27,14 @@ def test_unknown_minor_is_an_error_naming_the_known_ones() -> None:
         ks.support_status("eks", "1.29", DAY)
 
 
-def test_today_is_injectable(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRAINPLANE_TODAY", "2026-11-28")
-    assert ks.today() == DAY
+def test_the_calendar_reads_the_day_commands_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One TRAINPLANE_TODAY for prices and the support calendar (components.clock)."""
+    from components.clock import today
+
+    monkeypatch.setenv("TRAINPLANE_TODAY", "2026-12-03")
+    assert ks.support_status("eks", "1.34", today()).phase == "extended"
+    monkeypatch.setenv("TRAINPLANE_TODAY", "2026-12-01")
+    assert ks.support_status("eks", "1.34", today()).phase == "standard"
 
 
 def test_every_section_has_source_and_as_of() -> None:
@@ -38,8 +43,25 @@ def test_every_section_has_source_and_as_of() -> None:
 
 
 def test_autoscaler_image_is_pinned_per_minor_and_a_missing_minor_is_an_error() -> None:
-    from components.aws.autoscaler import image_tag
+    from components.aws.autoscaler_images import image_tag
 
     assert image_tag("1.35") == "v1.35.2"
-    with pytest.raises(ValueError, match=r"kubernetesVersion 1\.29: no cluster-autoscaler image"):
+    with pytest.raises(ValueError, match=r"kubernetesVersion: '1\.29' has no cluster-autoscaler image"):
         image_tag("1.29")
+
+
+def test_an_aws_stack_on_a_minor_without_an_autoscaler_image_is_one_line() -> None:
+    """Before, the chart's own (older) image ran silently; then a traceback from inside the program."""
+    import json
+
+    from components.spec import ConfigError, PlatformSpec
+    from tests.helpers.plans import platform_object
+
+    raw = platform_object("aws-dev")
+    raw["cluster"] = {**raw.get("cluster", {}), "kubernetesVersion": "1.29"}
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(json.loads(json.dumps(raw)))
+    assert [p for p in e.value.problems if "autoscaler" in p] == [
+        "platform.cluster.kubernetesVersion: '1.29' has no cluster-autoscaler image pinned (the autoscaler's minor "
+        "must match the cluster's; pinned: 1.30, 1.31, 1.32, 1.33, 1.34, 1.35, 1.36)"
+    ]
