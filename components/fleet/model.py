@@ -53,23 +53,29 @@ CAPACITY_RANK = {
     "spot": 3,
 }
 
-# What the manager does on a worker (create-multikueue-kubeconfig.sh's ClusterRole at v0.19.2), for the job
+# What the manager does on a worker (create-multikueue-kubeconfig.sh's ClusterRole at v0.19.2, split below), for the job
 # kinds trainplane's Kueue manages (kueue_objects.KUEUE_FRAMEWORKS: batch/job and JobSet): create, watch and
 # delete the copies and their Workloads, read the queues. The script's rules for other kinds (pods,
 # StatefulSets, LeaderWorkerSets, Kubeflow, Ray, AppWrappers) are left out: no such job reaches a worker.
-_CREATE = ["create", "delete", "get", "list", "watch"]
-WORKER_RULES: list[dict[str, Any]] = [
-    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _CREATE},
-    {"apiGroups": ["batch"], "resources": ["jobs/status"], "verbs": ["get"]},
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _CREATE},
-    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets/status"], "verbs": ["get"]},
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": [*_CREATE, "update", "patch"]},
-    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]},
-    {
-        "apiGroups": ["kueue.x-k8s.io"],
-        "resources": ["clusterqueues", "localqueues"],
-        "verbs": ["get", "list", "watch"],
-    },
+_READ = ["get", "list", "watch"]
+_WRITE = ["create", "delete", "update", "patch"]
+# Reads are cluster-wide: the manager watches and lists its copies and their Workloads in every namespace
+# (kueue v0.19.2 pkg/controller/admissionchecks/multikueue/multikueuecluster.go: establishWatch and the
+# garbage collector's List filter on MultiKueueOriginLabel only, no namespace), so reads bound per
+# namespace would leave the MultiKueueCluster disconnected.
+WORKER_READ_RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["batch"], "resources": ["jobs", "jobs/status"], "verbs": _READ},
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets", "jobsets/status"], "verbs": _READ},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads", "workloads/status"], "verbs": _READ},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["clusterqueues", "localqueues"], "verbs": _READ},
+]
+# Writes are bound per team namespace (a RoleBinding in each fleet team's namespace on the worker): the
+# manager's token creates and removes jobs where the fleet's teams run, nowhere else on the worker.
+WORKER_WRITE_RULES: list[dict[str, Any]] = [
+    {"apiGroups": ["batch"], "resources": ["jobs"], "verbs": _WRITE},
+    {"apiGroups": ["jobset.x-k8s.io"], "resources": ["jobsets"], "verbs": _WRITE},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads"], "verbs": _WRITE},
+    {"apiGroups": ["kueue.x-k8s.io"], "resources": ["workloads/status"], "verbs": ["patch", "update"]},
 ]
 
 

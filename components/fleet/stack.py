@@ -2,7 +2,8 @@
 (StackReferences, like a job stack reads its platform), then
 
 - on each WORKER (a provider from the worker's kubeconfig output): a ServiceAccount `multikueue-<fleet>` in
-  Kueue's namespace, a ClusterRole and binding with what MultiKueue does there (model.WORKER_RULES), and a
+  Kueue's namespace, a ClusterRole and binding with what MultiKueue reads there (cluster-wide), and per fleet team a RoleBinding
+  in the team's namespace to what it writes (model.WORKER_READ_RULES, WORKER_WRITE_RULES), and a
   `kubernetes.io/service-account-token` Secret `multikueue-<fleet>-<tokens.rotation>`;
 - on the MANAGER: the team namespaces, a plain ResourceFlavor and, per topology of the workers, a Topology
   and a topology-aware flavor (tas.py), per team a ClusterQueue with the workers' summed quota per flavor
@@ -134,6 +135,32 @@ class Fleet(pulumi.ComponentResource):
         self._manager(spec, platforms.workers, kubeconfigs, tokens)
         self.register_outputs({})
 
+    def _team_writes(
+        self, spec: FleetSpec, w: model.Worker, name: str, sa_name: str, opts: pulumi.ResourceOptions
+    ) -> None:
+        """What the manager writes on a worker, bound in each fleet team's namespace there only."""
+        writer = k8s.rbac.v1.ClusterRole(
+            f"{name}-write-role",
+            metadata={"name": f"{sa_name}-write"},
+            rules=model.WORKER_WRITE_RULES,
+            opts=opts,
+        )
+        for team in spec.teams:
+            on_worker = w.platform.team(team.name)
+            if on_worker is None:
+                continue  # check_fleet_platforms refuses the fleet
+            k8s.rbac.v1.RoleBinding(
+                f"{name}-write-{team.name}",
+                metadata={"name": f"{sa_name}-write", "namespace": on_worker.namespace},
+                role_ref={
+                    "apiGroup": "rbac.authorization.k8s.io",
+                    "kind": "ClusterRole",
+                    "name": writer.metadata["name"],
+                },
+                subjects=[{"kind": "ServiceAccount", "name": sa_name, "namespace": model.WORKER_NAMESPACE}],
+                opts=opts,
+            )
+
     def _worker(self, spec: FleetSpec, w: model.Worker, kubeconfig: pulumi.Output[Any]) -> k8s.core.v1.Secret:
         name = f"{spec.name}-{w.name}"
         provider = _provider(f"{name}-cluster", kubeconfig, self.ambient.get(w.name))
@@ -143,8 +170,9 @@ class Fleet(pulumi.ComponentResource):
             f"{name}-sa", metadata={"name": sa_name, "namespace": model.WORKER_NAMESPACE}, opts=opts
         )
         role = k8s.rbac.v1.ClusterRole(
-            f"{name}-role", metadata={"name": sa_name}, rules=model.WORKER_RULES, opts=opts
+            f"{name}-role", metadata={"name": sa_name}, rules=model.WORKER_READ_RULES, opts=opts
         )
+        self._team_writes(spec, w, name, sa_name, opts)
         k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-binding",
             metadata={"name": sa_name},

@@ -144,13 +144,41 @@ def test_a_secret_without_the_kubeconfig_key():
 
 def test_worker_rbac_that_does_not_cover_workloads_status():
     def edit(objects):
-        role = obj(objects, "gcp-h100", "ClusterRole")
+        role = obj(objects, "gcp-h100", "ClusterRole", "multikueue-research-fleet-write")
         role["rules"] = [r for r in role["rules"] if "workloads/status" not in r["resources"]]
 
     assert findings(fleet(edit), "fleet-access") == [
         "worker gcp-h100: ServiceAccount kueue-system/multikueue-research-fleet may not kueue.x-k8s.io/workloads/status "
-        "get,patch,update (ClusterRoles multikueue-research-fleet), which MultiKueue does there"
+        "patch,update in team namespace research (roles multikueue-research-fleet, multikueue-research-fleet-write), "
+        "which MultiKueue does there"
     ]
+
+
+def test_the_managers_token_writes_only_in_the_fleet_teams_namespaces_and_reads_everywhere():
+    """Worker tokens are bound per team namespace: the cluster-wide role reads (MultiKueue watches every
+    namespace, kueue v0.19.2 multikueuecluster.go), the writes are a RoleBinding in each team namespace."""
+    seen: dict[str, list[dict[str, Any]]] = {}
+    fleet(seen.update)  # the edit hook sees every cluster's objects; it changes nothing
+    assert set(seen) > {"manager"}
+    for worker, objects in seen.items():
+        if worker == "manager":
+            continue
+        bound = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+        (role,) = [
+            o
+            for o in objects
+            if o["kind"] == "ClusterRole" and o["metadata"]["name"] == bound[0]["roleRef"]["name"]
+        ]
+        assert {v for r in role["rules"] for v in r["verbs"]} == {"get", "list", "watch"}, worker
+        local = [o for o in objects if o["kind"] == "RoleBinding"]
+        assert [o["metadata"]["namespace"] for o in local] == ["research"], worker
+
+
+def test_a_worker_without_the_team_namespace_write_binding():
+    """The broken plan: the RoleBinding in the team's namespace is gone, so the manager cannot create the job."""
+    (finding,) = findings(fleet(drop("lab", "RoleBinding")), "fleet-access")
+    assert finding.startswith("worker lab: ServiceAccount kueue-system/multikueue-research-fleet may not ")
+    assert "jobset.x-k8s.io/jobsets create,delete" in finding and "in team namespace research" in finding
 
 
 def test_a_worker_without_a_token_secret():

@@ -30,6 +30,7 @@ KEY: str = F.facts()["multiKueue"]["secretKey"]
 REQUIRED_RULES: dict[tuple[str, str], set[str]] = {
     (r["apiGroup"], r["resource"]): set(r["verbs"]) for r in F.facts()["multiKueue"]["workerRules"]
 }
+READ_VERBS = frozenset({"get", "list", "watch"})
 
 
 def kubeconfig_problems(text: str) -> list[str]:
@@ -140,9 +141,13 @@ def _check_secret(result: CheckResult, fleet: FleetPlan, cluster: Any) -> None:
         )
 
 
-def _rules_cover(rules: list[Any]) -> list[str]:
+def _rules_cover(rules: list[Any], only: frozenset[str] | None = None) -> list[str]:
+    """What of REQUIRED_RULES (its `only` verbs, when given) the rules do not allow."""
     missing = []
-    for (group, resource), verbs in REQUIRED_RULES.items():
+    for (group, resource), wanted in REQUIRED_RULES.items():
+        verbs = wanted & only if only is not None else wanted
+        if not verbs:
+            continue
         have: set[str] = set()
         for r in rules:
             if (group in (r.get("apiGroups") or []) or "*" in (r.get("apiGroups") or [])) and (
@@ -155,6 +160,37 @@ def _rules_cover(rules: list[Any]) -> list[str]:
     return missing
 
 
+def _subject_is(binding: Any, sa_name: str) -> bool:
+    return any(
+        s.get("kind") == "ServiceAccount"
+        and s.get("name") == sa_name
+        and s.get("namespace") == KUEUE_NAMESPACE
+        for s in binding.body.get("subjects") or []
+    )
+
+
+def _bound_rules(fleet: FleetPlan, worker: str, bindings: list[Any], namespace: str | None) -> list[Any]:
+    """The rules of the roles `bindings` grant (a ClusterRole, or a Role in `namespace`)."""
+    rules = []
+    for b in bindings:
+        ref = b.body.get("roleRef") or {}
+        role = (
+            fleet.find(worker, "Role", str(ref.get("name")), namespace)
+            if ref.get("kind") == "Role"
+            else fleet.find(worker, "ClusterRole", str(ref.get("name")))
+        )
+        rules += list(role.body.get("rules") or []) if role is not None else []
+    return rules
+
+
+def _team_namespaces(fleet: FleetPlan, worker: str) -> list[str]:
+    """The namespaces of the fleet's teams on the worker (its platform's `teams` output)."""
+    w = fleet.worker(worker)
+    teams = {str(t.name) for t in getattr(fleet.spec, "teams", [])}
+    outputs = list((dict(w.plan.outputs).get("teams") or []) if w is not None else [])
+    return sorted(str(t["namespace"]) for t in outputs if t.get("name") in teams and t.get("namespace"))
+
+
 def _check_rbac(result: CheckResult, fleet: FleetPlan, worker: str) -> None:
     accounts = fleet.on(worker, "ServiceAccount", KUEUE_NAMESPACE)
     if not accounts:
@@ -164,29 +200,28 @@ def _check_rbac(result: CheckResult, fleet: FleetPlan, worker: str) -> None:
         return
     for sa in accounts:
         result.examined.append(f"{sa.ref} on {worker}")
-        roles = [
-            b.body.get("roleRef", {}).get("name")
-            for b in fleet.on(worker, "ClusterRoleBinding")
-            if any(
-                s.get("kind") == "ServiceAccount"
-                and s.get("name") == sa.name
-                and s.get("namespace") == KUEUE_NAMESPACE
-                for s in b.body.get("subjects") or []
-            )
-        ]
-        rules = [
-            r
-            for role in roles
-            if (cr := fleet.find(worker, "ClusterRole", str(role)))
-            for r in cr.body.get("rules") or []
-        ]
-        missing = _rules_cover(rules)
+        cluster_wide = [b for b in fleet.on(worker, "ClusterRoleBinding") if _subject_is(b, sa.name)]
+        roles = [str((b.body.get("roleRef") or {}).get("name")) for b in cluster_wide]
+        everywhere = _bound_rules(fleet, worker, cluster_wide, None)
+        # MultiKueue lists and watches in every namespace (kueue v0.19.2 multikueuecluster.go): reads must
+        # be cluster-wide; what it writes may be bound in the fleet teams' namespaces only.
+        missing = _rules_cover(everywhere, READ_VERBS)
         if missing:
             result.fail(
-                f"worker {worker}: {sa.ref} may not {'; '.join(missing)} (ClusterRoles {', '.join(map(str, roles)) or 'none'}), "
-                "which MultiKueue does there",
+                f"worker {worker}: {sa.ref} may not {'; '.join(missing)} in every namespace (ClusterRoles "
+                f"{', '.join(roles) or 'none'}), which MultiKueue's watches do there",
                 sa.ref,
             )
+        for ns in _team_namespaces(fleet, worker):
+            local = [b for b in fleet.on(worker, "RoleBinding", ns) if _subject_is(b, sa.name)]
+            missing = _rules_cover(everywhere + _bound_rules(fleet, worker, local, ns))
+            if missing:
+                granted = [str((b.body.get("roleRef") or {}).get("name")) for b in local]
+                result.fail(
+                    f"worker {worker}: {sa.ref} may not {'; '.join(missing)} in team namespace {ns} (roles "
+                    f"{', '.join(roles + granted) or 'none'}), which MultiKueue does there",
+                    sa.ref,
+                )
         tokens = [
             s
             for s in fleet.on(worker, "Secret", KUEUE_NAMESPACE)
