@@ -118,7 +118,7 @@ def _worker_monitor(
     there itself, through the worker platform's own kubeconfig output (or its ambient context)."""
     import pulumi_kubernetes as k8s
 
-    from components.fleet.stack import platform_provider
+    from components.fleet.providers import platform_provider
     from components.incluster.job_pod import job_labels
     from components.incluster.observability import trainer_pod_monitor
 

@@ -21,9 +21,9 @@ from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
-from pulumi.runtime.sync_await import _sync_await
 
 from components.fleet import model, refusal, tas
+from components.fleet.providers import ambient_context_of, cluster_provider
 from components.job_stack import read_platform
 from components.outputs import PlatformOutputs
 from components.spec import ConfigError
@@ -77,24 +77,6 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
             "manager sets queueing.fleetManager and has none"
         )
     return problems
-
-
-def _provider(name: str, kubeconfig: pulumi.Output[Any], ambient: str | None) -> k8s.Provider:
-    """A provider for one cluster of the fleet: its exported kubeconfig document, or, for a platform on the
-    ambient kubeconfig, that file with the platform's context (as the platform itself reached it)."""
-    if ambient is not None:
-        return k8s.Provider(
-            name, context=None if ambient == "current" else ambient, enable_server_side_apply=True
-        )
-    return k8s.Provider(name, kubeconfig=kubeconfig, enable_server_side_apply=True)
-
-
-def platform_provider(name: str, ref: pulumi.StackReference) -> k8s.Provider:
-    """A provider for the cluster of the platform stack `ref`, as that platform reached it: its exported
-    kubeconfig document, or the ambient kubeconfig with its context where the platform is an existing
-    cluster on the ambient file (its `kubeconfig` output is then a placeholder, not a kubeconfig; the
-    fleet's job stacks reach a worker this way too)."""
-    return _provider(name, ref.require_output("kubeconfig"), _ambient(ref))
 
 
 def _kubeconfig_doc(worker: str, api_server: str | None, args: list[Any]) -> str:
@@ -163,7 +145,7 @@ class Fleet(pulumi.ComponentResource):
 
     def _worker(self, spec: FleetSpec, w: model.Worker, kubeconfig: pulumi.Output[Any]) -> k8s.core.v1.Secret:
         name = f"{spec.name}-{w.name}"
-        provider = _provider(f"{name}-cluster", kubeconfig, self.ambient.get(w.name))
+        provider = cluster_provider(f"{name}-cluster", kubeconfig, self.ambient.get(w.name))
         opts = pulumi.ResourceOptions(parent=self, providers=[provider])
         sa_name = model.service_account(spec)
         sa = k8s.core.v1.ServiceAccount(
@@ -204,7 +186,7 @@ class Fleet(pulumi.ComponentResource):
         kubeconfigs: dict[str, pulumi.Output[Any]],
         tokens: dict[str, k8s.core.v1.Secret],
     ) -> None:
-        provider = _provider(
+        provider = cluster_provider(
             f"{spec.name}-manager-cluster", kubeconfigs[model.MANAGER], self.ambient.get(model.MANAGER)
         )
         opts = pulumi.ResourceOptions(parent=self, providers=[provider])
@@ -303,7 +285,7 @@ def read_platforms(spec: FleetSpec) -> tuple[FleetPlatforms, dict[str, pulumi.Ou
     manager = _read(ref, spec.manager.platform_stack, "fleet.manager.platformStack")
     kubeconfigs: dict[str, pulumi.Output[Any]] = {model.MANAGER: ref.require_output("kubeconfig")}
     ambient = {}
-    if (ctx := _ambient(ref)) is not None:
+    if (ctx := ambient_context_of(ref)) is not None:
         ambient[model.MANAGER] = ctx
     workers = []
     for i, w in enumerate(spec.workers):
@@ -311,17 +293,9 @@ def read_platforms(spec: FleetSpec) -> tuple[FleetPlatforms, dict[str, pulumi.Ou
         out = _read(wref, w.platform_stack, f"fleet.workers[{i}].platformStack")
         workers.append(model.Worker(w.name, w.platform_stack, out, i))
         kubeconfigs[w.name] = wref.require_output("kubeconfig")
-        if (ctx := _ambient(wref)) is not None:
+        if (ctx := ambient_context_of(wref)) is not None:
             ambient[w.name] = ctx
     return FleetPlatforms(manager, workers, ambient), kubeconfigs
-
-
-def _ambient(ref: pulumi.StackReference) -> str | None:
-    """The ambient context a platform's exported kubeconfig names, read synchronously like its outputs
-    (components/job_stack.py read_platform), so the provider is chosen before anything registers."""
-    details = _sync_await(ref.get_output_details("kubeconfig"))
-    value = details.value if details.value is not None else details.secret_value
-    return model.ambient_context(value) if isinstance(value, str) else None
 
 
 def _read(ref: pulumi.StackReference, stack: str, where: str) -> PlatformOutputs:
