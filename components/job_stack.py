@@ -20,8 +20,8 @@ __all__ = ["deploy_job", "read_platform"]
 def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):
     """Register the job on its platform's cluster (or, on a fleet, on the fleet's manager); ConfigError if
     the platform (every worker of the fleet) cannot run it."""
-    import pulumi_kubernetes as k8s
 
+    from components.fleet.providers import platform_provider
     from components.incluster.training_job import TrainingJob, TrainingJobArgs
 
     if job.on_fleet:
@@ -33,11 +33,9 @@ def deploy_job(job: JobSpec, opts: pulumi.ResourceOptions | None = None):
     problems = check_job(job, platform)
     if problems:
         raise ConfigError(problems)
-    provider = k8s.Provider(
-        "platform-cluster",
-        kubeconfig=ref.require_output("kubeconfig"),
-        enable_server_side_apply=True,
-    )
+    # An existing cluster on the ambient kubeconfig exports a placeholder naming its context, not a
+    # kubeconfig: the provider is built as the fleet builds it (components/fleet/providers.py).
+    provider = platform_provider("platform-cluster", ref)
     return TrainingJob(
         job.name,
         TrainingJobArgs(job=job, platform=platform),

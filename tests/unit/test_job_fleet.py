@@ -277,3 +277,28 @@ def test_a_job_on_an_existing_cluster_worker_reaches_it_through_the_ambient_kube
     assert "ambient kubeconfig" not in json.dumps(provider.inputs.get("kubeconfig") or "")
     monitor = one(result, "kubernetes:monitoring.coreos.com/v1:PodMonitor", "gpt-small-metrics-lab")
     assert "::worker-lab::" in str(monitor.provider)
+
+
+def test_a_job_on_an_existing_cluster_platform_reaches_it_through_the_ambient_kubeconfig_and_its_context():
+    """The single-platform job stack had the fleet job's defect: its provider was built from the
+    placeholder output of a platform on the ambient kubeconfig (onprem-dev)."""
+    import json
+
+    from infra import stackfile
+    from tests.helpers.plans import cached_run_program, stack_refs
+
+    sf = stackfile.load("gpt-small-fleet-research", ROOT)
+    raw = json.loads(sf.config["trainplane:job"])
+    raw.pop("fleetStack")
+    raw.update(platformStack="onprem-dev", nodePools=["a100"], nodes={"min": 2, "max": 2})
+    raw["volumes"] = [{"storage": "datasets", "mountPath": "/data"}]
+    raw["checkpoint"]["uri"] = "/data/checkpoints/gpt-small"
+    config = {**sf.config, "trainplane:job": json.dumps(raw)}
+    result = cached_run_program(
+        config, "gpt-small-onprem-dev", stack_refs("gpt-small-fleet-research"), sf.secret_keys
+    )
+
+    (provider,) = [r for r in result.resources if r.type == "pulumi:providers:kubernetes"]
+    assert provider.name == "platform-cluster"
+    assert provider.inputs.get("context") == "lab-admin"
+    assert "ambient kubeconfig" not in json.dumps(provider.inputs.get("kubeconfig") or "")
