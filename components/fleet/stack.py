@@ -79,6 +79,18 @@ def check_fleet_platforms(spec: FleetSpec, platforms: FleetPlatforms) -> list[st
     return problems
 
 
+def _grant(role: k8s.rbac.v1.ClusterRole, sa_name: str) -> dict[str, Any]:
+    """A binding's roleRef (the ClusterRole) and subjects (the manager's ServiceAccount on the worker)."""
+    return {
+        "role_ref": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": role.metadata["name"],
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": sa_name, "namespace": model.WORKER_NAMESPACE}],
+    }
+
+
 def _kubeconfig_doc(worker: str, api_server: str | None, args: list[Any]) -> str:
     """The manager's kubeconfig for `worker`: its server, with the CA and token of its token Secret."""
     server = model.worker_server(None if args[0] is None else str(args[0]), api_server)
@@ -134,12 +146,7 @@ class Fleet(pulumi.ComponentResource):
             k8s.rbac.v1.RoleBinding(
                 f"{name}-write-{team.name}",
                 metadata={"name": f"{sa_name}-write", "namespace": on_worker.namespace},
-                role_ref={
-                    "apiGroup": "rbac.authorization.k8s.io",
-                    "kind": "ClusterRole",
-                    "name": writer.metadata["name"],
-                },
-                subjects=[{"kind": "ServiceAccount", "name": sa_name, "namespace": model.WORKER_NAMESPACE}],
+                **_grant(writer, sa_name),
                 opts=opts,
             )
 
@@ -158,12 +165,7 @@ class Fleet(pulumi.ComponentResource):
         k8s.rbac.v1.ClusterRoleBinding(
             f"{name}-binding",
             metadata={"name": sa_name},
-            role_ref={
-                "apiGroup": "rbac.authorization.k8s.io",
-                "kind": "ClusterRole",
-                "name": role.metadata["name"],
-            },
-            subjects=[{"kind": "ServiceAccount", "name": sa_name, "namespace": model.WORKER_NAMESPACE}],
+            **_grant(role, sa_name),
             opts=opts,
         )
         # A rotation renames the Secret (metadata.name): the engine replaces it, creating the new Secret (a
