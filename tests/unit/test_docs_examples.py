@@ -39,3 +39,7 @@ def test_own_job_program_reads_the_platforms_typed_outputs():
     assert result.outputs == {"job": "tiny", "nodeVcpus": None, "grace": 300}
     (job,) = result.of_type("kubernetes:batch/v1:Job")
     assert job.inputs["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 300
+    # The lab platform is on the ambient kubeconfig (context lab-admin): its `kubeconfig` output is no
+    # kubeconfig, so the job's provider takes the ambient file with that context.
+    (provider,) = result.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs.get("context") == "lab-admin" and "kubeconfig" not in provider.inputs

@@ -6,8 +6,8 @@ run, one line per problem. tests/unit/test_docs_examples.py plans it on ../own_p
 """
 
 import pulumi
-import pulumi_kubernetes as k8s
 
+from components.fleet.providers import platform_provider
 from components.incluster.training_job import TrainingJob, TrainingJobArgs
 from components.job_stack import read_platform
 from components.spec import JobSpec, check_job
@@ -32,7 +32,9 @@ problems = check_job(job, platform)
 if problems:
     raise pulumi.RunError("invalid job:\n" + "\n".join(problems))
 
-cluster = k8s.Provider("platform-cluster", kubeconfig=ref.require_output("kubeconfig"))
+# The platform's kubeconfig output, or, for an existing cluster that exports none (this lab platform without
+# trainplane:kubeconfig), the ambient kubeconfig with the platform's context.
+cluster = platform_provider("platform-cluster", ref)
 training = TrainingJob(
     job.name, TrainingJobArgs(job=job, platform=platform), pulumi.ResourceOptions(provider=cluster)
 )
