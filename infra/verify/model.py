@@ -258,3 +258,14 @@ def from_run(result: Any, config: Mapping[str, Any] | None = None, platform: Pla
     """A plan from `infra.mockcloud.RunResult` (what `trainplane plan` runs): its very records, which the
     engine already holds with the program's numbers (infra/resources.py)."""
     return build(result.stack, tuple(result.resources), result.outputs, config, platform, "offline plan")
+
+
+# How the engine records a secret value in a resource's inputs (pulumi/pulumi@v3.272.0
+# sdk/python/lib/pulumi/runtime/rpc.py): {_special_sig_key (this): _special_secret_sig, "value": the value}.
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+
+
+def unsecret(value: Any) -> Any:
+    if isinstance(value, dict) and SECRET_SIG in value:
+        return value.get("value")
+    return value

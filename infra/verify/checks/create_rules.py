@@ -4,12 +4,14 @@ Create-time requirements are the cloud's: its backend checks them (`CloudBackend
 e.g. components/aws/verify_create.py; the rules and their sources are data in the backend's
 verify_facts.yaml, each finding starts with the rule's name). A job stack creates no cloud resources of
 its own, so only the platform's are checked. Creation order (`createOrder`, any cloud):
-infra/verify/checks/create_order.py.
+infra/verify/checks/create_order.py. Every stack's Kubernetes providers can load a cluster configuration
+(provider-kubeconfig: infra/verify/checks/provider_kubeconfig.py).
 """
 
 from __future__ import annotations
 
 from infra.verify.checks.create_order import check_order
+from infra.verify.checks.provider_kubeconfig import check_providers
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 
@@ -20,4 +22,5 @@ def run(ctx: Context) -> CheckResult:
     if not ctx.job_only:
         ctx.backend.verify_create_rules(ctx, res)
     check_order(plan, res)
+    check_providers(plan, res)
     return res

@@ -20,8 +20,10 @@ import yaml
 
 from components.incluster.names import KUEUE_NAMESPACE
 from infra.verify import facts as F
+from infra.verify.checks.provider_kubeconfig import check_providers
 from infra.verify.context import Context
 from infra.verify.fleet_model import MANAGER, FleetPlan
+from infra.verify.model import unsecret
 from infra.verify.report import CheckResult
 
 NAME = "fleet-access"
@@ -64,17 +66,6 @@ def kubeconfig_problems(text: str) -> list[str]:
     return problems
 
 
-# How the engine records a secret value in a resource's inputs (pulumi/pulumi@v3.272.0
-# sdk/python/lib/pulumi/runtime/rpc.py): {_special_sig_key (this): _special_secret_sig, "value": the value}.
-SECRET_SIG = "4dabf18193072939515e22adb298388d"
-
-
-def unsecret(value: Any) -> Any:
-    if isinstance(value, dict) and SECRET_SIG in value:
-        return value.get("value")
-    return value
-
-
 def _data(secret: Any, field: str) -> dict[str, Any]:
     return dict(unsecret(secret.body.get(field)) or {})
 
@@ -99,6 +90,8 @@ def _has_key(secret: Any) -> bool:
 def run(ctx: Context) -> CheckResult:
     result = CheckResult(NAME)
     fleet: FleetPlan = ctx.fleet
+    # The fleet's own providers reach the manager and each worker (an ambient worker: no kubeconfig).
+    check_providers(fleet.plan, result)
     for w in fleet.workers:
         cluster = fleet.find(MANAGER, "MultiKueueCluster", w.name)
         if cluster is None:
