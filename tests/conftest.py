@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -10,8 +11,16 @@ import pytest
 
 from infra.mockcloud import RunResult, run_stack
 from tests.helpers.mockplan import Dumps
-from tests.helpers.plans import ROOT, plan_object
+from tests.helpers.plans import ROOT, plan_object, share_plans
 from tests.helpers.session import shared_dir
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _plans_shared_between_workers(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The reference plans (tests/helpers/plans.py `planned`) are made once per session, not once per xdist
+    worker: each is written beside the workers' folders by the first worker that needs it."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        share_plans(shared_dir(tmp_path_factory.getbasetemp(), "plans"))
 
 
 @pytest.fixture

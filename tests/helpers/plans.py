@@ -8,12 +8,16 @@
 - `one(result, type_)`, `upstream(result, resource)`: lookups the tests share.
 
 Each plan gets a fresh event loop and a fresh root stack, so tests do not leak resources into each other.
+Under xdist the cached plans are also shared between the workers (`share_plans`, set by tests/conftest.py):
+the first worker to need one plans it and writes it beside the others; the rest read that file.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
+import pickle
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
@@ -21,6 +25,7 @@ from typing import Any
 
 from infra import stackfile
 from infra.mockcloud import Resource, RunResult, run_program
+from tests.helpers.session import exclusive
 
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
@@ -75,6 +80,31 @@ def planned(stack: str) -> RunResult:
 
 
 _RUNS: dict[str, RunResult] = {}
+# The session's folder the xdist workers share plans through (None: this process keeps its own).
+_SHARED: Path | None = None
+
+
+def share_plans(folder: Path | None) -> None:
+    """Share the cached plans of this session through `folder` (tests/conftest.py, once per worker)."""
+    global _SHARED
+    _SHARED = folder
+
+
+def _shared_run(key: str, run: Any) -> RunResult:
+    """The plan `run()` makes, planned by the first worker that needs it and read by the others. A run that
+    raises writes nothing, so every worker sees the error itself."""
+    assert _SHARED is not None
+    name = hashlib.sha256(key.encode()).hexdigest()[:24]
+    path = _SHARED / f"{name}.pickle"
+    with exclusive(_SHARED / f"{name}.lock"):
+        if path.exists():
+            result: RunResult = pickle.loads(path.read_bytes())
+            return result
+        result = run()
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(pickle.dumps(result))
+        tmp.rename(path)
+        return result
 
 
 def cached_run_program(
@@ -93,7 +123,11 @@ def cached_run_program(
     )
     if key not in _RUNS:
         extra = {"program": program} if program is not None else {}
-        _RUNS[key] = run_program(config, stack, stack_refs, secret_keys, **extra)
+
+        def run() -> RunResult:
+            return run_program(config, stack, stack_refs, secret_keys, **extra)
+
+        _RUNS[key] = _shared_run(key, run) if _SHARED is not None else run()
     return _RUNS[key]
 
 
