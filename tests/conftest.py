@@ -4,12 +4,14 @@
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from infra.mockcloud import RunResult, run_stack
+from tests.helpers import procs
 from tests.helpers.mockplan import Dumps
 from tests.helpers.plans import ROOT, plan_object, share_plans
 from tests.helpers.session import shared_dir
@@ -41,3 +43,20 @@ def mockplan(tmp_path_factory: pytest.TempPathFactory) -> Dumps:
     """../shared/checks/mockplan.py's dump of a reference stack (a path; read-only), made once per session
     and shared by the xdist workers (tests/helpers/mockplan.py)."""
     return Dumps(shared_dir(tmp_path_factory.getbasetemp(), "mockplan-dumps"))
+
+
+def _kill_groups_then_die(signum: int, _frame: Any) -> None:
+    """SIGTERM/SIGHUP to pytest (a CI timeout, a closed terminal): what the tests started goes first."""
+    procs.kill_all()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _kill_groups_then_die)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Every process group a test started and did not end (tests/helpers/procs.py) ends with the session."""
+    procs.kill_all()

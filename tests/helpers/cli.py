@@ -7,13 +7,13 @@ import contextlib
 import io
 import os
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tests.helpers import procs
 from tests.helpers.plans import ROOT, cached_run_program
 
 # Environment that changes what rich prints: the subprocess runs had none of it.
@@ -82,7 +82,7 @@ def cli(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, cached:
 def trainplane(*args: str, cwd: Path = ROOT, env: dict[str, str] | None = None, timeout: float = 300) -> Ran:
     """`python -m infra.cli ARGS` as a real process with a bare environment (the integration tier's smoke
     tests: one per command)."""
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, "-m", "infra.cli", *args],
         cwd=cwd,
         capture_output=True,

@@ -11,9 +11,9 @@ this module is for what only a real process can show.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
+from tests.helpers import procs
 from tests.helpers.plans import ROOT
 
 _PRINT = "\nimport json as _j, sys as _s\nprint(_j.dumps(sorted(_s.modules)))\n"
@@ -21,7 +21,7 @@ _PRINT = "\nimport json as _j, sys as _s\nprint(_j.dumps(sorted(_s.modules)))\n"
 
 def modules_after(code: str, env: dict[str, str] | None = None, timeout: float = 300) -> set[str]:
     """The module names loaded once `code` has run in a fresh interpreter (its last stdout line)."""
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, "-c", code + _PRINT],
         cwd=ROOT,
         env=env,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
 from infra import stackfile
+from tests.helpers import procs
 from tests.helpers.plans import ROOT
 from tests.helpers.session import exclusive
 
@@ -54,7 +54,7 @@ class Dumps:
         path = self.cache / f"{stack}.json"
         with exclusive(self.cache / f"{stack}.lock"):
             if not path.exists():
-                proc = subprocess.run(
+                proc = procs.run(
                     [sys.executable, str(MOCKPLAN), f"stacks/Pulumi.{stack}.yaml", *extra],
                     cwd=ROOT,
                     capture_output=True,

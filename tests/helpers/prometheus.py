@@ -16,6 +16,8 @@ from typing import Any
 
 import yaml
 
+from tests.helpers import procs
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -38,7 +40,7 @@ def serve(tmp: Path, config: dict[str, Any] | None = None, lookback: str | None 
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(tmp / "prometheus.log", "ab") as log:
-        proc = subprocess.Popen(
+        proc = procs.spawn(
             [
                 "prometheus",
                 f"--config.file={tmp / 'prometheus.yml'}",
@@ -61,12 +63,11 @@ def serve(tmp: Path, config: dict[str, Any] | None = None, lookback: str | None 
             raise AssertionError((tmp / "prometheus.log").read_text()[-2000:])
         yield url
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        procs.stop(proc, 30)
 
 
 def _run(args: list[str], cwd: Path) -> None:
-    got = subprocess.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
+    got = procs.run(args, cwd=cwd, capture_output=True, text=True, timeout=300)
     assert got.returncode == 0, got.stdout + got.stderr
 
 

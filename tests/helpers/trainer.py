@@ -19,6 +19,8 @@ from typing import Any
 
 import torch
 
+from tests.helpers import procs
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
 # Generous ceilings so a loaded CI machine never flakes; tests do not assert on time.
@@ -105,7 +107,7 @@ class Proc:
         self.err = workdir / f"{name}.err"
         self.args = args
         with open(self.out, "wb") as o, open(self.err, "wb") as e:
-            self.p = subprocess.Popen(
+            self.p = procs.spawn(
                 [PY, *args],
                 cwd=workdir,
                 stdout=o,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from dataclasses import dataclass, field
 
 import pytest
@@ -25,6 +24,7 @@ from components.incluster.recovery_names import (
     ALERT_STRAGGLER,
     QUARANTINE_CONDITION,
 )
+from tests.helpers import procs
 from tests.helpers.scrape import NODE, dcgm_series, gpu, selector, trainer_node, trainer_series
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -387,7 +387,7 @@ def test_rule_with_promtool(case, tmp_path):
         ],
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
-    run = subprocess.run(
+    run = procs.run(
         [PROMTOOL, "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stdout + run.stderr

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 from tests.helpers import cost_data as D
+from tests.helpers import procs
 from tests.helpers.plans import plan_object, platform_object
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -81,7 +82,7 @@ def run(
         "tests": [{"interval": "1m", "input_series": D.promtool_series(rows), "promql_expr_test": tests}],
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(test, sort_keys=False))
-    return subprocess.run(
+    return procs.run(
         [PROMTOOL, "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=300
     )
 

@@ -23,6 +23,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import yaml
 
+from tests.helpers import procs
 from tests.helpers.scrape import (
     dcgm_config,
     dcgm_target,
@@ -123,7 +124,7 @@ def scraped(tmp_path_factory):
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with open(tmp / "prometheus.log", "wb") as log:
-        proc = subprocess.Popen(
+        proc = procs.spawn(
             [
                 exe,
                 f"--config.file={tmp / 'prometheus.yml'}",
@@ -146,8 +147,7 @@ def scraped(tmp_path_factory):
         assert len(got) == expected, (got, (tmp / "prometheus.log").read_text()[-2000:])
         yield {"series": got, "dcgm": dcgm, "old": old, "trainer": trainer}
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        procs.stop(proc, 30)
         dcgm_server.shutdown()
         trainer_server.shutdown()
 

@@ -7,7 +7,6 @@ at an instant, so each expected list is also the proof that no other job alerts.
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 import yaml
@@ -15,6 +14,7 @@ import yaml
 from components.incluster.idle_names import IDLE_ALERT, JOB_GPU_UTIL
 from components.incluster.idle_rules import GROUP
 from tests.helpers import idle_data as D
+from tests.helpers import procs
 from tests.helpers.cost_data import promtool_series
 from tests.helpers.plans import plan_object, platform_object
 
@@ -65,7 +65,7 @@ def run(tmp_path, groups: list[dict], alerts: list[dict], exprs: list[dict] | No
     }
     spec = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [test]}
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    got = subprocess.run(
+    got = procs.run(
         [PROMTOOL, "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert got.returncode == 0, got.stdout + got.stderr
@@ -159,7 +159,7 @@ def test_the_exemption_series_alone_suppresses_the_alert(idle_rule_groups, tmp_p
     }
     spec = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [test]}
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    got = subprocess.run(
+    got = procs.run(
         [PROMTOOL, "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert got.returncode == 0, got.stdout + got.stderr

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import yaml
 
+from tests.helpers import procs
 from tests.helpers.queues import _kueue_objects, _of, _topology_cel, capacity_pools
 
 
 def test_every_kueue_object_validates_against_its_crd(tmp_path):
-    import subprocess
     import sys
 
     from tests.helpers.plans import ROOT
@@ -27,6 +27,6 @@ def test_every_kueue_object_validates_against_its_crd(tmp_path):
     for t in _of(objects, "Topology"):
         assert _topology_cel(t["spec"]["levels"]) == []
     check = ROOT.parent / "shared" / "checks" / "crd_validate.py"
-    proc = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
+    proc = procs.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "0 problem(s)" in proc.stdout

@@ -17,13 +17,14 @@ from google.protobuf import empty_pb2, struct_pb2
 from pulumi.runtime.proto import analyzer_pb2, analyzer_pb2_grpc
 
 from policy.trainplane_policies import PACK_NAME, POLICIES
+from tests.helpers import procs
 from tests.helpers.plans import ROOT
 
 
 @pytest.fixture(scope="module")
 def analyzer():
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen(
+    proc = procs.spawn(
         # The engine address is the analyzer's to use; the pack only serves.
         [sys.executable, "-u", "-m", "pulumi.policy", "127.0.0.1:0", str(ROOT / "policy")],
         cwd=ROOT / "policy",
@@ -39,8 +40,7 @@ def analyzer():
             grpc.channel_ready_future(channel).result(timeout=30)
             yield analyzer_pb2_grpc.AnalyzerStub(channel)
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
+        procs.stop(proc, 30)
 
 
 def test_the_pack_serves_its_eight_policies_with_their_config_schemas(analyzer):

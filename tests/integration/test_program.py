@@ -10,6 +10,7 @@ import sys
 import pytest
 
 from infra import stackfile
+from tests.helpers import procs
 from tests.helpers.mockplan import platform_refs
 from tests.helpers.plans import ROOT, cached_run_program, stack_files
 
@@ -51,7 +52,7 @@ def test_independent_mock_runner_plans_every_stack(stack, mockplan, tmp_path):
 
 
 def _check(checker: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return procs.run(
         [sys.executable, str(SHARED_CHECKS / checker), *args],
         cwd=ROOT,
         capture_output=True,
@@ -64,7 +65,7 @@ def _check(checker: str, *args: str) -> subprocess.CompletedProcess:
     not (SHARED_CHECKS / "pulumi_yaml.py").exists(), reason="../shared/checks is not beside this checkout"
 )
 def test_pulumi_yaml_is_valid():
-    proc = subprocess.run(
+    proc = procs.run(
         [sys.executable, str(SHARED_CHECKS / "pulumi_yaml.py")],
         cwd=ROOT,
         capture_output=True,

@@ -4,6 +4,7 @@ tests/unit/test_training_job.py has the rest)."""
 from __future__ import annotations
 
 from infra.render import kubernetes_objects
+from tests.helpers import procs
 from tests.helpers.jobs import (
     EFA_REF,
     efa_job,
@@ -17,7 +18,6 @@ from tests.helpers.plans import ROOT
 
 def test_jobset_validates_against_its_crd(tmp_path):
     """JobSet v0.12.0's CRD schema and webhook defaults (../shared/checks/crd_validate.py)."""
-    import subprocess
     import sys
 
     import yaml
@@ -27,5 +27,5 @@ def test_jobset_validates_against_its_crd(tmp_path):
         (js,) = [o for o in kubernetes_objects(result) if o["kind"] == "JobSet"]
         (tmp_path / f"jobset-{i}.yaml").write_text(yaml.safe_dump(js))
     check = ROOT.parent / "shared" / "checks" / "crd_validate.py"
-    proc = subprocess.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
+    proc = procs.run([sys.executable, str(check), str(tmp_path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr

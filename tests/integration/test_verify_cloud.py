@@ -12,7 +12,6 @@ import copy
 import json
 import os
 import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from components.aws.verify_api import verify_aws
 from components.spec import PlatformSpec
 from infra import cli
 from infra.verify import cloud
+from tests.helpers import procs
 from tests.helpers.plans import ROOT, platform_object
 
 RECORDED = json.loads((ROOT / "tests/data/ec2/describe_capacity_reservations.json").read_text())
@@ -37,7 +37,7 @@ def moto_url(tmp_path_factory):
     exe = Path(sys.executable).with_name("moto_server")
     log = tmp_path_factory.mktemp("moto") / "moto.log"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out)
+        proc = procs.spawn([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=out, stderr=out)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -50,8 +50,7 @@ def moto_url(tmp_path_factory):
                 time.sleep(0.1)
         yield f"http://127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        proc.wait(10)
+        procs.stop(proc, 10)
 
 
 def _client(url, reservations=None):

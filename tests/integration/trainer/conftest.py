@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import procs
 from tests.helpers.session import exclusive, shared_dir
 from tests.helpers.trainer import PY, finished, free_port, run_args
 
@@ -78,7 +79,7 @@ def moto_s3(tmp_path: Path) -> Iterator[dict[str, str]]:
     exe = Path(PY).with_name("moto_server")
     cmd = [str(exe)] if exe.exists() else [PY, "-m", "moto.server"]
     with open(tmp_path / "moto.log", "wb") as log:
-        p = subprocess.Popen([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
+        p = procs.spawn([*cmd, "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     e = {
         "AWS_ENDPOINT_URL": url,
@@ -108,8 +109,7 @@ def moto_s3(tmp_path: Path) -> Iterator[dict[str, str]]:
         ).create_bucket(Bucket="ckpt")
         yield e
     finally:
-        p.terminate()
-        p.wait(10)
+        procs.stop(p, 10)
 
 
 def _wait_port(port: int, proc: subprocess.Popen[bytes], log: Path, what: str) -> None:
@@ -137,7 +137,7 @@ def gcs_emulator(tmp_path: Path) -> Iterator[dict[str, str]]:
     exe = Path(PY).with_name("gcp-storage-emulator")
     log_path = tmp_path / "gcs.log"
     with open(log_path, "wb") as log:
-        p = subprocess.Popen(
+        p = procs.spawn(
             [
                 str(exe),
                 "start",
@@ -159,5 +159,4 @@ def gcs_emulator(tmp_path: Path) -> Iterator[dict[str, str]]:
             "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT": "false",
         }
     finally:
-        p.terminate()
-        p.wait(10)
+        procs.stop(p, 10)

@@ -7,12 +7,13 @@ import subprocess
 
 import pytest
 
+from tests.helpers import procs
 from tests.helpers.trainer import PY, ROOT, env, free_port
 from trainer.collectives import Result, find_result
 
 
 def _run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return procs.run(
         [
             PY,
             "-m",

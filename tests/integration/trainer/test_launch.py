@@ -7,6 +7,7 @@ import signal
 
 import pytest
 
+from tests.helpers import procs
 from tests.helpers.trainer import BASE, ENDLESS, PLUGIN, Proc, launch
 
 
@@ -209,9 +210,7 @@ def test_progress_bar_only_on_a_terminal(tmp_path):
 
     args = [sys.executable, "-m", "trainer", "--steps", "6", "--log-interval", "3", "--threads", "1"]
     leader, follower = pty.openpty()
-    with subprocess.Popen(
-        args, stdout=follower, stderr=subprocess.DEVNULL, env=env(), cwd=tmp_path
-    ) as tty_run:
+    with procs.spawn(args, stdout=follower, stderr=subprocess.DEVNULL, env=env(), cwd=tmp_path) as tty_run:
         os.close(follower)
         chunks = []
         while True:

@@ -7,7 +7,6 @@ import math
 import os
 import shutil
 import signal
-import subprocess
 import time
 import urllib.parse
 import urllib.request
@@ -17,6 +16,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from components.incluster.recovery_names import PHASE_SECONDS, PHASES, STEPS_REDONE
+from tests.helpers import procs
 from tests.helpers.trainer import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
 from trainer.goodput import HIGH_WATER_FILE
 
@@ -164,7 +164,7 @@ def test_real_prometheus_scrapes_the_step(tmp_path):
         ],
     )
     with open(tmp_path / "prometheus.log", "wb") as log:
-        prom = subprocess.Popen(
+        prom = procs.spawn(
             [
                 exe,
                 f"--config.file={tmp_path / 'prometheus.yml'}",
@@ -191,8 +191,7 @@ def test_real_prometheus_scrapes_the_step(tmp_path):
         assert value is not None, (tmp_path / "prometheus.log").read_text()[-2000:]
         assert value >= 1
     finally:
-        prom.terminate()
-        prom.wait(10)
+        procs.stop(prom, 10)
         run.signal(signal.SIGTERM)
         run.wait()
 
