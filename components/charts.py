@@ -52,10 +52,12 @@ CHARTS: dict[str, Chart] = {
         "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver", "1.17.0"
     ),
     # AWS layer (components/aws).
-    # kubernetes/autoscaler; chart 9.47.0 ships cluster-autoscaler 1.33.0 (the image tag is then set to
-    # follow the cluster's minor version, components/aws/autoscaler.py).
+    # kubernetes/autoscaler tag cluster-autoscaler-chart-9.59.0 (5a0b98e, 2026-07-21),
+    # cluster-autoscaler/charts/cluster-autoscaler (there since chart 9.52.0; charts/cluster-autoscaler
+    # before): chart 9.59.0 ships cluster-autoscaler 1.35.0. The image tag is not the chart's: it follows
+    # the cluster's minor (components/aws/autoscaler_images.py).
     "cluster-autoscaler": Chart(
-        "https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.47.0", app_version="1.33.0"
+        "https://kubernetes.github.io/autoscaler", "cluster-autoscaler", "9.59.0", app_version="1.35.0"
     ),
     # aws/eks-charts; exposes vpc.amazonaws.com/efa on EFA-capable instance types. Chart and app versions
     # differ: chart v0.5.20 ships app v0.5.13; app v0.5.20 (the plugin wanted here) is chart v0.5.30

@@ -40,7 +40,7 @@ DOCUMENTED_ONLY = {
     ("loki", "loki.storage.bucketNames.chunks"),
     ("loki", "loki.storage.bucketNames.ruler"),
 }
-# Maps a chart passes through key by key, so any key is valid: cluster-autoscaler 9.47.0 values.yaml
+# Maps a chart passes through key by key, so any key is valid: cluster-autoscaler 9.59.0 values.yaml
 # "extraArgs -- Additional container arguments" (each key becomes a --flag of the container).
 FREE_FORM = {("cluster-autoscaler", "extraArgs")}
 
