@@ -43,8 +43,9 @@ CHARTS: dict[str, Chart] = {
     ),
     # The OSS Loki chart moved to the grafana-community repository.
     "loki": Chart("https://grafana-community.github.io/helm-charts", "loki", "18.11.0"),
-    # Upstream defaults: ../shared/reference/charts/alloy-1.10.0.values.yaml (key-checked like the others).
-    "alloy": Chart("https://grafana.github.io/helm-charts", "alloy", "1.10.0"),
+    # grafana/alloy tag helm-chart/1.11.1 (233907c, 2026-08-06), operations/helm/charts/alloy: chart 1.11.1
+    # ships Alloy v1.18.1. Upstream defaults: ../shared/reference/charts/alloy-1.11.1.values.yaml.
+    "alloy": Chart("https://grafana.github.io/helm-charts", "alloy", "1.11.1", app_version="v1.18.1"),
     "kueue": Chart("oci://registry.k8s.io/kueue/charts", "kueue", "0.19.2"),
     # kubernetes-sigs/jobset tag v0.12.0 (charts/jobset); the runtime of fixed-size training jobs.
     "jobset": Chart("oci://registry.k8s.io/jobset/charts", "jobset", "0.12.0"),
