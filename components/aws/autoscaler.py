@@ -151,6 +151,14 @@ class ClusterAutoscaler(pulumi.ComponentResource):
             opts=in_cluster,
         )
         c = chart("cluster-autoscaler")
+        # Each key as chart 9.59.0 reads it (kubernetes/autoscaler@cluster-autoscaler-chart-9.59.0:
+        # cluster-autoscaler/charts/cluster-autoscaler/templates, read 2026-11-28): deployment.yaml passes
+        # --cloud-provider, --node-group-auto-discovery=asg:tag=<autoDiscovery.tags> (default tags
+        # k8s.io/cluster-autoscaler/enabled and .../<autoDiscovery.clusterName>), env AWS_REGION from
+        # awsRegion, priorityClassName, image <image.repository>:<image.tag>, one --key=value per extraArgs
+        # entry; serviceaccount.yaml names the account rbac.serviceAccount.name with its annotations (IRSA);
+        # role.yaml lets it watch the cluster-autoscaler-priority-expander ConfigMap when extraArgs.expander
+        # has `priority`; _helpers.tpl: fullnameOverride names the objects. Same reading as at 9.47.0.
         values = {
             "cloudProvider": "aws",
             "awsRegion": args.region,

@@ -134,7 +134,7 @@ loki.write "default" {{
 def alloy_values() -> dict[str, Any]:
     return {
         # One Alloy per node. The chart itself sets HOSTNAME to the node name (downward API
-        # spec.nodeName, alloy 1.10.0 templates/containers/_agent.yaml), which the discovery selector reads.
+        # spec.nodeName, alloy 1.11.1 templates/containers/_agent.yaml), which the discovery selector reads.
         "controller": {"type": "daemonset", "tolerations": [{"operator": "Exists"}]},
         "alloy": {"configMap": {"create": True, "content": alloy_config()}},
     }

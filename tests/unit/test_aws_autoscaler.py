@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import re
 
+import pytest
 import yaml
 
+from components.aws.autoscaler_images import AS_OF, IMAGES, SOURCE, image_tag
 from components.charts import CHARTS
 from tests.helpers.aws import NODE_GROUP, as_list, doc, one, plan
+from tests.helpers.plans import ROOT
+
+REFERENCE = ROOT.parent / "shared" / "reference"
 
 MUTATING = {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"}
 
@@ -83,7 +88,8 @@ def test_helm_release_is_pinned_and_wired_to_its_role_and_cluster():
     assert sa["name"] == "cluster-autoscaler"
     assert sa["annotations"] == {"eks.amazonaws.com/role-arn": f"arn:aws:iam::123456789012:role/{role.name}"}
     assert values["extraArgs"]["expander"] == "priority,least-waste"
-    assert values["image"]["tag"].startswith("v1.33.")  # matches cluster.kubernetesVersion
+    # aws-dev runs 1.33: the newest 1.33 release, not the chart's own (1.35.0) image.
+    assert values["image"] == {"tag": "v1.33.6"}
     assert release.inputs["namespace"] == "kube-system"
 
 
@@ -127,3 +133,40 @@ def test_priority_configmap_is_a_valid_kubernetes_object():
 
     cm = one(plan("aws-dev"), "kubernetes:core/v1:ConfigMap", "ml-dev-autoscaler-priorities").inputs
     kubernetes_validate.validate(cm, "1.33", strict=True)
+
+
+def test_each_minor_pins_an_image_of_that_minor_with_its_source():
+    assert SOURCE and AS_OF
+    for minor, pin in IMAGES.items():
+        assert re.fullmatch(rf"v{re.escape(minor)}\.\d+", pin.tag), (minor, pin.tag)
+        assert re.fullmatch(r"[0-9a-f]{7,40}", pin.commit) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", pin.tagged)
+    assert [image_tag(m) for m in ("1.30", "1.31", "1.32")] == ["v1.30.7", "v1.31.5", "v1.32.7"]
+
+
+def _patch(tag: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in tag.lstrip("v").split("."))
+
+
+@pytest.mark.skipif(not (REFERENCE / "README.md").exists(), reason="../shared is not beside this checkout")
+def test_no_minor_is_pinned_below_the_newest_release_the_reference_records():
+    """reference/README.md records the newest cluster-autoscaler tag per minor ("1.33 → cluster-autoscaler-1.33.6"):
+    a pin older than that (v1.33.1 before) fails, and so does a recorded minor without a pin."""
+    recorded = dict(
+        re.findall(r"(\d+\.\d+) → cluster-autoscaler-(\d+\.\d+\.\d+)", (REFERENCE / "README.md").read_text())
+    )
+    assert recorded, "no cluster-autoscaler release tags in reference/README.md"
+    for minor, newest in recorded.items():
+        assert minor in IMAGES, f"cluster-autoscaler {newest} is released but {minor} has no image pinned"
+        assert _patch(IMAGES[minor].tag) >= _patch(newest), (minor, IMAGES[minor].tag, newest)
+
+
+@pytest.mark.skipif(not (REFERENCE / "charts").is_dir(), reason="../shared is not beside this checkout")
+def test_the_pinned_chart_ships_the_app_version_recorded_and_no_newer_image_than_the_pin():
+    pinned = CHARTS["cluster-autoscaler"]
+    defaults = yaml.safe_load(
+        (REFERENCE / "charts" / f"cluster-autoscaler-{pinned.version}.values.yaml").read_text()
+    )
+    assert defaults["image"]["tag"] == f"v{pinned.app_version}"
+    minor = ".".join(pinned.app_version.split(".")[:2])
+    # The chart's own image is no newer than the pin for its minor (else the pin is stale).
+    assert _patch(IMAGES[minor].tag) >= _patch(defaults["image"]["tag"])

@@ -40,7 +40,7 @@ DOCUMENTED_ONLY = {
     ("loki", "loki.storage.bucketNames.chunks"),
     ("loki", "loki.storage.bucketNames.ruler"),
 }
-# Maps a chart passes through key by key, so any key is valid: cluster-autoscaler 9.47.0 values.yaml
+# Maps a chart passes through key by key, so any key is valid: cluster-autoscaler 9.59.0 values.yaml
 # "extraArgs -- Additional container arguments" (each key becomes a --flag of the container).
 FREE_FORM = {("cluster-autoscaler", "extraArgs")}
 
@@ -123,7 +123,7 @@ def test_loki_is_sent_only_bucket_names_its_templates_read():
 
 
 def test_alloy_env_is_the_charts_own():
-    """alloy 1.10.0 templates/containers/_agent.yaml already sets HOSTNAME from spec.nodeName."""
+    """alloy 1.11.1 templates/containers/_agent.yaml already sets HOSTNAME from spec.nodeName."""
     values = next(r for r in helm_releases(plan("gcp-dev")) if r["chart"] == "alloy")["values"]
     assert "extraEnv" not in values["alloy"]
     assert 'sys.env("HOSTNAME")' in values["alloy"]["configMap"]["content"]
