@@ -12,8 +12,8 @@ import subprocess
 import pytest
 import yaml
 
-from components.incluster.idle_names import IDLE_ALERT, JOB_GPU_UTIL
 from components.incluster.idle_rules import GROUP
+from controllers.idle_names import IDLE_ALERT, JOB_GPU_UTIL
 from tests.helpers import idle_data as D
 from tests.helpers.cost_data import promtool_series
 from tests.helpers.plans import plan_object, platform_object

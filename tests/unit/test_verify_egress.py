@@ -23,19 +23,19 @@ def _private_plan(images: tuple = (), stack: str = RESERVED) -> Plan:
 
 
 def test_a_private_network_with_the_stock_agents_fails_by_rule():
+    from components.spec.images import CONTROLLER_IMAGE_UNSET
+
     broken = _private_plan()
     image, install = found(broken, "image"), found(broken, "install")
     assert any(
-        "trainplane-gpu-health" in line and "docker.io/library/python:3.12-slim, not pinned by digest" in line
+        "trainplane-gpu-health" in line and f"{CONTROLLER_IMAGE_UNSET}, not pinned by digest" in line
         for line in image
     ), image
     assert any("trainplane-block-window" in line for line in image), image
     assert any("nvcr.io/nvidia/cloud-native/dcgm" in line for line in image), image
     assert any("registry.k8s.io/pause:3.10" in line for line in image), image
-    assert (
-        len(install) == 1
-        and "container install-kopf installs packages at start (python3 -m pip install" in (install[0])
-    ), install
+    # The controllers install nothing at start any more (their image has everything).
+    assert install == [], install
 
 
 def test_a_private_network_with_every_agent_mirrored_by_digest_passes():

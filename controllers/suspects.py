@@ -32,25 +32,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-try:
-    from components.incluster.recovery_names import (
-        ALERT_STRAGGLER,
-        EVENT_STRAGGLER,
-        QUARANTINED_AT_ANNOTATION,
-        RETURNED_AT_ANNOTATION,
-    )
-except ImportError:  # in the controller pod: shipped next to this file
-    from recovery_names import (  # type: ignore[import-not-found,no-redef]
-        ALERT_STRAGGLER,
-        EVENT_STRAGGLER,
-        QUARANTINED_AT_ANNOTATION,
-        RETURNED_AT_ANNOTATION,
-    )
-
-try:
-    from components.incluster.node_return import parse_time
-except ImportError:  # in the controller pod
-    from node_return import parse_time  # type: ignore[import-not-found,no-redef]
+from controllers.node_return import parse_time
+from controllers.recovery_names import (
+    ALERT_STRAGGLER,
+    EVENT_STRAGGLER,
+    QUARANTINED_AT_ANNOTATION,
+    RETURNED_AT_ANNOTATION,
+)
 
 # trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not shipped into the controller
 # pod, so the value is repeated here and tests/unit/test_suspects.py keeps it equal.

@@ -37,12 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-try:
-    from components.incluster.agent_runtime import quantity
-    from components.incluster.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
-except ImportError:  # in the controller pod: shipped next to this file
-    from agent_runtime import quantity  # type: ignore[import-not-found,no-redef]
-    from recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT  # type: ignore[import-not-found,no-redef]
+from controllers.agent_runtime import quantity
+from controllers.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
 
 UNHEALTHY_TAINT = QUARANTINE_TAINT
 PENDING_TAINT = DIAGNOSTIC_TAINT

@@ -10,15 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-try:
-    from components.incluster import node_return, quarantine
-    from components.incluster.gpu_health_agent import Diag, Verdict
-    from components.incluster.quarantine import NodeEvent, NodePlan
-except ImportError:  # in the controller pod: shipped next to this file
-    import node_return  # type: ignore[import-not-found,no-redef]
-    import quarantine  # type: ignore[import-not-found,no-redef]
-    from gpu_health_agent import Diag, Verdict  # type: ignore[import-not-found,no-redef]
-    from quarantine import NodeEvent, NodePlan  # type: ignore[import-not-found,no-redef]
+from controllers import node_return, quarantine
+from controllers.gpu_health_agent import Diag, Verdict
+from controllers.quarantine import NodeEvent, NodePlan
 
 
 def newest_pod(pods: list[dict]) -> dict | None:

@@ -18,26 +18,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-try:
-    from components.incluster.gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints
-    from components.incluster.recovery_names import (
-        CONTROLLER_NAME,
-        CORDONED_BY_ANNOTATION,
-        EVENT_QUARANTINED,
-        EVENT_RETURNED,
-        QUARANTINE_CONDITION,
-        QUARANTINED_AT_ANNOTATION,
-    )
-except ImportError:  # in the controller pod: shipped next to this file
-    from gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints  # type: ignore[import-not-found,no-redef]
-    from recovery_names import (  # type: ignore[import-not-found,no-redef]
-        CONTROLLER_NAME,
-        CORDONED_BY_ANNOTATION,
-        EVENT_QUARANTINED,
-        EVENT_RETURNED,
-        QUARANTINE_CONDITION,
-        QUARANTINED_AT_ANNOTATION,
-    )
+from controllers.gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints
+from controllers.recovery_names import (
+    CONTROLLER_NAME,
+    CORDONED_BY_ANNOTATION,
+    EVENT_QUARANTINED,
+    EVENT_RETURNED,
+    QUARANTINE_CONDITION,
+    QUARANTINED_AT_ANNOTATION,
+)
 
 
 @dataclass(frozen=True)

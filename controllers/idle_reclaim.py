@@ -45,34 +45,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-try:
-    from components.incluster.idle_hold import Queues, waiting_for
-    from components.incluster.idle_names import (
-        EVENT_IDLE,
-        EVENT_IDLE_EXEMPT,
-        EVENT_IDLE_HELD,
-        EVENT_IDLE_REACTIVATED,
-        EVENT_IDLE_REQUEUED,
-        IDLE_ALERT,
-        IDLE_EXEMPT_LABEL,
-        IDLE_REQUEUED_AT_ANNOTATION,
-        IDLE_STARTUP_ANNOTATION,
-    )
-    from components.incluster.idle_startup import idle_since_start
-except ImportError:  # in the controller pod: shipped next to this file
-    from idle_hold import Queues, waiting_for  # type: ignore[import-not-found,no-redef]
-    from idle_names import (  # type: ignore[import-not-found,no-redef]
-        EVENT_IDLE,
-        EVENT_IDLE_EXEMPT,
-        EVENT_IDLE_HELD,
-        EVENT_IDLE_REACTIVATED,
-        EVENT_IDLE_REQUEUED,
-        IDLE_ALERT,
-        IDLE_EXEMPT_LABEL,
-        IDLE_REQUEUED_AT_ANNOTATION,
-        IDLE_STARTUP_ANNOTATION,
-    )
-    from idle_startup import idle_since_start  # type: ignore[import-not-found,no-redef]
+from controllers.idle_hold import Queues, waiting_for
+from controllers.idle_names import (
+    EVENT_IDLE,
+    EVENT_IDLE_EXEMPT,
+    EVENT_IDLE_HELD,
+    EVENT_IDLE_REACTIVATED,
+    EVENT_IDLE_REQUEUED,
+    IDLE_ALERT,
+    IDLE_EXEMPT_LABEL,
+    IDLE_REQUEUED_AT_ANNOTATION,
+    IDLE_STARTUP_ANNOTATION,
+)
+from controllers.idle_startup import idle_since_start
 
 IDLE_QUERY = f'ALERTS{{alertname="{IDLE_ALERT}",alertstate="firing"}}'
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"  # components/incluster/job_runtime.py JOBSET_API
