@@ -77,6 +77,18 @@ def test_private_network_is_read_from_the_spec():
     gke = copy.deepcopy(platform_object("gcp-byo-network"))
     del gke["network"]["internetEgress"]
     assert any("private nodes in a brought network" in line for line in found(plan_of(gke), "image"))
-    assert run(plan("aws-dev"), "egress").check("egress").notes == [
+    assert run(plan("aws-dev"), "egress").check("egress").notes[-1:] == [
         "the nodes reach the internet (a NAT, or addresses of their own): nothing to check"
     ]
+
+
+def test_a_platform_without_a_controller_image_is_told_so_on_any_network():
+    def notes(images: dict | None) -> list[str]:
+        obj = platform_object("aws-dev")
+        if images:
+            obj["images"] = images
+        return [n for n in run(plan_of(obj), "egress").check("egress").notes if "no controller image" in n]
+
+    (note,) = notes(None)
+    assert "Deployment gpu-operator/trainplane-gpu-health" in note and "make image" in note, note
+    assert notes({"controller": "registry.example/trainplane-controller@sha256:" + "7" * 64}) == []
