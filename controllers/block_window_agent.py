@@ -15,8 +15,8 @@ stay 0 forever. Why not an AdmissionCheck: a check in Retry sends the workload b
 
 Each round, per block flavor: the GPUs of its pools whose block runs now (from the start until `drain`
 seconds before the end: EC2 starts terminating a block's instances 30 minutes before its end, EC2 user
-guide "Capacity Blocks for ML"), split across the teams by the platform's rule (kueue_quota.py, shipped
-next to this file), written into each team ClusterQueue's nominalQuota and borrowingLimit for
+guide "Capacity Blocks for ML"), split across the teams by the platform's rule (kueue_quota.py, which the
+plan uses too), written into each team ClusterQueue's nominalQuota and borrowingLimit for
 `nvidia.com/gpu` of that flavor. Inside the window that is exactly what the plan set; outside it is 0.
 A lower quota evicts no admitted job (Kueue tolerates usage above quota after "capacity was removed",
 kueue v0.19.2 pkg/cache/scheduler/resource_node.go `available`), and nothing can preempt its way into a

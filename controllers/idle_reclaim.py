@@ -1,7 +1,7 @@
 """Idle reclaim's decisions (issue 20 point 3), without I/O: given the firing idle alerts, a team namespace's
 jobs (JobSets and top-level batch/v1 Jobs), their Kueue Workloads and pods, and the team's policy -> the Events
 and Workload patches to send. idle_round.py lists the objects and sends what this returns; the GPU health
-controller runs it every round. Standard library only: shipped into the controller pod.
+controller runs it every round. Standard library only: the library imports it too (controllers/__init__.py).
 
 What Kueue does with it (kueue v0.19.2):
 - the Workload of a job is created by the job's reconciler with a controller ownerReference to the job

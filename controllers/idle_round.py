@@ -7,7 +7,7 @@ client, not watched through kopf indexes: kopf with `settings.scanning.disabled`
 watch once, at startup (kopf 1.45.2 _core/reactor/observation.py resource_observer), and the JobSet and Kueue
 CRDs come from other releases, without an order to the controller's Deployment: an index created before them
 would never be served until a restart. A list of a kind whose CRD is missing (404) counts as empty.
-Standard library, and prometheus_client for the export (gpu_health_requirements.txt).
+Standard library, and prometheus_client for the export (images/controller/requirements.txt).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (node_return.py's decision) and before it (suspects.py's straggler suspects): one NodePlan per node and
 round, sent by the operator (gpu_health_operator.py) as one guarded node patch.
 
-Pure functions; standard library only (shipped into the controller pod beside the modules it joins).
+Pure functions; standard library only.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What happens to a quarantined GPU node next: re-diagnose it, return it, hand it to replacement, or say
 that a person must act. One pure function, `decide()`, on plain node dicts; the GPU health controller
-(gpu_health_agent.py) applies what it returns. Standard library only: shipped into the controller pod.
+(gpu_health_agent.py) applies what it returns. Standard library only: the library imports it too (controllers/__init__.py).
 
 The rules, in the order they are checked on every round (each round may repeat them: `decide()` on a node
 that already carries the result of the last round asks for nothing more, so it is idempotent):

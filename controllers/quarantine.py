@@ -2,8 +2,7 @@
 and whether its GPU pods go. Pure functions of the node and the verdict; the operator
 (gpu_health_operator.py) sends them.
 
-Shipped beside the operator in its ConfigMap, so it uses the standard library and the contract
-(recovery_names.py) only.
+It uses the standard library and the contract (recovery_names.py) only.
 
 Quarantine (issue 19): the QUARANTINE_TAINT (NoSchedule, value = the first reason), the node cordoned
 (`spec.unschedulable`, so no pod that tolerates every taint lands either) with CORDONED_BY_ANNOTATION when we

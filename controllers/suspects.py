@@ -1,8 +1,7 @@
 """Which GPU nodes the training jobs themselves point at: node suspects from stragglers and from hangs.
 
 Pure functions on plain dicts (Prometheus query results, pods); the GPU health controller
-(gpu_health_agent.py) quarantines or reports what they return. Standard library only: shipped into the
-controller pod.
+(gpu_health_agent.py) quarantines or reports what they return. Standard library only.
 
 Rules and thresholds:
 
@@ -40,8 +39,8 @@ from controllers.recovery_names import (
     RETURNED_AT_ANNOTATION,
 )
 
-# trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not shipped into the controller
-# pod, so the value is repeated here and tests/unit/test_suspects.py keeps it equal.
+# trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not in the controller image
+# (controllers/ imports none of it), so the value is repeated here and tests/unit/test_suspects.py keeps it equal.
 EXIT_HANG = 124
 # The instant query the controller runs against Prometheus for (a).
 STRAGGLER_QUERY = f'ALERTS{{alertname="{ALERT_STRAGGLER}",alertstate="firing"}}'
