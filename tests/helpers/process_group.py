@@ -31,3 +31,14 @@ def group_process(cmd: list[str], grace_s: float = 20.0, **popen: Any) -> Iterat
         yield proc
     finally:
         stop_group(proc, grace_s)
+
+
+def run_group(cmd: list[str], timeout: float, **popen: Any) -> subprocess.CompletedProcess:
+    """subprocess.run in a process group of its own, output captured as text: on a timeout or an
+    interrupt the whole group goes (subprocess.run kills only the process it started, and a builder's
+    children, pip or debootstrap, would outlive it)."""
+    with group_process(
+        cmd, grace_s=5, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen
+    ) as p:
+        out, err = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(cmd, p.returncode, out, err)

@@ -12,6 +12,7 @@ import time
 
 from tests.helpers.fake_k8s import FakeCluster
 from tests.helpers.plans import ROOT, planned
+from tests.helpers.process_group import run_group
 
 STACK = "aws-h100-reserved"
 FLAVOR = "h100-capacity-block"
@@ -47,14 +48,11 @@ def _run(tmp_path, queues) -> tuple[FakeCluster, subprocess.CompletedProcess]:
     kubeconfig = cluster.server.kubeconfig(tmp_path / "kubeconfig")
     args = ["--config", str(tmp_path / "config.json"), "--once", "--kubeconfig", kubeconfig]
     try:
-        run = subprocess.run(
+        run = run_group(
             [sys.executable, "-m", "controllers", "block-window", *args],
-            capture_output=True,
-            text=True,
             timeout=60,
             cwd=tmp_path,
             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
-            start_new_session=True,
         )
     finally:
         cluster.server.close()

@@ -30,7 +30,7 @@ from tests.helpers.fake_k8s import FakeCluster
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import kube_node
 from tests.helpers.plans import ROOT
-from tests.helpers.process_group import group_process
+from tests.helpers.process_group import group_process, run_group
 
 pytestmark = [
     pytest.mark.slow,
@@ -49,7 +49,7 @@ def image(tmp_path_factory):
     """(the layout's folder, its config, the unpacked root file system)."""
     out = tmp_path_factory.mktemp("image") / "controller"
     build = [sys.executable, str(ROOT / "images/controller/build.py"), "--out", str(out)]
-    done = subprocess.run(build, capture_output=True, text=True, timeout=600, start_new_session=True)
+    done = run_group(build, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     blob = lambda digest: (out / "blobs" / "sha256" / digest.split(":")[1]).read_bytes()  # noqa: E731
     (ref,) = json.loads((out / "index.json").read_text())["manifests"]

@@ -35,7 +35,7 @@ from controllers.recovery_names import (
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
 from tests.helpers.plans import ROOT
-from tests.helpers.process_group import group_process
+from tests.helpers.process_group import group_process, run_group
 from tests.helpers.prometheus import backfilled
 
 ROUND_S = 0.5  # the operator's intervalSeconds here
@@ -381,13 +381,7 @@ def test_only_the_operator_imports_kopf():
     assert "node_reconcile" in modules and "quarantine" in modules
     mine = [m for m in modules if m not in ("gpu_health_operator", "__main__", "__init__")]
     code = "; ".join(f"import controllers.{m}" for m in mine) + "; import sys; print('kopf' in sys.modules)"
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        start_new_session=True,
-        timeout=60,
+    out = run_group(
+        [sys.executable, "-c", code], timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )
     assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr
