@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast test-integration lint plan bench campaign dist clean
+.PHONY: venv demo test test-fast test-integration lint plan bench campaign dist image image-controller image-trainer clean
 
 venv: $(STAMP)
 
@@ -40,7 +40,7 @@ demo: $(STAMP)
 # Lint (incl. complexity limits), format, types, the doctests of the library, then the suite: every tier
 # (testpaths: tests/unit and tests/integration).
 test: lint
-	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components infra trainer
+	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components controllers infra trainer
 	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 # The inner loop: the unit tier only (in-process plans, no subprocess, no servers, no promtool); under two
@@ -76,6 +76,25 @@ dist:
 	rm -rf build dist/trainplane-*.whl
 	$(PY) -m pip wheel --no-deps --wheel-dir dist .
 	@echo "export TRAINPLANE_DIST=$(CURDIR)/dist   # then pulumi new stacks/templates/..."
+
+# The two images (docs/in-cluster.md "The controller image", README "Trainer image"). The controller's is
+# an OCI layout written without a container engine (images/controller/build.py: a debootstrap base locked
+# to debian.lock, the hashed wheels, controllers/), into build/images/controller; it prints the digest the
+# platform names (`platform.images.controller`). Needs root and debootstrap (apt-get install debootstrap),
+# a Debian mirror and PyPI; the base layer is cached in build/images/cache. The trainer's needs its CUDA base
+# from Docker Hub (nvidia/cuda, trainer/Dockerfile) and an engine (docker, podman or buildah): where
+# none is installed it stops with that message rather than pretend.
+image: image-controller image-trainer
+
+image-controller: $(STAMP)
+	$(BIN)/python images/controller/build.py --out build/images/controller
+
+TRAINER_IMAGE ?= trainplane-trainer:0.1.0
+image-trainer:
+	@engine=$$(command -v docker || command -v podman || command -v buildah); \
+	  if [ -z "$$engine" ]; then echo "image-trainer: no docker, podman or buildah here; build trainer/Dockerfile where one is (README)" >&2; exit 1; fi; \
+	  case "$$engine" in *buildah) $$engine bud -f trainer/Dockerfile -t $(TRAINER_IMAGE) . ;; \
+	    *) $$engine build -f trainer/Dockerfile -t $(TRAINER_IMAGE) . ;; esac
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .hypothesis build dist

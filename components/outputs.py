@@ -96,7 +96,7 @@ class PodFabric(_Output):
 
 class NodeReplacement(_Output):
     """How a quarantined GPU node of a pool gets replaced, as the backend that built the pool knows it. The
-    GPU health controller hands a node that stays quarantined to it (components/incluster/node_return.py);
+    GPU health controller hands a node that stays quarantined to it (controllers/node_return.py);
     the default, nothing, means a person must (an existing cluster's nodes). No answer here deletes an
     instance through a cloud API: that would need cloud credentials in the controller."""
 

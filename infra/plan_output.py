@@ -11,7 +11,7 @@ from typing import Any
 from rich.console import Console
 from rich.tree import Tree
 
-from components.incluster.idle_names import EVENT_IDLE, IDLE_ALERT, IDLE_EXEMPT_LABEL
+from controllers.idle_names import EVENT_IDLE, IDLE_ALERT, IDLE_EXEMPT_LABEL
 from infra.console import heading, table
 from infra.plan import IdlePolicy, PlanSummary
 

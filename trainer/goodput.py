@@ -29,7 +29,7 @@ from typing import Any
 
 import fsspec
 
-from components.incluster.recovery_names import PHASES
+from controllers.recovery_names import PHASES
 from trainer.contract import ENV_HIGH_WATER_INTERVAL
 
 HIGH_WATER_FILE = "trainplane-high-water.json"

@@ -20,12 +20,12 @@ import yaml
 
 from components.bundle import owner_labels, team_local_queue, team_namespace
 from components.incluster.kueue_objects import GPU, KUEUE_API, flavors
-from components.incluster.kueue_quota import gpu_shares
 from components.incluster.names import KUEUE_NAMESPACE
 from components.incluster.tenancy import NAMESPACE_LABEL, TEAM_LABEL, pod_security_labels, team_quota
 from components.outputs import NodePoolInfo, PlatformOutputs
 from components.spec import TeamSpec
 from components.spec.fleet import FleetSpec, FleetTeam
+from controllers.kueue_quota import gpu_shares
 
 # The AdmissionCheck controller of MultiKueue (kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go
 # MultiKueueControllerName).

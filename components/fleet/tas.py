@@ -25,10 +25,10 @@ from typing import Any
 
 from components.fleet.model import TeamQuota, Worker, worker_team_quota
 from components.incluster.kueue_objects import flavors
-from components.incluster.kueue_quota import gpu_shares
 from components.incluster.placement import topology_name
 from components.outputs import PlatformOutputs
 from components.spec.fleet import FleetSpec
+from controllers.kueue_quota import gpu_shares
 
 Levels = tuple[str, ...]
 PLAIN: Levels = ()

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from components.incluster.goodput_rules import recovery_groups
-from components.incluster.gpu_health_agent import PENDING_TAINT
 from components.spec import APPLICATION_XIDS, GpuHealthSpec
+from controllers.gpu_health_agent import PENDING_TAINT
 
 GPU = 'resource="nvidia_com_gpu"'
 # NVML clock event reason bits (nvml.h; go-nvml const.go): HW slowdown 0x8, SW thermal 0x20,

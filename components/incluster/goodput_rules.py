@@ -30,7 +30,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.incluster.recovery_names import (
+from components.spec import GpuHealthSpec
+from controllers.recovery_names import (
     ALERT_QUARANTINED,
     ALERT_REPLACE_NEEDED,
     ALERT_STRAGGLER,
@@ -42,7 +43,6 @@ from components.incluster.recovery_names import (
     QUARANTINE_CONDITION,
     STRAGGLER_RATIO,
 )
-from components.spec import GpuHealthSpec
 
 WINDOW = "1h"
 WINDOW_S = 3600

@@ -38,8 +38,6 @@ from components.bundle import (
     NodePoolInfo,
     gpu_taint_tolerations,
 )
-from components.incluster import gpu_health_agent as agent
-from components.incluster import recovery_names
 from components.incluster.gpu_diag_script import diag_script
 from components.incluster.gpu_health_controller import (
     IdleTeam,
@@ -47,11 +45,13 @@ from components.incluster.gpu_health_controller import (
     controller_pod_monitor,
     controller_rules,
     idle_config,
-    shipped_files,
 )
 from components.incluster.job_pod import CONTAINER as TRAINER_CONTAINER
 from components.incluster.names import JOB_LABEL, PROMETHEUS_RELEASE
 from components.spec import AgentImagesSpec, GpuHealthSpec, GpuOperatorSpec
+from components.spec.images import controller_image
+from controllers import gpu_health_agent as agent
+from controllers import recovery_names
 
 CONTROLLER = recovery_names.CONTROLLER_NAME
 DIAG = "trainplane-gpu-diag"
@@ -253,16 +253,15 @@ class GpuHealth(pulumi.ComponentResource):
                 sort_keys=True,
             )
         )
-        files = shipped_files()
+        # The config only (the code is the image's); the URN is the one that carried the source before.
         agent_cm = k8s.core.v1.ConfigMap(
             f"{name}-agent",
             metadata=meta(CONTROLLER, labels=labels),
-            data={**files, "config.json": config},
+            data={"config.json": config},
             opts=child,
         )
-        # A changed file or config restarts the controller.
-        source = "".join(files[k] for k in sorted(files))
-        digest = config.apply(lambda c: hashlib.sha256((source + c).encode()).hexdigest()[:16])
+        # A changed config restarts the controller (a changed image changes the pod template itself).
+        digest = config.apply(lambda c: hashlib.sha256(c.encode()).hexdigest()[:16])
         k8s.core.v1.ServiceAccount(f"{name}-sa", metadata=meta(CONTROLLER, labels=labels), opts=child)
         # Least privilege: the contract's permissions (nodes, nodes/status, pods, evictions, Events).
         k8s.rbac.v1.ClusterRole(
@@ -305,7 +304,7 @@ class GpuHealth(pulumi.ComponentResource):
                     "metadata": {"labels": labels, "annotations": {"trainplane.dev/config-digest": digest}},
                     "spec": controller_pod(
                         agent_cm.metadata["name"],
-                        args.images.gpu_health_controller,
+                        controller_image(args.images, args.images.gpu_health_controller),
                         metrics=bool(args.idle_teams),
                     ),
                 },

@@ -1,69 +1,24 @@
-"""The GPU health controller's pod: kopf run on the shipped files (gpu_health_operator.py and what it
-imports), its RBAC rules and how it gets kopf. gpu_health.py deploys it."""
+"""The GPU health controller's pod: `trainplane-controller gpu-health` in the controller image (controllers/,
+images/controller/), its RBAC rules and its config. gpu_health.py deploys it."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from components.incluster import (
-    agent_runtime,
-    gpu_health_operator,
-    idle_hold,
-    idle_names,
-    idle_reclaim,
-    idle_round,
-    idle_startup,
-    node_reconcile,
-    node_recovery,
-    node_return,
-    quarantine,
-    recovery_names,
-    suspects,
-)
-from components.incluster import gpu_health_agent as agent
-from components.incluster.idle_reclaim import IDLE_PERMISSIONS
-from components.incluster.recovery_names import CONTROLLER_NAME as CONTROLLER
-from components.incluster.recovery_names import CONTROLLER_PERMISSIONS
 from components.spec import IdleSpec
+from controllers import idle_names
+from controllers.idle_reclaim import IDLE_PERMISSIONS
+from controllers.recovery_names import CONFIG_ENV, CONTROLLER_PERMISSIONS
+from controllers.recovery_names import CONTROLLER_NAME as CONTROLLER
 
 # A team with an idle policy: (team, its namespace, the policy).
 IdleTeam = tuple[str, str, IdleSpec]
 
-# The controller runs kopf on a stock Python; an init container installs kopf's pinned, hashed wheels
-# (gpu_health_requirements.txt) into an emptyDir, unless `images.gpuHealthController` names an image that
-# already has them (clusters without egress to PyPI).
-PYTHON_IMAGE = "docker.io/library/python:3.12-slim"
-REQUIREMENTS = Path(__file__).with_name("gpu_health_requirements.txt")
-# The files the operator runs from (the ConfigMap's keys): the kopf handlers, the decision, the quarantine
-# plan, the contract's names and the API client; each imports the others as flat modules.
-SHIPPED = (
-    gpu_health_operator,
-    node_reconcile,
-    agent,
-    quarantine,
-    node_recovery,
-    node_return,
-    suspects,
-    recovery_names,
-    agent_runtime,
-    idle_reclaim,
-    idle_hold,
-    idle_startup,
-    idle_round,
-    idle_names,
-)
-APP_DIR, DEPS_DIR = "/opt/gpu-health", "/opt/gpu-health-deps"
+# The controller's config file: the ConfigMap (config.json only, no source) mounted here.
+CONFIG_DIR = "/etc/trainplane"
 HEALTH_PORT = 8080
 # The idle exemption series (idle_round.ExemptGauge), scraped by the controller's PodMonitor.
 METRICS_PORT, METRICS_PORT_NAME = 8081, "metrics"
-
-
-def shipped_files() -> dict[str, str]:
-    """The operator's source files by name, as the ConfigMap carries them (and the tests run them)."""
-    files = {Path(m.__file__).name: Path(m.__file__).read_text() for m in SHIPPED if m.__file__}
-    files["requirements.txt"] = REQUIREMENTS.read_text()
-    return files
 
 
 def controller_rules(idle: bool = False) -> list[dict[str, list[str]]]:
@@ -94,63 +49,14 @@ def idle_config(idle_teams: tuple[IdleTeam, ...]) -> dict[str, Any]:
     }
 
 
-def controller_pod(config_map: str, image: str | None = None, metrics: bool = False) -> dict[str, Any]:
-    """The operator's pod: kopf run on the shipped files. Without `image`, python:3.12-slim and an init
-    container that pip-installs the hashed wheels (the reference networks give nodes egress: EKS private
-    subnets route through a NAT gateway per zone, components/aws/network.py; GKE nodes through Cloud NAT,
-    components/gcp/network.py; the stock image comes from Docker Hub the same way)."""
+def controller_pod(config_map: str, image: str, metrics: bool = False) -> dict[str, Any]:
+    """The operator's pod: the controller image's entry point (images.controller_image: by digest), its
+    config from the ConfigMap; nothing installed or shipped at start."""
     restricted = {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
         "capabilities": {"drop": ["ALL"]},
     }
-    volumes: list[dict[str, Any]] = [
-        {"name": "agent", "configMap": {"name": config_map}},
-        {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
-    ]
-    mounts = [
-        {"name": "agent", "mountPath": APP_DIR, "readOnly": True},
-        {"name": "tmp", "mountPath": "/tmp"},
-    ]
-    path = APP_DIR
-    init: list[dict[str, Any]] = []
-    if image is None:
-        volumes.append({"name": "deps", "emptyDir": {"sizeLimit": "256Mi"}})
-        path = f"{DEPS_DIR}:{APP_DIR}"
-        init.append(
-            {
-                "name": "install-kopf",
-                "image": PYTHON_IMAGE,
-                "command": [
-                    "python3",
-                    "-m",
-                    "pip",
-                    "install",
-                    "--no-cache-dir",
-                    "--disable-pip-version-check",
-                ],
-                # Exactly the pinned wheels, each checked against its hash; nothing resolved at run time.
-                "args": [
-                    "--require-hashes",
-                    "--only-binary=:all:",
-                    "--no-deps",
-                    "--target",
-                    DEPS_DIR,
-                    "-r",
-                    f"{APP_DIR}/requirements.txt",
-                ],
-                "env": [{"name": "HOME", "value": "/tmp"}],
-                "resources": {"requests": {"cpu": "50m", "memory": "128Mi"}, "limits": {"memory": "256Mi"}},
-                "securityContext": restricted,
-                "volumeMounts": [*mounts, {"name": "deps", "mountPath": DEPS_DIR}],
-            }
-        )
-        mounts = [*mounts, {"name": "deps", "mountPath": DEPS_DIR, "readOnly": True}]
-    run = ["python3", "-m", "kopf", "run", "--standalone", "--all-namespaces"]
-    run += [
-        f"--liveness=http://0.0.0.0:{HEALTH_PORT}/healthz",
-        f"{APP_DIR}/{Path(gpu_health_operator.__file__).name}",
-    ]
     pod: dict[str, Any] = {
         "serviceAccountName": CONTROLLER,
         "securityContext": {
@@ -162,13 +68,13 @@ def controller_pod(config_map: str, image: str | None = None, metrics: bool = Fa
         "containers": [
             {
                 "name": "controller",
-                "image": image or PYTHON_IMAGE,
-                "command": run,
+                "image": image,
+                "command": ["trainplane-controller", "gpu-health"],
+                "args": [f"--liveness=http://0.0.0.0:{HEALTH_PORT}/healthz"],
                 "env": [
                     {"name": "PYTHONDONTWRITEBYTECODE", "value": "1"},
-                    {"name": "PYTHONPATH", "value": path},
                     {"name": "HOME", "value": "/tmp"},
-                    {"name": gpu_health_operator.CONFIG_ENV, "value": f"{APP_DIR}/config.json"},
+                    {"name": CONFIG_ENV, "value": f"{CONFIG_DIR}/config.json"},
                 ],
                 # kopf's liveness endpoint answers once the operator runs (kopf docs, "Health-checks").
                 "livenessProbe": {
@@ -182,15 +88,19 @@ def controller_pod(config_map: str, image: str | None = None, metrics: bool = Fa
                     "limits": {"memory": "256Mi"},
                 },
                 "securityContext": restricted,
-                "volumeMounts": mounts,
+                "volumeMounts": [
+                    {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
+                    {"name": "tmp", "mountPath": "/tmp"},
+                ],
             }
         ],
-        "volumes": volumes,
+        "volumes": [
+            {"name": "config", "configMap": {"name": config_map}},
+            {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}},
+        ],
     }
     if metrics:  # the idle exemption series (teams with an idle policy)
         pod["containers"][0]["ports"] = [{"name": METRICS_PORT_NAME, "containerPort": METRICS_PORT}]
-    if init:
-        pod["initContainers"] = init
     return pod
 
 

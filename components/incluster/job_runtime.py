@@ -29,7 +29,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from components.incluster.idle_names import IDLE_EXEMPT_LABEL
 from components.incluster.job_pod import (
     CONFIG_DIR,
     CONFIG_FILE,
@@ -44,6 +43,7 @@ from components.incluster.job_pod import (
 )
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
+from controllers.idle_names import IDLE_EXEMPT_LABEL
 from trainer import contract
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"

@@ -27,10 +27,10 @@ from typing import Any
 import yaml
 
 from components.bundle import NodePoolInfo
-from components.incluster.kueue_quota import borrowing_limit, gpu_shares
 from components.incluster.placement import common_labels, flavor_groups, flavor_levels, topology_name
 from components.incluster.tenancy import TEAM_LABEL, team_quota
 from components.spec import QueueingSpec, TeamSpec
+from controllers.kueue_quota import borrowing_limit, gpu_shares
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"

@@ -23,6 +23,7 @@ from components.incluster.queueing import Queueing, QueueingArgs
 from components.incluster.tenancy import TeamTenancy, TeamTenancyArgs
 from components.incluster.volumes import SharedVolumes, SharedVolumesArgs
 from components.spec import PlatformSpec
+from components.spec.images import controller_image
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,7 +139,7 @@ class InClusterPlatform(pulumi.ComponentResource):
                         for p in spec.node_pools
                         if p.capacity == "capacity-block" and p.block_start and p.block_end
                     },
-                    block_window_image=spec.images.block_window,
+                    block_window_image=controller_image(spec.images, spec.images.block_window),
                 ),
                 child,
             )

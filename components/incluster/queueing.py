@@ -37,6 +37,7 @@ from components.incluster.kueue_objects import (
 )
 from components.incluster.names import KUEUE_NAMESPACE, KUEUE_RELEASE, RELEASE_TIMEOUT_S
 from components.spec import QueueingSpec, TeamSpec
+from components.spec.images import CONTROLLER_IMAGE_UNSET
 
 __all__ = [
     "GPU",
@@ -66,8 +67,8 @@ class QueueingArgs:
     jobset: k8s.helm.v3.Release | None = None
     # capacity-block pool name -> (blockStart, blockEnd): Kueue admits to the block only between them.
     block_windows: Mapping[str, tuple[datetime, datetime]] = field(default_factory=dict)
-    # The block-window controller's image override (`platform.images.blockWindow`).
-    block_window_image: str | None = None
+    # The block-window controller's image (images.controller_image).
+    block_window_image: str = CONTROLLER_IMAGE_UNSET
 
 
 @dataclass(frozen=True, kw_only=True)

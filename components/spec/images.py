@@ -14,15 +14,29 @@ from components.spec.base import DIGEST_IMAGE, Spec
 
 
 class AgentImagesSpec(Spec):
-    """One override per in-cluster agent the platform runs; None keeps the stock image."""
+    """The image of each in-cluster agent the platform runs; None keeps the stock image (the controllers:
+    `controller`)."""
 
-    # Python 3.12 with kopf 1.45.2 and its dependencies (components/incluster/gpu_health_requirements.txt)
-    # installed: the GPU health controller (and idle reclaim, which runs in it). With it, the pod
-    # installs nothing at start; without, python:3.12-slim pip-installs the hashed wheels from PyPI.
+    # The controller image (`make image`: images/controller/, pushed as docs/in-cluster.md says), by
+    # digest: both controllers run it (`trainplane-controller gpu-health | block-window`). trainplane
+    # publishes no image, so there is no stock default: unset, their pods name CONTROLLER_IMAGE_UNSET,
+    # which no registry serves, and `trainplane verify` says so (docs/configuration.md "images").
+    controller: str | None = Field(default=None, pattern=DIGEST_IMAGE)
+    # Per agent, instead of `controller`: the GPU health controller (idle reclaim runs in it) ...
     gpu_health_controller: str | None = Field(default=None, pattern=DIGEST_IMAGE)
-    # Python 3.12 (standard library only): the Capacity Block window controller; stock python:3.12-slim.
+    # ... and the Capacity Block window controller.
     block_window: str | None = Field(default=None, pattern=DIGEST_IMAGE)
     # NVIDIA DCGM 4.6.0 (nv-hostengine, dcgmi): the node-start diagnostic; stock nvcr.io dcgm image.
     gpu_diagnostic: str | None = Field(default=None, pattern=DIGEST_IMAGE)
     # The pause container that keeps the diagnostic's pod running; stock registry.k8s.io/pause:3.10.
     pause: str | None = Field(default=None, pattern=DIGEST_IMAGE)
+
+
+# What a controller pod runs while neither `images.controller` nor its own override is set: a name in the
+# .invalid domain (RFC 2606: never resolves), so a pull fails at once and the pod's event names the setting.
+CONTROLLER_IMAGE_UNSET = "trainplane-controller.invalid/set-platform-images-controller:unset"
+
+
+def controller_image(images: AgentImagesSpec, override: str | None) -> str:
+    """The image of one controller: its own override, else `images.controller`, else the unset marker."""
+    return override or images.controller or CONTROLLER_IMAGE_UNSET

@@ -77,7 +77,7 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
 
 
 def check_idle(spec: PlatformSpec, root: str) -> Iterable[str]:
-    """Idle reclaim is the GPU health controller's (components/incluster/idle_reclaim.py), and `requeue`
+    """Idle reclaim is the GPU health controller's (controllers/idle_reclaim.py), and `requeue`
     deactivates the job's Kueue Workload: without either the policy would silently do nothing."""
     for i, team in enumerate(spec.teams):
         if team.idle is None:

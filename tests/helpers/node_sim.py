@@ -1,5 +1,5 @@
 """A node and taint model for the fault campaign: nodes with labels, taints and a cordon, the GPU health
-controller's quarantine (the names of components/incluster/recovery_names.py), the node lifecycle
+controller's quarantine (the names of controllers/recovery_names.py), the node lifecycle
 controller's taints on a lost node, and a placer that puts a pod only where the scheduler would.
 
 The placer follows the kube-scheduler's filter plugins (kubernetes pkg/scheduler/framework/plugins; read:
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from components.incluster.recovery_names import (
+from controllers.recovery_names import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,

@@ -17,8 +17,8 @@ import pytest
 import yaml
 
 from components.incluster.alerts import alert_groups
-from components.incluster.gpu_health_agent import PENDING_TAINT
-from components.incluster.recovery_names import (
+from controllers.gpu_health_agent import PENDING_TAINT
+from controllers.recovery_names import (
     ALERT_QUARANTINED,
     ALERT_REPLACE_NEEDED,
     ALERT_STRAGGLER,

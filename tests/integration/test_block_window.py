@@ -1,4 +1,5 @@
-"""The shipped Capacity Block window controller, run as a process against the fake Kubernetes API server,
+"""The Capacity Block window controller, run as the pod runs it (`python -m controllers block-window`, the
+image's entry point) against the fake Kubernetes API server,
 closes and reopens the block on the plan's ClusterQueues (tests/unit/test_block_window.py has the rest)."""
 
 from __future__ import annotations
@@ -10,7 +11,8 @@ import sys
 import time
 
 from tests.helpers.fake_k8s import FakeCluster
-from tests.helpers.plans import planned
+from tests.helpers.plans import ROOT, planned
+from tests.helpers.process_group import run_group
 
 STACK = "aws-h100-reserved"
 FLAVOR = "h100-capacity-block"
@@ -18,15 +20,14 @@ HOUR = 3600.0
 
 
 def _shipped(tmp_path, config_edit):
-    """The controller's files as the platform ships them (its ConfigMap), the config edited."""
+    """The controller's config as the platform writes it (its ConfigMap: config.json only), edited."""
     result = planned(STACK)
     (cm,) = [
         r.inputs
         for r in result.of_type("kubernetes:core/v1:ConfigMap")
         if r.inputs["metadata"]["name"] == "trainplane-block-window"
     ]
-    for name, text in cm["data"].items():
-        (tmp_path / name).write_text(text)
+    assert set(cm["data"]) == {"config.json"}  # no source: the code is the image's
     config = json.loads(cm["data"]["config.json"])
     config_edit(config)
     (tmp_path / "config.json").write_text(json.dumps(config))
@@ -44,24 +45,14 @@ def _shipped(tmp_path, config_edit):
 
 def _run(tmp_path, queues) -> tuple[FakeCluster, subprocess.CompletedProcess]:
     cluster = FakeCluster([], [], [], objects=queues)
-    (tmp_path / "token").write_text("sa-token\n")
-    args = ["--config", str(tmp_path / "config.json"), "--once", "--api-url", cluster.url]
+    kubeconfig = cluster.server.kubeconfig(tmp_path / "kubeconfig")
+    args = ["--config", str(tmp_path / "config.json"), "--once", "--kubeconfig", kubeconfig]
     try:
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-S",
-                "-E",
-                str(tmp_path / "agent.py"),
-                *args,
-                "--token-file",
-                str(tmp_path / "token"),
-            ],
-            capture_output=True,
-            text=True,
+        run = run_group(
+            [sys.executable, "-m", "controllers", "block-window", *args],
             timeout=60,
             cwd=tmp_path,
-            env={"PATH": "/usr/bin:/bin"},
+            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
         )
     finally:
         cluster.server.close()
@@ -88,7 +79,7 @@ def test_the_shipped_controller_closes_and_reopens_the_block_on_the_plans_cluste
     # The plan gives the block its share; before the block starts the controller takes it away.
     assert _gpu(queues[research]) == {"name": "nvidia.com/gpu", "nominalQuota": "26", "borrowingLimit": "6"}
     cluster, run = _run(tmp_path, queues)
-    assert cluster.auth == {"Bearer sa-token"}
+    assert cluster.auth == {"Bearer read-only"}  # the kubeconfig's token
     assert _gpu(queues[research]) == {"name": "nvidia.com/gpu", "nominalQuota": "0", "borrowingLimit": "0"}
     assert _gpu(queues[eval_]) == {"name": "nvidia.com/gpu", "nominalQuota": "0", "borrowingLimit": "0"}
     # Only the block's flavor changed: the on-demand flavor keeps its quota.

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components.incluster.recovery_names import (
+from controllers.recovery_names import (
     EVENT_EVICTED,
     EVENT_QUARANTINED,
     EVENT_STRAGGLER,

@@ -17,7 +17,7 @@ import yaml
 
 from components.incluster.alerts import alert_groups
 from components.incluster.goodput_rules import JOB_ALLOCATION_SECONDS, JOB_GPUS, JOB_PHASE_SECONDS
-from components.incluster.recovery_names import (
+from controllers.recovery_names import (
     BADPUT_SECONDS,
     GOODPUT_RATIO,
     GOODPUT_TEAM_RATIO,

@@ -1,6 +1,7 @@
-"""The GPU health controller as shipped: the kopf operator run from its ConfigMap's files against the fake
-Kubernetes API (tests/helpers/fake_kube.py) and its Prometheus route; the block window agent on a bare
-python; the diag script under bash (tests/unit/test_gpu_health.py has the rest)."""
+"""The GPU health controller as the image runs it: `python -m controllers gpu-health` (the entry point's
+command) against the fake Kubernetes API (tests/helpers/fake_kube.py) and its Prometheus route; the
+entry point's commands; the diag script under bash (tests/unit/test_gpu_health.py has the rest; the image
+itself: tests/integration/test_controller_image.py)."""
 
 from __future__ import annotations
 
@@ -8,19 +9,16 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from components.incluster import gpu_health_agent as agent
 from components.incluster.gpu_health import DIAG, XID_QUERY
-from components.incluster.gpu_health_controller import shipped_files
-from components.incluster.gpu_health_operator import CONFIG_ENV
-from components.incluster.recovery_names import (
+from components.spec import APPLICATION_XIDS
+from controllers.recovery_names import (
+    CONFIG_ENV,
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
@@ -34,9 +32,10 @@ from components.incluster.recovery_names import (
     REDIAGNOSED_AT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
-from components.spec import APPLICATION_XIDS
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
+from tests.helpers.plans import ROOT
+from tests.helpers.process_group import group_process, run_group
 from tests.helpers.prometheus import backfilled
 
 ROUND_S = 0.5  # the operator's intervalSeconds here
@@ -58,12 +57,10 @@ def wait_for(what, check, proc, timeout=45.0):
 
 @contextlib.contextmanager
 def operator(tmp_path, kube, **config_overrides):
-    """The operator as shipped: the ConfigMap's files in a folder of their own (flat imports), run by
-    `kopf run` as in the pod, against the fake API (kubeconfig) and its Prometheus route."""
+    """The operator as the pod runs it (`trainplane-controller gpu-health`: the package's entry point),
+    against the fake API (kubeconfig) and its Prometheus route; in a process group of its own."""
     app = tmp_path / "app"
     app.mkdir()
-    for name, text in shipped_files().items():
-        (app / name).write_text(text)
     config = {
         "pools": [{"name": "h100", "matchLabels": {"trainplane.dev/pool": "h100"}, "expectedGpus": 8}],
         "diagnostic": {
@@ -84,33 +81,20 @@ def operator(tmp_path, kube, **config_overrides):
     (app / "config.json").write_text(json.dumps(config))
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(app),
+        "PYTHONPATH": str(ROOT),
         "KUBECONFIG": kube.server.kubeconfig(tmp_path / "kubeconfig"),
         CONFIG_ENV: str(app / "config.json"),
         "HOME": str(tmp_path),
     }
-    cmd = [
-        sys.executable,
-        "-m",
-        "kopf",
-        "run",
-        "--standalone",
-        "--all-namespaces",
-        str(app / "gpu_health_operator.py"),
-    ]
-    log = (tmp_path / "operator.log").open("w")
-    proc = subprocess.Popen(cmd, cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    cmd = [sys.executable, "-m", "controllers", "gpu-health"]
     try:
-        yield proc
+        with (
+            (tmp_path / "operator.log").open("w") as log,
+            group_process(cmd, cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT, text=True) as proc,
+        ):
+            yield proc
     finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-        kube.close()
+        kube.close()  # after the operator stopped: it must not see the API go away while it runs
 
 
 def taint_keys(n):
@@ -363,31 +347,23 @@ def test_operator_without_eviction_only_taints_and_marks_and_counts_hangs(tmp_pa
         assert condition(kube.get_obj("nodes", "once")) is None
 
 
-@pytest.mark.parametrize(
-    "shipped",
-    [["agent_runtime.py", "kueue_quota.py", "block_window_agent.py"]],
-)
-def test_agents_run_from_their_shipped_files_on_a_bare_python(tmp_path, shipped):
-    # They run on a stock python image from a ConfigMap: the standard library and the files shipped
-    # beside them only. -S -E: no site-packages (no project install), the script's folder on the path.
-    import subprocess
+def test_the_entry_point_names_its_commands_and_says_when_there_is_no_api(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
+    env["PYTHONPATH"] = str(ROOT)
 
-    here = Path(agent.__file__).parent
-    for f in shipped:
-        (tmp_path / f).write_text((here / f).read_text())
-    script = tmp_path / shipped[-1]
-    out = subprocess.run([sys.executable, "-S", "-E", str(script), "--help"], capture_output=True, text=True)
-    assert out.returncode == 0, out.stderr
-    assert "--config" in out.stdout and "--once" in out.stdout
+    def entry(*args: str) -> subprocess.CompletedProcess:
+        cmd = [sys.executable, "-m", "controllers", *args]
+        return subprocess.run(
+            cmd, capture_output=True, text=True, env=env, start_new_session=True, timeout=60
+        )
+
+    out = entry()
+    assert out.returncode == 2 and "gpu-health,block-window" in out.stderr
+    out = entry("block-window", "--help")
+    assert out.returncode == 0 and "--config" in out.stdout and "--once" in out.stdout
     # without the API it says so in one line, exit 2
     (tmp_path / "config.json").write_text("{}")
-    env = {k: v for k, v in os.environ.items() if k != "KUBERNETES_SERVICE_HOST"}
-    out = subprocess.run(
-        [sys.executable, "-S", "-E", str(script), "--config", str(tmp_path / "config.json"), "--once"],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    out = entry("block-window", "--config", str(tmp_path / "config.json"), "--once")
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1, out.stderr
 
 
@@ -399,16 +375,13 @@ def test_diag_script_is_valid_bash():
         assert run.returncode == 0, run.stderr
 
 
-def test_the_operators_modules_but_the_kopf_handlers_need_only_the_standard_library(tmp_path):
-    # Shipped flat beside the operator; only gpu_health_operator.py imports kopf (from the init
-    # container's wheels). -S -E: no site-packages, the folder on the path.
-    files = shipped_files()
-    for name, text in files.items():
-        (tmp_path / name).write_text(text)
-    modules = [n[:-3] for n in files if n.endswith(".py") and n != "gpu_health_operator.py"]
+def test_only_the_operator_imports_kopf():
+    # block-window (and the library, which imports the names and decisions) runs without kopf.
+    modules = sorted(p.stem for p in (ROOT / "controllers").glob("*.py"))
     assert "node_reconcile" in modules and "quarantine" in modules
-    code = "import sys; sys.path.insert(0, '.'); " + "; ".join(f"import {m}" for m in modules)
-    out = subprocess.run(
-        [sys.executable, "-S", "-E", "-c", code], cwd=tmp_path, capture_output=True, text=True
+    mine = [m for m in modules if m not in ("gpu_health_operator", "__main__", "__init__")]
+    code = "; ".join(f"import controllers.{m}" for m in mine) + "; import sys; print('kopf' in sys.modules)"
+    out = run_group(
+        [sys.executable, "-c", code], timeout=60, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
     )
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0 and out.stdout.strip() == "False", out.stderr

@@ -13,7 +13,7 @@ import shutil
 import pytest
 
 from components.incluster.gpu_health import XID_QUERY
-from components.incluster.gpu_health_agent import xids_by_node
+from controllers.gpu_health_agent import xids_by_node
 from tests.helpers.prometheus import backfilled, hour_start, instant
 
 pytestmark = pytest.mark.skipif(

@@ -34,8 +34,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from components.incluster import idle_reclaim as R
-from components.incluster.idle_names import (
+from components.incluster.idle_rules import idle_alert
+from components.spec import TeamSpec
+from controllers import idle_reclaim as R
+from controllers.idle_names import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
     EVENT_IDLE_HELD,
@@ -47,8 +49,6 @@ from components.incluster.idle_names import (
     IDLE_REQUEUED_AT_ANNOTATION,
     JOB_GPU_UTIL,
 )
-from components.incluster.idle_rules import idle_alert
-from components.spec import TeamSpec
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.prometheus import serve
 from tests.helpers.trainer import BASE, Proc, free_port

@@ -90,10 +90,26 @@ def test_every_agent_runs_its_override_and_nothing_installs_at_start():
             assert "pip" not in " ".join(c.get("command", []) + c.get("args", [])), (name, c["name"])
 
 
-def test_without_overrides_the_stock_images_stay():
+def test_without_overrides_the_controllers_name_the_unset_marker_and_install_nothing():
+    from components.spec.images import CONTROLLER_IMAGE_UNSET
+
     pods = _templates(plan_object(platform_object(RESERVED)))
-    assert pods["trainplane-block-window"]["containers"][0]["image"] == "docker.io/library/python:3.12-slim"
-    assert pods["trainplane-gpu-health"]["initContainers"][0]["name"] == "install-kopf"
+    for name in ("trainplane-block-window", "trainplane-gpu-health"):
+        assert pods[name]["containers"][0]["image"] == CONTROLLER_IMAGE_UNSET, name
+        assert "initContainers" not in pods[name], name
+
+
+def test_one_controller_image_serves_both_controllers_unless_one_has_its_own():
+    obj = platform_object(RESERVED)
+    shared = "registry.example/trainplane-controller@sha256:" + "9" * 64
+    obj["images"] = {"controller": shared, "blockWindow": IMAGES["blockWindow"]}
+    pods = _templates(plan_object(obj))
+    assert pods["trainplane-gpu-health"]["containers"][0]["image"] == shared
+    assert pods["trainplane-block-window"]["containers"][0]["image"] == IMAGES["blockWindow"]
+    assert pods["trainplane-block-window"]["containers"][0]["command"] == [
+        "trainplane-controller",
+        "block-window",
+    ]
 
 
 def test_controller_pods_still_pass_restricted_pod_security():
@@ -125,7 +141,7 @@ def test_every_controller_deployment_has_a_liveness_probe_one_replica_and_recrea
 
 
 def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
-    from components.incluster import agent_runtime
+    from controllers import agent_runtime
 
     beat, config = tmp_path / "alive", tmp_path / "config.json"
     config.write_text('{"intervalSeconds": 60}')
@@ -134,8 +150,8 @@ def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
         "t",
         "t",
         ["--config", str(config), "--once", "--heartbeat", str(beat), "--api-url", "https://x"],
-        lambda *a: None,
         lambda api, cfg: rounds.append(cfg),
+        lambda url, kubeconfig: None,
     )
     assert code == 0 and rounds and beat.exists()
     probe = agent_runtime.liveness_probe(str(beat), 300)["exec"]["command"]
@@ -149,7 +165,7 @@ def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
     assert subprocess.run(py, check=False, capture_output=True).returncode == 1
     pod = _templates(plan_object(platform_object(RESERVED)))["trainplane-block-window"]
     (c,) = pod["containers"]
-    assert c["command"][-2:] == ["--heartbeat", "/tmp/alive"]
+    assert c["args"][-2:] == ["--heartbeat", "/tmp/alive"]
     assert (
         c["livenessProbe"]["exec"]["command"]
         == agent_runtime.liveness_probe("/tmp/alive", 300)["exec"]["command"]

@@ -4,15 +4,19 @@ of the product outgrows 400 lines. (No import cycle: test_import_cycles.py.)"""
 
 from __future__ import annotations
 
+import ast
+import sys
 from pathlib import Path
+
+import pytest
 
 from components.backends import backend, backend_names
 from tests.helpers.imports import imported_names
-from tests.helpers.plans import ROOT
+from tests.helpers.plans import ROOT, planned
 from tests.helpers.source_rules import CLOUD_TOKEN, cloud_branches, cloud_names
 
 IN_CLUSTER = ROOT / "components" / "incluster"
-PRODUCT = ("components", "infra", "trainer")
+PRODUCT = ("components", "controllers", "infra", "trainer")
 
 
 def backend_packages() -> set[Path]:
@@ -102,3 +106,89 @@ def test_no_module_of_the_product_is_above_400_lines():
         if (n := len(p.read_text().splitlines())) > 400
     }
     assert long == {}
+
+
+# ---- the controllers: one package in one image (issue 32) --------------------------------------------
+
+CONTROLLERS = ROOT / "controllers"
+# Only these of the package import kopf / are the image's entry point: the library never imports them.
+KOPF_PARTS = ("controllers.gpu_health_operator", "controllers.__main__")
+
+
+def _catches_import_error(source: str) -> list[int]:
+    """Lines of `except ImportError` / `ModuleNotFoundError` handlers (alone or in a tuple)."""
+    names = {"ImportError", "ModuleNotFoundError"}
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ExceptHandler) and node.type is not None:
+            caught = node.type.elts if isinstance(node.type, ast.Tuple) else [node.type]
+            if any(isinstance(c, ast.Name) and c.id in names for c in caught):
+                lines.append(node.lineno)
+    return lines
+
+
+def test_the_check_finds_an_import_fallback():
+    assert _catches_import_error("try:\n    import a\nexcept ImportError:\n    import b\n") == [3]
+    assert _catches_import_error("try:\n    pass\nexcept (OSError, ModuleNotFoundError):\n    pass\n") == [3]
+    assert _catches_import_error("try:\n    pass\nexcept OSError:\n    pass\n") == []
+
+
+def test_no_controller_module_falls_back_to_another_import():
+    """The package is installed in its image as it is in the venv: one way to import each module."""
+    found = {
+        str(p.relative_to(ROOT)): lines
+        for p in sorted(CONTROLLERS.rglob("*.py"))
+        if (lines := _catches_import_error(p.read_text()))
+    }
+    assert found == {}
+
+
+def test_the_controllers_import_only_themselves_the_stdlib_kopf_and_the_kubernetes_client():
+    """The image carries the package, kopf, kubernetes and prometheus-client (images/controller/
+    requirements.txt), nothing of the library, the CLI or the trainer; lazy imports count."""
+    allowed = ("controllers", "kopf", "kubernetes", "urllib3", "prometheus_client")
+    stdlib = sys.stdlib_module_names | {"__future__"}
+    found = {
+        str(p.relative_to(ROOT)): bad
+        for p in sorted(CONTROLLERS.rglob("*.py"))
+        if (
+            bad := sorted(
+                n
+                for n in imported_names(p.read_text())
+                if n.split(".")[0] not in stdlib and not n.startswith(allowed)
+            )
+        )
+    }
+    assert found == {}
+
+
+def test_the_library_never_imports_the_operator_or_the_entry_point():
+    found = {
+        str(p.relative_to(ROOT)): bad
+        for top in ("components", "infra", "trainer")
+        for p in sorted((ROOT / top).rglob("*.py"))
+        if (bad := sorted({n for n in imported_names(p.read_text()) if n.startswith((*KOPF_PARTS, "kopf"))}))
+    }
+    assert found == {}
+
+
+@pytest.mark.parametrize("stack", ["aws-h100-reserved", "gcp-dev", "onprem-dev"])
+def test_no_config_map_carries_source(stack):
+    """Code ships in images, by digest; a ConfigMap carries configuration only (no module is shipped as
+    source next to a stock interpreter)."""
+    carrying = {
+        f"{r.inputs['metadata']['name']}/{key}": key
+        for r in planned(stack).of_type("kubernetes:core/v1:ConfigMap")
+        for key, value in (r.inputs.get("data") or {}).items()
+        if key.endswith(".py") or (isinstance(value, str) and _is_python_module(value))
+    }
+    assert carrying == {}
+
+
+def _is_python_module(text: str) -> bool:
+    """Python source: it parses and defines or imports something (a JSON or YAML document does not)."""
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return False
+    return any(isinstance(n, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef) for n in tree.body)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from components.incluster.block_window_agent import desired, open_gpus, patch_ops
+from controllers.block_window_agent import desired, open_gpus, patch_ops
 from tests.helpers.plans import planned
 
 STACK = "aws-h100-reserved"

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from components.incluster import gpu_health_agent as agent
-from components.incluster.gpu_health_agent import (
+from components.spec import APPLICATION_XIDS, ConfigError, PlatformSpec
+from controllers import gpu_health_agent as agent
+from controllers.gpu_health_agent import (
     PENDING_TAINT,
     UNHEALTHY_TAINT,
     Diag,
@@ -19,8 +20,7 @@ from components.incluster.gpu_health_agent import (
     diag_of,
     taint_value,
 )
-from components.incluster.recovery_names import CONTROLLER_PERMISSIONS
-from components.spec import APPLICATION_XIDS, ConfigError, PlatformSpec
+from controllers.recovery_names import CONTROLLER_PERMISSIONS
 from tests.helpers.gpu_health import NOW, node, objects
 from tests.helpers.plans import plan_object, planned, platform_object
 
@@ -153,22 +153,8 @@ def test_controller_knows_each_gpu_pool_and_its_gpu_count(stack, match):
     assert config["diagnostic"]["enabled"] is True and config["diagnostic"]["namespace"] == "gpu-operator"
     assert config["prometheusUrl"] == "http://kube-prometheus-stack-prometheus.monitoring.svc:9090"
     assert config["quarantine"]["evictGpuPods"] is True
-    data = objects(result, "core/v1:ConfigMap")["trainplane-gpu-health"]["data"]
-    # The operator and every module it imports, as they are in the package (the pod imports them flat).
-    here = Path(agent.__file__).parent
-    for name in (
-        "node_reconcile.py",
-        "node_recovery.py",
-        "node_return.py",
-        "suspects.py",
-        "gpu_health_operator.py",
-        "gpu_health_agent.py",
-        "quarantine.py",
-        "recovery_names.py",
-        "agent_runtime.py",
-    ):
-        assert data[name] == (here / name).read_text()
-    assert data["requirements.txt"] == (here / "gpu_health_requirements.txt").read_text()
+    # The ConfigMap carries the config, no source: the code is the controller image's.
+    assert set(objects(result, "core/v1:ConfigMap")["trainplane-gpu-health"]["data"]) == {"config.json"}
 
 
 def test_controller_rbac_is_the_contract_and_nothing_more():
@@ -191,52 +177,48 @@ def test_controller_rbac_is_the_contract_and_nothing_more():
     pod = deployment["spec"]["template"]["spec"]
     (container,) = pod["containers"]
     assert pod["securityContext"]["runAsNonRoot"] is True
-    for c in [container, *pod["initContainers"]]:
-        assert c["securityContext"] == {
-            "allowPrivilegeEscalation": False,
-            "readOnlyRootFilesystem": True,
-            "capabilities": {"drop": ["ALL"]},
-        }
+    assert "initContainers" not in pod
+    assert container["securityContext"] == {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
     # The controller runs off the GPU nodes (it tolerates none of their taints).
     assert "tolerations" not in pod
     sas = objects(result, "core/v1:ServiceAccount")
     assert sas["trainplane-gpu-diag"]["automountServiceAccountToken"] is False
 
 
-def test_controller_runs_kopf_standalone_from_hashed_wheels_or_the_given_image():
-    pod = objects(plan("aws-dev"), "apps/v1:Deployment")["trainplane-gpu-health"]["spec"]["template"]["spec"]
-    (init,) = pod["initContainers"]
-    (container,) = pod["containers"]
-    assert init["image"] == container["image"] == "docker.io/library/python:3.12-slim"
-    assert {"--require-hashes", "--only-binary=:all:", "--no-deps"} <= set(init["args"])
-    cmd = container["command"]
-    assert cmd[:4] == ["python3", "-m", "kopf", "run"] and {"--standalone", "--all-namespaces"} <= set(cmd)
-    assert cmd[-1] == "/opt/gpu-health/gpu_health_operator.py"
-    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
-    assert "--liveness=http://0.0.0.0:8080/healthz" in cmd
-    env = {e["name"]: e["value"] for e in container["env"]}
-    assert env["PYTHONPATH"] == "/opt/gpu-health-deps:/opt/gpu-health"
+def _controller_pod(images: dict[str, str] | None = None) -> dict:
     obj = platform_object("aws-dev")
-    image = "registry.example/gpu-health@sha256:" + "0" * 64
-    obj["images"] = {"gpuHealthController": image}
-    pod = objects(plan_object(obj), "apps/v1:Deployment")["trainplane-gpu-health"]["spec"]["template"]["spec"]
-    assert "initContainers" not in pod and pod["containers"][0]["image"] == image
-    assert {e["name"]: e["value"] for e in pod["containers"][0]["env"]}["PYTHONPATH"] == "/opt/gpu-health"
+    if images is not None:
+        obj["images"] = images
+    return objects(plan_object(obj), "apps/v1:Deployment")["trainplane-gpu-health"]["spec"]["template"][
+        "spec"
+    ]
 
 
-def test_the_pod_installs_exactly_the_pinned_kopf_every_wheel_hashed():
-    import tomllib
+def test_controller_runs_the_images_entry_point_installing_nothing():
+    from components.spec.images import CONTROLLER_IMAGE_UNSET
 
-    from components.incluster.gpu_health_controller import REQUIREMENTS
+    pod = _controller_pod()
+    (container,) = pod["containers"]
+    assert "initContainers" not in pod
+    assert container["command"] == ["trainplane-controller", "gpu-health"]
+    assert container["args"] == ["--liveness=http://0.0.0.0:8080/healthz"]
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+    env = {e["name"]: e["value"] for e in container["env"]}
+    assert env["GPU_HEALTH_CONFIG"] == "/etc/trainplane/config.json" and "PYTHONPATH" not in env
+    # No image set: the marker no registry serves (an explicit failure), not a stock image.
+    assert container["image"] == CONTROLLER_IMAGE_UNSET and ".invalid/" in CONTROLLER_IMAGE_UNSET
 
-    text = REQUIREMENTS.read_text()
-    reqs = [r for r in text.replace("\\\n", " ").splitlines() if r.strip() and not r.startswith("#")]
-    pins = {r.split("==")[0]: r for r in reqs}
-    assert all("==" in r and "--hash=sha256:" in r for r in reqs)
-    assert {"kopf", "aiohttp", "click", "iso8601", "jsonpatch", "python-json-logger", "pyyaml"} <= set(pins)
-    project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
-    (kopf_pin,) = [d for d in project["project"]["dependencies"] if d.startswith("kopf")]
-    assert pins["kopf"].split()[0] == kopf_pin == "kopf==1.45.2"
+
+def test_controller_image_is_the_platforms_or_the_agents_own_by_digest():
+    shared = "registry.example/trainplane-controller@sha256:" + "0" * 64
+    own = "registry.example/gpu-health@sha256:" + "1" * 64
+    assert _controller_pod({"controller": shared})["containers"][0]["image"] == shared
+    pod = _controller_pod({"controller": shared, "gpuHealthController": own})
+    assert pod["containers"][0]["image"] == own
 
 
 def test_the_operator_watches_the_diagnostic_pods_the_platform_labels():

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from components.incluster.gpu_health_agent import Diag, Verdict
-from components.incluster.node_reconcile import Controller
-from components.incluster.node_recovery import Context
-from components.incluster.node_recovery import plan as recovery_plan
-from components.incluster.node_return import Policy, Replacement, rfc3339
-from components.incluster.quarantine import condition_reason, holds_gpus, is_gpu_pod, plan_node
-from components.incluster.recovery_names import (
+from controllers.gpu_health_agent import Diag, Verdict
+from controllers.node_reconcile import Controller
+from controllers.node_recovery import Context
+from controllers.node_recovery import plan as recovery_plan
+from controllers.node_return import Policy, Replacement, rfc3339
+from controllers.quarantine import condition_reason, holds_gpus, is_gpu_pod, plan_node
+from controllers.recovery_names import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
@@ -203,7 +203,7 @@ def test_a_failed_row_remap_quarantines_the_node_whatever_xid_came_last():
 def test_the_fault_queries_read_series_the_platforms_exporter_ships():
     from components.incluster.dashboards.metrics import dcgm_exporter_csv
     from components.incluster.gpu_health import FAULT_QUERIES
-    from components.incluster.gpu_health_agent import faults_by_node
+    from controllers.gpu_health_agent import faults_by_node
 
     shipped = dcgm_exporter_csv()
     for reason, query in FAULT_QUERIES.items():

@@ -12,10 +12,10 @@ import pytest
 import yaml
 
 from components.incluster.gpu_health_controller import METRICS_PORT
-from components.incluster.idle_names import IDLE_EXEMPT_LABEL
-from components.incluster.idle_reclaim import IDLE_PERMISSIONS
-from components.incluster.recovery_names import CONTROLLER_PERMISSIONS
 from components.spec import ConfigError, PlatformSpec
+from controllers.idle_names import IDLE_EXEMPT_LABEL
+from controllers.idle_reclaim import IDLE_PERMISSIONS
+from controllers.recovery_names import CONTROLLER_PERMISSIONS
 from tests.helpers.cli import cli
 from tests.helpers.gpu_health import objects
 from tests.helpers.jobs import JOBSET, job_object, plan_job, the
@@ -105,9 +105,7 @@ def test_idle_policy_gives_the_controller_its_config_rbac_metrics_port_and_podmo
             "forMinutes": 30,
         }
     ]
-    assert {"idle_reclaim.py", "idle_hold.py", "idle_startup.py", "idle_round.py", "idle_names.py"} <= set(
-        cm["data"]
-    )
+    assert set(cm["data"]) == {"config.json"}  # idle reclaim's code is the controller image's
     deployment = objects(result, "apps/v1:Deployment")["trainplane-gpu-health"]
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["ports"] == [{"name": "metrics", "containerPort": METRICS_PORT}]

@@ -1,15 +1,13 @@
-"""Idle reclaim's decisions (components/incluster/idle_reclaim.py), each branch, and the round's sending
+"""Idle reclaim's decisions (controllers/idle_reclaim.py), each branch, and the round's sending
 (idle_round.py) against a recording API; tests/integration/test_idle_reclaim.py runs them in the operator."""
 
 from __future__ import annotations
 
-import io
-import urllib.error
-
 import pytest
+from kubernetes.client import ApiException
 
-from components.incluster import idle_reclaim as R
-from components.incluster.idle_names import (
+from controllers import idle_reclaim as R
+from controllers.idle_names import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
     EVENT_IDLE_HELD,
@@ -19,7 +17,7 @@ from components.incluster.idle_names import (
     IDLE_EXEMPT_LABEL,
     IDLE_REQUEUED_AT_ANNOTATION,
 )
-from components.incluster.idle_round import IdleRound
+from controllers.idle_round import IdleRound
 from tests.helpers.fake_kube import json_patch
 
 NOW = "2026-11-26T05:00:00Z"
@@ -373,13 +371,13 @@ class Api:
     def request(self, method, path, body=None, content_type=""):
         self.sent.append((method, path, body))
         if method == "GET" and path in self.fail:
-            raise urllib.error.HTTPError(path, self.fail[path], "no", {}, io.BytesIO())  # type: ignore[arg-type]
+            raise ApiException(status=self.fail[path])
         if method == "PATCH":
             if self.patch_status:
-                raise urllib.error.HTTPError(path, self.patch_status, "no", {}, io.BytesIO())  # type: ignore[arg-type]
+                raise ApiException(status=self.patch_status)
             return {}
         if path not in self.objects:
-            raise urllib.error.HTTPError(path, 404, "not found", {}, io.BytesIO())  # type: ignore[arg-type]
+            raise ApiException(status=404)
         return {"items": self.objects[path]}
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import datetime
 
-from components.incluster import idle_reclaim as R
-from components.incluster.idle_names import (
+from controllers import idle_reclaim as R
+from controllers.idle_names import (
     EVENT_IDLE,
     EVENT_IDLE_REACTIVATED,
     EVENT_IDLE_REQUEUED,

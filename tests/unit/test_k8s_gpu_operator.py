@@ -234,7 +234,7 @@ def test_operator_waits_for_the_prometheus_crds(stack):
 
 
 def test_operator_daemonsets_and_nfd_run_on_nodes_the_health_controller_holds_back():
-    from components.incluster.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
+    from controllers.gpu_health_agent import PENDING_TAINT, UNHEALTHY_TAINT
 
     values = operator_values(plan("onprem-dev"))
     for tolerations in (

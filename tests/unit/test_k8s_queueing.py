@@ -99,7 +99,7 @@ def test_a_flavors_nominal_quotas_never_add_up_past_its_gpus():
 
 
 def test_three_teams_split_a_flavor_by_largest_remainder_in_team_order():
-    from components.incluster.kueue_quota import gpu_shares
+    from controllers.kueue_quota import gpu_shares
 
     teams = [(n, 16) for n in ("a", "b", "c")]
     # 32 x 16/48 = 10.67 each: floors 10, two GPUs left, equal remainders go to the first teams.

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from components.incluster import node_return as nr
-from components.incluster.recovery_names import (
+from controllers import node_return as nr
+from controllers.recovery_names import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_REDIAGNOSING,

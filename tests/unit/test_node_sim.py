@@ -9,7 +9,7 @@ import datetime as dt
 
 import pytest
 
-from components.incluster.recovery_names import (
+from controllers.recovery_names import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,

@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from components.incluster import suspects as sx
 from components.incluster.job_pod import CONTAINER
 from components.incluster.names import JOB_LABEL
-from components.incluster.node_return import rfc3339
-from components.incluster.recovery_names import (
+from controllers import suspects as sx
+from controllers.node_return import rfc3339
+from controllers.recovery_names import (
     ALERT_STRAGGLER,
     EVENT_STRAGGLER,
     QUARANTINED_AT_ANNOTATION,
@@ -176,17 +176,21 @@ def test_the_exit_codes_are_the_trainer_contracts():
 
 
 def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
-    """They are shipped into the controller pod next to recovery_names.py, on a stock Python image."""
+    """The decisions need neither kopf nor the `kubernetes` client (the library imports them too)."""
     import shutil
     import subprocess
     import sys
 
-    from components.incluster import node_return, recovery_names
+    import controllers
+    from controllers import node_return, recovery_names
 
-    for module in (sx, node_return, recovery_names):
-        shutil.copy(module.__file__, tmp_path)
+    (tmp_path / "controllers").mkdir()
+    for module in (controllers, sx, node_return, recovery_names):
+        shutil.copy(module.__file__, tmp_path / "controllers")
     # -I -S: no site-packages (nothing but the standard library), no project on the path.
-    code = "import sys; sys.path.insert(0, '.'); import node_return, suspects; print(suspects.HANG_REASON)"
+    code = (
+        "import sys; sys.path.insert(0, '.'); from controllers import suspects; print(suspects.HANG_REASON)"
+    )
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True
     )

@@ -23,19 +23,19 @@ def _private_plan(images: tuple = (), stack: str = RESERVED) -> Plan:
 
 
 def test_a_private_network_with_the_stock_agents_fails_by_rule():
+    from components.spec.images import CONTROLLER_IMAGE_UNSET
+
     broken = _private_plan()
     image, install = found(broken, "image"), found(broken, "install")
     assert any(
-        "trainplane-gpu-health" in line and "docker.io/library/python:3.12-slim, not pinned by digest" in line
+        "trainplane-gpu-health" in line and f"{CONTROLLER_IMAGE_UNSET}, not pinned by digest" in line
         for line in image
     ), image
     assert any("trainplane-block-window" in line for line in image), image
     assert any("nvcr.io/nvidia/cloud-native/dcgm" in line for line in image), image
     assert any("registry.k8s.io/pause:3.10" in line for line in image), image
-    assert (
-        len(install) == 1
-        and "container install-kopf installs packages at start (python3 -m pip install" in (install[0])
-    ), install
+    # The controllers install nothing at start any more (their image has everything).
+    assert install == [], install
 
 
 def test_a_private_network_with_every_agent_mirrored_by_digest_passes():
@@ -77,6 +77,18 @@ def test_private_network_is_read_from_the_spec():
     gke = copy.deepcopy(platform_object("gcp-byo-network"))
     del gke["network"]["internetEgress"]
     assert any("private nodes in a brought network" in line for line in found(plan_of(gke), "image"))
-    assert run(plan("aws-dev"), "egress").check("egress").notes == [
+    assert run(plan("aws-dev"), "egress").check("egress").notes[-1:] == [
         "the nodes reach the internet (a NAT, or addresses of their own): nothing to check"
     ]
+
+
+def test_a_platform_without_a_controller_image_is_told_so_on_any_network():
+    def notes(images: dict | None) -> list[str]:
+        obj = platform_object("aws-dev")
+        if images:
+            obj["images"] = images
+        return [n for n in run(plan_of(obj), "egress").check("egress").notes if "no controller image" in n]
+
+    (note,) = notes(None)
+    assert "Deployment gpu-operator/trainplane-gpu-health" in note and "make image" in note, note
+    assert notes({"controller": "registry.example/trainplane-controller@sha256:" + "7" * 64}) == []

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from components.incluster import recovery_names as R
+from controllers import recovery_names as R
 from infra.verify.checks.recovery_pods import tolerates
 from infra.verify.jobs import job_config, run_job
 from infra.verify.model import Plan
@@ -440,7 +440,7 @@ def _idle_plan() -> Plan:
 
 
 def test_a_team_idle_policy_needs_the_idle_permissions():
-    from components.incluster.idle_reclaim import IDLE_PERMISSIONS
+    from controllers.idle_reclaim import IDLE_PERMISSIONS
 
     assert found(_idle_plan(), "controller") == []
 
@@ -493,10 +493,16 @@ def test_a_controller_config_without_the_gate_or_without_retries_fails():
 def test_a_controller_that_cannot_see_every_namespaces_pods_fails():
     def one_namespace(inputs: dict) -> None:
         (c,) = inputs["spec"]["template"]["spec"]["containers"]
-        c["command"] = [a for a in c["command"] if a != "--all-namespaces"] + ["--namespace=gpu-operator"]
+        c["args"] = [*c.get("args", []), "--namespace=gpu-operator"]
 
-    lines_ = found(edit(aws(), kind("Deployment", CONTROLLER), one_namespace), "rediagnose-gate")
-    assert len(lines_) == 1 and "without --all-namespaces" in lines_[0], lines_
+    def plain_kopf(inputs: dict) -> None:
+        (c,) = inputs["spec"]["template"]["spec"]["containers"]
+        c["command"], c["args"] = ["python3", "-m", "kopf", "run", "--standalone", "operator.py"], []
+
+    assert found(aws(), "rediagnose-gate") == []
+    for broken in (one_namespace, plain_kopf):
+        lines_ = found(edit(aws(), kind("Deployment", CONTROLLER), broken), "rediagnose-gate")
+        assert len(lines_) == 1 and "without --all-namespaces" in lines_[0], (broken.__name__, lines_)
 
     def no_pod_watch(inputs: dict) -> None:
         _grant_permissions(inputs)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from components.incluster.cost_rules import recorded
 from components.incluster.goodput_rules import RECORDED
 from components.incluster.idle_rules import RECORDED as IDLE_RECORDED
-from components.incluster.recovery_names import PHASE_SECONDS, STEPS_REDONE
+from controllers.recovery_names import PHASE_SECONDS, STEPS_REDONE
 
 TRAINER_METRICS = frozenset(
     {

@@ -19,6 +19,8 @@ node diagnostic, the cloud's DaemonSets) is checked; each finding starts with it
   pulls per hour per IP where there is one;
 - `install`: no container's command installs packages at start (`pip install` from PyPI, apt, ...).
 Helm releases' images are rendered in the cluster, not in the plan: a note says they need a mirror too.
+On any network, a note names the controllers whose image is unset (`images.controller`: trainplane
+publishes none, components/spec/images.py): their pods cannot start until it is built, pushed and named.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from collections.abc import Iterator, Mapping
 from textwrap import shorten
 from typing import Any
 
+from components.spec.images import CONTROLLER_IMAGE_UNSET
 from infra.verify import facts as F
 from infra.verify.checks.admission import pod_templates
 from infra.verify.context import Context
@@ -121,6 +124,21 @@ def _check_container(
         )
 
 
+def _note_unset_controllers(ctx: Context, res: CheckResult) -> None:
+    unset = sorted(
+        obj.ref
+        for obj in ctx.platform.iter_objects()
+        for _where, _meta, pod in pod_templates(obj.body)
+        if any(c.get("image") == CONTROLLER_IMAGE_UNSET for c in _containers(pod))
+    )
+    if unset:
+        res.note(
+            f"no controller image (platform.images.controller unset): {', '.join(unset)} name "
+            f"{CONTROLLER_IMAGE_UNSET} and will not start; build it (`make image`), push it and name it by "
+            'digest (docs/in-cluster.md "The controller image")'
+        )
+
+
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("egress")
     if ctx.job_only:
@@ -130,6 +148,7 @@ def run(ctx: Context) -> CheckResult:
     if spec is None:
         res.skipped = "no platform config in the plan: whether the nodes reach the internet is unknown"
         return res
+    _note_unset_controllers(ctx, res)
     why = private_network(spec)
     if why is None:
         res.note("the nodes reach the internet (a NAT, or addresses of their own): nothing to check")

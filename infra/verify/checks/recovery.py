@@ -1,6 +1,6 @@
 """recovery: is the loop that takes a faulty GPU node out and restarts its job elsewhere wired? (issue 19)
 
-The names are the contract's (components/incluster/recovery_names.py). Each finding starts with its rule:
+The names are the contract's (controllers/recovery_names.py). Each finding starts with its rule:
 - `controller`: with gpuHealth on, the GPU health controller's Deployment runs (>= 1 replica) in the GPU
   operator namespace as its ServiceAccount, and ClusterRoleBindings give that account at least
   CONTROLLER_PERMISSIONS, and idle_reclaim.IDLE_PERMISSIONS when a team has an idle policy (RBAC matching:
@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from components.incluster import recovery_names as R
-from components.incluster.idle_reclaim import IDLE_PERMISSIONS
 from components.incluster.names import GPU_OPERATOR_NAMESPACE, PROMETHEUS_RELEASE
+from controllers import recovery_names as R
+from controllers.idle_reclaim import IDLE_PERMISSIONS
 from infra.verify.checks.network import MONITORING_NAMESPACE, PROMETHEUS
 from infra.verify.checks.recovery_base import (
     _binds,

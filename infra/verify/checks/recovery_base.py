@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.incluster import recovery_names as R
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
+from controllers import recovery_names as R
 from infra.verify.context import Context
 from infra.verify.model import K8sObject
 from infra.verify.netpol import selects

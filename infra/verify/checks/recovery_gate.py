@@ -8,8 +8,10 @@ skipped run. That holds only if:
 - its config (ConfigMap gpu-operator/trainplane-gpu-health, `config.json`) keeps the gate on
   (`quarantine.waitForGpuPods` not false; absent: on, the controller's default) and retries a skipped run
   (`quarantine.rediagnoseRetries` >= 1);
-- it sees every pod: kopf runs with `--all-namespaces` (with `--namespace` it would watch only those, and a
-  team's terminating trainer would be invisible: the gate would open at once), and its ServiceAccount may
+- it sees every pod: kopf runs cluster-wide (`trainplane-controller gpu-health` does: controllers/__main__.py,
+  kopf.run(clusterwide=True); a `kopf run` command needs `--all-namespaces`); with `--namespace` it would
+  watch only those, and a team's terminating trainer would be invisible: the gate would open at once), and
+  its ServiceAccount may
   list and watch pods cluster-wide (a ClusterRoleBinding; recovery.py's RBAC matching).
 Nothing to judge when gpuHealth is off or `quarantine.rediagnose` is false (no rerun at all).
 """
@@ -19,12 +21,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from components.incluster import recovery_names as R
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
+from controllers import recovery_names as R
 from infra.verify.checks.recovery_base import _binds, _controller, _grants, _role_rules
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 
+# The controller image's command that runs the GPU health operator (controllers/__main__.py).
+GPU_HEALTH_COMMAND = "gpu-health"
 RULE = "rediagnose-gate"
 
 
@@ -86,9 +90,9 @@ def check_rediagnose_gate(ctx: Context, res: CheckResult) -> None:
     pod = (deployment.spec.get("template") or {}).get("spec") or {}
     for c in pod.get("containers") or []:
         argv = [str(a) for a in (c.get("command") or []) + (c.get("args") or [])]
-        if "kopf" in argv and (
-            "--all-namespaces" not in argv
-            or any(a in ("-n", "--namespace") or a.startswith("--namespace=") for a in argv)
+        one_namespace = any(a in ("-n", "--namespace") or a.startswith("--namespace=") for a in argv)
+        if ("kopf" in argv and "--all-namespaces" not in argv) or (
+            ("kopf" in argv or GPU_HEALTH_COMMAND in argv) and one_namespace
         ):
             res.fail(
                 f"{RULE}: {dep_ref} container {c.get('name')} runs kopf without --all-namespaces (or with "

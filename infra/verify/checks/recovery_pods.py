@@ -14,12 +14,12 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from components.incluster.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
+from controllers.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
 from infra.verify.checks.admission import pod_templates
 from infra.verify.context import GPU_RESOURCE, Context
 from infra.verify.model import Plan
 
-# The controller's taints are NoSchedule (components/incluster/gpu_health_agent.py wanted_taints).
+# The controller's taints are NoSchedule (controllers/gpu_health_agent.py wanted_taints).
 QUARANTINE_EFFECT = "NoSchedule"
 TAINTS = (QUARANTINE_TAINT, DIAGNOSTIC_TAINT)
 # MIG devices are GPUs too (gpu-operator's mixed strategy advertises nvidia.com/mig-<profile>).

@@ -1,7 +1,7 @@
 """The names the recovery loop shares (issue 19): the GPU health controller writes them on nodes, the trainer
 and Prometheus export them, `trainplane status` and `verify` read them, the fault campaign asserts them.
 
-One place, so the writer and every reader agree. Standard library only: the controller pod imports it too.
+One place, so the writer and every reader agree. Standard library only: the library, the trainer and the controllers import it.
 
 The loop: a fault is detected (DCGM health and XIDs, the node-start diagnostic, the EKS node monitoring
 agent's condition, a trainer's hang or NCCL exit, a straggling rank) -> the node is quarantined (the
@@ -29,7 +29,9 @@ CORDONED_BY_ANNOTATION: Final = "trainplane.dev/cordoned-by"
 # RFC 3339 time the node was quarantined (for replaceAfterMinutes and `trainplane status`).
 QUARANTINED_AT_ANNOTATION: Final = "trainplane.dev/quarantined-at"
 CONTROLLER_NAME: Final = "trainplane-gpu-health"  # the Deployment, ServiceAccount and Event source
-# The return-or-replace state of a quarantined node (components/incluster/node_return.py):
+# The environment variable naming the GPU health controller\'s config file (gpu_health.controller_config).
+CONFIG_ENV: Final = "GPU_HEALTH_CONFIG"
+# The return-or-replace state of a quarantined node (controllers/node_return.py):
 # RFC 3339 time the controller last deleted the node's diagnostic pod to rerun it (once its GPU pods are gone);
 REDIAGNOSED_AT_ANNOTATION: Final = "trainplane.dev/rediagnosed-at"
 # how many diagnostic runs it started in this quarantine (the first, then one per skipped run it retried);

@@ -7,24 +7,20 @@ client, not watched through kopf indexes: kopf with `settings.scanning.disabled`
 watch once, at startup (kopf 1.45.2 _core/reactor/observation.py resource_observer), and the JobSet and Kueue
 CRDs come from other releases, without an order to the controller's Deployment: an index created before them
 would never be served until a restart. A list of a kind whose CRD is missing (404) counts as empty.
-Standard library, and prometheus_client for the export (gpu_health_requirements.txt).
+Standard library, and prometheus_client for the export (images/controller/requirements.txt).
 """
 
 from __future__ import annotations
 
 import time
-import urllib.error
 import urllib.parse
 from typing import Any
 
-try:
-    from components.incluster import idle_reclaim as R
-    from components.incluster.agent_runtime import JSON_PATCH, log
-    from components.incluster.idle_names import IDLE_EXEMPT_METRIC
-except ImportError:  # in the controller pod: shipped next to this file
-    import idle_reclaim as R  # type: ignore[import-not-found,no-redef]
-    from agent_runtime import JSON_PATCH, log  # type: ignore[import-not-found,no-redef]
-    from idle_names import IDLE_EXEMPT_METRIC  # type: ignore[import-not-found,no-redef]
+from kubernetes.client import ApiException
+
+from controllers import idle_reclaim as R
+from controllers.agent_runtime import JSON_PATCH, log
+from controllers.idle_names import IDLE_EXEMPT_METRIC
 
 # Each kind's namespaced list path and kind.
 KINDS = (
@@ -78,8 +74,8 @@ class IdleRound:
     def _list(self, path: str, ns: str, api_version: str = "", kind: str = "") -> list[dict]:
         try:
             body = self.api.request("GET", path.format(ns=urllib.parse.quote(ns)))
-        except urllib.error.HTTPError as e:
-            if e.code == 404:  # the CRD is not installed (no Kueue): none of them
+        except ApiException as e:
+            if e.status == 404:  # the CRD is not installed (no Kueue): none of them
                 return []
             raise
         items = body.get("items") or []
@@ -146,8 +142,8 @@ class IdleRound:
             try:
                 self.api.request("PATCH", path, list(a.patch), JSON_PATCH)
                 log("workload_patched", workload=f"{t['namespace']}/{t['name']}", group="/".join(a.group))
-            except urllib.error.HTTPError as e:
+            except ApiException as e:
                 # 422 (the test op: it changed meanwhile) or 404: decided again next round.
-                log("workload_patch_failed", workload=f"{t['namespace']}/{t['name']}", status=e.code)
+                log("workload_patch_failed", workload=f"{t['namespace']}/{t['name']}", status=e.status)
                 failed.add(a.group)
                 self.announced.discard(a.group)

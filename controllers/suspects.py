@@ -1,8 +1,7 @@
 """Which GPU nodes the training jobs themselves point at: node suspects from stragglers and from hangs.
 
 Pure functions on plain dicts (Prometheus query results, pods); the GPU health controller
-(gpu_health_agent.py) quarantines or reports what they return. Standard library only: shipped into the
-controller pod.
+(gpu_health_agent.py) quarantines or reports what they return. Standard library only.
 
 Rules and thresholds:
 
@@ -32,28 +31,16 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-try:
-    from components.incluster.recovery_names import (
-        ALERT_STRAGGLER,
-        EVENT_STRAGGLER,
-        QUARANTINED_AT_ANNOTATION,
-        RETURNED_AT_ANNOTATION,
-    )
-except ImportError:  # in the controller pod: shipped next to this file
-    from recovery_names import (  # type: ignore[import-not-found,no-redef]
-        ALERT_STRAGGLER,
-        EVENT_STRAGGLER,
-        QUARANTINED_AT_ANNOTATION,
-        RETURNED_AT_ANNOTATION,
-    )
+from controllers.node_return import parse_time
+from controllers.recovery_names import (
+    ALERT_STRAGGLER,
+    EVENT_STRAGGLER,
+    QUARANTINED_AT_ANNOTATION,
+    RETURNED_AT_ANNOTATION,
+)
 
-try:
-    from components.incluster.node_return import parse_time
-except ImportError:  # in the controller pod
-    from node_return import parse_time  # type: ignore[import-not-found,no-redef]
-
-# trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not shipped into the controller
-# pod, so the value is repeated here and tests/unit/test_suspects.py keeps it equal.
+# trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not in the controller image
+# (controllers/ imports none of it), so the value is repeated here and tests/unit/test_suspects.py keeps it equal.
 EXIT_HANG = 124
 # The instant query the controller runs against Prometheus for (a).
 STRAGGLER_QUERY = f'ALERTS{{alertname="{ALERT_STRAGGLER}",alertstate="firing"}}'

@@ -1,7 +1,7 @@
 """Idle reclaim's decisions (issue 20 point 3), without I/O: given the firing idle alerts, a team namespace's
 jobs (JobSets and top-level batch/v1 Jobs), their Kueue Workloads and pods, and the team's policy -> the Events
 and Workload patches to send. idle_round.py lists the objects and sends what this returns; the GPU health
-controller runs it every round. Standard library only: shipped into the controller pod.
+controller runs it every round. Standard library only: the library imports it too (controllers/__init__.py).
 
 What Kueue does with it (kueue v0.19.2):
 - the Workload of a job is created by the job's reconciler with a controller ownerReference to the job
@@ -45,34 +45,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-try:
-    from components.incluster.idle_hold import Queues, waiting_for
-    from components.incluster.idle_names import (
-        EVENT_IDLE,
-        EVENT_IDLE_EXEMPT,
-        EVENT_IDLE_HELD,
-        EVENT_IDLE_REACTIVATED,
-        EVENT_IDLE_REQUEUED,
-        IDLE_ALERT,
-        IDLE_EXEMPT_LABEL,
-        IDLE_REQUEUED_AT_ANNOTATION,
-        IDLE_STARTUP_ANNOTATION,
-    )
-    from components.incluster.idle_startup import idle_since_start
-except ImportError:  # in the controller pod: shipped next to this file
-    from idle_hold import Queues, waiting_for  # type: ignore[import-not-found,no-redef]
-    from idle_names import (  # type: ignore[import-not-found,no-redef]
-        EVENT_IDLE,
-        EVENT_IDLE_EXEMPT,
-        EVENT_IDLE_HELD,
-        EVENT_IDLE_REACTIVATED,
-        EVENT_IDLE_REQUEUED,
-        IDLE_ALERT,
-        IDLE_EXEMPT_LABEL,
-        IDLE_REQUEUED_AT_ANNOTATION,
-        IDLE_STARTUP_ANNOTATION,
-    )
-    from idle_startup import idle_since_start  # type: ignore[import-not-found,no-redef]
+from controllers.idle_hold import Queues, waiting_for
+from controllers.idle_names import (
+    EVENT_IDLE,
+    EVENT_IDLE_EXEMPT,
+    EVENT_IDLE_HELD,
+    EVENT_IDLE_REACTIVATED,
+    EVENT_IDLE_REQUEUED,
+    IDLE_ALERT,
+    IDLE_EXEMPT_LABEL,
+    IDLE_REQUEUED_AT_ANNOTATION,
+    IDLE_STARTUP_ANNOTATION,
+)
+from controllers.idle_startup import idle_since_start
 
 IDLE_QUERY = f'ALERTS{{alertname="{IDLE_ALERT}",alertstate="firing"}}'
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"  # components/incluster/job_runtime.py JOBSET_API

@@ -4,8 +4,8 @@ the GPU pods, asks `assess()` (gpu_health_agent.py) for each node's verdict, add
 cordon, node condition, Events and eviction of GPU pods for a new fault; node_return.py's decision for a
 quarantined node (re-diagnose, hold, hand to replacement, or return after a diagnostic that passed since).
 
-Run: `python -m kopf run --standalone --all-namespaces --liveness=http://0.0.0.0:8080/healthz
-gpu_health_operator.py`, with GPU_HEALTH_CONFIG naming the config file (gpu_health.controller_config).
+Run: `trainplane-controller gpu-health` (controllers/__main__.py: kopf.run, standalone, all namespaces,
+the liveness endpoint), with GPU_HEALTH_CONFIG naming the config file (gpu_health.controller_config).
 
 How kopf is used, so that it needs no permission beyond the controller's own (recovery_names.
 CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
@@ -23,7 +23,7 @@ CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
 - pods: an index of the diagnostic pods, one of the pods holding GPUs per node (to evict; and the
   re-diagnosis waits until none is left, terminating ones included), and an event handler
   that remembers trainer hang exits (suspects.py (b)), all from one watch of pods.
-The Kubernetes calls of our own (patches, evictions, Events) go through agent_runtime.KubeApi in kopf's
+The Kubernetes calls of our own (patches, evictions, Events) go through kube.Kube (the `kubernetes` client) in kopf's
 thread pool: the handlers are synchronous.
 """
 
@@ -36,26 +36,16 @@ from typing import Any
 
 import kopf
 
-try:
-    from components.incluster import idle_reclaim, quarantine, suspects
-    from components.incluster.agent_runtime import SA_DIR, KubeApi, log
-    from components.incluster.idle_round import IdleRound
-    from components.incluster.node_reconcile import Controller, query_prometheus
-except ImportError:  # in the controller pod: shipped next to this file
-    import idle_reclaim  # type: ignore[import-not-found,no-redef]
-    import quarantine  # type: ignore[import-not-found,no-redef]
-    import suspects  # type: ignore[import-not-found,no-redef]
-    from agent_runtime import SA_DIR, KubeApi, log  # type: ignore[import-not-found,no-redef]
-    from idle_round import IdleRound  # type: ignore[import-not-found,no-redef]
-    from node_reconcile import Controller, query_prometheus  # type: ignore[import-not-found,no-redef]
-
-CONFIG_ENV = "GPU_HEALTH_CONFIG"
-
+from controllers import idle_reclaim, quarantine, suspects
+from controllers.agent_runtime import log
+from controllers.idle_round import IdleRound
+from controllers.kube import Kube
+from controllers.node_reconcile import Controller, query_prometheus
+from controllers.recovery_names import CONFIG_ENV
 
 # ---- kopf wiring --------------------------------------------------------------------------------
 
 CONTROLLER: Controller | None = None
-_LOGIN: dict[str, Any] = {}
 
 
 def _controller() -> Controller:
@@ -65,31 +55,21 @@ def _controller() -> Controller:
 
 @kopf.on.login()
 def login(**kwargs: Any) -> kopf.ConnectionInfo | None:
-    """In the pod the service account, elsewhere (tests, a laptop) the kubeconfig; remembered for our own
-    client."""
-    info = kopf.login_with_service_account(**kwargs) or kopf.login_with_kubeconfig(**kwargs)
-    if info is not None:
-        _LOGIN["info"] = info
-    return info
+    """kopf logs in through the `kubernetes` client (in the pod its service account, elsewhere the
+    kubeconfig), as our own requests do (kube.Kube.from_environment): one source of credentials."""
+    return kopf.login_via_client(**kwargs)
 
 
 class LoginApi:
-    """Our own client, made from kopf's login on first use (the startup handlers run before the login):
-    in the pod the service account token file, read on every call (bound tokens rotate); elsewhere the
-    kubeconfig's token."""
+    """Our own client, made on first use: the startup handlers run before the login, and a client made at
+    import would read the credentials before kopf's first login has checked them."""
 
     def __init__(self) -> None:
-        self._api: KubeApi | None = None
+        self._api: Kube | None = None
 
     def request(self, method: str, path: str, body: Any = None, content_type: str = "") -> Any:
         if self._api is None:
-            info = _LOGIN["info"]
-            ca = str(info.ca_path) if info.ca_path else None
-            token_file = f"{SA_DIR}/token"
-            if os.path.exists(token_file):
-                self._api = KubeApi(info.server, token_file, ca)
-            else:
-                self._api = KubeApi(info.server, None, ca, token=info.token)
+            self._api = Kube.from_environment()
         return self._api.request(method, path, body, content_type)
 
 

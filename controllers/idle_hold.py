@@ -1,6 +1,6 @@
 """Idle reclaim's hold (issue 20 point 3): a Workload idle reclaim deactivated, whose pods are gone, stays
 inactive while other Workloads wait for the quota it gave back, so the GPUs go to them first. idle_reclaim.decide
-asks waiting_for(); idle_round.py lists the queues. Standard library only: shipped into the controller pod.
+asks waiting_for(); idle_round.py lists the queues. Standard library only: the library imports it too (controllers/__init__.py).
 
 Why (kueue v0.19.2): a reactivated Workload is ordered by its creation time (pkg/workload/workload.go
 Ordering.GetQueueOrderTimestamp), so reactivated at once it is readmitted ahead of younger Workloads of its

@@ -2,7 +2,7 @@
 (node_return.py's decision) and before it (suspects.py's straggler suspects): one NodePlan per node and
 round, sent by the operator (gpu_health_operator.py) as one guarded node patch.
 
-Pure functions; standard library only (shipped into the controller pod beside the modules it joins).
+Pure functions; standard library only.
 """
 
 from __future__ import annotations
@@ -10,15 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-try:
-    from components.incluster import node_return, quarantine
-    from components.incluster.gpu_health_agent import Diag, Verdict
-    from components.incluster.quarantine import NodeEvent, NodePlan
-except ImportError:  # in the controller pod: shipped next to this file
-    import node_return  # type: ignore[import-not-found,no-redef]
-    import quarantine  # type: ignore[import-not-found,no-redef]
-    from gpu_health_agent import Diag, Verdict  # type: ignore[import-not-found,no-redef]
-    from quarantine import NodeEvent, NodePlan  # type: ignore[import-not-found,no-redef]
+from controllers import node_return, quarantine
+from controllers.gpu_health_agent import Diag, Verdict
+from controllers.quarantine import NodeEvent, NodePlan
 
 
 def newest_pod(pods: list[dict]) -> dict | None:

@@ -1,6 +1,6 @@
 """What happens to a quarantined GPU node next: re-diagnose it, return it, hand it to replacement, or say
 that a person must act. One pure function, `decide()`, on plain node dicts; the GPU health controller
-(gpu_health_agent.py) applies what it returns. Standard library only: shipped into the controller pod.
+(gpu_health_agent.py) applies what it returns. Standard library only: the library imports it too (controllers/__init__.py).
 
 The rules, in the order they are checked on every round (each round may repeat them: `decide()` on a node
 that already carries the result of the last round asks for nothing more, so it is idempotent):
@@ -62,40 +62,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-try:
-    from components.incluster.recovery_names import (
-        CONTROLLER_NAME,
-        CORDONED_BY_ANNOTATION,
-        EVENT_REDIAGNOSING,
-        EVENT_REPLACE_NEEDED,
-        EVENT_REPLACING,
-        EVENT_RETURNED,
-        HOLD_ANNOTATION,
-        QUARANTINE_CONDITION,
-        QUARANTINE_TAINT,
-        QUARANTINED_AT_ANNOTATION,
-        REDIAGNOSE_ATTEMPTS_ANNOTATION,
-        REDIAGNOSED_AT_ANNOTATION,
-        REPLACEMENT_ANNOTATION,
-        RETURNED_AT_ANNOTATION,
-    )
-except ImportError:  # in the controller pod: shipped next to this file
-    from recovery_names import (  # type: ignore[import-not-found,no-redef]
-        CONTROLLER_NAME,
-        CORDONED_BY_ANNOTATION,
-        EVENT_REDIAGNOSING,
-        EVENT_REPLACE_NEEDED,
-        EVENT_REPLACING,
-        EVENT_RETURNED,
-        HOLD_ANNOTATION,
-        QUARANTINE_CONDITION,
-        QUARANTINE_TAINT,
-        QUARANTINED_AT_ANNOTATION,
-        REDIAGNOSE_ATTEMPTS_ANNOTATION,
-        REDIAGNOSED_AT_ANNOTATION,
-        REPLACEMENT_ANNOTATION,
-        RETURNED_AT_ANNOTATION,
-    )
+from controllers.recovery_names import (
+    CONTROLLER_NAME,
+    CORDONED_BY_ANNOTATION,
+    EVENT_REDIAGNOSING,
+    EVENT_REPLACE_NEEDED,
+    EVENT_REPLACING,
+    EVENT_RETURNED,
+    HOLD_ANNOTATION,
+    QUARANTINE_CONDITION,
+    QUARANTINE_TAINT,
+    QUARANTINED_AT_ANNOTATION,
+    REDIAGNOSE_ATTEMPTS_ANNOTATION,
+    REDIAGNOSED_AT_ANNOTATION,
+    REPLACEMENT_ANNOTATION,
+    RETURNED_AT_ANNOTATION,
+)
 
 # kubernetes/autoscaler@cluster-autoscaler-1.33.1: cluster-autoscaler/core/scaledown/eligibility/eligibility.go
 # (HasNoScaleDownAnnotation: the value "true" keeps the node out of scale-down).

@@ -12,7 +12,7 @@ busy after its start) requeues it as before, marked or not.
 
 Known limit: a job marked once and stuck from every later start keeps its GPUs (GpuIdle once per episode, and
 the platform's GpuIdleButAllocated alert, say so); deleting the annotation re-arms the start-up requeue.
-Standard library only: shipped into the controller pod.
+Standard library only: the library imports it too (controllers/__init__.py).
 """
 
 from __future__ import annotations

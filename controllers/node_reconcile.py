@@ -3,7 +3,7 @@ firing straggler alerts, cached per round), the hang exits seen, and the request
 node_recovery.py's plan (the guarded node patch, the condition through nodes/status, Events, evictions).
 gpu_health_operator.py feeds it from kopf's indexes and events.
 
-Standard library only (shipped into the controller pod; the requests go through agent_runtime.KubeApi).
+The requests go through kube.Kube (the `kubernetes` client); Prometheus is read with a plain HTTP GET.
 """
 
 from __future__ import annotations
@@ -17,37 +17,21 @@ import urllib.parse
 import urllib.request
 from typing import Any
 
-try:
-    from components.incluster import node_recovery, node_return, quarantine, suspects
-    from components.incluster.agent_runtime import JSON_PATCH, log
-    from components.incluster.gpu_health_agent import (
-        Diag,
-        Policy,
-        Verdict,
-        assess,
-        diag_by_node,
-        faults_by_node,
-        pool_of,
-        xids_by_node,
-    )
-    from components.incluster.recovery_names import CONTROLLER_NAME, EVENT_EVICTED
-except ImportError:  # in the controller pod: shipped next to this file
-    import node_recovery  # type: ignore[import-not-found,no-redef]
-    import node_return  # type: ignore[import-not-found,no-redef]
-    import quarantine  # type: ignore[import-not-found,no-redef]
-    import suspects  # type: ignore[import-not-found,no-redef]
-    from agent_runtime import JSON_PATCH, log  # type: ignore[import-not-found,no-redef]
-    from gpu_health_agent import (  # type: ignore[import-not-found,no-redef]
-        Diag,
-        Policy,
-        Verdict,
-        assess,
-        diag_by_node,
-        faults_by_node,
-        pool_of,
-        xids_by_node,
-    )
-    from recovery_names import CONTROLLER_NAME, EVENT_EVICTED  # type: ignore[import-not-found,no-redef]
+from kubernetes.client import ApiException
+
+from controllers import node_recovery, node_return, quarantine, suspects
+from controllers.agent_runtime import JSON_PATCH, log
+from controllers.gpu_health_agent import (
+    Diag,
+    Policy,
+    Verdict,
+    assess,
+    diag_by_node,
+    faults_by_node,
+    pool_of,
+    xids_by_node,
+)
+from controllers.recovery_names import CONTROLLER_NAME, EVENT_EVICTED
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 
@@ -228,8 +212,8 @@ class Controller:
             test = {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
             try:
                 self.api.request("PATCH", f"/api/v1/nodes/{name}", [test, *plan.ops], JSON_PATCH)
-            except urllib.error.HTTPError as e:
-                log("node_patch_failed", node=meta["name"], status=e.code)
+            except ApiException as e:
+                log("node_patch_failed", node=meta["name"], status=e.status)
                 return False
             log("node_patched", node=meta["name"], reasons=list(verdict.reasons), pending=verdict.pending)
         if plan.condition is not None:
@@ -252,9 +236,9 @@ class Controller:
         path = f"/api/v1/namespaces/{urllib.parse.quote(ns)}/pods/{urllib.parse.quote(name)}/eviction"
         try:
             self.api.request("POST", path, body)
-        except urllib.error.HTTPError as e:
+        except ApiException as e:
             # 429: a disruption budget says not now; 404: gone already. The next round tries again.
-            log("evict_failed", pod=f"{ns}/{name}", node=node, status=e.code)
+            log("evict_failed", pod=f"{ns}/{name}", node=node, status=e.status)
             return
         log("pod_evicted", pod=f"{ns}/{name}", node=node, reason=reason)
         if reason:  # a GPU pod of a job (not the diagnostic, which node_return announces itself)
@@ -290,5 +274,5 @@ class Controller:
         }
         try:
             self.api.request("POST", f"/api/v1/namespaces/{urllib.parse.quote(ns)}/events", body)
-        except urllib.error.HTTPError as e:
-            log("event_failed", reason=reason, name=meta["name"], status=e.code)
+        except ApiException as e:
+            log("event_failed", reason=reason, name=meta["name"], status=e.status)

@@ -1,7 +1,7 @@
 """GPU node health: the decision. Which faults a GPU node shows, and whether its diagnostic is outstanding.
 
-This file is shipped as is (a ConfigMap) into the controller pod beside the kopf operator that calls it
-(gpu_health_operator.py) and uses the standard library only. The decision is one pure function, `assess()`,
+The kopf operator (gpu_health_operator.py) calls it; it uses the standard library only (the library
+imports its names too). The decision is one pure function, `assess()`,
 unit-tested on node objects; quarantine.py turns its verdict into the node's taints, cordon, condition,
 Events and evictions.
 
@@ -37,12 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-try:
-    from components.incluster.agent_runtime import quantity
-    from components.incluster.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
-except ImportError:  # in the controller pod: shipped next to this file
-    from agent_runtime import quantity  # type: ignore[import-not-found,no-redef]
-    from recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT  # type: ignore[import-not-found,no-redef]
+from controllers.agent_runtime import quantity
+from controllers.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
 
 UNHEALTHY_TAINT = QUARANTINE_TAINT
 PENDING_TAINT = DIAGNOSTIC_TAINT

@@ -2,8 +2,7 @@
 and whether its GPU pods go. Pure functions of the node and the verdict; the operator
 (gpu_health_operator.py) sends them.
 
-Shipped beside the operator in its ConfigMap, so it uses the standard library and the contract
-(recovery_names.py) only.
+It uses the standard library and the contract (recovery_names.py) only.
 
 Quarantine (issue 19): the QUARANTINE_TAINT (NoSchedule, value = the first reason), the node cordoned
 (`spec.unschedulable`, so no pod that tolerates every taint lands either) with CORDONED_BY_ANNOTATION when we
@@ -18,26 +17,15 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-try:
-    from components.incluster.gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints
-    from components.incluster.recovery_names import (
-        CONTROLLER_NAME,
-        CORDONED_BY_ANNOTATION,
-        EVENT_QUARANTINED,
-        EVENT_RETURNED,
-        QUARANTINE_CONDITION,
-        QUARANTINED_AT_ANNOTATION,
-    )
-except ImportError:  # in the controller pod: shipped next to this file
-    from gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints  # type: ignore[import-not-found,no-redef]
-    from recovery_names import (  # type: ignore[import-not-found,no-redef]
-        CONTROLLER_NAME,
-        CORDONED_BY_ANNOTATION,
-        EVENT_QUARANTINED,
-        EVENT_RETURNED,
-        QUARANTINE_CONDITION,
-        QUARANTINED_AT_ANNOTATION,
-    )
+from controllers.gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints
+from controllers.recovery_names import (
+    CONTROLLER_NAME,
+    CORDONED_BY_ANNOTATION,
+    EVENT_QUARANTINED,
+    EVENT_RETURNED,
+    QUARANTINE_CONDITION,
+    QUARANTINED_AT_ANNOTATION,
+)
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ stay 0 forever. Why not an AdmissionCheck: a check in Retry sends the workload b
 
 Each round, per block flavor: the GPUs of its pools whose block runs now (from the start until `drain`
 seconds before the end: EC2 starts terminating a block's instances 30 minutes before its end, EC2 user
-guide "Capacity Blocks for ML"), split across the teams by the platform's rule (kueue_quota.py, shipped
-next to this file), written into each team ClusterQueue's nominalQuota and borrowingLimit for
+guide "Capacity Blocks for ML"), split across the teams by the platform's rule (kueue_quota.py, which the
+plan uses too), written into each team ClusterQueue's nominalQuota and borrowingLimit for
 `nvidia.com/gpu` of that flavor. Inside the window that is exactly what the plan set; outside it is 0.
 A lower quota evicts no admitted job (Kueue tolerates usage above quota after "capacity was removed",
 kueue v0.19.2 pkg/cache/scheduler/resource_node.go `available`), and nothing can preempt its way into a
@@ -24,24 +24,21 @@ flavor with no quota; a job whose nodes go at the end is requeued by waitForPods
 and then takes the next flavor. A `pulumi up` that changes a ClusterQueue re-applies the plan's share; the
 next round (at most `intervalSeconds` later) closes the flavor again when outside the window.
 
-The file runs on a stock Python image (standard library only), like gpu_health_agent.py.
-Usage: python block_window_agent.py --config /opt/block-window/config.json [--once]
+Run: `trainplane-controller block-window --config /etc/trainplane/config.json [--once]` (controllers/
+__main__.py), in the controller image.
 """
 
 from __future__ import annotations
 
-import sys
 import time
-import urllib.error
 import urllib.parse
 from typing import Any
 
-try:
-    from components.incluster.agent_runtime import JSON_PATCH, KubeApi, log, quantity, run
-    from components.incluster.kueue_quota import borrowing_limit, gpu_shares
-except ImportError:  # in the controller pod: shipped next to this file
-    from agent_runtime import JSON_PATCH, KubeApi, log, quantity, run  # type: ignore[import-not-found,no-redef]
-    from kueue_quota import borrowing_limit, gpu_shares  # type: ignore[import-not-found,no-redef]
+from kubernetes.client import ApiException
+
+from controllers.agent_runtime import JSON_PATCH, log, quantity, run
+from controllers.kube import Kube
+from controllers.kueue_quota import borrowing_limit, gpu_shares
 
 GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_QUEUES = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"
@@ -90,7 +87,7 @@ def patch_ops(cq: dict[str, Any], flavor: str, nominal: int, limit: int) -> list
     return [{"op": "test", "path": "/metadata/resourceVersion", "value": version}, *ops]
 
 
-def reconcile(api: KubeApi, config: dict[str, Any], now: float | None = None) -> dict[str, dict[str, int]]:
+def reconcile(api: Kube, config: dict[str, Any], now: float | None = None) -> dict[str, dict[str, int]]:
     """One round over every block flavor; returns flavor -> ClusterQueue -> the nominal GPU quota set."""
     now = time.time() if now is None else now
     drain = float(config["drainSeconds"])
@@ -106,15 +103,11 @@ def reconcile(api: KubeApi, config: dict[str, Any], now: float | None = None) ->
                 if ops:
                     api.request("PATCH", path, ops, JSON_PATCH)
                     log("quota_set", flavor=name, clusterQueue=cq_name, nominal=nominal, borrowingLimit=limit)
-            except urllib.error.HTTPError as e:
+            except ApiException as e:
                 # 404: the queue is not there yet; 422: it changed meanwhile. Both: next round.
-                log("quota_patch_failed", flavor=name, clusterQueue=cq_name, status=e.code)
+                log("quota_patch_failed", flavor=name, clusterQueue=cq_name, status=e.status)
     return out
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run("block-window", (__doc__ or "").splitlines()[0], argv, KubeApi, reconcile)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return run("block-window", (__doc__ or "").splitlines()[0], argv, reconcile)
