@@ -3,6 +3,7 @@
 - `spawn(args, ...)`: subprocess.Popen in a new session (its pid is its process group);
 - `run(args, ...)`: subprocess.run on top of it, whose timeout or interruption kills the whole group (the
   standard library's kills only the direct child: a launcher's workers would stay);
+- `group_process(args, ...)`: spawn, as a context manager that stops the group on leaving;
 - `stop(proc)`: SIGTERM to its group, then SIGKILL what is left;
 - `kill(proc)` / `kill_all()`: SIGKILL to a group / to every group still registered (tests/conftest.py calls
   kill_all at session end and on SIGTERM/SIGHUP).
@@ -20,7 +21,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import IO, Any
 
 # The reaper: reads "+pgid" / "-pgid" lines; at end of input, SIGKILLs the groups still listed. It ignores
@@ -137,3 +139,23 @@ def run(
     if check:
         done.check_returncode()
     return done
+
+
+@contextmanager
+def group_process(
+    args: Sequence[str | os.PathLike[str]], grace_s: float = 20.0, **kwargs: Any
+) -> Iterator[subprocess.Popen[Any]]:
+    """spawn(args, **kwargs) for the block's length; leaving it (passed, failed or interrupted) stops the
+    group: SIGTERM (a clean stop, as the kubelet does), SIGKILL to what is left after `grace_s`."""
+    proc = spawn(args, **kwargs)
+    try:
+        yield proc
+    finally:
+        stop(proc, grace_s)
+
+
+def run_group(
+    args: Sequence[str | os.PathLike[str]], timeout: float, **kwargs: Any
+) -> subprocess.CompletedProcess[Any]:
+    """run(args) with its output captured as text."""
+    return run(args, timeout=timeout, capture_output=True, text=True, **kwargs)

@@ -12,7 +12,7 @@ import time
 
 from tests.helpers.fake_k8s import FakeCluster
 from tests.helpers.plans import ROOT, planned
-from tests.helpers.process_group import run_group
+from tests.helpers.procs import run_group
 
 STACK = "aws-h100-reserved"
 FLAVOR = "h100-capacity-block"

@@ -4,9 +4,9 @@ prints. Everything else about the commands runs in-process (tests/unit/test_cli.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
+from tests.helpers import procs
 from tests.helpers.cli import trainplane
 from tests.helpers.plans import ROOT
 
@@ -29,7 +29,7 @@ def test_python_dash_m_reports_a_bad_job_stack_as_bad_input_not_an_internal_erro
     # copy of the class used to miss it: "internal error: UsageError", exit 1.
     bad = tmp_path / "Pulumi.bad-job.yaml"
     bad.write_text("config:\n  trainplane:job:\n    platformStack: organization/trainplane/aws-dev\n")
-    p = subprocess.run(
+    p = procs.run(
         [sys.executable, "-m", "infra.cli", "verify", str(bad)],
         cwd=ROOT,
         capture_output=True,

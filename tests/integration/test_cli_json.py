@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 
+from tests.helpers import procs
 from tests.helpers.plans import ROOT
 
 STACK = "aws-h100-reserved"  # its critical path's third step used to change between runs
@@ -14,7 +14,7 @@ def test_plan_json_is_byte_identical_across_processes():
     # Separate processes hash strings differently (a set's order changes): both must print the same.
     outs = []
     for seed in ("1", "2"):
-        proc = subprocess.run(
+        proc = procs.run(
             [sys.executable, "-m", "infra.cli", "plan", STACK, "--json"],
             cwd=ROOT,
             capture_output=True,

@@ -26,11 +26,12 @@ import pytest
 from components.incluster.gpu_health import DIAG, XID_QUERY
 from components.spec import APPLICATION_XIDS
 from controllers.recovery_names import CONFIG_ENV, QUARANTINE_CONDITION
+from tests.helpers import procs
 from tests.helpers.fake_k8s import FakeCluster
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import kube_node
 from tests.helpers.plans import ROOT
-from tests.helpers.process_group import group_process, run_group
+from tests.helpers.procs import group_process, run_group
 
 pytestmark = [
     pytest.mark.slow,
@@ -124,9 +125,7 @@ def test_the_block_window_agent_in_the_image_patches_the_queue_with_the_kubeconf
         cluster.server.kubeconfig(rootfs / "etc/trainplane/kubeconfig")
         args = ["block-window", "--config", "/etc/trainplane/config.json", "--once"]
         cmd, env = in_image(rootfs, config, *args, "--kubeconfig", "/etc/trainplane/kubeconfig")
-        done = subprocess.run(
-            cmd, env=env, capture_output=True, text=True, timeout=120, start_new_session=True
-        )
+        done = procs.run(cmd, env=env, capture_output=True, text=True, timeout=120, start_new_session=True)
     finally:
         cluster.server.close()
     assert done.returncode == 0, done.stderr

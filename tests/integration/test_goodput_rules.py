@@ -10,7 +10,6 @@ extrapolatedRate), and the expected numbers repeat its float operations so they 
 from __future__ import annotations
 
 import shutil
-import subprocess
 
 import pytest
 import yaml
@@ -25,6 +24,7 @@ from controllers.recovery_names import (
     PHASES,
     STRAGGLER_RATIO,
 )
+from tests.helpers import procs
 from tests.helpers.scrape import selector, trainer_node, trainer_series
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -125,7 +125,7 @@ def run_promtool(tmp_path, input_series: dict[str, str], tests: list[dict]) -> N
         ],
     }
     (tmp_path / "test.yaml").write_text(yaml.safe_dump(spec, sort_keys=False))
-    run = subprocess.run(
+    run = procs.run(
         [PROMTOOL, "test", "rules", "test.yaml"], cwd=tmp_path, capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stdout + run.stderr

@@ -32,10 +32,11 @@ from controllers.recovery_names import (
     REDIAGNOSED_AT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
+from tests.helpers import procs
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
 from tests.helpers.plans import ROOT
-from tests.helpers.process_group import group_process, run_group
+from tests.helpers.procs import group_process, run_group
 from tests.helpers.prometheus import backfilled
 
 ROUND_S = 0.5  # the operator's intervalSeconds here
@@ -353,9 +354,7 @@ def test_the_entry_point_names_its_commands_and_says_when_there_is_no_api(tmp_pa
 
     def entry(*args: str) -> subprocess.CompletedProcess:
         cmd = [sys.executable, "-m", "controllers", *args]
-        return subprocess.run(
-            cmd, capture_output=True, text=True, env=env, start_new_session=True, timeout=60
-        )
+        return procs.run(cmd, capture_output=True, text=True, env=env, start_new_session=True, timeout=60)
 
     out = entry()
     assert out.returncode == 2 and "gpu-health,block-window" in out.stderr
@@ -371,7 +370,7 @@ def test_diag_script_is_valid_bash():
     from components.incluster.gpu_health import diag_script
 
     for level in (1, 2, 3):
-        run = subprocess.run(["bash", "-n"], input=diag_script(level), text=True, capture_output=True)
+        run = procs.run(["bash", "-n"], input=diag_script(level), text=True, capture_output=True)
         assert run.returncode == 0, run.stderr
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.helpers import procs
 from tests.helpers.jobs import JOBSET
 from tests.helpers.plans import ROOT
 from tests.helpers.templates import TEMPLATES, instantiate
@@ -31,7 +32,7 @@ def test_template_project_file_is_valid(name, tmp_path):
     project = yaml.safe_load((tmp_path / "Pulumi.yaml").read_text())
     assert project["name"] == "my-ml" and project["runtime"]["name"] == "python"
     if (SHARED_CHECKS / "pulumi_yaml.py").exists():
-        proc = subprocess.run(
+        proc = procs.run(
             [sys.executable, str(SHARED_CHECKS / "pulumi_yaml.py"), str(tmp_path / "Pulumi.yaml")],
             capture_output=True,
             text=True,
@@ -44,7 +45,7 @@ def _cli(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`trainplane ...` run from a project directory, as a user does after `pulumi new` (the library is
     importable from this checkout, as it is once installed from requirements.txt)."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200"}
-    return subprocess.run(
+    return procs.run(
         [sys.executable, "-m", "infra.cli", *args],
         cwd=cwd,
         env=env,
@@ -78,7 +79,7 @@ def test_both_templates_with_their_defaults_plan_and_verify_side_by_side(tmp_pat
 
 def _checkout_copy(dest: Path) -> Path:
     """This checkout's tracked files as they are on disk (a clean clone, without build leftovers)."""
-    files = subprocess.run(
+    files = procs.run(
         ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout.split("\0")
     for name in filter(None, files):
@@ -96,7 +97,7 @@ def test_make_dist_builds_the_wheel_the_templates_requirements_install(tmp_path)
     deprecation (printed on each build step with the TOML-table form) and the wheel holds every file the
     library ships."""
     src = _checkout_copy(tmp_path / "src")
-    build = subprocess.run(
+    build = procs.run(
         ["make", "dist", f"PY={sys.executable}"], cwd=src, capture_output=True, text=True, timeout=600
     )
     assert build.returncode == 0, build.stdout + build.stderr
@@ -120,7 +121,7 @@ def test_make_dist_builds_the_wheel_the_templates_requirements_install(tmp_path)
         assert f"trainplane=={version}" in reqs.read_text().splitlines()
         report = tmp_path / f"{name}.json"
         dry_run = ["install", "--dry-run", "--no-deps", "--ignore-installed", "--no-index", "--quiet"]
-        pip = subprocess.run(
+        pip = procs.run(
             [sys.executable, "-m", "pip", *dry_run, "--report", str(report), "-r", str(reqs)],
             env={**os.environ, "TRAINPLANE_DIST": str(src / "dist")},
             capture_output=True,

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import functools
 import os
-import subprocess
 import sys
 import time
 
@@ -16,6 +15,7 @@ import pytest
 from components.spec import ConfigError, PlatformSpec
 from infra.verify.checks.admission import pod_templates
 from infra.verify.checks.pod_security import violations
+from tests.helpers import procs
 from tests.helpers.agent_images import IMAGES, RESERVED, private
 from tests.helpers.plans import plan_object, platform_object
 from tests.helpers.verify_plans import plan
@@ -157,12 +157,12 @@ def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
     probe = agent_runtime.liveness_probe(str(beat), 300)["exec"]["command"]
     assert probe[0] == "python3"
     py = [sys.executable, *probe[1:]]
-    assert subprocess.run(py, check=False).returncode == 0
+    assert procs.run(py, check=False).returncode == 0
     old = time.time() - 301
     os.utime(beat, (old, old))
-    assert subprocess.run(py, check=False).returncode == 1
+    assert procs.run(py, check=False).returncode == 1
     beat.unlink()
-    assert subprocess.run(py, check=False, capture_output=True).returncode == 1
+    assert procs.run(py, check=False, capture_output=True).returncode == 1
     pod = _templates(plan_object(platform_object(RESERVED)))["trainplane-block-window"]
     (c,) = pod["containers"]
     assert c["args"][-2:] == ["--heartbeat", "/tmp/alive"]

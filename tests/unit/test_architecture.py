@@ -192,3 +192,49 @@ def _is_python_module(text: str) -> bool:
     except SyntaxError:
         return False
     return any(isinstance(n, ast.Import | ast.ImportFrom | ast.FunctionDef | ast.ClassDef) for n in tree.body)
+
+
+# The calls that start a process outside tests/helpers/procs.py, which puts each in a group of its own and
+# kills the group at the test's end, at the session's, and when pytest itself is killed.
+PROCESS_STARTERS = {"Popen", "run", "call", "check_call", "check_output", "getoutput", "getstatusoutput"}
+
+
+def process_starts(source: str) -> list[str]:
+    """`subprocess.X(...)` calls (and names imported from subprocess) that start a process."""
+    tree = ast.parse(source)
+    found = []
+    direct = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module == "subprocess"
+        for alias in node.names
+        if alias.name in PROCESS_STARTERS
+    }
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id == "subprocess":
+            if f.attr in PROCESS_STARTERS:
+                found.append(f"subprocess.{f.attr} (line {node.lineno})")
+        elif isinstance(f, ast.Name) and f.id in direct:
+            found.append(f"{f.id} (line {node.lineno})")
+    return found
+
+
+def test_the_check_finds_a_process_started_outside_procs():
+    assert process_starts("import subprocess\nsubprocess.run(['x'])\n") == ["subprocess.run (line 2)"]
+    assert process_starts("from subprocess import Popen\nPopen(['x'])\n") == ["Popen (line 2)"]
+    assert process_starts("from tests.helpers import procs\nprocs.run(['x'])\n") == []
+
+
+def test_every_process_a_test_starts_goes_through_procs():
+    tests = ROOT / "tests"
+    offenders = {
+        str(p.relative_to(ROOT)): starts
+        for p in sorted(tests.rglob("*.py"))
+        if p != tests / "helpers" / "procs.py"
+        and "benchmarks" not in p.parts  # benchmarks are run by hand (make bench), not by pytest
+        and (starts := process_starts(p.read_text()))
+    }
+    assert not offenders, f"start processes with tests/helpers/procs.py: {offenders}"

@@ -12,6 +12,7 @@ import yaml
 from components.fleet import model
 from components.outputs import PlatformOutputs
 from components.spec.fleet import FleetSpec
+from tests.helpers import procs
 from tests.helpers.plans import FLEET_STACKS, ROOT, planned
 
 FLEET = "fleet-research"
@@ -286,7 +287,6 @@ def test_the_manager_has_the_workers_topology_and_a_topology_aware_flavor_for_th
 
 
 def test_the_fleets_kueue_objects_are_valid_against_kueues_crds(tmp_path):
-    import subprocess
     import sys
 
     checker = ROOT.parent / "shared" / "checks" / "crd_validate.py"
@@ -297,7 +297,7 @@ def test_the_fleets_kueue_objects_are_valid_against_kueues_crds(tmp_path):
             path.write_text(json.dumps(dict(r.inputs)))
             paths.append(str(path))
     assert len(paths) >= 9
-    got = subprocess.run([sys.executable, str(checker), *paths], capture_output=True, text=True)
+    got = procs.run([sys.executable, str(checker), *paths], capture_output=True, text=True)
     assert got.returncode == 0, got.stdout + got.stderr
 
 

@@ -5,7 +5,6 @@ PodMonitor)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
@@ -16,6 +15,7 @@ from components.spec import ConfigError, PlatformSpec
 from controllers.idle_names import IDLE_EXEMPT_LABEL
 from controllers.idle_reclaim import IDLE_PERMISSIONS
 from controllers.recovery_names import CONTROLLER_PERMISSIONS
+from tests.helpers import procs
 from tests.helpers.cli import cli
 from tests.helpers.gpu_health import objects
 from tests.helpers.jobs import JOBSET, job_object, plan_job, the
@@ -122,7 +122,5 @@ def test_idle_policy_gives_the_controller_its_config_rbac_metrics_port_and_podmo
     # valid against prometheus-operator's PodMonitor CRD (../shared/checks/crd_validate.py)
     (tmp_path / "pm.json").write_text(json.dumps(pm))
     checker = ROOT.parent / "shared" / "checks" / "crd_validate.py"
-    got = subprocess.run(
-        [sys.executable, str(checker), str(tmp_path / "pm.json")], capture_output=True, text=True
-    )
+    got = procs.run([sys.executable, str(checker), str(tmp_path / "pm.json")], capture_output=True, text=True)
     assert got.returncode == 0, got.stdout + got.stderr

@@ -16,6 +16,7 @@ from controllers.recovery_names import (
     QUARANTINED_AT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
+from tests.helpers import procs
 from trainer import contract
 
 T0 = 1_800_000_000.0
@@ -178,7 +179,6 @@ def test_the_exit_codes_are_the_trainer_contracts():
 def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
     """The decisions need neither kopf nor the `kubernetes` client (the library imports them too)."""
     import shutil
-    import subprocess
     import sys
 
     import controllers
@@ -191,7 +191,5 @@ def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
     code = (
         "import sys; sys.path.insert(0, '.'); from controllers import suspects; print(suspects.HANG_REASON)"
     )
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True
-    )
+    done = procs.run([sys.executable, "-I", "-S", "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert (done.returncode, done.stdout.strip()) == (0, sx.HANG_REASON), done.stderr
