@@ -20,6 +20,14 @@ DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 # Kubernetes object names such as StorageClasses: a DNS subdomain (RFC 1123).
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 K8S_MINOR = r"^1\.\d{2}$"
+# A cost center as a tag value and a GCP label value (lowercase letters, digits, '_' and '-', at most 63:
+# GCP "Labels" requirements), so one value reaches AWS tags, GCP labels and Kubernetes labels unchanged.
+COST_CENTER = r"^[a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?$"
+# A stack name (stack, project/stack or org/project/stack); STACK_REF also takes "" (the one of a job's
+# platformStack / fleetStack not given).
+STACK_NAME = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$"
+STACK_REF = r"^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2})?$"
+NO_SPACES = r"^[^\s]+$"
 # An API server URL as a kubeconfig's `server` takes it and MultiKueue accepts it: https, a host that is an
 # IPv4 address or a DNS-1123 subdomain (any case: Kueue lowercases it), an optional port and path, and no
 # user:password (kubernetes-sigs/kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/
@@ -40,6 +48,10 @@ PATTERN_WORDS = {
         "registry may serve other content under it)"
     ),
     API_SERVER: "an https URL of an API server, e.g. https://lab-api.example.internal:6443",
+    COST_CENTER: "lowercase letters, digits, '-' and '_' (at most 63, starting and ending with a letter or digit)",
+    STACK_NAME: "a stack name: stack, project/stack or org/project/stack (letters, digits, '.', '_' and '-')",
+    STACK_REF: "a stack name: stack, project/stack or org/project/stack (letters, digits, '.', '_' and '-')",
+    NO_SPACES: "a value without spaces",
 }
 
 SpecT = TypeVar("SpecT", bound="Spec")

@@ -14,10 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from components.spec.base import DNS_LABEL, Spec, duplicates, load_checked
-from components.spec.platform import COST_CENTER
-
-STACK_NAME = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$"
+from components.spec.base import COST_CENTER, DNS_LABEL, STACK_NAME, Spec, duplicates, load_checked
 
 
 class FleetManager(Spec):

@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import AwareDatetime, Field, field_validator
 
 from components.catalog import catalog
-from components.spec.base import API_SERVER, DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load_checked
+from components.spec.base import (
+    API_SERVER,
+    COST_CENTER,
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    K8S_MINOR,
+    Spec,
+    load_checked,
+)
 from components.spec.gpu_health import (  # noqa: F401 (re-exported: the platform's models in one place)
     APPLICATION_XIDS,
     GpuDiagnosticSpec,
@@ -37,9 +45,6 @@ if TYPE_CHECKING:
 # (flex-start, queued provisioning).
 Capacity = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start", "queued"]
 
-# A cost center as a tag value and a GCP label value (lowercase letters, digits, '_' and '-', at most 63:
-# GCP "Labels" requirements), so one value reaches AWS tags, GCP labels and Kubernetes labels unchanged.
-COST_CENTER = r"^[a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?$"
 # The tag/label keys the platform's ownership keys (`team`, `costCenter`) write on every cloud resource
 # that takes tags or labels; the policy pack (policy/) requires them.
 TEAM_TAG = "team"
