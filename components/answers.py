@@ -108,11 +108,11 @@ class Answer:
         return f"{self.key}: {text!r} is not {self.words}{hint} (known: {', '.join(choices)})"
 
 
-def did_you_mean(given: str, known: Iterable[str]) -> str:
-    """`; did you mean X?` for the known name nearest to `given` (case aside), or ""."""
+def did_you_mean(given: str, known: Iterable[str], prefix: str = "") -> str:
+    """`; did you mean <prefix>X?` for the known name X nearest to `given` (case aside), or ""."""
     by_lower = {k.lower(): k for k in known}
     close = difflib.get_close_matches(given.lower(), list(by_lower), n=1, cutoff=0.6)
-    return f"; did you mean {by_lower[close[0]]}?" if close else ""
+    return f"; did you mean {prefix}{by_lower[close[0]]}?" if close else ""
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class Template:
         the object (`read`: a cloud backend asks for its own answers) reads; with the nearest known key."""
         known = {a.name for a in self.answers} | set(self.program_keys) | set(read)
         return [
-            f"unknown key {NS}{name}{did_you_mean(NS + name, (NS + k for k in sorted(known)))}"
+            f"unknown key {NS}{name}{did_you_mean(name, sorted(known), NS)}"
             for name in sorted(set(values) - known)
         ]
 
