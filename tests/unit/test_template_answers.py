@@ -212,3 +212,17 @@ def test_trainplane_plan_reports_the_same_lines_with_the_stack_file(tmp_path):
     with pytest.raises(stackfile.StackFileError) as e:
         stackfile.load(path)
     assert str(e.value) == f"{path}: trainplane:spot: 'ture' is not true or false"
+
+
+def test_the_configuration_docs_name_every_answer_key():
+    from tests.helpers.plans import ROOT
+
+    section = (ROOT / "docs" / "configuration.md").read_text().split("## Template answers", 1)[1]
+    for template in TEMPLATES.values():
+        row = next(line for line in section.splitlines() if line.startswith(f"| {template.name} |"))
+        asked, read = row.split(" | ")[1:3]
+        assert asked.replace("`", "").split(", ") == [a.name for a in template.answers if a.asked]
+        unasked = [a.name for a in template.answers if not a.asked] + [
+            k for k in template.program_keys if k != template.root
+        ]
+        assert all(f"`{k}`" in read for k in unasked)
