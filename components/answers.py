@@ -159,7 +159,9 @@ class Template:
             owner = next(
                 (a for p, a in paths if sep and (path == p or path.startswith((p + ".", p + "[")))), None
             )
-            told.append(f"{owner.key}: {text}" if owner else line)
+            line = f"{owner.key}: {text}" if owner else line
+            if line not in told:  # one answer may fill two places (team: teams[0].name and team)
+                told.append(line)
         return told
 
 

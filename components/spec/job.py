@@ -14,6 +14,7 @@ from pydantic import Field
 
 from components.spec.base import (
     DNS_LABEL,
+    MOUNT_PATH,
     NO_SPACES,
     STACK_REF,
     Spec,
@@ -33,7 +34,7 @@ class NodeRange(Spec):
 
 class JobVolume(Spec):
     storage: str = Field(pattern=DNS_LABEL)
-    mount_path: str = Field(pattern=r"^/[^\s]*$")
+    mount_path: str = Field(pattern=MOUNT_PATH)
     read_only: bool = False
     sub_path: str | None = None
 
