@@ -4,20 +4,73 @@ A template's stack starts with flat keys (`trainplane:cloud`, `trainplane:gpu`, 
 more, it replaces them with the full `trainplane:platform` / `trainplane:job` object (docs/configuration.md);
 the template programs prefer that object when it is there. What a first platform needs on each cloud
 (a system pool, a region, a project...) comes from its backend (`CloudBackend.quickstart`).
+
+`platform_from_answers` / `job_from_answers` check the answers first (components/answers.py: unknown keys,
+true/false, counts, choices) and tell what the built object's validation finds under the answer keys.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from typing import Any
 
+from components.answers import GPU_PLATFORM, TRAINING_JOB, Template, answer_values
 from components.backends import Prompt, backend, backend_names
+from components.spec import ConfigError, JobSpec, PlatformSpec
 
 Get = Prompt  # the answer to a template question, None when not answered
 
 
 def prompt_bool(text: str | None, default: bool) -> bool:
-    """A yes/no answer of a template prompt."""
-    return default if text in (None, "") else str(text).strip().lower() in ("1", "true", "yes", "y")
+    """A yes/no answer of a template prompt: true or false in any case (checked before, `Answer.problem`)."""
+    if text in (None, ""):
+        return default
+    value = str(text).strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"{text!r} is not true or false")
+    return value == "true"
+
+
+def platform_from_answers(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`trainplane:platform` from a gpu-platform stack's config (all its keys), checked: a ConfigError with
+    one line per problem, each naming the answer key (`trainplane:spot: 'ture' is not true or false`)."""
+    return _from_answers(GPU_PLATFORM, config, platform_from_prompts, PlatformSpec.load)
+
+
+def job_from_answers(config: Mapping[str, Any]) -> dict[str, Any]:
+    """`trainplane:job` from a training-job stack's config, checked as `platform_from_answers` does (the
+    job alone: what needs the platform's outputs is `in_job_answer_terms`'s to tell)."""
+    return _from_answers(TRAINING_JOB, config, job_from_prompts, JobSpec.load)
+
+
+def in_job_answer_terms(problems: list[str]) -> list[str]:
+    """A job's problems found against its platform (`job.team: 'x' is not a team`) under the answer keys."""
+    return TRAINING_JOB.in_answer_terms(problems)
+
+
+def _from_answers(
+    template: Template,
+    config: Mapping[str, Any],
+    build: Callable[[Get], dict[str, Any]],
+    load: Callable[[Any], Any],
+) -> dict[str, Any]:
+    values = answer_values(config)
+    bad = template.problems(values)
+    read: set[str] = set()
+
+    def get(key: str) -> str | None:
+        read.add(key)  # a cloud backend's quickstart may read answers of its own
+        return None if key in bad else values.get(key)
+
+    raw = build(get)
+    problems = [*bad.values(), *template.unknown(values, read)]
+    if problems:
+        raise ConfigError(problems)
+    try:
+        load(raw)
+    except ConfigError as e:
+        raise ConfigError(template.in_answer_terms(e.problems, raw)) from None
+    return raw
 
 
 def _int(get: Get, key: str, default: int) -> int | str:

@@ -37,14 +37,21 @@ def run() -> None:
         raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
 
 
-def _mistyped_key() -> str:
-    """A did-you-mean for a mistyped object key (`trainplane:platfrom`), from the config the engine set
-    (pulumi/pulumi@v3.272.0 sdk/python/lib/pulumi/runtime/config.py: CONFIG, or PULUMI_CONFIG)."""
-    import difflib
-
+def stack_config() -> dict[str, object]:
+    """Every key of the stack's config, which `pulumi.Config` cannot list: what the engine set, else the
+    PULUMI_CONFIG bag (pulumi/pulumi@v3.272.0 sdk/python/lib/pulumi/runtime/config.py: CONFIG,
+    get_config_env; get_config looks in that order). Keys set one by one as PULUMI_CONFIG_<KEY>
+    environment variables are not listed (their names do not give the key back)."""
     from pulumi.runtime import config as runtime_config
 
-    keys = {*runtime_config.CONFIG.get(), *runtime_config.get_config_env()}
+    return {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
+
+
+def _mistyped_key() -> str:
+    """A did-you-mean for a mistyped object key (`trainplane:platfrom`), from the config the engine set."""
+    import difflib
+
+    keys = set(stack_config())
     for key in sorted(k for k in keys if k.startswith("trainplane:")):
         close = difflib.get_close_matches(key, [f"trainplane:{k}" for k in KINDS], n=1, cutoff=0.6)
         if close:

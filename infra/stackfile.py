@@ -112,7 +112,13 @@ def load(stack: str | Path, root: Path | None = None) -> StackFile:
         config[key] = value if isinstance(value, str) else json.dumps(value)
     base = path.name
     name = base[len("Pulumi.") : -len(path.suffix)] if base.startswith("Pulumi.") else path.stem
-    return StackFile(path=path, name=name, config=from_template_answers(config), secret_keys=secrets)
+    from components.spec import ConfigError
+
+    try:
+        config = from_template_answers(config)
+    except ConfigError as e:  # an answer of the template (components/answers.py), one line each
+        raise StackFileError("\n".join(f"{path}: {line}" for line in e.problems)) from None
+    return StackFile(path=path, name=name, config=config, secret_keys=secrets)
 
 
 # The key that tells each `pulumi new` template's flat answers apart (stacks/templates/*/Pulumi.yaml):
@@ -124,20 +130,18 @@ def from_template_answers(config: dict[str, str]) -> dict[str, str]:
     """A stack made by `pulumi new` from stacks/templates/ holds the template's flat answers
     (`trainplane:cloud`, `trainplane:gpu`, ...), not the `trainplane:platform` / `trainplane:job` object;
     its program builds the object from them (components/quickstart.py). Do the same here, so that such a
-    stack plans and verifies like one written by hand. A stack that has the object is returned as it is
-    (the template programs prefer the object too)."""
+    stack plans and verifies like one written by hand, with the answers checked as the programs check them
+    (a ConfigError naming the answer keys). A stack that has the object is returned as it is (the template
+    programs prefer the object too)."""
     if "trainplane:platform" in config or "trainplane:job" in config:
         return config
     kinds = [obj for key, obj in _TEMPLATE_KINDS.items() if key in config]
     if len(kinds) != 1:
         return config
-    from components.quickstart import job_from_prompts, platform_from_prompts
+    from components.quickstart import job_from_answers, platform_from_answers
 
-    def get(key: str) -> str | None:
-        return config.get(f"trainplane:{key}")
-
-    build = platform_from_prompts if kinds == ["trainplane:platform"] else job_from_prompts
-    return {**config, kinds[0]: json.dumps(build(get))}
+    build = platform_from_answers if kinds == ["trainplane:platform"] else job_from_answers
+    return {**config, kinds[0]: json.dumps(build(config))}
 
 
 def _stacks_beside(asked: str, path: Path) -> str:

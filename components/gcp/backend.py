@@ -46,9 +46,11 @@ class GcpBackend(CatalogBackend):
         return machine_type_problem(name, known)
 
     def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
-        """The project to deploy into, beside the region (empty: the platform's rules ask for it)."""
+        """The project to deploy into, beside the region; no answer leaves it out, and the platform's rules
+        ask for it ("required for cloud gcp") rather than reject an empty id."""
         part = super().quickstart(get, gpu_pool)
-        return {"region": part["region"], "project": get("project") or "", "nodePools": part["nodePools"]}
+        project = {"project": p} if (p := get("project")) else {}
+        return {"region": part["region"], **project, "nodePools": part["nodePools"]}
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
         from components.gcp.cloud import GcpCloud, GcpCloudArgs

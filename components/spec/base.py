@@ -20,6 +20,14 @@ DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 # Kubernetes object names such as StorageClasses: a DNS subdomain (RFC 1123).
 DNS_SUBDOMAIN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 K8S_MINOR = r"^1\.\d{2}$"
+# A cost center as a tag value and a GCP label value (lowercase letters, digits, '_' and '-', at most 63:
+# GCP "Labels" requirements), so one value reaches AWS tags, GCP labels and Kubernetes labels unchanged.
+COST_CENTER = r"^[a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?$"
+# A stack name (stack, project/stack or org/project/stack); STACK_REF also takes "" (the one of a job's
+# platformStack / fleetStack not given).
+STACK_NAME = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$"
+STACK_REF = r"^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2})?$"
+NO_SPACES = r"^[^\s]+$"
 # An API server URL as a kubeconfig's `server` takes it and MultiKueue accepts it: https, a host that is an
 # IPv4 address or a DNS-1123 subdomain (any case: Kueue lowercases it), an optional port and path, and no
 # user:password (kubernetes-sigs/kueue@v0.19.2 pkg/controller/admissionchecks/multikueue/
@@ -31,6 +39,16 @@ API_SERVER = (
 # An image pinned by digest: `<repository>@sha256:<64 lowercase hex digits>` (a tag may stand before the
 # digest; the runtime then pulls by the digest alone).
 DIGEST_IMAGE = r"^[a-z0-9][-a-z0-9._/:]*@sha256:[0-9a-f]{64}$"
+# A GCP project id (6-30 characters: "Creating and managing projects", project ID requirements).
+GCP_PROJECT = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
+AWS_VPC_ID = r"^vpc-[0-9a-f]{8,17}$"
+S3_PREFIX = r"^s3://[a-z0-9.-]{3,63}(/.*)?$"
+ABSOLUTE_PATH = r"^/"
+MOUNT_PATH = r"^/[^\s]*$"
+# A Prometheus duration in minutes or hours (an alert's `for`, a rule's window).
+MINUTES_OR_HOURS = r"^[1-9][0-9]{0,3}[mh]$"
+# A label-value-like token (a fleet's token rotation), lowercase and '.', '-' inside.
+ROTATION = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
 PATTERN_WORDS = {
     DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
     DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
@@ -40,6 +58,17 @@ PATTERN_WORDS = {
         "registry may serve other content under it)"
     ),
     API_SERVER: "an https URL of an API server, e.g. https://lab-api.example.internal:6443",
+    COST_CENTER: "lowercase letters, digits, '-' and '_' (at most 63, starting and ending with a letter or digit)",
+    STACK_NAME: "a stack name: stack, project/stack or org/project/stack (letters, digits, '.', '_' and '-')",
+    STACK_REF: "a stack name: stack, project/stack or org/project/stack (letters, digits, '.', '_' and '-')",
+    NO_SPACES: "a value without spaces",
+    GCP_PROJECT: "a GCP project id (6 to 30 lowercase letters, digits and '-', starting with a letter)",
+    AWS_VPC_ID: "a VPC id, vpc- and 8 to 17 hex digits",
+    S3_PREFIX: "an S3 URI, s3://<bucket>[/<prefix>]",
+    ABSOLUTE_PATH: "an absolute path, starting with '/'",
+    MOUNT_PATH: "an absolute path without spaces, starting with '/'",
+    MINUTES_OR_HOURS: "a duration in minutes or hours, e.g. 30m or 2h",
+    ROTATION: "lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
 }
 
 SpecT = TypeVar("SpecT", bound="Spec")

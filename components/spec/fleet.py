@@ -14,10 +14,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from components.spec.base import DNS_LABEL, Spec, duplicates, load_checked
-from components.spec.platform import COST_CENTER
-
-STACK_NAME = r"^[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2}$"
+from components.spec.base import COST_CENTER, DNS_LABEL, ROTATION, STACK_NAME, Spec, duplicates, load_checked
 
 
 class FleetManager(Spec):
@@ -52,7 +49,7 @@ class FleetTeam(Spec):
 class FleetTokens(Spec):
     # Bump to issue every worker a new ServiceAccount token (the old token Secret is deleted, the
     # manager's kubeconfig Secrets are rewritten); e.g. the month, "2026-11".
-    rotation: str = Field(default="1", pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=20)
+    rotation: str = Field(default="1", pattern=ROTATION, max_length=20)
 
 
 class FleetSpec(Spec):

@@ -12,7 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field
 
-from components.spec.base import DNS_LABEL, Spec, alias_set, duplicates, load_checked
+from components.spec.base import (
+    DNS_LABEL,
+    MOUNT_PATH,
+    NO_SPACES,
+    STACK_REF,
+    Spec,
+    alias_set,
+    duplicates,
+    load_checked,
+)
 
 if TYPE_CHECKING:
     from components.outputs import NodePoolInfo, PlatformOutputs, TeamOutput
@@ -25,7 +34,7 @@ class NodeRange(Spec):
 
 class JobVolume(Spec):
     storage: str = Field(pattern=DNS_LABEL)
-    mount_path: str = Field(pattern=r"^/[^\s]*$")
+    mount_path: str = Field(pattern=MOUNT_PATH)
     read_only: bool = False
     sub_path: str | None = None
 
@@ -58,10 +67,6 @@ class JobTopology(Spec):
 JOB_NAME_MAX = 40
 
 
-# A stack name (stack, project/stack or org/project/stack), or "" for the one of the two not given.
-STACK_REF = r"^([A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+){0,2})?$"
-
-
 class JobSpec(Spec):
     # The platform stack the job runs on, or (`fleetStack`) the fleet stack whose manager queues it and
     # whose workers may run it (components/job_fleet.py); exactly one of the two, "" for the other.
@@ -72,7 +77,7 @@ class JobSpec(Spec):
     # JobSet webhook checks at create: 40 + 17 (1000 nodes) + 6 = 63.
     name: str = Field(pattern=DNS_LABEL, max_length=JOB_NAME_MAX)
     team: str = Field(pattern=DNS_LABEL)
-    image: str = Field(pattern=r"^[^\s]+$")
+    image: str = Field(pattern=NO_SPACES)
     # One pool (`nodePool`), or the pools the job may use in order of preference (`nodePools`, the
     # platform's capacity order: reserved, on-demand, DWS, spot); exactly one of the two.
     node_pool: str | None = Field(default=None, pattern=DNS_LABEL)

@@ -19,7 +19,20 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import AwareDatetime, Field, field_validator
 
 from components.catalog import catalog
-from components.spec.base import API_SERVER, DNS_LABEL, DNS_SUBDOMAIN, K8S_MINOR, Spec, load_checked
+from components.spec.base import (
+    ABSOLUTE_PATH,
+    API_SERVER,
+    AWS_VPC_ID,
+    COST_CENTER,
+    DNS_LABEL,
+    DNS_SUBDOMAIN,
+    GCP_PROJECT,
+    K8S_MINOR,
+    MINUTES_OR_HOURS,
+    S3_PREFIX,
+    Spec,
+    load_checked,
+)
 from components.spec.gpu_health import (  # noqa: F401 (re-exported: the platform's models in one place)
     APPLICATION_XIDS,
     GpuDiagnosticSpec,
@@ -37,9 +50,6 @@ if TYPE_CHECKING:
 # (flex-start, queued provisioning).
 Capacity = Literal["on-demand", "spot", "reservation", "capacity-block", "flex-start", "queued"]
 
-# A cost center as a tag value and a GCP label value (lowercase letters, digits, '_' and '-', at most 63:
-# GCP "Labels" requirements), so one value reaches AWS tags, GCP labels and Kubernetes labels unchanged.
-COST_CENTER = r"^[a-z0-9]([-_a-z0-9]{0,61}[a-z0-9])?$"
 # The tag/label keys the platform's ownership keys (`team`, `costCenter`) write on every cloud resource
 # that takes tags or labels; the policy pack (policy/) requires them.
 TEAM_TAG = "team"
@@ -86,7 +96,7 @@ class NetworkSpec(Spec):
     cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
     # aws
     zones: int | None = Field(default=None, ge=2, le=6)
-    vpc_id: str | None = Field(default=None, pattern=r"^vpc-[0-9a-f]{8,17}$")
+    vpc_id: str | None = Field(default=None, pattern=AWS_VPC_ID)
     subnet_ids: list[str] = Field(default_factory=list)
     # gcp
     pods_cidr: ipaddress.IPv4Network | None = None
@@ -173,13 +183,13 @@ class StorageSpec(Spec):
     capacity_gib: int | None = Field(default=None, alias="capacityGiB", ge=1)
     throughput_per_tib: int | None = Field(default=None, alias="throughputPerTiB")
     # aws lustre: an S3 prefix linked through a data repository association
-    import_path: str | None = Field(default=None, pattern=r"^s3://[a-z0-9.-]{3,63}(/.*)?$")
-    export_path: str | None = Field(default=None, pattern=r"^s3://[a-z0-9.-]{3,63}(/.*)?$")
+    import_path: str | None = Field(default=None, pattern=S3_PREFIX)
+    export_path: str | None = Field(default=None, pattern=S3_PREFIX)
     # gcp nfs (Filestore)
     tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] | None = None
     # kubernetes nfs: an NFS server that already exists
     server: str | None = None
-    path: str | None = Field(default=None, pattern=r"^/")
+    path: str | None = Field(default=None, pattern=ABSOLUTE_PATH)
     mount_options: list[str] = Field(default_factory=list)
 
 
@@ -200,7 +210,7 @@ class IdleSpec(Spec):
 
     gpu_util_below: float = Field(default=5, gt=0, lt=100)
     # A Prometheus duration in minutes or hours, e.g. 30m or 2h (the alert's `for` and the rule's window).
-    for_: str = Field(default="30m", alias="for", pattern=r"^[1-9][0-9]{0,3}[mh]$")
+    for_: str = Field(default="30m", alias="for", pattern=MINUTES_OR_HOURS)
     action: Literal["alert", "requeue"] = "alert"
     # Jobs carrying any of these labels (key: value) are exempt, besides trainplane.dev/idle-exempt: "true".
     exempt_labels: dict[str, str] = Field(default_factory=dict)
@@ -320,7 +330,7 @@ class PlatformSpec(Spec):
     team: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
     cost_center: str | None = Field(default=None, pattern=COST_CENTER)
     # gcp
-    project: str | None = Field(default=None, pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$")
+    project: str | None = Field(default=None, pattern=GCP_PROJECT)
     zones: list[str] = Field(default_factory=list)
 
     @field_validator("cloud")

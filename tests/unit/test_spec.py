@@ -269,3 +269,32 @@ def test_every_stack_key_is_documented(root):
         if f"`{f.alias or n}`" not in doc and f".{f.alias or n}`" not in doc
     ]
     assert missing == []
+
+
+def _patterns(schema: object) -> set[str]:
+    if isinstance(schema, dict):
+        found = {schema["pattern"]} if isinstance(schema.get("pattern"), str) else set()
+        return found.union(*(_patterns(v) for v in schema.values()))
+    if isinstance(schema, list):
+        return set().union(*(_patterns(v) for v in schema))
+    return set()
+
+
+def test_every_pattern_of_a_stack_object_has_words():
+    """A value that does not match is told in words (`expected a GCP project id ...`), never as the regular
+    expression (`expected the form ^[a-z][-a-z0-9]{4,28}[a-z0-9]$`, what project, vpcId, importPath, for,
+    mountPath and rotation said)."""
+    from components.spec import JobSpec
+    from components.spec.base import PATTERN_WORDS
+    from components.spec.fleet import FleetSpec
+
+    found = set().union(*(_patterns(m.model_json_schema()) for m in (PlatformSpec, JobSpec, FleetSpec)))
+    assert found and found <= set(PATTERN_WORDS), sorted(found - set(PATTERN_WORDS))
+
+
+def test_a_gcp_project_id_that_does_not_match_is_told_in_words():
+    raw = {**platform_object("gcp-dev"), "project": "My Project"}
+    assert problems_of(raw) == [
+        "platform.project: 'My Project' is not valid here; expected a GCP project id (6 to 30 lowercase "
+        "letters, digits and '-', starting with a letter)"
+    ]

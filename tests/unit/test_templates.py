@@ -36,9 +36,7 @@ def test_gpu_platform_template_plans(tmp_path, answers, cluster_type):
 
 def test_gpu_platform_template_reports_bad_answers_as_config_errors(tmp_path):
     config = instantiate("gpu-platform", tmp_path, {"trainplane:gpusPerNode": "3"})
-    with pytest.raises(
-        pulumi.RunError, match=r"platform.nodePools\[1\].gpusPerNode: H100 does not come in 3"
-    ):
+    with pytest.raises(pulumi.RunError, match=r"trainplane:gpusPerNode: H100 does not come in 3"):
         run_program(config, "dev", program=tmp_path / "__main__.py")
 
 

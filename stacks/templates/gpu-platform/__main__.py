@@ -1,15 +1,16 @@
-"""A trainplane GPU platform: the full `trainplane:platform` object if set, else the template's answers."""
+"""A trainplane GPU platform: the full `trainplane:platform` object if set, else the template's answers
+(checked first: components/answers.py)."""
 
 import pulumi
 
 from components.platform import GpuPlatform, GpuPlatformArgs
-from components.quickstart import platform_from_prompts
+from components.quickstart import platform_from_answers
 from components.spec import ConfigError, PlatformSpec
+from infra.program import stack_config
 
 config = pulumi.Config("trainplane")
-raw = config.get_object("platform") or platform_from_prompts(config.get)
 try:
-    spec = PlatformSpec.load(raw)
+    spec = PlatformSpec.load(config.get_object("platform") or platform_from_answers(stack_config()))
 except ConfigError as e:
     raise pulumi.RunError("invalid stack config:\n" + "\n".join(e.problems)) from None
 
