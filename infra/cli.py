@@ -10,6 +10,7 @@
     trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
     trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
     trainplane status gpt-small-aws-dev [--kubeconfig F] [--prometheus URL]   a job's restarts and losses
+    trainplane gpus [--cloud aws] [--gpu H100] [--region R] [--json]   the GPU catalog: machines, prices
     trainplane --version               trainplane <version>
 
 The commands live in infra/commands/ (one module each), stack loading in infra/stacks.py.
@@ -27,6 +28,7 @@ from typing import Any
 
 from infra.commands import EXIT_CODES, EXIT_CONFIG, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK
 from infra.commands import cost as cost_command
+from infra.commands import gpus as gpus_command
 from infra.commands import nccl_test as nccl_command
 from infra.commands import plan as plan_commands
 from infra.commands import status as status_command
@@ -77,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, **kw: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], epilog=EXIT_CODES, formatter_class=fmt, **kw)
 
-    for module in (plan_commands, verify_command, nccl_command, status_command, cost_command):
+    for module in (plan_commands, verify_command, nccl_command, status_command, cost_command, gpus_command):
         module.add_parsers(command)
     return parser
 
