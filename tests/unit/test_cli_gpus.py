@@ -144,3 +144,12 @@ def test_help_prints_the_exit_code_table():
 
     gpus = build_parser()._subparsers._group_actions[0].choices["gpus"]  # type: ignore[union-attr]
     assert EXIT_CODES in gpus.format_help()
+
+
+def test_docs_cli_md_names_every_json_key():
+    from tests.helpers.plans import ROOT
+
+    doc = (ROOT / "docs" / "cli.md").read_text()
+    assert "## `trainplane gpus`" in doc
+    for key in KEYS:
+        assert f"`{key}`" in doc, key
