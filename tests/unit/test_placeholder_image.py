@@ -10,6 +10,7 @@ import json
 import pytest
 
 from components.placeholder_images import placeholder_note, placeholder_registry
+from infra.verify.live import ClusterState, verify_state
 from tests.helpers.cli import cli
 from tests.helpers.plans import ROOT
 from tests.helpers.verify_plans import run, stack_plan
@@ -106,3 +107,11 @@ def test_verify_prints_the_note_and_still_passes():
     proc = cli("verify", "gpt-small-aws-dev", cached=True)
     assert proc.returncode == 0, proc.stderr
     assert f"scheduling: note: job.image: {EXAMPLE_IMAGE} is on a placeholder registry" in proc.stdout
+
+
+def test_verify_live_notes_it_too():
+    """Against a running cluster (`verify JOB --kubeconfig`) the pods' ImagePullBackOff is what follows."""
+    report = verify_state(stack_plan("gpt-small-aws-dev"), ClusterState(), ["scheduling"])
+    assert report.mode == "live"
+    notes = report.check("scheduling").notes
+    assert placeholder_note(EXAMPLE_IMAGE, "job.image") in notes

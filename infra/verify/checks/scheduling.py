@@ -88,12 +88,13 @@ def run(ctx: Context) -> CheckResult:
         check_pod_fit(ctx, res, pod)
         check_job_runtime(ctx, res, pod)
         res.examined.append(pod.ref)
-    _note_placeholder_image(ctx, res)
+    note_placeholder_image(ctx, res)
     return res
 
 
-def _note_placeholder_image(ctx: Context, res: CheckResult) -> None:
-    """A job stack's own image (its config's `image`; the platform's synthesized pods use a stand-in)."""
+def note_placeholder_image(ctx: Context, res: CheckResult) -> None:
+    """A job stack's own image (its config's `image`; the platform's synthesized pods use a stand-in), on
+    an offline plan and against a live cluster alike."""
     from components.placeholder_images import placeholder_note
 
     image = (ctx.plan.config or {}).get("image") if ctx.job_only else None
