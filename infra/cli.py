@@ -10,6 +10,8 @@
     trainplane nccl-test gpt-small-aws-dev [--kubeconfig F]  NCCL preflight of a job (printed, or run)
     trainplane verify aws-h100-reserved --cloud   reservations and offerings against the cloud, read-only
     trainplane status gpt-small-aws-dev [--kubeconfig F] [--prometheus URL]   a job's restarts and losses
+    trainplane gpus [--cloud aws] [--gpu H100] [--region R] [--json]   the GPU catalog: machines, prices
+    trainplane --version               trainplane <version>
 
 The commands live in infra/commands/ (one module each), stack loading in infra/stacks.py.
 --debug goes anywhere on the line (before or after the command) and shows tracebacks of internal errors.
@@ -26,6 +28,7 @@ from typing import Any
 
 from infra.commands import EXIT_CODES, EXIT_CONFIG, EXIT_FAILED, EXIT_INPUT, EXIT_INTERNAL, EXIT_OK
 from infra.commands import cost as cost_command
+from infra.commands import gpus as gpus_command
 from infra.commands import nccl_test as nccl_command
 from infra.commands import plan as plan_commands
 from infra.commands import status as status_command
@@ -46,12 +49,27 @@ __all__ = [
 ]
 
 
+class _Version(argparse.Action):
+    """`--version`: the version is looked up only when asked (argparse's own action formats it eagerly)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any, **kw: Any) -> None:
+        from infra.version import version
+
+        try:
+            found = version()
+        except LookupError as e:
+            parser.exit(EXIT_INTERNAL, f"trainplane: internal error: {e}\n")
+        print(f"trainplane {found}")  # stdout, as argparse's version action prints
+        parser.exit(EXIT_OK)
+
+
 def build_parser() -> argparse.ArgumentParser:
     fmt = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(
         prog="trainplane", description=(__doc__ or "").split("\n")[0], epilog=EXIT_CODES, formatter_class=fmt
     )
     parser.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    parser.add_argument("--version", action=_Version, nargs=0, help="print `trainplane <version>` and exit")
     # --debug after the command too (`trainplane plan x --debug`): every subparser shares it. SUPPRESS
     # keeps a subparser's default from overwriting a --debug given before the command.
     common = argparse.ArgumentParser(add_help=False)
@@ -61,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
     def command(name: str, **kw: Any) -> argparse.ArgumentParser:
         return sub.add_parser(name, parents=[common], epilog=EXIT_CODES, formatter_class=fmt, **kw)
 
-    for module in (plan_commands, verify_command, nccl_command, status_command, cost_command):
+    for module in (plan_commands, verify_command, nccl_command, status_command, cost_command, gpus_command):
         module.add_parsers(command)
     return parser
 

@@ -81,6 +81,8 @@ class PlanSummary:
     outputs: dict[str, Any]
     # Each team's idle policy (teams[].idle), in spec order; `policy` None: the team has none.
     idle: list[IdlePolicy] = field(default_factory=list)
+    # What the stack's config leaves to be filled in (a job image on a placeholder registry), one line each.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def critical_seconds(self) -> float:
@@ -101,6 +103,7 @@ class PlanSummary:
             },
             "outputs": self.outputs,
             "idlePolicies": [i.as_json() for i in self.idle],
+            "notes": self.notes,
         }
 
 
@@ -139,5 +142,9 @@ def summarize_platform(result: RunResult, spec: PlatformSpec, today: date | None
 def summarize_job(
     result: RunResult, job: JobSpec, cloud: str, platform: PlatformSpec | None, today: date | None = None
 ) -> PlanSummary:
+    from components.placeholder_images import placeholder_note
+
     gpus = (job.nodes.min * job.gpus_per_node, job.nodes.max * job.gpus_per_node)
-    return summarize(result, cloud, gpus, job_cost(job, platform, today))
+    summary = summarize(result, cloud, gpus, job_cost(job, platform, today))
+    summary.notes = [n for n in [placeholder_note(job.image, "job.image")] if n]
+    return summary

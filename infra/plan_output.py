@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.tree import Tree
 
 from controllers.idle_names import EVENT_IDLE, IDLE_ALERT, IDLE_EXEMPT_LABEL
@@ -153,6 +154,8 @@ def print_plan(summary: PlanSummary, console: Console) -> None:
     for a in cost.assumptions:
         console.print(f"  [dim]assumption:[/] {a}", highlight=False)
     print_price_age(cost, console)
+    for n in summary.notes:
+        console.print(f"  [yellow]note:[/] {escape(n)}", highlight=False, soft_wrap=True)
     for line in idle_lines(summary.idle):
         console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
 

@@ -1,5 +1,6 @@
 """Printing a verify Report (offline, live or `--cloud`) for people: a summary table, then one line per
-failure naming the objects."""
+failure naming the objects, the notes, and why each skipped check was skipped (a `skip` in the table
+alone reads like a check that ran and found nothing)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ def print_report(report: Report, console: Console) -> None:
         t.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", str(len(c.findings)), str(len(c.examined)))
     console.print(t)
     for c in report.checks:
+        if c.skipped is not None:
+            console.print(f"{c.name}: skipped: {c.skipped}", markup=False, highlight=False, soft_wrap=True)
         for f in c.findings:
             console.print(f.line(), markup=False, highlight=False, soft_wrap=True)
         for n in c.notes:

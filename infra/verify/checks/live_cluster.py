@@ -111,6 +111,9 @@ def scheduling(ctx: Context, view: ClusterView) -> CheckResult:
             _check_gpu_node(ctx, res, pool, node, must_run, existing, pods_by_owner)
             _check_topology_labels(res, pool, node, topologies[pool["name"]])
             res.examined.append(_meta(node)["name"])
+    from infra.verify.checks.scheduling import note_placeholder_image
+
+    note_placeholder_image(ctx, res)
     return res
 
 

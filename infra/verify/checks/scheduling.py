@@ -9,6 +9,9 @@
   memory, /dev/shm) and its scale-from-zero template (pod_fit.py); Kueue covers every resource it
   requests with a flavor that matches its pool; the team's ResourceQuota, LimitRange and ClusterQueue
   admit the job (pod_admission.py).
+- A job stack's image on a placeholder registry (components/placeholder_images.py: the examples'
+  `ghcr.io/example/...`, reserved domains, `<your-registry>`) is a note naming `job.image`, not a
+  failure: its pods would be scheduled and never start.
 """
 
 from __future__ import annotations
@@ -85,4 +88,15 @@ def run(ctx: Context) -> CheckResult:
         check_pod_fit(ctx, res, pod)
         check_job_runtime(ctx, res, pod)
         res.examined.append(pod.ref)
+    note_placeholder_image(ctx, res)
     return res
+
+
+def note_placeholder_image(ctx: Context, res: CheckResult) -> None:
+    """A job stack's own image (its config's `image`; the platform's synthesized pods use a stand-in), on
+    an offline plan and against a live cluster alike."""
+    from components.placeholder_images import placeholder_note
+
+    image = (ctx.plan.config or {}).get("image") if ctx.job_only else None
+    if image and (note := placeholder_note(str(image), "job.image")):
+        res.note(note)
