@@ -59,6 +59,15 @@ def support_status(cloud: str, minor: str, on: date) -> MinorSupport:
     return MinorSupport(cloud, minor, released, standard_end, end, phase, section["source"], section["asOf"])
 
 
+def default_minor(on: date | None = None) -> str:
+    """The default `kubernetesVersion`: the newest minor in standard support on `on` on every cloud of the
+    calendar (one default whatever the cloud, so a stack keeps its version when it moves). `on` None: today
+    (components.clock.today, TRAINPLANE_TODAY), read when a spec is loaded; never a literal that rots."""
+    from components.clock import today
+
+    return newest_standard(tuple(calendar()), today() if on is None else on)
+
+
 def newest_standard(clouds: tuple[str, ...], on: date) -> str:
     """The newest minor in standard support on every cloud in `clouds` on `on`."""
     common = set.intersection(*(set(calendar()[c]["minors"]) for c in clouds))

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.backends import Prompt, backend, backend_names
+from components.k8s_support import default_minor
 
 Get = Prompt  # the answer to a template question, None when not answered
 
@@ -47,7 +48,7 @@ def platform_from_prompts(get: Get) -> dict[str, Any]:
         "cloud": cloud,
         "cluster": {
             "name": get("clusterName") or "ml",
-            "kubernetesVersion": get("kubernetesVersion") or "1.33",
+            "kubernetesVersion": get("kubernetesVersion") or default_minor(),
         },
         "observability": {"grafana": True, "loki": True},
     }

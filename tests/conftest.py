@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -12,6 +13,11 @@ from infra.mockcloud import RunResult, run_stack
 from tests.helpers.mockplan import Dumps
 from tests.helpers.plans import ROOT, plan_object
 from tests.helpers.session import shared_dir
+
+# Facts that age (price dates, the Kubernetes support calendar) are judged on one day in every test, the
+# day the calendar was last read at its sources (components/data/k8s_support.yaml asOf): a test that moves
+# the day sets TRAINPLANE_TODAY itself (monkeypatch).
+os.environ.setdefault("TRAINPLANE_TODAY", "2026-11-28")
 
 
 @pytest.fixture

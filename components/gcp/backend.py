@@ -48,7 +48,11 @@ class GcpBackend(CatalogBackend):
     def quickstart(self, get: Prompt, gpu_pool: dict[str, Any]) -> dict[str, Any]:
         """The project to deploy into, beside the region (empty: the platform's rules ask for it)."""
         part = super().quickstart(get, gpu_pool)
-        return {"region": part["region"], "project": get("project") or "", "nodePools": part["nodePools"]}
+        out = {"region": part["region"], "project": get("project") or "", "nodePools": part["nodePools"]}
+        if not get("kubernetesVersion") and (capped := _capped_minor(part["nodePools"])):
+            # The default minor (the newest in standard support) is newer than the GPU machine boots.
+            out["cluster"] = {"kubernetesVersion": capped}
+        return out
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
         from components.gcp.cloud import GcpCloud, GcpCloudArgs
@@ -133,3 +137,19 @@ class GcpBackend(CatalogBackend):
 
 
 BACKEND = GcpBackend()
+
+
+def _capped_minor(pools: list[dict[str, Any]]) -> str | None:
+    """The newest GKE minor the quickstart's GPU machines boot (facts `newestMinor`, TCPX), None: no cap."""
+    from pydantic import ValidationError
+
+    from components.gcp.fabric_rules import platform_fabrics
+    from components.gcp.maintenance import NEWEST_MINOR
+    from components.spec import PlatformSpec
+
+    try:
+        spec = PlatformSpec.model_validate({"cloud": "gcp", "cluster": {"name": "quickstart"}, "nodePools": pools})
+    except ValidationError:
+        return None  # validation names the problem when the stack loads
+    caps = [NEWEST_MINOR[f.kind] for f in platform_fabrics(spec) if f.kind in NEWEST_MINOR]
+    return min(caps, key=lambda m: tuple(int(p) for p in m.split("."))) if caps else None

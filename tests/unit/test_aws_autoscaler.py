@@ -83,7 +83,7 @@ def test_helm_release_is_pinned_and_wired_to_its_role_and_cluster():
     assert sa["name"] == "cluster-autoscaler"
     assert sa["annotations"] == {"eks.amazonaws.com/role-arn": f"arn:aws:iam::123456789012:role/{role.name}"}
     assert values["extraArgs"]["expander"] == "priority,least-waste"
-    assert values["image"]["tag"].startswith("v1.33.")  # matches cluster.kubernetesVersion
+    assert values["image"]["tag"].startswith("v1.35.")  # matches cluster.kubernetesVersion
     assert release.inputs["namespace"] == "kube-system"
 
 
