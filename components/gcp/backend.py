@@ -35,6 +35,7 @@ class GcpBackend(CatalogBackend):
     twins = rules.TWINS
     # GKE gives non-system pods of a spot VM about 15-30 s by default (GKE docs, "Spot VMs").
     preemption_grace_seconds = 30
+    support_calendar = "gke"
     machine_key = "machineType"
     object_store = "gs"
     system_pool = {"name": "system", "machineType": "e2-standard-4", "minNodes": 1, "maxNodes": 3}
@@ -148,7 +149,9 @@ def _capped_minor(pools: list[dict[str, Any]]) -> str | None:
     from components.spec import PlatformSpec
 
     try:
-        spec = PlatformSpec.model_validate({"cloud": "gcp", "cluster": {"name": "quickstart"}, "nodePools": pools})
+        spec = PlatformSpec.model_validate(
+            {"cloud": "gcp", "cluster": {"name": "quickstart"}, "nodePools": pools}
+        )
     except ValidationError:
         return None  # validation names the problem when the stack loads
     caps = [NEWEST_MINOR[f.kind] for f in platform_fabrics(spec) if f.kind in NEWEST_MINOR]
