@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
 from functools import cache
+
+import pytest
 
 from infra.verify import plan_from_stack, verify
 
@@ -30,7 +30,9 @@ def test_k8s_support_warns_60_days_before_standard_support_ends(monkeypatch: pyt
     monkeypatch.setenv("TRAINPLANE_TODAY", "2027-02-01")
     res = _result("aws-dev")
     assert res.status == "pass"
-    assert res.notes == ["warning: EKS 1.35 leaves standard support on 2027-03-27 (54 days): plan the upgrade"]
+    assert res.notes == [
+        "warning: EKS 1.35 leaves standard support on 2027-03-27 (54 days): plan the upgrade"
+    ]
 
 
 def test_k8s_support_warns_in_extended_support(monkeypatch: pytest.MonkeyPatch) -> None:
