@@ -29,7 +29,8 @@ def run(ctx: Context) -> CheckResult:
         return res
     s = k8s_support.support_status(cloud, minor, day)
     if s.phase == "extended":
-        _, warning = k8s_support.control_plane_fee(cloud, minor, day, 0.0)
+        standard = float(k8s_support.calendar()[cloud]["standardHourly"])
+        _, warning = k8s_support.control_plane_fee(cloud, minor, day, standard)
         res.note(f"warning: {warning}")
     elif (s.standard_end - day).days <= WARN_DAYS:
         res.note(
