@@ -33,6 +33,7 @@ class BackendDefaults:
     features answers. Every built-in backend inherits it."""
 
     name: str
+    support_calendar: str | None = None
 
     # catalog, spec keys, regions, quickstart (b1)
     def catalog_section(self) -> CatalogSection | None:

@@ -87,6 +87,9 @@ class CloudBackend(Protocol):
     # Seconds between SIGTERM and SIGKILL for training pods when a job names none: long enough for a
     # preemption checkpoint within the notice this cloud gives before it takes a node back.
     preemption_grace_seconds: int
+    # The cloud's section of the Kubernetes support calendar (components/data/k8s_support.yaml), None: no
+    # calendar (an existing cluster): what kubernetesVersion may be and what its control plane costs.
+    support_calendar: str | None
 
     def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
         """Problems of the platform-wide keys this cloud owns, one line each naming the key path."""

@@ -59,6 +59,15 @@ def support_status(cloud: str, minor: str, on: date) -> MinorSupport:
     return MinorSupport(cloud, minor, released, standard_end, end, phase, section["source"], section["asOf"])
 
 
+def default_minor(on: date | None = None) -> str:
+    """The default `kubernetesVersion`: the newest minor in standard support on `on` on every cloud of the
+    calendar (one default whatever the cloud, so a stack keeps its version when it moves). `on` None: today
+    (components.clock.today, TRAINPLANE_TODAY), read when a spec is loaded; never a literal that rots."""
+    from components.clock import today
+
+    return newest_standard(tuple(calendar()), today() if on is None else on)
+
+
 def newest_standard(clouds: tuple[str, ...], on: date) -> str:
     """The newest minor in standard support on every cloud in `clouds` on `on`."""
     common = set.intersection(*(set(calendar()[c]["minors"]) for c in clouds))
@@ -66,3 +75,41 @@ def newest_standard(clouds: tuple[str, ...], on: date) -> str:
     if not ok:
         raise ValueError(f"no Kubernetes minor is in standard support on {', '.join(clouds)} on {on}")
     return max(ok, key=lambda m: tuple(int(p) for p in m.split(".")))
+
+
+def _key(minor: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in minor.split("."))
+
+
+def problem(cloud: str, minor: str, on: date) -> str | None:
+    """Why `minor` cannot run on `cloud` on `on` (not in the calendar, not released, past its end), or None."""
+    section, label = calendar()[cloud], cloud.upper()
+    if minor not in section["minors"]:
+        known = ", ".join(sorted(section["minors"], key=_key))
+        return f"{label} {minor} is not in the support calendar (known: {known}; components/data/k8s_support.yaml)"
+    s = support_status(cloud, minor, on)
+    if s.phase == "unreleased":
+        return f"{label} {minor} is not released until {s.released} (today {on})"
+    if s.phase == "ended":
+        return f"{label} {minor} reached the end of extended support on {s.end} (today {on}): upgrade the cluster"
+    return None
+
+
+def control_plane_fee(cloud: str, minor: str, on: date, standard: float) -> tuple[float, str | None]:
+    """The control plane's hourly fee for `minor` on `on`, and a warning when it is past standard support."""
+    s = support_status(cloud, minor, on)
+    if s.phase != "extended":
+        return standard, None
+    section, label = calendar()[cloud], cloud.upper()
+    extended = section.get("extendedHourly")
+    if extended is None:
+        return standard, (
+            f"{label} {minor} left standard support on {s.standard_end}: the cloud's extended-support fee is not "
+            f"in the calendar ({section['pricingSource']} names no figure); control plane priced at the standard "
+            f"${standard:.2f}/h, the real fee is higher"
+        )
+    until = f" until {s.end}" if s.end else ""
+    return float(extended), (
+        f"{label} {minor} left standard support on {s.standard_end}: control plane billed at ${extended:.2f}/h "
+        f"extended support{until}"
+    )

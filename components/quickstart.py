@@ -16,6 +16,7 @@ from typing import Any
 
 from components.answers import GPU_PLATFORM, TRAINING_JOB, Template, answer_values
 from components.backends import Prompt, backend, backend_names
+from components.k8s_support import default_minor
 from components.spec import ConfigError, JobSpec, PlatformSpec
 
 Get = Prompt  # the answer to a template question, None when not answered
@@ -100,7 +101,7 @@ def platform_from_prompts(get: Get) -> dict[str, Any]:
         "cloud": cloud,
         "cluster": {
             "name": get("clusterName") or "ml",
-            "kubernetesVersion": get("kubernetesVersion") or "1.33",
+            "kubernetesVersion": get("kubernetesVersion") or default_minor(),
         },
         "observability": {"grafana": True, "loki": True},
     }

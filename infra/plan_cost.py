@@ -13,6 +13,7 @@ from datetime import UTC, date
 
 from components.backends import backend
 from components.clock import PRICE_MAX_AGE_MONTHS, as_of_date, months_old
+from components.k8s_support import control_plane_fee
 from components.pricing import PoolCost, pool_costs
 from components.spec import JobSpec, PlatformSpec
 
@@ -71,7 +72,13 @@ def estimate_cost(spec: PlatformSpec, today: date | None = None) -> Cost:
     cloud = backend(spec.cloud)
     basis = cloud.price_basis()
     pools = pool_costs(spec)
-    control = cloud.control_plane_hourly(spec)
+    standard = control = cloud.control_plane_hourly(spec)
+    support_warning = None
+    if cloud.support_calendar and today is not None:
+        # Past standard support the control plane costs the cloud's extended rate (the calendar's).
+        control, support_warning = control_plane_fee(
+            cloud.support_calendar, spec.cluster.kubernetes_version, today, control
+        )
 
     def total(nodes_of, price_of, base: float = control) -> float | None:
         prices = [(nodes_of(c), price_of(c)) for c in pools]
@@ -93,7 +100,7 @@ def estimate_cost(spec: PlatformSpec, today: date | None = None) -> Cost:
     assumptions += [
         f"on-demand: {basis.source} (as of {basis.as_of}); compute only, Linux, per node-hour",
         f"spot: {fraction:.0%} of on-demand ({basis.spot_source}); real spot prices move hourly",
-        f"control plane: ${control:.2f}/h; storage, data transfer and load balancers are not included",
+        f"control plane: ${control:.2f}/h{' (extended support)' if control != standard else ''}; storage, data transfer and load balancers are not included",
     ]
     if any(c.on_demand_hourly is None for c in pools):
         missing = ", ".join(c.machine or c.pool for c in pools if c.on_demand_hourly is None)
@@ -101,6 +108,7 @@ def estimate_cost(spec: PlatformSpec, today: date | None = None) -> Cost:
     assumptions += cloud.cost_assumptions(spec)
     assumptions += _reserved_assumptions(spec, pools)
     as_of, age, warnings = price_age(pools, today)
+    warnings = [support_warning, *warnings] if support_warning else warnings
     return Cost(
         min_hourly=total(lambda c: c.billed_nodes(c.min_nodes), lambda c: c.hourly),
         max_hourly=total(lambda c: c.billed_nodes(c.max_nodes), lambda c: c.hourly),

@@ -35,6 +35,7 @@ class AwsBackend(CatalogBackend):
     twins = rules.TWINS
     # A spot instance gets a two-minute interruption notice (EC2 user guide, "Spot Instance interruptions").
     preemption_grace_seconds = 120
+    support_calendar = "eks"
     machine_key = "instanceType"
     object_store = "s3"
     system_pool = {"name": "system", "instanceType": "m6i.xlarge", "minNodes": 2, "maxNodes": 3}

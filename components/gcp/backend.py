@@ -35,6 +35,7 @@ class GcpBackend(CatalogBackend):
     twins = rules.TWINS
     # GKE gives non-system pods of a spot VM about 15-30 s by default (GKE docs, "Spot VMs").
     preemption_grace_seconds = 30
+    support_calendar = "gke"
     machine_key = "machineType"
     object_store = "gs"
     system_pool = {"name": "system", "machineType": "e2-standard-4", "minNodes": 1, "maxNodes": 3}
@@ -49,8 +50,15 @@ class GcpBackend(CatalogBackend):
         """The project to deploy into, beside the region; no answer leaves it out, and the platform's rules
         ask for it ("required for cloud gcp") rather than reject an empty id."""
         part = super().quickstart(get, gpu_pool)
-        project = {"project": p} if (p := get("project")) else {}
-        return {"region": part["region"], **project, "nodePools": part["nodePools"]}
+        out = {
+            "region": part["region"],
+            **({"project": p} if (p := get("project")) else {}),
+            "nodePools": part["nodePools"],
+        }
+        if not get("kubernetesVersion") and (capped := _capped_minor(part["nodePools"])):
+            # The default minor (the newest in standard support) is newer than the GPU machine boots.
+            out["cluster"] = {"kubernetesVersion": capped}
+        return out
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
         from components.gcp.cloud import GcpCloud, GcpCloudArgs
@@ -135,3 +143,21 @@ class GcpBackend(CatalogBackend):
 
 
 BACKEND = GcpBackend()
+
+
+def _capped_minor(pools: list[dict[str, Any]]) -> str | None:
+    """The newest GKE minor the quickstart's GPU machines boot (facts `newestMinor`, TCPX), None: no cap."""
+    from pydantic import ValidationError
+
+    from components.gcp.fabric_rules import platform_fabrics
+    from components.gcp.maintenance import NEWEST_MINOR
+    from components.spec import PlatformSpec
+
+    try:
+        spec = PlatformSpec.model_validate(
+            {"cloud": "gcp", "cluster": {"name": "quickstart"}, "nodePools": pools}
+        )
+    except ValidationError:
+        return None  # validation names the problem when the stack loads
+    caps = [NEWEST_MINOR[f.kind] for f in platform_fabrics(spec) if f.kind in NEWEST_MINOR]
+    return min(caps, key=lambda m: tuple(int(p) for p in m.split("."))) if caps else None

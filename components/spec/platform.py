@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import AwareDatetime, Field, field_validator
 
 from components.catalog import catalog
+from components.k8s_support import default_minor
 from components.spec.base import (
     ABSOLUTE_PATH,
     API_SERVER,
@@ -58,7 +59,8 @@ COST_CENTER_TAG = "cost-center"
 
 class ClusterSpec(Spec):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
-    kubernetes_version: str = Field(default="1.33", pattern=K8S_MINOR)
+    # Default: the newest minor in standard support today on every cloud's calendar (components/k8s_support.py).
+    kubernetes_version: str = Field(default_factory=default_minor, pattern=K8S_MINOR)
     # aws
     endpoint_access: Literal["public", "private", "both"] | None = None
     # Networks that reach the private API endpoint (TCP 443 on the cluster security group).

@@ -49,6 +49,7 @@ def check_platform(spec: PlatformSpec, root: str = "platform") -> Iterable[str]:
     ):
         yield from cloud_key_problems(obj, path, cloud)
     yield from cloud.check(spec, root)
+    yield from _check_support(spec, cloud, root)
     for label, names in (
         ("nodePools", [p.name for p in spec.node_pools]),
         ("storage", [s.name for s in spec.storage]),
@@ -310,3 +311,19 @@ def _check_cpu_pool(
         names = catalog().machine_names(cloud)
         if problem := backend(cloud).machine_type_problem(type_name, names):
             yield f"{path}.{type_key}: {problem}"
+
+
+def _check_support(spec: PlatformSpec, cloud: CloudBackend, root: str) -> Iterable[str]:
+    """The cloud's support calendar on the day the stack loads (components.clock.today, TRAINPLANE_TODAY)."""
+    from components import k8s_support
+    from components.clock import today
+
+    if cloud.support_calendar is None:
+        return
+    try:
+        day = today()
+    except ValueError as e:
+        yield str(e)
+        return
+    if line := k8s_support.problem(cloud.support_calendar, spec.cluster.kubernetes_version, day):
+        yield f"{root}.cluster.kubernetesVersion: {line}"

@@ -101,6 +101,11 @@ REGISTRY: tuple[Check, ...] = (
         _C + "egress:run",
     ),
     Check(
+        "k8s-support",
+        "the cluster's Kubernetes minor is released and supported on its cloud's calendar (warns in or near extended support)",
+        _C + "k8s_support:run",
+    ),
+    Check(
         "cloud",
         "create calls the cloud refuses, or makes too early",
         _C + "create_rules:run",

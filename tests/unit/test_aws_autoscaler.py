@@ -88,8 +88,8 @@ def test_helm_release_is_pinned_and_wired_to_its_role_and_cluster():
     assert sa["name"] == "cluster-autoscaler"
     assert sa["annotations"] == {"eks.amazonaws.com/role-arn": f"arn:aws:iam::123456789012:role/{role.name}"}
     assert values["extraArgs"]["expander"] == "priority,least-waste"
-    # aws-dev runs 1.33: the newest 1.33 release, not the chart's own (1.35.0) image.
-    assert values["image"] == {"tag": "v1.33.6"}
+    # aws-dev runs 1.35: the newest 1.35 release, pinned per minor (components/aws/autoscaler_images.py).
+    assert values["image"] == {"tag": "v1.35.2"}
     assert release.inputs["namespace"] == "kube-system"
 
 

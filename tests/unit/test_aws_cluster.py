@@ -20,7 +20,7 @@ def test_cluster_version_auth_mode_encryption_and_logging():
     result = plan("aws-h200-efa")
     c = one(result, EKS).inputs
     key = one(result, "aws:kms/key:Key", "h200-train-cluster-secrets")
-    assert c["version"] == "1.33"
+    assert c["version"] == "1.35"
     assert c["accessConfig"] == {
         "authenticationMode": "API",
         "bootstrapClusterCreatorAdminPermissions": False,

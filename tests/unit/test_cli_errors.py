@@ -54,8 +54,8 @@ def test_a_platform_stack_that_is_a_job_stack_says_so(tmp_path, capsys):
 
 def test_an_unquoted_kubernetes_version_is_explained(tmp_path, capsys):
     text = (ROOT / "stacks" / "Pulumi.aws-dev.yaml").read_text()
-    assert 'kubernetesVersion: "1.33"' in text
-    bad = _stack(tmp_path, text.replace('kubernetesVersion: "1.33"', "kubernetesVersion: 1.30"))
+    assert 'kubernetesVersion: "1.35"' in text
+    bad = _stack(tmp_path, text.replace('kubernetesVersion: "1.35"', "kubernetesVersion: 1.30"))
     assert _err(["plan", str(bad)], capsys) == [
         f"{bad}: 1 problem(s)",
         "platform.cluster.kubernetesVersion: 1.3 is a number, not a version: YAML reads 1.30 as 1.3; "

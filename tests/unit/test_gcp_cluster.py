@@ -58,7 +58,7 @@ def test_authorized_networks_narrow_the_control_plane():
         "cidrBlocks": [{"cidrBlock": "203.0.113.0/24", "displayName": "authorized-0"}],
         "gcpPublicCidrsAccessEnabled": False,
     }
-    assert c["minMasterVersion"] == "1.34"
+    assert c["minMasterVersion"] == "1.35"
 
 
 def test_kubeconfig_is_secret_and_authenticates_with_the_gke_plugin():

@@ -65,3 +65,26 @@ def test_an_aws_stack_on_a_minor_without_an_autoscaler_image_is_one_line() -> No
         "platform.cluster.kubernetesVersion: '1.29' has no cluster-autoscaler image pinned (the autoscaler's minor "
         "must match the cluster's; pinned: 1.30, 1.31, 1.32, 1.33, 1.34, 1.35, 1.36)"
     ]
+
+
+ONPREM = {
+    "cloud": "kubernetes",
+    "cluster": {"name": "lab", "context": "lab"},
+    "nodePools": [{"name": "a100", "selector": {"gpu": "a100"}, "gpu": "A100-80GB", "gpusPerNode": 8}],
+}
+
+
+def test_the_default_version_is_the_newest_in_standard_support_and_follows_the_day(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, the default was the literal "1.33", in extended support on EKS ($0.60/h) since 2026-07-29."""
+    from components.quickstart import platform_from_prompts
+    from components.spec import PlatformSpec
+
+    monkeypatch.setenv("TRAINPLANE_TODAY", "2026-11-28")
+    assert PlatformSpec.load(ONPREM).cluster.kubernetes_version == "1.35"
+    assert platform_from_prompts(lambda key: None)["cluster"]["kubernetesVersion"] == "1.35"
+    # A year earlier 1.35 was not out on EKS (2026-01-28): the default was 1.34.
+    monkeypatch.setenv("TRAINPLANE_TODAY", "2025-12-01")
+    assert PlatformSpec.load(ONPREM).cluster.kubernetes_version == "1.34"
+    assert platform_from_prompts(lambda key: None)["cluster"]["kubernetesVersion"] == "1.34"

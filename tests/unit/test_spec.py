@@ -26,7 +26,7 @@ def test_reference_stacks_are_accepted(stack):
 def test_aws_dev_contract_reads_as_written():
     spec = PlatformSpec.load(platform_object("aws-dev"))
     h100 = spec.node_pools[1]
-    assert (spec.cloud, spec.region, spec.cluster.kubernetes_version) == ("aws", "us-east-1", "1.33")
+    assert (spec.cloud, spec.region, spec.cluster.kubernetes_version) == ("aws", "us-east-1", "1.35")
     assert (h100.gpu, h100.gpus_per_node, h100.capacity, h100.min_nodes, h100.max_nodes) == (
         "H100",
         8,
