@@ -65,7 +65,22 @@ def default_minor(on: date | None = None) -> str:
     (components.clock.today, TRAINPLANE_TODAY), read when a spec is loaded; never a literal that rots."""
     from components.clock import today
 
-    return newest_standard(tuple(calendar()), today() if on is None else on)
+    day = today() if on is None else on
+    try:
+        return newest_standard(tuple(calendar()), day)
+    except ValueError:
+        # The calendar has run out (no release after the newest it knows): one line naming the key, never a
+        # traceback, and never a silent pick of a minor past standard support.
+        from components.spec.base import ConfigError
+
+        as_of = max(str(calendar()[c]["asOf"]) for c in calendar())
+        raise ConfigError(
+            [
+                f"platform.cluster.kubernetesVersion: not set, and no minor is in standard support on "
+                f"{' and '.join(c.upper() for c in calendar())} on {day} in trainplane's support calendar "
+                f"(components/data/k8s_support.yaml, as of {as_of}): set it, or update trainplane"
+            ]
+        ) from None
 
 
 def newest_standard(clouds: tuple[str, ...], on: date) -> str:

@@ -88,3 +88,19 @@ def test_the_default_version_is_the_newest_in_standard_support_and_follows_the_d
     monkeypatch.setenv("TRAINPLANE_TODAY", "2025-12-01")
     assert PlatformSpec.load(ONPREM).cluster.kubernetes_version == "1.34"
     assert platform_from_prompts(lambda key: None)["cluster"]["kubernetesVersion"] == "1.34"
+
+
+def test_a_default_past_the_calendar_is_one_line_naming_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # After EKS 1.35 leaves standard support (2027-03-27) the calendar as of 2026-11-28 knows no minor in
+    # standard support on both clouds: a stack that names none gets one line, not a ValueError traceback.
+    from components.spec import ConfigError, PlatformSpec
+    from tests.helpers.plans import platform_object
+
+    monkeypatch.setenv("TRAINPLANE_TODAY", "2027-06-01")
+    obj = platform_object("aws-dev")
+    del obj["cluster"]["kubernetesVersion"]
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(obj)
+    (line,) = e.value.problems
+    assert line.startswith("platform.cluster.kubernetesVersion: not set, and no minor is in standard support")
+    assert "set it, or update trainplane" in line

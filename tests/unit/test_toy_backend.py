@@ -75,6 +75,20 @@ def toy_cluster_answer(name: str, inputs: dict[str, Any]) -> dict[str, Any]:
     return {"endpoint": f"https://{inputs['name']}.toy.example"}
 
 
+def toy_kubeconfig(endpoint: str) -> str:
+    """The toy cluster's kubeconfig document: its endpoint, a context, a user with no credentials."""
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [{"name": "toy", "cluster": {"server": endpoint}}],
+            "contexts": [{"name": "toy", "context": {"cluster": "toy", "user": "toy"}}],
+            "current-context": "toy",
+            "users": [{"name": "toy", "user": {}}],
+        }
+    )
+
+
 class ToyCluster(pulumi.ComponentResource):
     """The toy cloud's cluster: a provider for a cluster reached through its kubeconfig."""
 
@@ -89,7 +103,8 @@ class ToyCluster(pulumi.ComponentResource):
         )
         provider = k8s.Provider(
             f"{name}-k8s",
-            kubeconfig=cluster.endpoint.apply(lambda e: f"(toy kubeconfig for {e})"),  # type: ignore[attr-defined]
+            # A kubeconfig document pulumi-kubernetes can load (verify's provider-kubeconfig rule).
+            kubeconfig=cluster.endpoint.apply(toy_kubeconfig),  # type: ignore[attr-defined]
             opts=pulumi.ResourceOptions(parent=self),
         )
         self.bundle = ClusterBundle(
@@ -427,7 +442,9 @@ def test_the_offline_engine_answers_with_the_toy_clouds_mock_answers(toy):
     assert TOY_VERSION in result.invokes
     provider = one(result, "pulumi:providers:kubernetes", "toyland-k8s")
     # The endpoint only the toy cloud's computed outputs give (an unmocked output stays unknown).
-    assert provider.inputs["kubeconfig"] == "(toy kubeconfig for https://toyland.toy.example)"
+    assert json.loads(provider.inputs["kubeconfig"])["clusters"][0]["cluster"] == {
+        "server": "https://toyland.toy.example"
+    }
 
 
 def test_plan_prices_and_times_the_toy_platform(toy, tmp_path, capsys):
