@@ -48,6 +48,12 @@ class CapacityKinds:
     instead: Mapping[str, str] = field(default_factory=dict)
     # An offered kind -> why its pools start from zero nodes (minNodes must be 0).
     from_zero: Mapping[str, str] = field(default_factory=dict)
+    # An offered kind the cloud sells for some machine types only -> those types (absent: every type).
+    only_for: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def for_machine(self, machine: str) -> tuple[str, ...]:
+        """The offered kinds a pool of `machine` can have."""
+        return tuple(k for k in self.offered if k not in self.only_for or machine in self.only_for[k])
 
 
 @dataclass(frozen=True, kw_only=True)

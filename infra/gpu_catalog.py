@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from components.backend_protocol import CapacityKinds
 from components.catalog import Catalog, MachineShape, PriceBasis
 from components.clock import PRICE_MAX_AGE_MONTHS, as_of_date, months_old
 from components.regions import did_you_mean, region_problems
@@ -70,12 +71,13 @@ class GpuRow:
         }
 
 
-def machine_capacity_kinds(offered: Sequence[str], shape: MachineShape) -> tuple[str, ...]:
-    """The capacity kinds a pool of `shape` may have: its cloud's, or only Capacity Blocks for a machine
-    sold only that way."""
+def machine_capacity_kinds(capacity: CapacityKinds, shape: MachineShape) -> tuple[str, ...]:
+    """The capacity kinds a pool of `shape` may have: its cloud's for that machine type (Capacity Blocks
+    are sold for some types only), or only Capacity Blocks for a machine sold only that way."""
+    offered = capacity.for_machine(shape.name)
     if shape.capacity_block_only:
         return tuple(k for k in offered if k == CAPACITY_BLOCK)
-    return tuple(offered)
+    return offered
 
 
 def catalog_clouds() -> list[str]:
@@ -107,7 +109,7 @@ def gpu_rows(
         assert kind is not None
         for c in clouds:
             basis = cat.pricing.get(c)
-            offered = backend(c).capacity_kinds().offered
+            offered = backend(c).capacity_kinds()
             for shape in kind.shapes_on(c):
                 rows.append(
                     _row(kind.name, kind.peak_bf16_tflops, kind.peak_fp8_tflops, shape, basis, offered)
@@ -151,7 +153,7 @@ def _row(
     fp8: float | None,
     shape: MachineShape,
     basis: PriceBasis | None,
-    offered: Sequence[str],
+    offered: CapacityKinds,
 ) -> GpuRow:
     priced = shape.priced or shape.capacity_block_hourly is not None
     return GpuRow(

@@ -9,6 +9,7 @@ import re
 from collections.abc import Iterable
 
 from components.aws.autoscaler_images import IMAGE_TAGS, image_problem
+from components.aws.capacity_blocks import CAPACITY_BLOCK_TYPES
 from components.aws.regions import aws_zone_problems
 from components.catalog import catalog
 from components.regions import region_problems
@@ -53,6 +54,7 @@ CAPACITY = CapacityKinds(
     about={"capacity-block": "AWS Capacity Blocks for ML"},
     instead={"flex-start": "capacity-block or reservation", "queued": "capacity-block or reservation"},
     from_zero={"capacity-block": "the block's instances exist only between its start and end"},
+    only_for={"capacity-block": CAPACITY_BLOCK_TYPES},
 )
 
 
@@ -126,6 +128,13 @@ def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str, shape_kno
         yield (
             f"{path}.capacity: {shape.name} is sold only as Capacity Blocks (UltraServers); "
             f"use capacity: capacity-block, not {pool.capacity}"
+        )
+    sold_for = CAPACITY.only_for.get(pool.capacity)
+    if shape is not None and sold_for is not None and shape.name not in sold_for:
+        sold = ", ".join(sorted(t for t in sold_for if t.startswith("p")))
+        yield (
+            f"{path}.capacity: EC2 sells no Capacity Blocks of {shape.name} (GPU types it sells them for: "
+            f"{sold}; components/aws/capacity_blocks.py)"
         )
     if pool.capacity not in RESERVED:
         return

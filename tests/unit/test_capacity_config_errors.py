@@ -254,3 +254,15 @@ def test_capacity_on_an_existing_cluster_is_refused():
 )
 def test_good_capacity_input(stack, pool):
     assert _valid(stack, pool).node_pools[1].capacity == pool["capacity"]
+
+
+def test_a_capacity_block_of_a_type_ec2_sells_none_of_is_refused():
+    # EC2 sells Capacity Blocks for some P (and Trainium) types only: a g5 block cannot be bought, so the
+    # pool would wait for a block that never exists.
+    pool = {**AWS_BLOCK, "gpu": "A10G", "gpusPerNode": 8, "instanceType": "g5.48xlarge"}
+    (line,) = _problems("aws-dev", pool)
+    assert line.startswith(
+        f"{P}.capacity: EC2 sells no Capacity Blocks of g5.48xlarge (GPU types it sells them for: "
+    )
+    assert "p5.48xlarge" in line and "p6-b300.48xlarge" in line
+    assert _valid("aws-dev", AWS_BLOCK).node_pools[1].capacity == "capacity-block"

@@ -74,6 +74,8 @@ def test_json_values_come_from_the_catalog_and_the_backends():
     assert (mega["gpuNics"], mega["efaInterfaces"], mega["localNvmeGB"]) == (8, 0, 6000)
     assert mega["capacityKinds"] == ["on-demand", "spot", "reservation", "flex-start", "queued"]
     # Sold only as Capacity Blocks (catalog capacityBlockOnly): the one kind a pool of it may have.
+    # EC2 sells Capacity Blocks of some types only (components/aws/capacity_blocks.py): not of g5.
+    assert _row(rows, "g5.48xlarge")["capacityKinds"] == ["on-demand", "spot", "reservation"]
     gb200 = _row(rows, "p6e-gb200.36xlarge")
     assert gb200["capacityKinds"] == ["capacity-block"] and gb200["capacityBlockOnly"] is True
     assert gb200["onDemandHourly"] is None and gb200["priceAsOf"] is None
