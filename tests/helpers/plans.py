@@ -116,9 +116,10 @@ def cached_run_program(
 ) -> RunResult:
     """infra.mockcloud.run_program, once per test process for the same inputs (read-only results): the
     reference stacks' plans that `planned` and the in-process CLI (tests/helpers/cli.py) share."""
+    # Key order counts: the same outputs in another order (a dump's sorted JSON) plan to a different order
+    # of labels in what the program sends, so they are another plan, not this one.
     key = json.dumps(
         [dict(config), stack, stack_refs, sorted(secret_keys or []), str(program)],
-        sort_keys=True,
         default=repr,
     )
     if key not in _RUNS:
