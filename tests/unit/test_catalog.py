@@ -11,17 +11,9 @@ REQUIRED_KINDS = {
 }
 # Machines without a confirmed list price (issue 31): sold only as Capacity Blocks, or new and not yet
 # priced from a source; the plan says "no price" for them instead of guessing.
-UNPRICED = {
-    *(
-        "p6-b300.48xlarge",
-        "p6e-gb200.36xlarge",
-        "p6e-gb300.36xlarge",
-        "a4x-highgpu-4g",
-        "a4x-maxgpu-4g-metal",
-    ),
-    *(f"g7e.{s}xlarge" for s in (2, 4, 8, 12, 24, 48)),
-    *(f"g4-standard-{n}" for n in (48, 96, 192, 384)),
-}
+# No current list price in the sources read (components/data/gpus.yaml says why): the UltraServer nodes
+# (Capacity Blocks only, no published rate found) and A4X / A4X Max (not in the GCP price table read).
+UNPRICED = {"p6e-gb200.36xlarge", "p6e-gb300.36xlarge", "a4x-highgpu-4g", "a4x-maxgpu-4g-metal"}
 
 
 def test_catalog_has_every_required_gpu_kind():
@@ -49,6 +41,41 @@ def test_every_price_has_a_source_and_date():
                 assert shape.on_demand_hourly is None, shape.name
             else:
                 assert shape.on_demand_hourly > 0, shape.name
+
+
+def test_the_prices_of_todays_gpus_are_the_2026_list_prices():
+    """Issue 31: the Blackwell machines are priced (they were null), from the dated price tables."""
+    aws = catalog().pricing["aws"]
+    assert (aws.region, aws.as_of) == ("us-east-1", "2026-07-20") and "karpenter-provider-aws" in aws.source
+    gcp = catalog().pricing["gcp"]
+    assert (gcp.region, gcp.as_of) == ("us-central1", "2026-08-20") and "Cyclenerd" in gcp.source
+    hourly = {
+        (cloud, name): catalog().machine(cloud, name).on_demand_hourly
+        for cloud, name in [
+            ("aws", "p6-b300.48xlarge"),
+            ("aws", "g7e.2xlarge"),
+            ("aws", "g7e.48xlarge"),
+            ("aws", "g6.xlarge"),
+            ("gcp", "g4-standard-48"),
+            ("gcp", "g4-standard-384"),
+            ("gcp", "g2-standard-4"),
+        ]
+    }
+    assert hourly == {
+        ("aws", "p6-b300.48xlarge"): 142.416,
+        ("aws", "g7e.2xlarge"): 3.3631,
+        ("aws", "g7e.48xlarge"): 33.1443,
+        ("aws", "g6.xlarge"): 0.8048,
+        ("gcp", "g4-standard-48"): 4.4999,
+        ("gcp", "g4-standard-384"): 35.9994,
+        ("gcp", "g2-standard-4"): 0.7068,
+    }
+    # GCP machines that bundle their GPUs carry one price for VM + GPUs (+ bundled local SSD), as before.
+    assert catalog().machine("gcp", "a3-highgpu-8g").on_demand_hourly == 88.49
+    # Prices with no current source keep their old date, so the plan flags them, or stay null.
+    for cloud, name in [("aws", "p5e.48xlarge"), ("gcp", "a3-ultragpu-8g"), ("gcp", "a4-highgpu-8g")]:
+        assert catalog().machine(cloud, name).price_as_of == "2025-06", name
+    assert catalog().pricing["gcp"].spot_fraction == 0.58
 
 
 def test_todays_gpus_and_their_facts():

@@ -38,16 +38,22 @@ def test_months_old(as_of, on, months):
     assert clock.months_old(as_of, on) == months
 
 
+def _stale_day(as_of: str) -> date:
+    """A day by which prices of `as_of` are past the maximum age (about 7 months later)."""
+    return date.fromordinal(clock.as_of_date(as_of).toordinal() + 31 * (clock.PRICE_MAX_AGE_MONTHS + 1))
+
+
 def test_the_cost_says_how_old_its_prices_are_and_warns_past_six_months():
     spec = PlatformSpec.load(platform_object("aws-dev"))
     basis = catalog().pricing["aws"].as_of
     fresh = estimate_cost(spec, clock.as_of_date(basis))
     assert (fresh.prices_as_of, fresh.price_age_months, fresh.warnings) == (basis, 0, [])
-    old = estimate_cost(spec, date(2026, 11, 28))
+    late = _stale_day(basis)
+    old = estimate_cost(spec, late)
     (warning,) = old.warnings
-    assert old.price_age_months == clock.months_old(basis, date(2026, 11, 28)) > clock.PRICE_MAX_AGE_MONTHS
+    assert old.price_age_months == clock.months_old(basis, late) > clock.PRICE_MAX_AGE_MONTHS
     assert warning.startswith(
-        f"prices are {old.price_age_months} months old (as of {basis}, today 2026-11-28"
+        f"prices are {old.price_age_months} months old (as of {basis}, today {late.isoformat()}"
     )
     assert "p5.48xlarge" in warning and "platform.pricing.overrides" in warning
     # No day given (library callers): the date is known, its age is not computed.
@@ -63,15 +69,28 @@ def test_prices_the_stack_overrides_do_not_age():
     assert (cost.prices_as_of, cost.warnings) == (None, [])
 
 
+def test_the_catalog_prices_are_under_six_months_old_on_the_issue_day():
+    """Issue 31: the prices the dev stacks use were refreshed (2025-06 was 17 months old on 2026-11-28)."""
+    for platform in ("aws-dev", "gcp-dev"):
+        cost = estimate_cost(PlatformSpec.load(platform_object(platform)), date(2026, 11, 28))
+        assert cost.price_age_months is not None and cost.price_age_months <= clock.PRICE_MAX_AGE_MONTHS
+        assert cost.warnings == [], platform
+    assert {c: catalog().pricing[c].as_of for c in ("aws", "gcp")} == {
+        "aws": "2026-07-20",
+        "gcp": "2026-08-20",
+    }
+
+
 def test_plan_prints_the_age_of_its_prices_and_the_warning():
-    ran = cli("plan", "aws-dev", env={"TRAINPLANE_TODAY": "2026-11-28"}, cached=True)
-    assert ran.returncode == 0, ran.stderr
     basis = catalog().pricing["aws"].as_of
-    months = clock.months_old(basis, date(2026, 11, 28))
+    late = _stale_day(basis)
+    ran = cli("plan", "aws-dev", env={"TRAINPLANE_TODAY": late.isoformat()}, cached=True)
+    assert ran.returncode == 0, ran.stderr
+    months = clock.months_old(basis, late)
     assert f"prices: catalog list prices as of {basis}, {months} months old" in ran.stdout
     assert f"warning: prices are {months} months old" in " ".join(ran.stdout.split())
     as_json = json.loads(
-        cli("plan", "aws-dev", "--json", env={"TRAINPLANE_TODAY": "2026-11-28"}, cached=True).stdout
+        cli("plan", "aws-dev", "--json", env={"TRAINPLANE_TODAY": late.isoformat()}, cached=True).stdout
     )
     assert (as_json["cost"]["pricesAsOf"], as_json["cost"]["priceAgeMonths"]) == (basis, months)
     assert len(as_json["cost"]["warnings"]) == 1
