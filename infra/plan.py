@@ -133,9 +133,33 @@ def idle_policies(spec: PlatformSpec) -> list[IdlePolicy]:
     ]
 
 
+def unset_controller_note(result: RunResult) -> str | None:
+    """One line naming the controllers whose pods name no image (platform.images.controller unset:
+    trainplane publishes none), or None. verify's egress check notes the same."""
+    from components.spec.images import CONTROLLER_IMAGE_UNSET
+
+    unset = sorted(
+        f"Deployment {r.inputs.get('metadata', {}).get('namespace', 'default')}/{r.inputs.get('metadata', {}).get('name', r.name)}"
+        for r in result.resources
+        if r.type == "kubernetes:apps/v1:Deployment"
+        and any(
+            c.get("image") == CONTROLLER_IMAGE_UNSET
+            for c in r.inputs.get("spec", {}).get("template", {}).get("spec", {}).get("containers", [])
+        )
+    )
+    if not unset:
+        return None
+    return (
+        f"platform.images.controller: not set, so {', '.join(unset)} would not start (ImagePullBackOff on "
+        f"{CONTROLLER_IMAGE_UNSET}); build the controller image (`make image`), push it and set it by digest "
+        '(docs/in-cluster.md "The controller image")'
+    )
+
+
 def summarize_platform(result: RunResult, spec: PlatformSpec, today: date | None = None) -> PlanSummary:
     summary = summarize(result, spec.cloud, (spec.min_gpus(), spec.max_gpus()), estimate_cost(spec, today))
     summary.idle = idle_policies(spec)
+    summary.notes = [n for n in [unset_controller_note(result)] if n]
     return summary
 
 

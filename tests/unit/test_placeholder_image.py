@@ -76,10 +76,27 @@ def test_the_plan_of_a_job_on_a_real_registry_has_no_note(tmp_path):
     assert json.loads(data.stdout)["notes"] == []
 
 
-def test_a_platform_plan_has_no_image_note():
-    data = cli("plan", "aws-dev", "--json", cached=True)
+def test_a_platform_plan_notes_its_controllers_without_an_image_and_nothing_else():
+    # trainplane publishes no controller image: unset, the controllers' pods name an .invalid image and the
+    # plan says so (it said nothing: the pods would have failed to pull after `pulumi up`).
+    data = cli("plan", "aws-h100-reserved", "--json", cached=True)
     assert data.returncode == 0, data.stderr
-    assert json.loads(data.stdout)["notes"] == []
+    (note,) = json.loads(data.stdout)["notes"]
+    assert note.startswith(
+        "platform.images.controller: not set, so Deployment gpu-operator/trainplane-gpu-health, "
+        "Deployment kueue-system/trainplane-block-window would not start"
+    )
+
+
+def test_a_platform_with_its_controller_image_set_has_no_note(tmp_path):
+    from infra.plan import unset_controller_note
+    from tests.helpers.plans import plan_object, platform_object
+
+    obj = platform_object("aws-dev")
+    obj["images"] = {
+        "controller": "123456789012.dkr.ecr.us-east-1.amazonaws.com/trainplane-controller@sha256:" + "a" * 64
+    }
+    assert unset_controller_note(plan_object(obj)) is None
 
 
 def _image_notes(plan) -> list[str]:
