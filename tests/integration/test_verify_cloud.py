@@ -209,7 +209,7 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     monkeypatch.setattr(verify_api, "ec2_client", lambda region: _client(moto_url, table))
     assert cli.main(["verify", "aws-h100-reserved", "--cloud"]) == 1
     out = capsys.readouterr().out
-    assert "trainplane verify aws-h100-reserved (aws 1.33, cloud: us-east-1 via" in out
+    assert "trainplane verify aws-h100-reserved (aws 1.35, cloud: us-east-1 via" in out
     assert (
         "reservation: h100-block (cr-0123456789abcdef0): holds 2 instances, the pool's maxNodes is 4\n" in out
     )

@@ -22,5 +22,5 @@ def _shape(lines: list[str]) -> list[str]:
 def test_a_mockplan_dump_verifies_like_the_offline_plan(mockplan):
     from_dump = verify(load_dump(mockplan("aws-dev")))
     offline = verify(plan("aws-dev"))
-    assert (from_dump.cloud, from_dump.kubernetes_version) == ("aws", "1.33")
+    assert (from_dump.cloud, from_dump.kubernetes_version) == ("aws", "1.35")
     assert _shape([f.line() for f in from_dump.findings]) == _shape([f.line() for f in offline.findings])

@@ -68,7 +68,7 @@ def test_json_values_come_from_the_catalog_and_the_backends():
         8,
     )
     assert (p5["onDemandHourly"], p5["onDemandHourlyPerGpu"]) == (55.04, 6.88)
-    assert (p5["priceAsOf"], p5["priceRegion"]) == ("2025-06", "us-east-1")
+    assert (p5["priceAsOf"], p5["priceRegion"]) == ("2026-07-20", "us-east-1")
     assert p5["capacityKinds"] == ["on-demand", "spot", "reservation", "capacity-block"]
     mega = _row(rows, "a3-megagpu-8g")
     assert (mega["gpuNics"], mega["efaInterfaces"], mega["localNvmeGB"]) == (8, 0, 6000)
@@ -99,10 +99,10 @@ def test_table_has_every_column_and_footnotes_what_a_dash_means():
 
 
 def test_header_gives_the_prices_date_and_warns_past_six_months():
-    old = cli("gpus", "--gpu", "H100", env=TODAY).stdout.splitlines()
-    assert old[1].startswith("prices: aws on-demand list prices in USD, us-east-1, as of 2025-06")
-    assert any(x.startswith("warning: prices are 17 months old (as of 2025-06") for x in old)
-    fresh = cli("gpus", "--gpu", "H100", env={"TRAINPLANE_TODAY": "2025-09-01"}).stdout
+    old = cli("gpus", "--gpu", "H100", env={"TRAINPLANE_TODAY": "2027-03-01"}).stdout.splitlines()
+    assert old[1].startswith("prices: aws on-demand list prices in USD, us-east-1, as of 2026-07-20")
+    assert any(x.startswith("warning: prices are 7 months old (as of 2026-07-20") for x in old)
+    fresh = cli("gpus", "--gpu", "H100", env=TODAY).stdout
     assert "warning: prices" not in fresh
 
 

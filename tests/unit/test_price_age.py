@@ -74,7 +74,8 @@ def test_the_catalog_prices_are_under_six_months_old_on_the_issue_day():
     for platform in ("aws-dev", "gcp-dev"):
         cost = estimate_cost(PlatformSpec.load(platform_object(platform)), date(2026, 11, 28))
         assert cost.price_age_months is not None and cost.price_age_months <= clock.PRICE_MAX_AGE_MONTHS
-        assert cost.warnings == [], platform
+        # No price-age warning (gcp-dev's GKE 1.34 extended-support warning is the calendar's, not this).
+        assert [w for w in cost.warnings if "months old" in w] == [], platform
     assert {c: catalog().pricing[c].as_of for c in ("aws", "gcp")} == {
         "aws": "2026-07-20",
         "gcp": "2026-08-20",
