@@ -27,7 +27,10 @@ def test_eks_135_is_in_standard_support_from_its_eks_release_day() -> None:
     """EKS released 1.35 on 2026-01-27 (its release calendar); before, a stack on 1.35 that day was refused
     as not released until 2026-01-28."""
     assert ks.problem("eks", "1.35", date(2026, 1, 27)) is None
-    assert ks.problem("eks", "1.35", date(2026, 1, 26)) == "EKS 1.35 is not released until 2026-01-27 (today 2026-01-26)"
+    assert (
+        ks.problem("eks", "1.35", date(2026, 1, 26))
+        == "EKS 1.35 is not released until 2026-01-27 (today 2026-01-26)"
+    )
 
 
 def test_no_calendar_row_is_left_unverified() -> None:
