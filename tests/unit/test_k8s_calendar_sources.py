@@ -39,3 +39,14 @@ def test_no_calendar_row_is_left_unverified() -> None:
         assert section["verified"] is True, cloud
         for minor, row in section["minors"].items():
             assert row.get("verified", True) is True, (cloud, minor)
+
+
+def test_the_gke_extended_warning_says_which_channel_keeps_the_minor() -> None:
+    """GKE's extended support (and fee) is for the EXTENDED channel only; on another channel GKE upgrades the
+    cluster. Before, the warning said only that the fee was higher, as if every channel paid it."""
+    fee, warning = ks.control_plane_fee("gke", "1.34", date(2026, 11, 28), 0.10)
+    assert fee == 0.10 and warning is not None
+    assert (
+        "it applies on the EXTENDED release channel, the only one that keeps 1.34 (on another, GKE upgrades "
+        "the cluster)" in warning
+    )
