@@ -117,11 +117,18 @@ def control_plane_fee(cloud: str, minor: str, on: date, standard: float) -> tupl
         return standard, None
     section, label = calendar()[cloud], cloud.upper()
     extended = section.get("extendedHourly")
+    channel = section.get("extendedChannel")
+    only_on = (
+        f"; it applies on the {channel} release channel, the only one that keeps {minor} (on another, {label} "
+        "upgrades the cluster)"
+        if channel
+        else ""
+    )
     if extended is None:
         return standard, (
             f"{label} {minor} left standard support on {s.standard_end}: the cloud's extended-support fee is not "
-            f"in the calendar ({section['pricingSource']} names no figure); control plane priced at the standard "
-            f"${standard:.2f}/h, the real fee is higher"
+            f"in the calendar ({section['pricingSource']} names no figure){only_on}; control plane priced at the "
+            f"standard ${standard:.2f}/h, the real fee is higher"
         )
     until = f" until {s.end}" if s.end else ""
     return float(extended), (

@@ -24,13 +24,19 @@ import pulumi_gcp as gcp
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.gcp.maintenance import maintenance_policy
+from components.gcp.maintenance import HELD_RELEASE_CHANNEL, maintenance_policy
 from components.gcp.naming import GcpPlacement
 from components.gcp.network import Network
 from components.spec import ClusterSpec
 
 DEFAULT_RELEASE_CHANNEL = "REGULAR"
 AUTH_PLUGIN = "gke-gcloud-auth-plugin"
+
+
+def default_channel(hold_upgrades: bool) -> str:
+    """The release channel when `releaseChannel` is unset: EXTENDED for a cluster held on its minor (only
+    there does the hold outlast the minor's standard support: components/gcp/maintenance.py), else REGULAR."""
+    return HELD_RELEASE_CHANNEL if hold_upgrades else DEFAULT_RELEASE_CHANNEL
 
 
 def workload_pool(project: str) -> str:
@@ -163,7 +169,7 @@ class GkeCluster(pulumi.ComponentResource):
             # The default pool would run with defaults nobody chose; pools come from `nodePools`.
             remove_default_node_pool=True,
             initial_node_count=1,
-            release_channel={"channel": cfg.release_channel or DEFAULT_RELEASE_CHANNEL},
+            release_channel={"channel": cfg.release_channel or default_channel(args.hold_upgrades)},
             min_master_version=cfg.kubernetes_version,
             workload_identity_config={"workload_pool": workload_pool(project)},
             private_cluster_config={"enable_private_nodes": private_nodes, "enable_private_endpoint": False},

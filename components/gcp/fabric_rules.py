@@ -5,7 +5,8 @@ A GPU machine type whose fabric cannot be set up is a config error, not a silent
   only when it creates that network too; a brought network's owner would have to create and name them
   (not supported yet), so such a stack is refused naming `network.network`;
 - a cluster version older than the fabric's minimum (gpu_direct.tf@v1.95.0 version map), or newer than
-  the last whose node image the machine boots (components/gcp/maintenance.py);
+  the last whose node image the machine boots (components/gcp/maintenance.py), on a release channel other
+  than EXTENDED (the only one where that hold outlasts the minor's standard support);
 - a fabric block that overlaps the platform's other ranges or holds too few /20 subnets.
 """
 
@@ -22,7 +23,7 @@ from components.gcp.fabric import (
     fabric_of,
     gvnic_network_count,
 )
-from components.gcp.maintenance import NEWEST_MINOR
+from components.gcp.maintenance import HELD_RELEASE_CHANNEL, NEWEST_MINOR
 from components.gcp.ranges import GCP_DEFAULT_PODS_CIDR, GCP_DEFAULT_SERVICES_CIDR
 from components.spec.platform import PlatformSpec
 
@@ -108,7 +109,23 @@ def check_fabric(spec: PlatformSpec, root: str) -> Iterable[str]:
                 f"boot COS 121 or older; GKE {spec.cluster.kubernetes_version} nodes run a newer COS and cannot be "
                 f"created (cluster-toolkit PR #5673); use {newest} or older"
             )
+        channel = spec.cluster.release_channel
+        if newest and channel not in (None, HELD_RELEASE_CHANNEL):
+            yield (
+                f"{root}.cluster.releaseChannel: GPUDirect-{f.kind.upper()} machines hold the cluster on GKE "
+                f"{newest} or older; on {channel} the hold ends at the minor's end of standard support"
+                f"{_standard_end(spec.cluster.kubernetes_version)} and GKE upgrades the cluster to a minor they cannot "
+                f"boot; use {HELD_RELEASE_CHANNEL} (or leave it unset): the hold then lasts through extended support"
+            )
     yield from _check_fabric_cidr(spec, root, gvnic_network_count(fabrics))
+
+
+def _standard_end(minor: str) -> str:
+    """ " (GKE 1.34: 2026-10-01)" from the support calendar, or "" for a minor it lacks (its own error)."""
+    from components import k8s_support
+
+    row = k8s_support.calendar()["gke"]["minors"].get(minor)
+    return f" (GKE {minor}: {row['standardEnd']})" if row else ""
 
 
 def _check_fabric_cidr(spec: PlatformSpec, root: str, count: int) -> Iterable[str]:

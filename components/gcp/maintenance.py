@@ -16,6 +16,16 @@ GKE version to 1.33 to resolve COS incompatibility"). The toolkit's fix, kept he
   a pool of a cluster enrolled in a release channel turn node auto-upgrade off (GKE docs, "Auto-upgrading
   nodes"); the exclusion is what holds the nodes, and control plane patches still land.
 
+Which channel: `UNTIL_END_OF_SUPPORT` ends the exclusion at "the cluster control plane version's end of
+support time, or end of extended support time when the cluster is on extended support channel"
+(google.container.v1 NodePool.ExclusionUntilEndOfSupport.end_time, GKE API reference). On REGULAR (the
+toolkit's example) the hold thus ends at the minor's end of standard support (GKE 1.34: 2026-10-01,
+components/data/k8s_support.yaml) and GKE upgrades the cluster to a minor the machines cannot boot. A held
+cluster is therefore on the EXTENDED channel (its default here; another channel is a load error naming
+`cluster.releaseChannel`, and verify's fabric check fails it): during standard support it gets the Regular
+channel's patches ("Introducing GKE extended support", Google Cloud blog, 2024-07-17), after it the
+extended support period (about 10 more months) and GKE's extended-support fee (`trainplane plan` warns).
+
 Why no computed `end_time`: the provider takes exactly one of `end_time` and
 `exclusion_options.end_time_behavior` (pulumi_gcp 10.2 ClusterMaintenancePolicyMaintenanceExclusionArgs),
 and an exclusion of this scope may last until the end of support of the cluster's minor (GKE docs,
@@ -31,6 +41,8 @@ from typing import Any
 
 # Fabric kind -> the newest GKE minor its machines boot (1.35 brings COS 125; cluster-toolkit PR #5673).
 NEWEST_MINOR = {"tcpx": "1.34"}
+# The release channel whose end of support is the end of extended support (see above).
+HELD_RELEASE_CHANNEL = "EXTENDED"
 EXCLUSION_NAME = "no-minor-or-node-upgrades-gpudirect"
 EXCLUSION_SCOPE = "NO_MINOR_OR_NODE_UPGRADES"
 END_TIME_BEHAVIOR = "UNTIL_END_OF_SUPPORT"

@@ -5,7 +5,8 @@ fabric kind (verify_facts.yaml `fabrics`); the pool's node pool has one extra NI
 the cluster has multi-networking on Dataplane V2; the fabric's DaemonSets (facts
 `fabrics.<kind>.daemonSets`) run on the pool's machine type; a fabric whose machines boot only up to a GKE
 minor (facts `newestMinor`, TCPX) has a cluster at or below it, held there by a maintenance exclusion of
-the facts' scope that lasts (an end time, or until the end of support).
+the facts' scope that lasts (an end time, or until the end of support) on the EXTENDED channel (elsewhere
+"until the end of support" is the end of standard support: components/gcp/maintenance.py).
 
 Imported by the backend's hook method only when verify asks (never when a stack is built).
 """
@@ -17,6 +18,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from components.gcp.maintenance import HELD_RELEASE_CHANNEL
 from components.gcp.verify_nodes import GKE_CLUSTER, GKE_POOL
 from infra.verify.checks.fabric import check_fabric_daemonsets
 
@@ -128,6 +130,15 @@ def _check_upgrade_hold(
         res.fail(
             f"pool {name}: the cluster has no {scope} maintenance exclusion: its release channel upgrades it past "
             f"{newest} and fabric {kind}'s nodes can no longer be created",
+            f"pool {name}",
+        )
+    channel = (cluster.inputs.get("releaseChannel") or {}).get("channel")
+    if held and channel != HELD_RELEASE_CHANNEL:
+        # UNTIL_END_OF_SUPPORT ends at the minor's end of standard support except on EXTENDED (maintenance.py).
+        res.fail(
+            f"pool {name}: the cluster is on release channel {channel}, where its {scope} exclusion ends at the "
+            f"minor's end of standard support and GKE then upgrades it past {newest}: fabric {kind}'s nodes can no "
+            f"longer be created; use {HELD_RELEASE_CHANNEL}",
             f"pool {name}",
         )
 

@@ -13,7 +13,7 @@ def test_standard_cluster_with_workload_identity_private_nodes_and_dataplane_v2(
     assert c["location"] == "us-central1"
     assert c["nodeLocations"] == ["us-central1-a", "us-central1-b", "us-central1-c"]
     assert c["removeDefaultNodePool"] is True
-    assert c["releaseChannel"] == {"channel": "REGULAR"}
+    assert c["releaseChannel"] == {"channel": "EXTENDED"}  # held on 1.34 (TCPX): EXTENDED
     assert c["minMasterVersion"] == "1.34"
     assert c["workloadIdentityConfig"] == {"workloadPool": "example-ml-dev.svc.id.goog"}
     assert c["privateClusterConfig"] == {"enablePrivateNodes": True, "enablePrivateEndpoint": False}
@@ -115,7 +115,7 @@ def test_a_tcpx_platform_holds_minor_and_node_upgrades_until_end_of_support():
     # gcp-dev's H100 pool is a3-highgpu-8g (TCPX): a channel upgrade to 1.35 (COS 125) would leave it
     # without nodes, so the cluster carries the toolkit's exclusion and keeps its pinned version.
     c = one(plan("gcp-dev"), CLUSTER).inputs
-    assert c["minMasterVersion"] == "1.34" and c["releaseChannel"] == {"channel": "REGULAR"}
+    assert c["minMasterVersion"] == "1.34" and c["releaseChannel"] == {"channel": "EXTENDED"}
     (exclusion,) = c["maintenancePolicy"]["maintenanceExclusions"]
     assert exclusion["exclusionOptions"] == {
         "scope": "NO_MINOR_OR_NODE_UPGRADES",
@@ -152,3 +152,16 @@ def test_a_tcpx_platform_on_a_cos_125_minor_is_refused_naming_the_key():
     ), problems
     obj["cluster"]["kubernetesVersion"] = "1.34"
     assert PlatformSpec.load(obj).cluster.kubernetes_version == "1.34"
+
+
+def test_an_unset_release_channel_is_extended_on_a_held_cluster_and_regular_elsewhere():
+    # A held cluster's exclusion outlasts its minor's standard support only on EXTENDED (maintenance.py);
+    # before, an unset channel was REGULAR and GKE upgraded the TCPX cluster past 1.34 after 2026-10-01.
+    held = mutated("gcp-dev")
+    del held["cluster"]["releaseChannel"]
+    assert one(plan_platform(held), CLUSTER).inputs["releaseChannel"] == {"channel": "EXTENDED"}
+    plain = mutated("gcp-dev")
+    del plain["cluster"]["releaseChannel"]
+    plain["nodePools"] = [p for p in plain["nodePools"] if not p.get("gpu")]
+    plain.pop("teams", None)
+    assert one(plan_platform(plain), CLUSTER).inputs["releaseChannel"] == {"channel": "REGULAR"}

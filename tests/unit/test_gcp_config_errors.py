@@ -90,6 +90,7 @@ def test_machine_type_of_another_gpu():
     obj = mutated("gcp-h100-mega")
     obj["nodePools"][1]["machineType"] = "a3-highgpu-8g"
     obj["cluster"]["kubernetesVersion"] = "1.34"  # a3-highgpu-8g's newest (its own rule, not this test's)
+    obj["cluster"]["releaseChannel"] = "EXTENDED"  # the channel that holds it there (its own rule too)
     (line,) = problems(obj)
     assert line.startswith("platform.nodePools[1].machineType: 'a3-highgpu-8g' does not carry H100-MEGA")
 

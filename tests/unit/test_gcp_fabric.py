@@ -379,3 +379,30 @@ def test_verify_fabric_fails_a_tcpx_cluster_that_a_channel_can_upgrade_past_its_
 
     found = lines(run(edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, on_135), "fabric"))
     assert any("pool h100: GKE 1.35 is newer than 1.34" in line for line in found), found
+
+
+def test_verify_fabric_fails_a_held_tcpx_cluster_on_a_channel_whose_hold_ends_with_standard_support():
+    # The fabric rule: on REGULAR, UNTIL_END_OF_SUPPORT ends at GKE 1.34's end of standard support
+    # (2026-10-01), then GKE upgrades the cluster to 1.35 (COS 125). Before, REGULAR passed.
+    def on_regular(inputs: dict) -> None:
+        inputs["releaseChannel"] = {"channel": "REGULAR"}
+
+    found = lines(run(edit(plan("gcp-dev"), lambda r: r.type == CLUSTER, on_regular), "fabric"))
+    assert any(
+        "pool h100: the cluster is on release channel REGULAR, where its NO_MINOR_OR_NODE_UPGRADES exclusion ends "
+        "at the minor's end of standard support" in line
+        for line in found
+    ), found
+
+
+def test_a_tcpx_stack_on_a_channel_other_than_extended_is_one_line_naming_release_channel():
+    raw = mutated("gcp-dev")
+    raw["cluster"]["releaseChannel"] = "REGULAR"
+    assert [p for p in problems(raw) if "releaseChannel" in p] == [
+        "platform.cluster.releaseChannel: GPUDirect-TCPX machines hold the cluster on GKE 1.34 or older; on "
+        "REGULAR the hold ends at the minor's end of standard support (GKE 1.34: 2026-10-01) and GKE upgrades "
+        "the cluster to a minor they cannot boot; use EXTENDED (or leave it unset): the hold then lasts through "
+        "extended support"
+    ]
+    del raw["cluster"]["releaseChannel"]
+    assert PlatformSpec.load(raw).cluster.release_channel is None  # unset: EXTENDED on a held cluster

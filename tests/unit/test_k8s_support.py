@@ -84,7 +84,7 @@ def test_the_default_version_is_the_newest_in_standard_support_and_follows_the_d
     monkeypatch.setenv("TRAINPLANE_TODAY", "2026-11-28")
     assert PlatformSpec.load(ONPREM).cluster.kubernetes_version == "1.35"
     assert platform_from_prompts(lambda key: None)["cluster"]["kubernetesVersion"] == "1.35"
-    # A year earlier 1.35 was not out on EKS (2026-01-28): the default was 1.34.
+    # A year earlier 1.35 was not out on EKS (2026-01-27): the default was 1.34.
     monkeypatch.setenv("TRAINPLANE_TODAY", "2025-12-01")
     assert PlatformSpec.load(ONPREM).cluster.kubernetes_version == "1.34"
     assert platform_from_prompts(lambda key: None)["cluster"]["kubernetesVersion"] == "1.34"
