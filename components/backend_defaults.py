@@ -1,5 +1,5 @@
 """`BackendDefaults`: what a backend answers for a hook it does not implement, which is what a plain
-Kubernetes cluster with no cloud features answers (no add-ons, no prices, no cloud API to ask)."""
+Kubernetes cluster with no cloud features answers (no catalog, no prices, no mock answers)."""
 
 from __future__ import annotations
 
@@ -9,19 +9,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from components.catalog import CatalogSection, PriceBasis
     from components.spec import PlatformSpec
-    from infra.verify.charts import ChartModel
-    from infra.verify.checks.pool_nodes import PoolNodes
-    from infra.verify.context import Context
-    from infra.verify.jobs import TrainingPod
-    from infra.verify.model import K8sObject, Plan, PlanResource
-    from infra.verify.report import CheckResult, Report
 
 
-from components.backend_protocol import CapacityKinds, GpuPools, MockAnswers, Prompt
-
-if TYPE_CHECKING:
-    from components.backend_protocol import TeamIdentityCheck
-
+from components.backend_protocol import CapacityKinds, MockAnswers, Prompt
 
 # The nodes of a cluster that exists, labelled for trainplane by a platform engineer:
 #   kubectl label nodes <gpu nodes> trainplane.dev/pool=gpu
@@ -75,54 +65,3 @@ class BackendDefaults:
 
     def mock_answers(self) -> MockAnswers:
         return MockAnswers()
-
-    # verify: cluster, pool nodes, add-ons, fabric (v1)
-    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
-        return None
-
-    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
-        return None
-
-    def adopts_existing_clusters(self) -> bool:
-        return False
-
-    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
-        return None
-
-    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
-        return None
-
-    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
-        return None
-
-    def check_fabric(
-        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
-    ) -> None:
-        return None
-
-    # verify: team reach, enforcement, storage path, cloud API rules (v2)
-    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
-        res.note(
-            "existing cluster: whether it enforces NetworkPolicy is unknown offline; "
-            "run verify with --kubeconfig to look for a policy agent (calico, cilium, ...)"
-        )
-
-    def verify_team_identity(self) -> TeamIdentityCheck | None:
-        return None
-
-    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
-        return None
-
-    def verify_storage_path(
-        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
-    ) -> None:
-        return None
-
-    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
-        return None
-
-    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
-        return False
-
-    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report | None:
-        return None

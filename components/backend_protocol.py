@@ -1,8 +1,9 @@
 """The `CloudBackend` protocol: every hook a cloud backend answers, grouped by who asks (the spec and
-catalog, plan and cost, the offline engine, verify), and the small types they pass.
+catalog, plan and cost, the offline engine), and the small types they pass.
 
 A backend implements what its cloud adds and inherits the rest from `BackendDefaults`
-(components/backend_defaults.py); the registry is components/backends.py.
+(components/backend_defaults.py); the registry is components/backends.py. What `trainplane verify` asks a
+cloud is not here: it takes verify's types, so it is verify's `CloudVerifier` (infra/verify/verifier.py).
 """
 
 from __future__ import annotations
@@ -17,12 +18,6 @@ if TYPE_CHECKING:
     from components.bundle import ClusterBundle
     from components.catalog import CatalogSection, MachineShape, PriceBasis
     from components.spec import NodePoolSpec, PlatformSpec, Spec, StorageSpec
-    from infra.verify.charts import ChartModel
-    from infra.verify.checks.pool_nodes import PoolNodes
-    from infra.verify.context import Context
-    from infra.verify.jobs import TrainingPod
-    from infra.verify.model import K8sObject, Plan, PlanResource
-    from infra.verify.report import CheckResult, Report
 
 
 # The entry-point group a distribution declares its backends in (pyproject.toml
@@ -30,11 +25,6 @@ if TYPE_CHECKING:
 ENTRY_POINT_GROUP = "trainplane.backends"
 # A template prompt: the answer to a `trainplane:<key>` question, None when not answered.
 Prompt = Callable[[str], "str | None"]
-# A GPU pool of the platform outputs with the nodes the plan gives it (verify's scheduling check).
-GpuPools = Sequence[tuple[Mapping[str, Any], "PoolNodes"]]
-# verify `identity`: (ctx, res, team, its ServiceAccount) -> the object key patterns the team's cloud
-# identity may write (checkpoint URIs must fall inside them).
-TeamIdentityCheck = Callable[["Context", "CheckResult", Mapping[str, Any], "K8sObject"], list[str]]
 
 
 @dataclass(frozen=True)
@@ -117,10 +107,6 @@ class CloudBackend(Protocol):
         """Register the cloud layer (a component named `name`) and return the bundle it hands over."""
         ...
 
-    def verify_facts(self) -> Mapping[str, Any]:
-        """The facts `trainplane verify` needs about this cloud (its data file, each fact with a source)."""
-        ...
-
     # catalog, spec keys, regions, quickstart (b1)
     def catalog_section(self) -> CatalogSection | None:
         """This cloud's machines for the GPU catalog (components.catalog); None: its pools' machines
@@ -175,78 +161,4 @@ class CloudBackend(Protocol):
 
     def mock_answers(self) -> MockAnswers:
         """What this cloud answers the offline engine (infra/mockcloud) for its resources and invokes."""
-        ...
-
-    # verify: cluster, pool nodes, add-ons, fabric (v1)
-    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
-        """The resource of a plan that creates this cloud's cluster; None when the plan creates none."""
-        ...
-
-    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
-        """The Kubernetes version this cloud's cluster resource asks for; None when it names none."""
-        ...
-
-    def adopts_existing_clusters(self) -> bool:
-        """Whether a plan that names no cloud and creates no cluster runs on this backend (a cluster
-        that already exists, as a job stack's plan does)."""
-        ...
-
-    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
-        """The nodes the plan's cloud resources give a pool of the platform outputs (labels, taints,
-        machines, devices, scale-from-zero template); None: verify reads the pool from the outputs."""
-        ...
-
-    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
-        """Add to `out` the DaemonSets (with their tolerations) and CSI drivers of this cloud's managed
-        add-ons that the plan turns on."""
-        ...
-
-    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
-        """This cloud's own scheduling findings about the GPU pools' nodes (repair agents, autoscaler
-        labels, spot notices...), added to `res`."""
-        ...
-
-    def check_fabric(
-        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
-    ) -> None:
-        """Cluster-side findings about a pool's GPU fabric (`facts`: the cloud's facts for its kind)."""
-        ...
-
-    # verify: team reach, enforcement, storage path, cloud API rules (v2)
-    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
-        """verify `network`: whether the cluster enforces NetworkPolicy (and its API can be reached at
-        all), read from the plan; failures and notes go into `res`."""
-        ...
-
-    def verify_team_identity(self) -> TeamIdentityCheck | None:
-        """verify `identity`: how one team's cloud identity is checked here (its ServiceAccount's
-        annotation, the identity's trust and the data it reaches); None when the platform gives teams
-        no cloud identity."""
-        ...
-
-    def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
-        """verify `storage`: the controller of an installed CSI driver has the cloud identity it needs to
-        create volumes."""
-        ...
-
-    def verify_storage_path(
-        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
-    ) -> None:
-        """verify `storage`: the node-level path from the pod's pool to the file system behind `pv` (the
-        node mounts it, not the pod) is open: security groups, firewall rules, export ranges."""
-        ...
-
-    def verify_create_rules(self, ctx: Context, res: CheckResult) -> None:
-        """verify `cloud`: what the cloud checks when the plan's cloud resources are created."""
-        ...
-
-    def verify_rule_admits_tcp(self, rule: PlanResource, port: int) -> bool:
-        """verify `cloud`, creation order: whether `rule` (an ingress rule resource of this cloud) admits
-        TCP `port` (the `tcpPorts` selector of `createOrder` in verify_facts.yaml)."""
-        ...
-
-    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report | None:
-        """`verify STACK --cloud`: read-only checks against the cloud's own APIs with the user's
-        credentials (`client`: an API client to use instead of the default one): a Report of mode
-        "cloud" (infra.verify.cloud.cloud_report), one CheckResult per check; None: no cloud API."""
         ...

@@ -34,11 +34,9 @@ from components.backend_protocol import (
     ENTRY_POINT_GROUP,
     BuildArgs,
     CloudBackend,
-    GpuPools,
     MockAnswer,
     MockAnswers,
     Prompt,
-    TeamIdentityCheck,
 )
 
 __all__ = [
@@ -47,11 +45,9 @@ __all__ = [
     "BackendDefaults",
     "BuildArgs",
     "CloudBackend",
-    "GpuPools",
     "MockAnswer",
     "MockAnswers",
     "Prompt",
-    "TeamIdentityCheck",
     "backend",
     "backend_names",
     "backends",
@@ -131,7 +127,7 @@ def backends() -> tuple[CloudBackend, ...]:
 
 
 def load_data_file(package: str, filename: str) -> dict[str, Any]:
-    """A YAML data file shipped in a backend's package (its verify facts)."""
+    """A YAML data file shipped in a package (a backend's data; a verifier's facts, infra/verify/clouds)."""
     from importlib import resources
 
     import yaml

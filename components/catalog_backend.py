@@ -1,6 +1,6 @@
 """`CatalogBackend`: what the backends of clouds that sell machines share (their pools are made of
-catalog machines, their keys and rules live in their package's `rules` module, their verify facts in its
-`verify_facts.yaml`, their regions in a data file)."""
+catalog machines, their keys and rules live in their package's `rules` module, their regions in a data
+file)."""
 
 from __future__ import annotations
 
@@ -21,14 +21,13 @@ from components.backends import load_data_file
 
 
 class CatalogBackend(BackendDefaults):
-    """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, their
-    verify facts in its `verify_facts.yaml`, pools made of catalog machines, regions from a list. A
-    subclass names its cloud, package, rules module, grace, the key that names a pool's machine, its
+    """What the AWS and GCP backends share: their keys and rules in their package's `rules` module, pools
+    made of catalog machines, regions from a list. A
+    subclass names its cloud, rules module, grace, the key that names a pool's machine, its
     object store and quickstart defaults, and builds."""
 
     name: str  # also the name of the cloud's sections in the shared data files below
     title: str  # the cloud's name in prose ("AWS")
-    package: str  # e.g. "components.aws": holds rules.py and verify_facts.yaml
     rules: ModuleType  # KEYS, TWINS, CAPACITY, check, check_pool, check_storage
     keys: Mapping[type[Spec], frozenset[str]]
     twins: Mapping[str, str]
@@ -69,10 +68,6 @@ class CatalogBackend(BackendDefaults):
             shapes = catalog().shapes(self.name, pool.gpu, pool.gpus_per_node)
             return shapes[0] if shapes else None
         return None
-
-    @cache  # noqa: B019 - one instance per backend for the life of the process
-    def verify_facts(self) -> Mapping[str, Any]:
-        return load_data_file(self.package, "verify_facts.yaml")
 
     # catalog, spec keys, regions, quickstart (b1)
     @cache  # noqa: B019

@@ -15,21 +15,14 @@ from components.gcp import rules
 if TYPE_CHECKING:
     import pulumi
 
-    from components.backends import GpuPools, Prompt, TeamIdentityCheck
+    from components.backends import Prompt
     from components.bundle import ClusterBundle
     from components.spec import PlatformSpec
-    from infra.verify.charts import ChartModel
-    from infra.verify.checks.pool_nodes import PoolNodes
-    from infra.verify.context import Context
-    from infra.verify.jobs import TrainingPod
-    from infra.verify.model import K8sObject, Plan, PlanResource
-    from infra.verify.report import CheckResult, Report
 
 
 class GcpBackend(CatalogBackend):
     name = "gcp"
     title = "GCP"
-    package = "components.gcp"
     rules = rules
     keys = rules.KEYS
     twins = rules.TWINS
@@ -84,62 +77,6 @@ class GcpBackend(CatalogBackend):
         from components.gcp.mock import ANSWERS
 
         return ANSWERS
-
-    # verify: cluster, pool nodes, add-ons, fabric (v1); the answers live in components/gcp/verify_*.py
-    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
-        from components.gcp import verify_nodes
-
-        return verify_nodes.plan_cluster(resources)
-
-    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
-        from components.gcp import verify_nodes
-
-        return verify_nodes.kubernetes_version(cluster)
-
-    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
-        from components.gcp import verify_nodes
-
-        return verify_nodes.pool_nodes(ctx, pool)
-
-    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
-        from components.gcp import verify_nodes
-
-        verify_nodes.addon_objects(plan, out)
-
-    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
-        from components.gcp import verify_nodes
-
-        verify_nodes.check_gpu_pools(ctx, res, gpu_pools)
-
-    def check_fabric(
-        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
-    ) -> None:
-        from components.gcp import verify_fabric
-
-        verify_fabric.check_fabric(ctx, res, pool, facts)
-
-    # verify: team reach, enforcement, storage path, cloud API rules (v2)
-    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
-        from components.gcp.verify_network import enforcement
-
-        enforcement(ctx, res)
-
-    def verify_team_identity(self) -> TeamIdentityCheck | None:
-        from components.gcp.verify_identity import check_team
-
-        return check_team
-
-    def verify_storage_path(
-        self, ctx: Context, res: CheckResult, pod: TrainingPod, pv: K8sObject, driver: str | None
-    ) -> None:
-        from components.gcp.verify_storage import node_reachability
-
-        node_reachability(ctx, res, pod, pv, driver)
-
-    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report:
-        from components.gcp.verify_api import verify_cloud_api
-
-        return verify_cloud_api(spec, client)
 
 
 BACKEND = GcpBackend()

@@ -6,10 +6,9 @@ Light on purpose: the registry imports it to validate a stack; `build` imports p
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from functools import cache
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from components.backends import BackendDefaults, BuildArgs, MockAnswers, load_data_file
+from components.backends import BackendDefaults, BuildArgs, MockAnswers
 from components.kubernetes import rules
 
 if TYPE_CHECKING:
@@ -46,10 +45,6 @@ class ExistingClusterBackend(BackendDefaults):
             name, ExistingClusterArgs(spec=args.spec, kubeconfig=args.kubeconfig), opts
         ).bundle
 
-    @cache  # noqa: B019 - one instance for the life of the process
-    def verify_facts(self) -> Mapping[str, Any]:
-        return load_data_file("components.kubernetes", "verify_facts.yaml")
-
     def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
         # No price basis: `trainplane plan` prices nothing and says why.
         return ["existing cluster: the hardware is already paid for; no cloud prices apply"]
@@ -58,11 +53,6 @@ class ExistingClusterBackend(BackendDefaults):
         from components.kubernetes.mock import ANSWERS
 
         return ANSWERS
-
-    def adopts_existing_clusters(self) -> bool:
-        # The cluster exists: the plan creates none, and a job stack's plan, which names no cloud of
-        # its own, runs on one too until its platform's plan says which.
-        return True
 
 
 BACKEND = ExistingClusterBackend()

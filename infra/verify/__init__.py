@@ -23,6 +23,7 @@ from infra.verify import registry
 from infra.verify.context import Context
 from infra.verify.model import Plan, PlanError, from_run
 from infra.verify.report import CHECKS, CheckResult, Finding, Report
+from infra.verify.verifiers import missing_verifier_note
 
 if TYPE_CHECKING:
     from infra.verify.view import ClusterView
@@ -54,6 +55,8 @@ def run_checks(plan: Plan, view: ClusterView, checks: Sequence[str] | None = Non
     live runner on a live cluster (a check without one is skipped there, saying so)."""
     ctx = view.ctx
     report = Report(plan.stack, plan.cloud, plan.kubernetes_version, view.mode, view.source)
+    if note := missing_verifier_note(ctx.platform.cloud):
+        report.notes.append(note)
     for name in checks or registry.default_checks(plan.kind):
         check = registry.check(name)
         if (check.scope == "fleet") != (plan.kind == "fleet"):

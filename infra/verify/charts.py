@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infra.verify import facts as F
-from infra.verify.model import HelmRelease, Plan, cloud_backend
+from infra.verify.model import HelmRelease, Plan
+from infra.verify.verifiers import cloud_verifier
 
 
 @dataclass(frozen=True)
@@ -185,9 +186,9 @@ def _release_scrapes(rel: HelmRelease, cf: Mapping[str, Any], out: ChartModel) -
 
 
 def addon_objects(plan: Plan, out: ChartModel) -> None:
-    """DaemonSets and CSI drivers of the cloud's managed add-ons that the plan turns on (the backend's
+    """DaemonSets and CSI drivers of the cloud's managed add-ons that the plan turns on (the verifier's
     `addon_objects` hook: EKS add-ons, GKE cluster add-ons)."""
-    cloud_backend(plan).addon_objects(plan, out)
+    cloud_verifier(plan).addon_objects(plan, out)
 
 
 def plan_objects(plan: Plan, out: ChartModel) -> None:

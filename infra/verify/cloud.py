@@ -3,11 +3,11 @@ with the user's credentials, beside the offline (plan) and live-cluster modes of
 
 What the offline checks cannot know is whether the cloud has what the stack names: a reservation that
 exists, is of the pool's machine type, in its zone and big enough, and machine types offered in the
-pools' zones. Each backend asks its own cloud (`CloudBackend.verify_cloud_api`, in its package's
-verify_api.py: components/aws/verify_api.py, components/gcp/verify_api.py) and fills a `Report` of
+pools' zones. Each cloud's verifier asks its own cloud (`CloudVerifier.verify_cloud_api`, in its
+cloud_api.py: infra/verify/clouds/aws/cloud_api.py, infra/verify/clouds/gcp/cloud_api.py) and fills a `Report` of
 mode "cloud", the type offline and live verify return: one CheckResult per check, what passed in
 `examined`, what failed as findings, what was not asked in notes (on a skipped check, so a pass is never
-mistaken for a check). An existing cluster has no cloud to ask (the backends' default).
+mistaken for a check). An existing cluster has no cloud to ask (the verifiers' default).
 """
 
 from __future__ import annotations
@@ -33,13 +33,13 @@ def cloud_report(spec: PlatformSpec, source: str) -> Report:
 
 
 def verify_cloud(spec: PlatformSpec, stack: str, client: Any = None) -> Report:
-    """Check `spec` (the platform of stack `stack`) against its cloud, through its backend. `client`: an
-    API client to use instead of the backend's default one (an EC2 client on AWS)."""
-    from components.backends import backend
+    """Check `spec` (the platform of stack `stack`) against its cloud, through its verifier. `client`: an
+    API client to use instead of the verifier's default one (an EC2 client on AWS)."""
+    from infra.verify.verifiers import missing_verifier_note, verifier
 
-    report = backend(spec.cloud).verify_cloud_api(spec, client)
+    report = verifier(spec.cloud).verify_cloud_api(spec, client)
     if report is None:
-        # A backend with no cloud API behind it (an existing cluster) has nothing to ask.
+        # A cloud with no cloud API behind it (an existing cluster) has nothing to ask.
         report = cloud_report(spec, "nothing asked: no cloud API")
         report.checks.append(
             CheckResult(
@@ -48,4 +48,6 @@ def verify_cloud(spec: PlatformSpec, stack: str, client: Any = None) -> Report:
                 skipped="no cloud API to ask",
             )
         )
+    if note := missing_verifier_note(spec.cloud):
+        report.notes.append(note)
     return replace(report, stack=stack)

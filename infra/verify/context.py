@@ -10,9 +10,11 @@ from infra.verify import facts as F
 from infra.verify.charts import ChartModel, model
 from infra.verify.jobs import TrainingPod, training_pods
 from infra.verify.model import K8sObject, Plan, cloud_backend
+from infra.verify.verifiers import cloud_verifier
 
 if TYPE_CHECKING:
     from components.backends import CloudBackend
+    from infra.verify.verifier import CloudVerifier
 
 GPU_RESOURCE = "nvidia.com/gpu"
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
@@ -33,8 +35,13 @@ class Context:
 
     @property
     def backend(self) -> CloudBackend:
-        """The platform's cloud backend: what a check asks about the cloud (components/backends.py)."""
+        """The platform's cloud backend: what the library knows of the cloud (components/backends.py)."""
         return cloud_backend(self.platform)
+
+    @property
+    def verifier(self) -> CloudVerifier:
+        """The platform's cloud verifier: what a check asks about the cloud (infra/verify/verifiers.py)."""
+        return cloud_verifier(self.platform)
 
     @property
     def job_only(self) -> bool:

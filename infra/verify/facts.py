@@ -1,6 +1,7 @@
 """The facts verify relies on, each with its source: chart facts from facts.yaml beside this module, and
-each cloud's own facts from its backend (components.backends: `verify_facts()`, a data file in the
-backend's package). Loaded once per set of registered backends; lookups are small helpers so the checks read like the facts they use."""
+each cloud's own facts from its verifier (infra/verify/verifiers.py: `verify_facts()`, the facts.yaml of
+infra/verify/clouds/<cloud>/). Loaded once per set of registered backends and verifiers; lookups are
+small helpers so the checks read like the facts they use."""
 
 from __future__ import annotations
 
@@ -11,26 +12,27 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from components.backends import CloudBackend
+    from infra.verify.verifier import CloudVerifier
 
 
 def facts() -> dict[str, Any]:
-    """facts.yaml plus `clouds` (backend name -> its facts) and every backend's `storagePorts`, for the
-    backends registered now (a program or test may register one after a first verify); parsed once per
-    set of backends, as components.catalog.catalog() is."""
-    from components.backends import backends
+    """facts.yaml plus `clouds` (backend name -> its verifier's facts) and every cloud's `storagePorts`,
+    for the backends and verifiers registered now (a program or test may register one after a first
+    verify); parsed once per set of them, as components.catalog.catalog() is."""
+    from components.backends import backend_names
+    from infra.verify.verifiers import verifier
 
-    return _facts(backends())
+    return _facts(tuple((n, verifier(n)) for n in backend_names()))
 
 
 @cache
-def _facts(clouds: tuple[CloudBackend, ...]) -> dict[str, Any]:
+def _facts(clouds: tuple[tuple[str, CloudVerifier], ...]) -> dict[str, Any]:
     doc = yaml.safe_load(resources.files("infra.verify").joinpath("facts.yaml").read_text())
     doc["clouds"], doc["storagePorts"] = {}, {}
-    for b in clouds:
-        own = dict(b.verify_facts())
+    for name, v in clouds:
+        own = dict(v.verify_facts())
         doc["storagePorts"].update(own.pop("storagePorts", None) or {})
-        doc["clouds"][b.name] = own
+        doc["clouds"][name] = own
     return doc
 
 

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from components.backends import CloudBackend, backend, backend_names, backends
+from components.backends import CloudBackend, backend, backend_names
 from infra.resources import HELM_RELEASE, Resource, Resources, normal
+from infra.verify.verifiers import cloud_verifier, verifier
 
 # The engine's record of a resource is the plan's: one model (infra/resources.py), under verify's name.
 PlanResource = Resource
@@ -124,7 +125,7 @@ class Plan(Resources):
         return out
 
     def cluster_resource(self) -> PlanResource | None:
-        return cloud_backend(self).plan_cluster(self.resources)
+        return cloud_verifier(self).plan_cluster(self.resources)
 
     def replaced(self, edit: Callable[[PlanResource], Mapping[str, Any] | None]) -> Plan:
         """A copy whose resources' inputs `edit` may replace (return new inputs, or None to keep;
@@ -177,22 +178,23 @@ def _resource(raw: Mapping[str, Any]) -> PlanResource:
 
 
 def cloud_backend(plan: Plan) -> CloudBackend:
-    """The backend of the cloud a plan runs on (a job's: its platform's): what verify asks about it."""
+    """The backend of the cloud a plan runs on (a job's: its platform's): what the library knows of it
+    (its support calendar); what verify asks the cloud is its verifier's (`cloud_verifier`)."""
     return backend(plan.cloud)
 
 
 def on_existing_cluster(cloud: str) -> bool:
     """Whether a plan of `cloud` runs on a cluster that exists (no cloud layer of its own)."""
-    return cloud in backend_names() and backend(cloud).adopts_existing_clusters()
+    return cloud in backend_names() and verifier(cloud).adopts_existing_clusters()
 
 
-def _claimed(resources: tuple[PlanResource, ...]) -> tuple[CloudBackend, PlanResource] | None:
-    """The backend whose cluster resource the plan creates, with that resource (each backend knows the
-    type of its own)."""
-    for b in backends():
-        cluster = b.plan_cluster(resources)
+def _claimed(resources: tuple[PlanResource, ...]) -> tuple[str, PlanResource] | None:
+    """The cloud whose cluster resource the plan creates, with that resource (each cloud's verifier knows
+    the type of its own)."""
+    for name in backend_names():
+        cluster = verifier(name).plan_cluster(resources)
         if cluster is not None:
-            return b, cluster
+            return name, cluster
     return None
 
 
@@ -204,14 +206,14 @@ def _cloud(resources: tuple[PlanResource, ...], outputs: Mapping[str, Any], conf
         return str(config["cloud"])
     claimed = _claimed(resources)
     if claimed is not None:
-        return claimed[0].name
+        return claimed[0]
     # No cloud named and no cluster created: the plan runs on a cluster that exists.
-    return next((b.name for b in backends() if b.adopts_existing_clusters()), "")
+    return next((n for n in names if verifier(n).adopts_existing_clusters()), "")
 
 
 def _version(resources: tuple[PlanResource, ...], config: Mapping | None) -> str | None:
     claimed = _claimed(resources)
-    version = claimed[0].plan_kubernetes_version(claimed[1]) if claimed else None
+    version = verifier(claimed[0]).plan_kubernetes_version(claimed[1]) if claimed else None
     if version:
         return version
     cluster = (config or {}).get("cluster") or {}

@@ -20,6 +20,8 @@ def print_report(report: Report, console: Console) -> None:
     for c in report.checks:
         t.add_row(c.name, f"[{STYLE[c.status]}]{c.status}[/]", str(len(c.findings)), str(len(c.examined)))
     console.print(t)
+    for n in report.notes:
+        console.print(f"note: {n}", markup=False, highlight=False, soft_wrap=True, style="dim")
     for c in report.checks:
         if c.skipped is not None:
             console.print(f"{c.name}: skipped: {c.skipped}", markup=False, highlight=False, soft_wrap=True)

@@ -61,6 +61,8 @@ class Report:
     mode: Mode
     source: str
     checks: list[CheckResult] = field(default_factory=list)
+    # About the whole run, not one check: e.g. that the cloud has no verifier and the defaults answered.
+    notes: list[str] = field(default_factory=list)
 
     @property
     def verified(self) -> bool:
@@ -107,4 +109,5 @@ class Report:
                 }
                 for c in self.checks
             ],
+            **({"notes": self.notes} if self.notes else {}),
         }

@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from components.aws import verify_api
-from components.aws.verify_api import verify_aws
 from components.spec import PlatformSpec
 from infra import cli
 from infra.verify import cloud
+from infra.verify.clouds.aws import cloud_api
+from infra.verify.clouds.aws.cloud_api import verify_aws
 from tests.helpers import procs
 from tests.helpers.plans import ROOT, platform_object
 
@@ -190,7 +190,7 @@ def test_instance_type_not_offered_in_the_pools_zone(moto_url):
 
 
 def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
-    monkeypatch.setattr(verify_api, "ec2_client", lambda region: _client(moto_url))
+    monkeypatch.setattr(cloud_api, "ec2_client", lambda region: _client(moto_url))
     assert cli.main(["verify", "aws-h100-reserved", "--cloud", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     # The JSON of `verify --json` (offline and live): the same keys, mode "cloud".
@@ -206,7 +206,7 @@ def test_cli_cloud_flag(moto_url, monkeypatch, capsys):
     assert _bad_keys(out) == []  # one key style (camelCase) in every command's JSON
     # The table of offline verify, the failure as one line naming the pool and its reservation; exit 1.
     table = _with(BLOCK, TotalInstanceCount=2)
-    monkeypatch.setattr(verify_api, "ec2_client", lambda region: _client(moto_url, table))
+    monkeypatch.setattr(cloud_api, "ec2_client", lambda region: _client(moto_url, table))
     assert cli.main(["verify", "aws-h100-reserved", "--cloud"]) == 1
     out = capsys.readouterr().out
     assert "trainplane verify aws-h100-reserved (aws 1.35, cloud: us-east-1 via" in out
@@ -289,9 +289,9 @@ def test_refused_credentials_are_not_a_failed_check(code, unreachable):
     e = ClientError({"Error": {"Code": code, "Message": "m"}}, "DescribeCapacityReservations")
     if unreachable:
         with pytest.raises(cloud.CloudError, match=f"cannot ask the cloud: ClientError: .*{code}"):
-            verify_api.raise_if_unreachable(e)
+            cloud_api.raise_if_unreachable(e)
     else:
-        verify_api.raise_if_unreachable(e)  # a check that failed: reported as a finding by the caller
+        cloud_api.raise_if_unreachable(e)  # a check that failed: reported as a finding by the caller
 
 
 def test_an_unreadable_answer_is_a_one_line_finding(moto_url):

@@ -1,13 +1,13 @@
 """cloud, creation order: what must exist before another resource is created, on the plan's dependency
 graph.
 
-The rules are data, per cloud (`createOrder` in the backend's verify_facts.yaml): a `waiter` resource
+The rules are data, per cloud (`createOrder` in the cloud's facts.yaml, infra/verify/clouds/<cloud>/): a `waiter` resource
 waits, directly or through others, for every resource `waitsFor` selects; the engine creates a resource
 only after everything it waits for. "Waits for" is the engine's: a resource's own dependencies, those of
 its ancestor components, its explicit provider, and a dependency on a component means every resource
 inside it.
 
-Example (the shape of a rule; the AWS backend's facts hold real ones, e.g. the Kubernetes provider waits
+Example (the shape of a rule; the AWS verifier's facts hold real ones, e.g. the Kubernetes provider waits
 for the deployer's access policy association):
     >>> rule = {"name": "provider-after-access", "waiter": {"type": "pulumi:providers:kubernetes"},
     ...         "waitsFor": {"type": "<cloud>:<module>/<resource>:<Resource>"}}
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from components.backends import backend
 from infra.verify import facts as F
 from infra.verify.model import Plan, PlanResource
 from infra.verify.report import CheckResult
+from infra.verify.verifiers import verifier
 
 
 class Graph:
@@ -74,9 +74,9 @@ class Graph:
 
 
 def _covers_any(plan: Plan, r: PlanResource, ports: list[int]) -> bool:
-    """Whether an ingress rule of the plan's cloud admits one of the TCP `ports` (its backend reads the
-    rule: CloudBackend.verify_rule_admits_tcp)."""
-    cloud = backend(plan.cloud)
+    """Whether an ingress rule of the plan's cloud admits one of the TCP `ports` (its verifier reads the
+    rule: CloudVerifier.verify_rule_admits_tcp)."""
+    cloud = verifier(plan.cloud)
     return any(cloud.verify_rule_admits_tcp(r, int(p)) for p in ports)
 
 

@@ -1,8 +1,8 @@
 """cloud: would the cloud accept our create calls, and in this order?
 
-Create-time requirements are the cloud's: its backend checks them (`CloudBackend.verify_create_rules`,
-e.g. components/aws/verify_create.py; the rules and their sources are data in the backend's
-verify_facts.yaml, each finding starts with the rule's name). A job stack creates no cloud resources of
+Create-time requirements are the cloud's: its verifier checks them (`CloudVerifier.verify_create_rules`,
+e.g. infra/verify/clouds/aws/create_rules.py; the rules and their sources are data in the cloud's
+facts.yaml beside it, each finding starts with the rule's name). A job stack creates no cloud resources of
 its own, so only the platform's are checked. Creation order (`createOrder`, any cloud):
 infra/verify/checks/create_order.py. Every stack's Kubernetes providers can load a cluster configuration
 (provider-kubeconfig: infra/verify/checks/provider_kubeconfig.py).
@@ -20,7 +20,7 @@ def run(ctx: Context) -> CheckResult:
     res = CheckResult("cloud")
     plan = ctx.plan
     if not ctx.job_only:
-        ctx.backend.verify_create_rules(ctx, res)
+        ctx.verifier.verify_create_rules(ctx, res)
     check_order(plan, res)
     check_providers(plan, res)
     return res

@@ -13,7 +13,7 @@ On such a network the nodes reach only what the cloud serves privately, so each 
 template the platform sends (its agents: the GPU health controller, the block-window controller, the
 node diagnostic, the cloud's DaemonSets) is checked; each finding starts with its rule:
 - `image`: the image is pinned by digest (`@sha256:`) and comes from a registry reached privately: the
-  cloud's `privateRegistries` (its verify_facts.yaml: ECR through VPC endpoints, Artifact Registry through
+  cloud's `privateRegistries` (its facts.yaml: ECR through VPC endpoints, Artifact Registry through
   Private Google Access), or a host that is none of facts.yaml `egress.publicRegistries` (a mirror of the
   user's own). A tag from Docker Hub is the failure this rule exists for: no route, and 10 anonymous
   pulls per hour per IP where there is one;

@@ -1,8 +1,8 @@
 """fabric: does a pool with a GPU fabric get it end to end?
 
 For every GPU pool whose outputs carry a `fabric` (set by the cloud backend):
-- cluster side: what the cloud's backend checks for the fabric kind its facts know (verify_facts.yaml
-  `fabrics`; backend hook `check_fabric`, e.g. GKE's pod networks, NICs, Dataplane V2 and upgrade hold),
+- cluster side: what the cloud's verifier checks for the fabric kind its facts know (facts.yaml
+  `fabrics`; verifier hook `check_fabric`, e.g. GKE's pod networks, NICs, Dataplane V2 and upgrade hold),
   with `check_fabric_daemonsets` here for the fabric's DaemonSets (facts `fabrics.<kind>.daemonSets`)
   running on the pool's machine type;
 - pod side: each training pod on the pool carries the fabric's annotations, its native sidecars
@@ -93,7 +93,7 @@ def run(ctx: Context) -> CheckResult:
         if facts is None:
             res.note(f"pool {pool['name']}: no cluster-side facts for fabric {kind} on {ctx.platform.cloud}")
         elif not ctx.job_only:
-            ctx.backend.check_fabric(ctx, res, pool, facts)
+            ctx.verifier.check_fabric(ctx, res, pool, facts)
         for pod in (p for p in ctx.pods if p.pool == pool["name"]):
             missing = _pod_problems(pod, pool)
             if missing:

@@ -1,8 +1,8 @@
 """identity: each team's service account, the cloud identity it names, that identity's trust and the
 data it reaches match one to one, and no team reaches another team's data.
 
-The cloud's backend checks one team's wiring (`CloudBackend.verify_team_identity`: the annotation its
-mechanism uses, the identity's trust, the object keys it may write; components/<cloud>/verify_identity.py)
+The cloud's verifier checks one team's wiring (`CloudVerifier.verify_team_identity`: the annotation its
+mechanism uses, the identity's trust, the object keys it may write; infra/verify/clouds/<cloud>/identity.py)
 and answers the key patterns the team may write. A job's checkpoint URI must fall inside what its team
 may write.
 """
@@ -34,7 +34,7 @@ def deps_of_type(
 
 
 def object_store_schemes() -> list[str]:
-    """The URI schemes of every cloud's object store (facts `objectStore.scheme` of each backend): a
+    """The URI schemes of every cloud's object store (facts `objectStore.scheme` of each cloud): a
     checkpoint URI of any of them is checked against the team's reach, whatever the platform's cloud."""
     stores = [c.get("objectStore") or {} for c in F.facts()["clouds"].values()]
     return sorted({str(s["scheme"]) for s in stores if s.get("scheme")})
@@ -63,7 +63,7 @@ def check_checkpoint_uris(ctx: Context, res: CheckResult, reach: dict[str, list[
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("identity")
     plan = ctx.platform
-    check_team = ctx.backend.verify_team_identity()
+    check_team = ctx.verifier.verify_team_identity()
     if check_team is None:
         res.note("existing cluster: teams get no cloud identity from the platform")
         return res

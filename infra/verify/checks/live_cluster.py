@@ -3,7 +3,7 @@ cluster (`trainplane verify STACK --kubeconfig F`), through a live `ClusterView`
 
 - storage: each claim of the platform goes through the offline check's `check_claim` (its class exists, a
   default one for claims without a class, its provisioner's CSI driver is there), then must be Bound.
-- network: something enforces NetworkPolicy: a DaemonSet of facts `networkPolicyAgents` (the backends'
+- network: something enforces NetworkPolicy: a DaemonSet of facts `networkPolicyAgents` (the clouds'
   own and the cloud-neutral ones), with its agent turned on where the facts name an argument.
 - scheduling: nodes of each GPU pool carry the pool's labels, taints and topology labels, and every
   DaemonSet that must run on GPU nodes has a pod on each of them.

@@ -46,8 +46,8 @@ class Flow:
 
 
 def enforcement(ctx: Context, res: CheckResult) -> None:
-    """Whether the cluster enforces NetworkPolicy at all: the cloud's backend reads it from the plan."""
-    ctx.backend.verify_network_enforcement(ctx, res)
+    """Whether the cluster enforces NetworkPolicy at all: the cloud's verifier reads it from the plan."""
+    ctx.verifier.verify_network_enforcement(ctx, res)
 
 
 def _ports(pod: TrainingPod) -> list[int]:

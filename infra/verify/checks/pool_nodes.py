@@ -1,5 +1,5 @@
 """The nodes of a pool as the plan makes them (labels, taints, machines, EFA devices, scale-from-zero
-template): read from the cloud resources that create them (the backend's `pool_nodes` hook), or from the
+template): read from the cloud resources that create them (the verifier's `pool_nodes` hook), or from the
 platform outputs on an existing cluster. Used by the scheduling check."""
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ def is_efa_pool(nodes: PoolNodes) -> bool:
 
 
 def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes:
-    found = ctx.backend.pool_nodes(ctx, pool)
+    found = ctx.verifier.pool_nodes(ctx, pool)
     if found is not None:
         return found
     # Existing clusters (or a plan without the cloud resource): the pool as the platform describes it.

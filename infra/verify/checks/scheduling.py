@@ -3,7 +3,7 @@
 - Every DaemonSet that must run on GPU nodes (device plugin, DCGM exporter, feature discovery, node
   exporter, log shipper, CSI node plugins of the volumes jobs mount, EFA plugin on EFA pools, the node
   monitoring agent) tolerates every taint of every GPU pool; Kueue does not gate their pods.
-  The cloud's backend adds its own findings about the GPU pools' nodes (hook `check_gpu_pools`).
+  The cloud's verifier adds its own findings about the GPU pools' nodes (hook `check_gpu_pools`).
 - Each training pod (the largest job of each team on each GPU pool, made by the real job program)
   selects exactly its pool's nodes, tolerates its taints, fits its machine (GPUs, EFA devices, CPU,
   memory, /dev/shm) and its scale-from-zero template (pod_fit.py); Kueue covers every resource it
@@ -38,7 +38,7 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
         return
     for u in ctx.charts.unknown:
         res.fail(u)
-    ctx.backend.check_gpu_pools(ctx, res, gpu_pools)
+    ctx.verifier.check_gpu_pools(ctx, res, gpu_pools)
     check_kueue_pod_integration(ctx, res)
 
 

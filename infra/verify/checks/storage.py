@@ -7,8 +7,8 @@
 - Each volume a training pod mounts is a claim of its namespace, bound to a volume whose CSI driver is
   installed, whose node plugin tolerates the pool's taints, and whose file system admits the pool's nodes.
   The node mounts it (the kubelet and the CSI node plugin, through the kernel's NFS or Lustre client), not
-  the pod, so what must admit it is node-level, and the cloud's backend checks it
-  (`CloudBackend.verify_storage_path`: security groups, firewall rules, export ranges).
+  the pod, so what must admit it is node-level, and the cloud's verifier checks it
+  (`CloudVerifier.verify_storage_path`: security groups, firewall rules, export ranges).
   The team's NetworkPolicies select only its pods: they neither need to open the file servers nor can they
   block the mount.
 """
@@ -150,7 +150,7 @@ def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vo
                         pod.ref,
                         d.name,
                     )
-    ctx.backend.verify_storage_path(ctx, res, pod, pv, driver)
+    ctx.verifier.verify_storage_path(ctx, res, pod, pv, driver)
     res.examined.append(f"{pod.namespace}/{claim_name} on {pod.pool}")
 
 
@@ -182,6 +182,6 @@ def run(ctx: Context) -> CheckResult:
         res.examined.append(f"{claim.namespace}/{claim.name}")
     if not ctx.job_only:
         for driver in sorted(set(ctx.charts.csi_drivers)):
-            ctx.backend.verify_csi_controller_identity(ctx, res, driver)
+            ctx.verifier.verify_csi_controller_identity(ctx, res, driver)
     check_pod_volumes(ctx, res)
     return res

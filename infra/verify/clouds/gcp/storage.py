@@ -1,4 +1,4 @@
-"""verify `storage` on GKE (GcpBackend.verify_storage_path): what must let a pool's nodes mount a team's volume.
+"""verify `storage` on GKE (GcpVerifier.verify_storage_path): what must let a pool's nodes mount a team's volume.
 
 A CSI volume is mounted by the node, never from the pod's network namespace (the Filestore and Lustre CSI
 node plugins run on the host network: gcp-filestore-csi-driver@v1.13.1 deploy/kubernetes/base/node_linux/

@@ -1,4 +1,4 @@
-"""verify on GKE: whether the cluster enforces NetworkPolicy (GcpBackend.verify_network_enforcement)."""
+"""verify on GKE: whether the cluster enforces NetworkPolicy (GcpVerifier.verify_network_enforcement)."""
 
 from __future__ import annotations
 

@@ -1,15 +1,15 @@
 """verify `storage` on AWS: the EKS CSI add-ons' controllers have an IAM identity
-(AwsBackend.verify_csi_controller_identity), and a pool's nodes reach the file systems its pods mount
-(AwsBackend.verify_storage_path): the kubelet mounts from the node, so the file system's security groups
-must admit the pool's nodes (verify_network.py reads the groups from the plan)."""
+(AwsVerifier.verify_csi_controller_identity), and a pool's nodes reach the file systems its pods mount
+(AwsVerifier.verify_storage_path): the kubelet mounts from the node, so the file system's security groups
+must admit the pool's nodes (network.py reads the groups from the plan)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from components.aws.verify_network import admitted, node_groups_sgs, storage_groups
-from components.aws.verify_nodes import eks_addons
 from infra.verify import facts as F
+from infra.verify.clouds.aws.network import admitted, node_groups_sgs, storage_groups
+from infra.verify.clouds.aws.nodes import eks_addons
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 

@@ -1,4 +1,4 @@
-"""`trainplane verify --cloud` for GCP (GcpBackend.verify_cloud_api): nothing is asked of the GCP APIs
+"""`trainplane verify --cloud` for GCP (GcpVerifier.verify_cloud_api): nothing is asked of the GCP APIs
 yet. Each check is in the report, skipped, with a note of what it would check, so a pass is never
 mistaken for a check (and `verify --cloud` exits 2: nothing verified)."""
 

@@ -1,14 +1,14 @@
-"""What `trainplane verify`'s fabric check asks the GCP backend about a pool's GPU fabric, cluster side:
+"""What `trainplane verify`'s fabric check asks the GCP verifier about a pool's GPU fabric, cluster side:
 every pod network the fabric's interface annotation names is a `Network` object of type Device whose
 `GKENetworkParamSet` names a VPC and subnet the plan creates, with the MTU the cloud's facts give for the
-fabric kind (verify_facts.yaml `fabrics`); the pool's node pool has one extra NIC on each of those VPCs;
+fabric kind (its facts.yaml `fabrics`); the pool's node pool has one extra NIC on each of those VPCs;
 the cluster has multi-networking on Dataplane V2; the fabric's DaemonSets (facts
 `fabrics.<kind>.daemonSets`) run on the pool's machine type; a fabric whose machines boot only up to a GKE
 minor (facts `newestMinor`, TCPX) has a cluster at or below it, held there by a maintenance exclusion of
 the facts' scope that lasts (an end time, or until the end of support) on the EXTENDED channel (elsewhere
 "until the end of support" is the end of standard support: components/gcp/maintenance.py).
 
-Imported by the backend's hook method only when verify asks (never when a stack is built).
+Imported by the verifier's hook method (verifier.py) only when verify asks.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from components.gcp.maintenance import HELD_RELEASE_CHANNEL
-from components.gcp.verify_nodes import GKE_CLUSTER, GKE_POOL
 from infra.verify.checks.fabric import check_fabric_daemonsets
+from infra.verify.clouds.gcp.nodes import GKE_CLUSTER, GKE_POOL
 
 if TYPE_CHECKING:
     from infra.verify.context import Context

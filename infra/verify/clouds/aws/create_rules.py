@@ -1,7 +1,7 @@
-"""verify `cloud` on AWS (AwsBackend.verify_create_rules): would EC2, EKS and FSx accept our create calls?
+"""verify `cloud` on AWS (AwsVerifier.verify_create_rules): would EC2, EKS and FSx accept our create calls?
 
 Create-time requirements (the rules and their sources are data: `createRules` and `addonVersions` in the
-backend's verify_facts.yaml; each finding starts with the rule's name):
+verifier's facts.yaml; each finding starts with the rule's name):
 - capacity-block-template / capacity-block-node-group: a CAPACITY_BLOCK node group's launch template
   names the instance type, market type capacity-block and the block as reservation target; the node
   group names no instance types; the pool runs in one zone;
@@ -40,7 +40,7 @@ EFA_TYPES = ("efa", "efa-only")
 
 
 def create_rules(ctx: Context, res: CheckResult) -> None:
-    """What EC2, EKS and FSx check when the plan's resources are created (AwsBackend.verify_create_rules)."""
+    """What EC2, EKS and FSx check when the plan's resources are created (AwsVerifier.verify_create_rules)."""
     AwsRules(ctx, res).run()
 
 

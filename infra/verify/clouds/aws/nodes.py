@@ -1,4 +1,4 @@
-"""What `trainplane verify` asks the AWS backend about a plan: its EKS cluster and version, the nodes a
+"""What `trainplane verify` asks the AWS verifier about a plan: its EKS cluster and version, the nodes a
 managed node group gives a pool, the DaemonSets of the EKS add-ons it turns on, and the EKS findings
 about GPU pools (node repair, cluster-autoscaler's GPU label, one EFA layout a pool, spot notices).
 
@@ -8,7 +8,7 @@ handler in IMDS mode, components/aws/spot_notice.py) turns the notice into a dra
 seconds. The handler is modelled as a chart DaemonSet of scope "spot" (facts.yaml): a spot GPU pool needs
 one, and the toleration check of the DaemonSets makes sure it reaches the pool's tainted nodes.
 
-Imported by the backend's hook methods only when verify asks (never when a stack is built).
+Imported by the verifier's hook methods (verifier.py) only when verify asks.
 """
 
 from __future__ import annotations
@@ -24,11 +24,11 @@ from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes, is_efa_pool
 from infra.verify.context import EFA_RESOURCE
 
 if TYPE_CHECKING:
-    from components.backends import GpuPools
     from infra.verify.charts import ChartModel
     from infra.verify.context import Context
     from infra.verify.model import Plan, PlanResource
     from infra.verify.report import CheckResult
+    from infra.verify.verifier import GpuPools
 
 EKS_CLUSTER = "aws:eks/cluster:Cluster"
 EKS_ADDON = "aws:eks/addon:Addon"

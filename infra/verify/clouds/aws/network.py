@@ -1,7 +1,7 @@
 """verify on AWS: whether the cluster enforces NetworkPolicy and its API can be reached
-(AwsBackend.verify_network_enforcement), and security-group reachability, read from the plan through
-resource dependencies (also for the node-level storage path, verify_storage.py, and the creation order's
-`tcpPorts` selector, AwsBackend.verify_rule_admits_tcp).
+(AwsVerifier.verify_network_enforcement), and security-group reachability, read from the plan through
+resource dependencies (also for the node-level storage path, storage.py, and the creation order's
+`tcpPorts` selector, AwsVerifier.verify_rule_admits_tcp).
 
 Security group ids are outputs (unknown offline, and named differently by every mock), so a rule, a
 launch template or a file system is tied to its groups by the dependencies the engine records: a rule
@@ -15,8 +15,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from components.aws.verify_nodes import eks_addons
 from infra.verify import facts as F
+from infra.verify.clouds.aws.nodes import eks_addons
 from infra.verify.context import Context
 from infra.verify.model import Plan, PlanResource
 from infra.verify.report import CheckResult

@@ -1,4 +1,4 @@
-"""`trainplane verify --cloud` for AWS (AwsBackend.verify_cloud_api): the pools' reservations and instance
+"""`trainplane verify --cloud` for AWS (AwsVerifier.verify_cloud_api): the pools' reservations and instance
 type offerings, with DescribeCapacityReservations and DescribeInstanceTypeOfferings (plus
 DescribeAvailabilityZones / DescribeSubnets to learn the zones of pools that name none).
 

@@ -1,8 +1,8 @@
-"""What `trainplane verify` asks the GCP backend about a plan: its GKE cluster and version, the nodes a
+"""What `trainplane verify` asks the GCP verifier about a plan: its GKE cluster and version, the nodes a
 GKE node pool gives a pool, the DaemonSets of the GKE cluster add-ons it turns on, and the GKE notes
 about GPU pools (the grace a spot node's pods get).
 
-Imported by the backend's hook methods only when verify asks (never when a stack is built).
+Imported by the verifier's hook methods (verifier.py) only when verify asks.
 """
 
 from __future__ import annotations
@@ -16,11 +16,11 @@ from infra.verify.charts import DaemonSetModel
 from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes
 
 if TYPE_CHECKING:
-    from components.backends import GpuPools
     from infra.verify.charts import ChartModel
     from infra.verify.context import Context
     from infra.verify.model import Plan, PlanResource
     from infra.verify.report import CheckResult
+    from infra.verify.verifier import GpuPools
 
 GKE_CLUSTER = "gcp:container/cluster:Cluster"
 GKE_POOL = "gcp:container/nodePool:NodePool"

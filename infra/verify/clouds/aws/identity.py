@@ -1,4 +1,4 @@
-"""verify `identity` on AWS (AwsBackend.verify_team_identity): IRSA.
+"""verify `identity` on AWS (AwsVerifier.verify_team_identity): IRSA.
 
 The `eks.amazonaws.com/role-arn` annotation names an IAM role whose trust admits exactly this service
 account (`<issuer>:sub` = system:serviceaccount:<ns>:<sa>, `<issuer>:aud` = sts.amazonaws.com, on the

@@ -1,4 +1,4 @@
-"""verify `identity` on GKE (GcpBackend.verify_team_identity): Workload Identity.
+"""verify `identity` on GKE (GcpVerifier.verify_team_identity): Workload Identity.
 
 The `iam.gke.io/gcp-service-account` annotation names a Google service account that grants
 roles/iam.workloadIdentityUser to `serviceAccount:<pool>[<ns>/<sa>]`, and whose bucket grants carry a

@@ -1,0 +1,127 @@
+"""Which `CloudVerifier` (infra/verify/verifier.py) verify asks about a cloud: a registry by backend name,
+beside the backends' (components/backends.py), and read the same way.
+
+A distribution declares each of its verifiers as an entry point of the group `trainplane.verifiers`
+(name = the backend's name, value = "module:VERIFIER"; trainplane's own three are in its pyproject.toml).
+The built-in verifiers are also found without the metadata, from their folders (infra/verify/clouds/<name>/
+verifier.py), so an install whose metadata predates the group still has them. The registry imports a
+verifier's module on first use, as the backends' registry does.
+
+A backend with no verifier is verified as a plain Kubernetes cluster (`VerifierDefaults`), and the report
+says so in one note (`missing_verifier_note`): nothing falls back silently.
+
+    >>> from infra.verify.verifiers import verifier
+    >>> verifier("aws").name
+    'aws'
+    >>> register_verifier("my-cloud", "my_package.verifier")  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from importlib import resources
+from typing import TYPE_CHECKING
+
+from infra.verify.verifier import CloudVerifier, VerifierDefaults
+
+if TYPE_CHECKING:
+    from infra.verify.model import Plan
+
+# The entry-point group a distribution declares its verifiers in (pyproject.toml
+# [project.entry-points."trainplane.verifiers"]).
+VERIFIER_GROUP = "trainplane.verifiers"
+# The package of the built-in verifiers: one folder per cloud, its `verifier.py` holding VERIFIER.
+BUILT_IN_PACKAGE = "infra.verify.clouds"
+DEFAULTS = VerifierDefaults()
+
+
+@dataclass
+class _Registry:
+    # name -> "module:attribute" (imported on first use) or the verifier itself; None until first asked.
+    entries: dict[str, str | CloudVerifier] | None = None
+
+    def loaded(self) -> dict[str, str | CloudVerifier]:
+        if self.entries is None:
+            self.entries = dict(installed_verifiers())
+        return self.entries
+
+
+_REGISTRY = _Registry()
+
+
+def built_in_verifiers() -> dict[str, str]:
+    """name -> "module:VERIFIER" of each folder of infra/verify/clouds that holds a verifier.py, sorted by
+    name; reads the package's files, imports nothing."""
+    root = resources.files(BUILT_IN_PACKAGE)
+    return {
+        d.name: f"{BUILT_IN_PACKAGE}.{d.name}.verifier:VERIFIER"
+        for d in sorted(root.iterdir(), key=lambda d: d.name)
+        if d.is_dir() and d.joinpath("verifier.py").is_file()
+    }
+
+
+def installed_verifiers() -> dict[str, str]:
+    """name -> "module:attribute" of every verifier: the built-in ones, then those installed distributions
+    declare (entry points of VERIFIER_GROUP, read as components.backends.installed_backends reads its
+    group). One name declared with two different targets is refused."""
+    from importlib.metadata import entry_points
+
+    found = built_in_verifiers()
+    for ep in sorted(entry_points(group=VERIFIER_GROUP), key=lambda e: (e.name, e.value)):
+        if found.setdefault(ep.name, ep.value) != ep.value:
+            raise ValueError(
+                f"cloud verifier {ep.name!r} is declared twice ({found[ep.name]} and {ep.value}, "
+                f"entry points {VERIFIER_GROUP}); uninstall one of the two distributions"
+            )
+    return found
+
+
+def register_verifier(name: str, verifier: str | CloudVerifier) -> None:
+    """Give backend `name` a verifier: a CloudVerifier, or "module" / "module:attribute" naming one
+    (attribute default `VERIFIER`, imported when verify first asks). Re-registering replaces."""
+    _REGISTRY.loaded()[name] = verifier
+
+
+def unregister_verifier(name: str) -> None:
+    """Remove a verifier registered with `register_verifier` (tests clean up with it)."""
+    _REGISTRY.loaded().pop(name, None)
+
+
+def has_verifier(name: str) -> bool:
+    """Whether backend `name` has a verifier of its own (else verify asks the defaults)."""
+    return name in _REGISTRY.loaded()
+
+
+def verifier(name: str) -> CloudVerifier:
+    """The verifier of backend `name`; `VerifierDefaults` (a plain cluster) when it has none."""
+    entries = _REGISTRY.loaded()
+    entry = entries.get(name)
+    if entry is None:
+        return DEFAULTS
+    if isinstance(entry, str):
+        module, _, attribute = entry.partition(":")
+        loaded = getattr(importlib.import_module(module), attribute or "VERIFIER")
+        if loaded.name != name:
+            raise ValueError(f"{entry} provides verifier {loaded.name!r}, registered as {name!r}")
+        entries[name] = loaded
+        return loaded
+    return entry
+
+
+def cloud_verifier(plan: Plan) -> CloudVerifier:
+    """The verifier of the cloud a plan runs on (a job's: its platform's): what verify asks about it."""
+    return verifier(plan.cloud)
+
+
+def missing_verifier_note(cloud: str) -> str | None:
+    """The report's note when verify asked the defaults for a backend with no verifier; None otherwise
+    (a cloud with a verifier, or a plan on no backend at all)."""
+    from components.backends import backend_names
+
+    if not cloud or has_verifier(cloud) or cloud not in backend_names():
+        return None
+    return (
+        f"cloud {cloud}: no verifier registered (entry points {VERIFIER_GROUP}): verified as a plain "
+        "Kubernetes cluster (no add-ons, cloud identity, create rules or cloud API checked)"
+    )
