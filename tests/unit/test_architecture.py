@@ -1,6 +1,7 @@
-"""The layering the design promises, checked on the source (issue 23): a cloud is one package, so no code
-outside the backends' packages names a cloud; the in-cluster layer does not ask the catalog; no module
-of the product outgrows 400 lines. (No import cycle: test_import_cycles.py.)"""
+"""The layering the design promises, checked on the source (issue 23): a cloud is one package (and its
+verifier's folder on the verify floor), so no code outside them names a cloud; the library (components/)
+imports nothing of the CLI (infra/); the in-cluster layer does not ask the catalog; no module of the
+product outgrows 400 lines. (No import cycle: test_import_cycles.py.)"""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from components.backends import backend, backend_names
+from infra.verify.verifiers import has_verifier, verifier
 from tests.helpers.imports import imported_names
 from tests.helpers.plans import ROOT, planned
 from tests.helpers.source_rules import CLOUD_TOKEN, cloud_branches, cloud_names
@@ -24,9 +26,19 @@ def backend_packages() -> set[Path]:
     return {ROOT.joinpath(*type(backend(n)).__module__.split(".")[:-1]) for n in backend_names()}
 
 
+def verifier_packages() -> set[Path]:
+    """The folder of each installed backend's verifier (infra/verify/clouds/<cloud>/), from its registry."""
+    return {
+        ROOT.joinpath(*type(verifier(n)).__module__.split(".")[:-1])
+        for n in backend_names()
+        if has_verifier(n)
+    }
+
+
 def outside_the_backends() -> list[Path]:
-    """Every module of the library, the program, the offline engine and verify that is no backend's."""
-    packages = backend_packages()
+    """Every module of the library, the program, the offline engine and verify that is no backend's and
+    no verifier's."""
+    packages = backend_packages() | verifier_packages()
     return [
         p
         for top in ("components", "infra")
@@ -64,8 +76,15 @@ def test_the_backends_are_found_from_the_registry():
         "components/gcp",
         "components/kubernetes",
     }
+    assert {p.relative_to(ROOT).as_posix() for p in verifier_packages()} >= {
+        "infra/verify/clouds/aws",
+        "infra/verify/clouds/gcp",
+        "infra/verify/clouds/kubernetes",
+    }
     modules = {p.relative_to(ROOT).as_posix() for p in outside_the_backends()}
     assert "infra/plan.py" in modules and "components/aws/backend.py" not in modules
+    assert {"infra/verify/verifiers.py", "infra/verify/clouds/__init__.py"} <= modules
+    assert "infra/verify/clouds/gcp/nodes.py" not in modules
 
 
 def test_no_cloud_is_named_outside_the_backends():
@@ -79,6 +98,35 @@ def test_no_cloud_is_named_outside_the_backends():
             hits := cloud_names(p.read_text())
             + [f"type token {t}:" for t in CLOUD_TOKEN.findall(p.read_text())]
         )
+    }
+    assert found == {}
+
+
+def imports_of_infra(source: str) -> list[str]:
+    """Every module of infra/ that `source` imports: any Import/ImportFrom node anywhere in it (a lazy
+    import, one under TYPE_CHECKING)."""
+    names = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            names.append(node.module or "")
+    return [n for n in names if n == "infra" or n.startswith("infra.")]
+
+
+def test_the_library_imports_nothing_of_infra():
+    """components/ is the lowest layer: the CLI, plan and verify (infra/) build on it, never the reverse;
+    a cloud's verify checks live on verify's floor (infra/verify/clouds/<cloud>/)."""
+    assert imports_of_infra("if TYPE_CHECKING:\n    from infra.verify.model import Plan\n") == [
+        "infra.verify.model"
+    ]
+    assert imports_of_infra("def f():\n    import infra.verify\n    from infrastructure import x\n") == [
+        "infra.verify"
+    ]
+    found = {
+        str(p.relative_to(ROOT)): bad
+        for p in sorted((ROOT / "components").rglob("*.py"))
+        if (bad := imports_of_infra(p.read_text()))
     }
     assert found == {}
 

@@ -8,7 +8,8 @@ import re
 
 import pytest
 
-from components.backends import BackendDefaults, backend, backends
+from components.backends import BackendDefaults, CloudBackend, backend, backends
+from infra.verify.verifier import CloudVerifier
 from tests.conftest import ROOT
 from tests.helpers.source_rules import cloud_branches
 
@@ -42,6 +43,20 @@ def test_every_built_in_backend_answers_the_plan_and_engine_hooks():
         # Each cloud answers for its own provider's tokens only.
         assert all(t.startswith(("kubernetes:", f"{b.name}:")) for t in [*answers.computed, *answers.invokes])
         assert all(t.startswith(f"{b.name}:") for t in b.create_seconds())
+
+
+def _hooks(protocol: type) -> set[str]:
+    return {n for n in vars(protocol) if not n.startswith("_")} | set(protocol.__annotations__)
+
+
+def test_the_backend_answers_the_library_and_the_verifier_answers_verify():
+    """Issue 32: the verify hooks take verify's types, so they are the verifier's (infra/verify/verifier.py);
+    a backend answers none of them, and the two protocols share only the cloud's name."""
+    assert _hooks(CloudBackend) & _hooks(CloudVerifier) == {"name"}
+    verify_only = _hooks(CloudVerifier) - {"name"}
+    assert {"pool_nodes", "verify_facts", "adopts_existing_clusters", "verify_cloud_api"} <= verify_only
+    for b in backends():
+        assert not [h for h in verify_only if hasattr(b, h)], b.name
 
 
 def test_an_existing_cluster_is_not_priced():

@@ -14,6 +14,9 @@ import yaml
 from components import backends as registry
 from components.backends import ENTRY_POINT_GROUP, backend, backend_names, installed_backends
 from components.quickstart import platform_from_prompts
+from infra.verify import verifiers
+from infra.verify.verifier import CloudVerifier, VerifierDefaults
+from infra.verify.verifiers import VERIFIER_GROUP, installed_verifiers, verifier
 from tests.conftest import ROOT
 
 
@@ -77,6 +80,54 @@ def test_two_distributions_declaring_one_cloud_are_refused(tmp_path, monkeypatch
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match="cloud backend 'clash' is declared twice"):
         installed_backends()
+
+
+# ---- the verifiers: what `trainplane verify` asks each cloud (infra/verify/verifiers.py) ---------------
+
+
+def test_each_built_in_cloud_has_a_verifier_declared_and_found():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    declared = project["entry-points"][VERIFIER_GROUP]
+    assert declared == {
+        "aws": "infra.verify.clouds.aws.verifier:VERIFIER",
+        "gcp": "infra.verify.clouds.gcp.verifier:VERIFIER",
+        "kubernetes": "infra.verify.clouds.kubernetes.verifier:VERIFIER",
+    }
+    # Found without reinstalling: the built-in folders stand in for metadata written before the group.
+    assert installed_verifiers().items() >= declared.items()
+    for name in backend_names()[:3]:
+        v = verifier(name)
+        assert isinstance(v, CloudVerifier) and isinstance(v, VerifierDefaults)
+        assert v.name == name and type(v).__module__ == f"infra.verify.clouds.{name}.verifier"
+        assert verifiers.has_verifier(name) and verifiers.missing_verifier_note(name) is None
+
+
+def test_a_cloud_without_a_verifier_gets_the_defaults_and_a_note(monkeypatch):
+    monkeypatch.setattr(registry._REGISTRY, "entries", {**registry._REGISTRY.loaded(), "plug": "x:BACKEND"})
+    assert verifier("plug") is verifiers.DEFAULTS
+    assert not verifiers.has_verifier("plug")
+    assert verifiers.missing_verifier_note("plug") == (
+        "cloud plug: no verifier registered (entry points trainplane.verifiers): verified as a plain "
+        "Kubernetes cluster (no add-ons, cloud identity, create rules or cloud API checked)"
+    )
+    # No note for a name that is no backend (a fleet's plan names none).
+    assert verifiers.missing_verifier_note("") is None and verifiers.missing_verifier_note("nope") is None
+
+
+def test_another_distribution_adds_a_verifier_by_its_entry_point_and_a_clash_is_refused(
+    tmp_path, monkeypatch
+):
+    dist = tmp_path / "trainplane_plug-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: trainplane-plug\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        f"[{VERIFIER_GROUP}]\nplug = plug_cloud.verifier:VERIFIER\naws = plug_cloud.verifier:AWS\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="cloud verifier 'aws' is declared twice"):
+        installed_verifiers()
+    (dist / "entry_points.txt").write_text(f"[{VERIFIER_GROUP}]\nplug = plug_cloud.verifier:VERIFIER\n")
+    assert installed_verifiers()["plug"] == "plug_cloud.verifier:VERIFIER"
 
 
 def test_the_quickstarts_default_cloud_is_the_templates():

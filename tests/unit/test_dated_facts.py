@@ -23,7 +23,7 @@ from tests.helpers.plans import ROOT
 FACT_FILES = sorted(
     [
         *(ROOT / "components" / "data").glob("*.yaml"),
-        *(ROOT / "components").glob("*/verify_facts.yaml"),
+        *(ROOT / "infra" / "verify" / "clouds").glob("*/facts.yaml"),
         ROOT / "infra" / "verify" / "facts.yaml",
     ]
 )
@@ -94,6 +94,13 @@ def problems(doc: Any) -> Iterator[str]:
 @pytest.mark.parametrize("path", FACT_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_fact_has_a_source_and_a_date(path: Path):
     assert list(problems(yaml.safe_load(path.read_text()))) == []
+
+
+def test_each_clouds_verify_facts_are_among_the_files():
+    clouds = {
+        p.parent.name for p in FACT_FILES if p.name == "facts.yaml" and p.parent.parent.name == "clouds"
+    }
+    assert clouds >= {"aws", "gcp", "kubernetes"}
 
 
 def test_the_rules_catch_an_undated_source_and_an_unsourced_entry():

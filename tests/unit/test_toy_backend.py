@@ -1,12 +1,13 @@
 """A fourth cloud, written and registered here and nowhere else: the registry, the catalog (its own
 machines and prices), the spec rules (its capacity kinds, regions, object store), the quickstart, the
-in-cluster layer, the platform outputs, the offline engine (its mock answers) and `trainplane plan` (its
-prices, control plane and creation times) take it without an edit outside this module."""
+in-cluster layer, the platform outputs, the offline engine (its mock answers), `trainplane plan` (its
+prices, control plane and creation times) and `trainplane verify` (with its own verifier, or the defaults
+and a note without one) take it without an edit outside this module."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import pulumi
@@ -31,6 +32,9 @@ from components.regions import region_problems
 from components.spec import ConfigError, JobSpec, NodePoolSpec, PlatformSpec, Spec, StorageSpec, check_job
 from components.spec.capacity import CapacityKinds, check_capacity
 from components.spec.rules import check_declared_pool
+from infra.resources import Resource
+from infra.verify.verifier import UNKNOWN_FACTS, VerifierDefaults
+from infra.verify.verifiers import register_verifier, unregister_verifier
 from tests.helpers.plans import one, plan_object
 
 # The toy cloud's own catalog section: its machines are named by the key `machine`.
@@ -187,9 +191,6 @@ class ToyBackend(BackendDefaults):
 
     def build(self, name: str, args: BuildArgs, opts: pulumi.ResourceOptions) -> ClusterBundle:
         return ToyCluster(name, args.spec, opts).bundle
-
-    def verify_facts(self) -> Mapping[str, Any]:
-        return {"storageClasses": "unknown", "taints": [], "addonDaemonSets": {}}
 
     def catalog_section(self) -> CatalogSection:
         return TOY_SECTION
@@ -488,9 +489,16 @@ def test_loki_stores_logs_where_the_toy_profile_says(toy):
     assert loki.inputs["values"]["loki"]["schemaConfig"]["configs"][0]["object_store"] == "s3"
 
 
+NO_VERIFIER_NOTE = (
+    "cloud toy: no verifier registered (entry points trainplane.verifiers): verified as a plain "
+    "Kubernetes cluster (no add-ons, cloud identity, create rules or cloud API checked)"
+)
+
+
 def test_verify_checks_a_whole_toy_platform_and_finds_what_breaks_it(toy):
-    """verify runs every check on the toy cloud's plan through the backend's hooks (BackendDefaults where
-    it adds nothing): the clean platform passes, and a defect planted in its in-cluster layer is found."""
+    """verify runs every check on the toy cloud's plan; the toy cloud registers no verifier, so verify asks
+    the defaults (VerifierDefaults: a plain cluster) and says so in one note: the clean platform passes,
+    and a defect planted in its in-cluster layer is found."""
     from infra.verify import verify
     from infra.verify.model import from_run
     from tests.helpers.verify_plans import edit, lines, release
@@ -500,6 +508,7 @@ def test_verify_checks_a_whole_toy_platform_and_finds_what_breaks_it(toy):
     report = verify(clean)
     assert report.ok, report.failed()
     assert {c.name: c.status for c in report.checks}["scheduling"] == "pass"
+    assert report.notes == [NO_VERIFIER_NOTE] and report.as_json()["notes"] == [NO_VERIFIER_NOTE]
 
     def no_tolerations(inputs: dict) -> None:
         inputs["values"]["daemonsets"]["tolerations"] = []
@@ -507,3 +516,54 @@ def test_verify_checks_a_whole_toy_platform_and_finds_what_breaks_it(toy):
     broken = verify(edit(clean, release("gpu-operator"), no_tolerations), ["scheduling"])
     found = [line for line in lines(broken) if "nvidia-device-plugin-daemonset" in line]
     assert found and "nvidia.com/gpu=present:NoSchedule" in found[0] and "pool gpu" in found[0], lines(broken)
+
+
+class ToyVerifier(VerifierDefaults):
+    """The toy cloud's verifier: it knows its cluster resource and version, and that its nodes carry a
+    taint of their own (its facts)."""
+
+    name = "toy"
+
+    def verify_facts(self) -> Mapping[str, Any]:
+        taint = {"key": "toy.example.com/reclaim", "effect": "NoSchedule"}
+        return {**UNKNOWN_FACTS, "taints": [taint]}
+
+    def plan_cluster(self, resources: Sequence[Resource]) -> Resource | None:
+        return next((r for r in resources if r.type == TOY_CLUSTER), None)
+
+    def plan_kubernetes_version(self, cluster: Resource) -> str | None:
+        return str(cluster.inputs.get("version") or "") or None
+
+
+def test_verify_asks_the_toy_clouds_own_verifier_once_registered(toy):
+    """With a verifier registered, verify asks it (the plan's cluster and version, the cloud's facts) and
+    the report carries no note; without one, `trainplane verify` prints the note."""
+    from infra.verify import facts as F
+    from infra.verify import verify
+    from infra.verify.model import from_run
+
+    result = plan_object(TOY_PLATFORM, "toy-dev")
+    assert from_run(result, TOY_PLATFORM).kubernetes_version is None  # the defaults read no version
+    register_verifier("toy", ToyVerifier())
+    try:
+        plan = from_run(result, TOY_PLATFORM)
+        assert plan.kubernetes_version == "1.33"  # the toy invoke's answer, read by the toy verifier
+        assert plan.cluster_resource() is not None
+        assert F.cloud("toy")["taints"] == [{"key": "toy.example.com/reclaim", "effect": "NoSchedule"}]
+        report = verify(plan, ["scheduling"])
+        assert report.notes == [] and "notes" not in report.as_json()
+        # The toy taint is on every node: the GPU DaemonSets do not tolerate it.
+        found = [f.message for f in report.check("scheduling").findings]
+        assert found and all("toy.example.com/reclaim" in m for m in found), found
+    finally:
+        unregister_verifier("toy")
+    assert F.cloud("toy")["taints"] == []
+
+
+def test_the_cli_prints_the_note_of_a_cloud_without_a_verifier(toy, tmp_path, capsys):
+    from infra.cli import main
+
+    stack = tmp_path / "Pulumi.toy-dev.yaml"
+    stack.write_text(yaml.safe_dump({"config": {"trainplane:platform": TOY_PLATFORM}}))
+    assert main(["verify", str(stack), "--check", "scheduling"]) == 0
+    assert f"note: {NO_VERIFIER_NOTE}" in " ".join(capsys.readouterr().out.split())

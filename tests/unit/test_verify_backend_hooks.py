@@ -1,6 +1,6 @@
-"""The verify hooks of the cloud backends (components/backends.py, block "verify: cluster, pool nodes,
-add-ons, fabric"): what each built-in backend answers about its own plans, and what a backend that
-implements none of them answers (BackendDefaults: a plain cluster with no cloud features)."""
+"""The verify hooks of the clouds' verifiers (infra/verify/verifier.py, block "cluster, pool nodes,
+add-ons, fabric"): what each built-in verifier answers about its own plans, and what a verifier that
+implements none of them answers (VerifierDefaults: a plain cluster with no cloud features)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,15 @@ from typing import Any
 
 import pytest
 
-from components.backends import BackendDefaults, backend, register_backend, unregister_backend
+from components.backends import BackendDefaults, register_backend, unregister_backend
 from infra.verify import facts as F
 from infra.verify.charts import ChartModel
 from infra.verify.checks.pool_nodes import PoolNodes, pool_nodes
 from infra.verify.context import Context
 from infra.verify.model import STACK_REFERENCE, PlanResource, build
 from infra.verify.report import CheckResult
+from infra.verify.verifier import VerifierDefaults
+from infra.verify.verifiers import register_verifier, unregister_verifier, verifier
 from tests.helpers.verify_plans import edit, plan
 
 
@@ -32,8 +34,8 @@ def test_each_cloud_recognises_its_own_cluster_resource_and_its_version():
     assert (eks.cloud, eks.kubernetes_version) == ("aws", "1.33")
     assert (gke.cloud, gke.kubernetes_version) == ("gcp", "1.32.4-gke.100")
     assert eks.cluster_resource() is eks.resources[0]
-    assert backend("aws").plan_cluster(gke.resources) is None
-    assert backend("gcp").plan_cluster(eks.resources) is None
+    assert verifier("aws").plan_cluster(gke.resources) is None
+    assert verifier("gcp").plan_cluster(eks.resources) is None
 
 
 def test_the_outputs_cloud_wins_over_the_cluster_resource():
@@ -42,7 +44,13 @@ def test_the_outputs_cloud_wins_over_the_cluster_resource():
 
 
 class _ToyBackend(BackendDefaults):
-    """A fourth cloud that knows only its cluster resource; every other hook is the default."""
+    """A fourth cloud: the library's hooks are the defaults."""
+
+    name = "toy-v1"
+
+
+class _ToyVerifier(VerifierDefaults):
+    """Its verifier knows only its cluster resource; every other hook is the default."""
 
     name = "toy-v1"
 
@@ -56,24 +64,26 @@ class _ToyBackend(BackendDefaults):
 @pytest.fixture
 def toy():
     register_backend("toy-v1", _ToyBackend())
+    register_verifier("toy-v1", _ToyVerifier())
     yield
+    unregister_verifier("toy-v1")
     unregister_backend("toy-v1")
 
 
-def test_a_registered_backend_claims_its_plans_without_an_edit_in_verify(toy):
+def test_a_registered_verifier_claims_its_plans_without_an_edit_in_verify(toy):
     plan_ = build("t", [_res("toy:index:Cluster", "c", k8s="1.34")], {})
     assert (plan_.cloud, plan_.kubernetes_version) == ("toy-v1", "1.34")
     assert build("t", [], {"cloud": "toy-v1"}).cloud == "toy-v1"
 
 
 def test_the_defaults_claim_no_cluster_and_a_plan_without_one_runs_on_a_cluster_that_exists():
-    d = BackendDefaults()
+    d = VerifierDefaults()
     ns = _res("kubernetes:core/v1:Namespace", "ns", kind="Namespace", metadata={"name": "x"})
     plan_ = build("t", [ns], {}, {"cluster": {"kubernetesVersion": "1.31"}})
     assert d.plan_cluster(plan_.resources) is None
     assert d.plan_kubernetes_version(plan_.resources[0]) is None
     assert d.adopts_existing_clusters() is False
-    assert backend("kubernetes").adopts_existing_clusters() is True
+    assert verifier("kubernetes").adopts_existing_clusters() is True
     assert (plan_.cloud, plan_.kubernetes_version, plan_.kind) == ("kubernetes", "1.31", "platform")
     assert plan_.cluster_resource() is None
     # A stack that reads another and has no node pools, on no cloud of its own: a job stack.
@@ -84,19 +94,19 @@ def test_the_defaults_claim_no_cluster_and_a_plan_without_one_runs_on_a_cluster_
 # ---- the nodes a pool gets --------------------------------------------------------------------------
 
 
-def test_the_aws_backend_reads_a_pools_nodes_from_its_node_group():
+def test_the_aws_verifier_reads_a_pools_nodes_from_its_node_group():
     ctx = Context(plan("aws-dev"))
     (gpu,) = ctx.gpu_pools()
-    nodes = backend("aws").pool_nodes(ctx, gpu)
+    nodes = verifier("aws").pool_nodes(ctx, gpu)
     assert nodes is not None and nodes.source.startswith("node group ")
     assert nodes.labels["eks.amazonaws.com/capacityType"] == "SPOT"
     assert [m.name for m in nodes.machines] == nodes.machine_names
 
 
-def test_the_gcp_backend_reads_a_pools_nodes_from_its_node_pool():
+def test_the_gcp_verifier_reads_a_pools_nodes_from_its_node_pool():
     ctx = Context(plan("gcp-dev"))
     gpu = ctx.gpu_pools()[0]
-    nodes = backend("gcp").pool_nodes(ctx, gpu)
+    nodes = verifier("gcp").pool_nodes(ctx, gpu)
     assert nodes is not None and nodes.source == f"node pool {gpu['name']}"
     assert nodes.labels["cloud.google.com/gke-nodepool"] == gpu["name"]
 
@@ -104,7 +114,7 @@ def test_the_gcp_backend_reads_a_pools_nodes_from_its_node_pool():
 def test_by_default_a_pools_nodes_are_what_the_platform_outputs_say():
     ctx = Context(plan("aws-dev"))
     (gpu,) = ctx.gpu_pools()
-    assert BackendDefaults().pool_nodes(ctx, gpu) is None
+    assert VerifierDefaults().pool_nodes(ctx, gpu) is None
     onprem = Context(plan("onprem-dev"))
     nodes = pool_nodes(onprem, onprem.gpu_pools()[0])
     assert nodes.source == "platform outputs"
@@ -114,9 +124,9 @@ def test_by_default_a_pools_nodes_are_what_the_platform_outputs_say():
 # ---- managed add-ons' DaemonSets --------------------------------------------------------------------
 
 
-def test_the_aws_backend_models_the_daemonsets_of_the_eks_addons_the_plan_installs():
+def test_the_aws_verifier_models_the_daemonsets_of_the_eks_addons_the_plan_installs():
     out = ChartModel()
-    backend("aws").addon_objects(plan("aws-dev"), out)
+    verifier("aws").addon_objects(plan("aws-dev"), out)
     owners = {d.owner for d in out.daemon_sets}
     assert owners and all(o.startswith("EKS add-on ") for o in owners)
     assert out.csi_drivers and all(o.startswith("EKS add-on ") for o in out.csi_drivers.values())
@@ -124,7 +134,7 @@ def test_the_aws_backend_models_the_daemonsets_of_the_eks_addons_the_plan_instal
 
 def test_by_default_a_cloud_runs_no_addon_daemonsets():
     out = ChartModel()
-    BackendDefaults().addon_objects(plan("aws-dev"), out)
+    VerifierDefaults().addon_objects(plan("aws-dev"), out)
     assert (out.daemon_sets, out.csi_drivers) == ([], {})
 
 
@@ -136,19 +146,19 @@ def _repairing_pool() -> tuple[dict[str, Any], PoolNodes]:
     return {"name": "gpu"}, nodes
 
 
-def test_the_aws_backend_wants_the_node_monitoring_agent_where_node_repair_is_on():
+def test_the_aws_verifier_wants_the_node_monitoring_agent_where_node_repair_is_on():
     addon = F.cloud("aws")["nodeRepair"]["addon"]
     without = edit(
         plan("aws-dev"), lambda r: r.inputs.get("addonName") == addon, lambda i: {"__drop__": True}
     )
     res = CheckResult("scheduling")
-    backend("aws").check_gpu_pools(Context(without), res, [_repairing_pool()])
+    verifier("aws").check_gpu_pools(Context(without), res, [_repairing_pool()])
     assert any(f"EKS add-on {addon} is not installed" in f.message for f in res.findings)
 
 
 def test_by_default_a_cloud_adds_no_gpu_pool_findings():
     res = CheckResult("scheduling")
-    BackendDefaults().check_gpu_pools(Context(plan("aws-dev")), res, [_repairing_pool()])
+    VerifierDefaults().check_gpu_pools(Context(plan("aws-dev")), res, [_repairing_pool()])
     assert (res.findings, res.notes) == ([], [])
 
 
@@ -160,7 +170,7 @@ def _fabric_pool(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]]:
     return pool, F.cloud(ctx.platform.cloud)["fabrics"][pool["fabric"]["kind"]]
 
 
-def test_the_gcp_backend_wants_multi_networking_for_a_fabric_pool():
+def test_the_gcp_verifier_wants_multi_networking_for_a_fabric_pool():
     single = edit(
         plan("gcp-h100-mega"),
         lambda r: r.type == "gcp:container/cluster:Cluster",
@@ -168,7 +178,7 @@ def test_the_gcp_backend_wants_multi_networking_for_a_fabric_pool():
     )
     ctx = Context(single)
     res = CheckResult("fabric")
-    backend("gcp").check_fabric(ctx, res, *_fabric_pool(ctx))
+    verifier("gcp").check_fabric(ctx, res, *_fabric_pool(ctx))
     assert [f.message for f in res.findings] == [
         "the cluster needs multi-networking on Dataplane V2 (ADVANCED_DATAPATH) for its fabric pools"
     ]
@@ -177,5 +187,5 @@ def test_the_gcp_backend_wants_multi_networking_for_a_fabric_pool():
 def test_by_default_a_cloud_checks_nothing_of_a_fabric_on_the_cluster():
     ctx = Context(plan("gcp-h100-mega"))
     res = CheckResult("fabric")
-    BackendDefaults().check_fabric(ctx, res, *_fabric_pool(ctx))
+    VerifierDefaults().check_fabric(ctx, res, *_fabric_pool(ctx))
     assert (res.findings, res.notes, res.examined) == ([], [], [])

@@ -1,21 +1,22 @@
 """The verify hooks of network reach and enforcement, team identity, storage path and cloud API rules
-(components/backends.py, block "(v2)"): what a cloud's backend answers, and what BackendDefaults (a
+(infra/verify/verifier.py, block "(v2)"): what a cloud's verifier answers, and what VerifierDefaults (a
 plain cluster with no cloud features) answers. Plans here are a few hand-made resources."""
 
 from __future__ import annotations
 
 import json
 
-from components.backends import BackendDefaults, backend
 from components.spec import PlatformSpec
 from infra.verify.checks import identity
 from infra.verify.cloud import verify_cloud
 from infra.verify.context import Context
 from infra.verify.model import build
 from infra.verify.report import CheckResult, Report
+from infra.verify.verifier import VerifierDefaults
+from infra.verify.verifiers import verifier
 from tests.helpers.plans import platform_object
 
-DEFAULTS = BackendDefaults()
+DEFAULTS = VerifierDefaults()
 
 
 def _plan(resources, cloud):
@@ -30,7 +31,7 @@ def test_network_enforcement_aws_reads_the_vpc_cni_add_on_defaults_note_unknown(
     addon = ("aws:eks/addon:Addon", "vpc-cni", {"addonName": "vpc-cni", "configurationValues": "{}"}, [])
     ctx = Context(_plan([addon], "aws"))
     res = CheckResult("network")
-    backend("aws").verify_network_enforcement(ctx, res)
+    verifier("aws").verify_network_enforcement(ctx, res)
     assert [f.message for f in res.findings] == [
         'EKS add-on vpc-cni has no configuration enableNetworkPolicy: "true": the VPC CNI accepts every '
         "NetworkPolicy and enforces none"
@@ -41,7 +42,7 @@ def test_network_enforcement_aws_reads_the_vpc_cni_add_on_defaults_note_unknown(
         [],
     )
     res = CheckResult("network")
-    backend("aws").verify_network_enforcement(Context(_plan([on], "aws")), res)
+    verifier("aws").verify_network_enforcement(Context(_plan([on], "aws")), res)
     assert res.findings == []
     res = CheckResult("network")
     DEFAULTS.verify_network_enforcement(ctx, res)
@@ -51,13 +52,13 @@ def test_network_enforcement_aws_reads_the_vpc_cni_add_on_defaults_note_unknown(
 
 
 def test_team_identity_is_the_clouds_mechanism_and_none_by_default():
-    from components.aws import verify_identity as aws_identity
-    from components.gcp import verify_identity as gcp_identity
+    from infra.verify.clouds.aws import identity as aws_identity
+    from infra.verify.clouds.gcp import identity as gcp_identity
 
-    assert backend("aws").verify_team_identity() is aws_identity.check_team
-    assert backend("gcp").verify_team_identity() is gcp_identity.check_team
+    assert verifier("aws").verify_team_identity() is aws_identity.check_team
+    assert verifier("gcp").verify_team_identity() is gcp_identity.check_team
     assert DEFAULTS.verify_team_identity() is None
-    assert backend("kubernetes").verify_team_identity() is None
+    assert verifier("kubernetes").verify_team_identity() is None
     # With no mechanism, the identity check says so instead of looking for annotations.
     res = identity.run(Context(_plan([], "kubernetes")))
     assert res.findings == [] and res.notes == [
@@ -71,7 +72,7 @@ def test_csi_controller_identity_and_storage_path_on_aws_nothing_by_default():
     addon = ("aws:eks/addon:Addon", "efs", {"addonName": "aws-efs-csi-driver"}, [])
     ctx = Context(_plan([addon], "aws"))
     res = CheckResult("storage")
-    backend("aws").verify_csi_controller_identity(ctx, res, "efs.csi.aws.com")
+    verifier("aws").verify_csi_controller_identity(ctx, res, "efs.csi.aws.com")
     assert [f.message for f in res.findings] == [
         "EKS add-on aws-efs-csi-driver (efs.csi.aws.com) has no IAM role for kube-system/efs-csi-controller-sa "
         "(serviceAccountRoleArn or a pod identity association): its controller cannot create volumes"
@@ -87,13 +88,13 @@ def test_ingress_rules_and_create_rules_on_aws_none_by_default():
     (r,) = _plan(
         [("aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule", "r", rule, [])], "aws"
     ).resources
-    assert backend("aws").verify_rule_admits_tcp(r, 1020) is True
-    assert backend("aws").verify_rule_admits_tcp(r, 988) is False
+    assert verifier("aws").verify_rule_admits_tcp(r, 1020) is True
+    assert verifier("aws").verify_rule_admits_tcp(r, 988) is False
     assert DEFAULTS.verify_rule_admits_tcp(r, 1020) is False
     fsx = {"deploymentType": "PERSISTENT_2", "storageCapacity": 1000, "perUnitStorageThroughput": 125}
     ctx = Context(_plan([("aws:fsx/lustreFileSystem:LustreFileSystem", "fs", fsx, [])], "aws"))
     res = CheckResult("cloud")
-    backend("aws").verify_create_rules(ctx, res)
+    verifier("aws").verify_create_rules(ctx, res)
     assert [f.message.split(" (")[0] for f in res.findings] == [
         "fsx-persistent2: Lustre file system fs: 1000 GiB: 1200 or a multiple of 2400"
     ]
@@ -103,7 +104,7 @@ def test_ingress_rules_and_create_rules_on_aws_none_by_default():
 
 
 def test_cloud_api_gcp_lists_what_it_does_not_check_default_asks_nothing():
-    gcp = backend("gcp").verify_cloud_api(PlatformSpec.load(platform_object("gcp-h100-dws")))
+    gcp = verifier("gcp").verify_cloud_api(PlatformSpec.load(platform_object("gcp-h100-dws")))
     assert gcp is not None and gcp.mode == "cloud"
     # Every check skipped, each saying what it would check: nothing verified, so not ok (never a pass).
     assert [(c.name, c.status) for c in gcp.checks] == [
