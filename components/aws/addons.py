@@ -52,7 +52,7 @@ NODE_MONITORING_CONFIG = {"dcgmAgent": {"tolerations": [{"operator": "Exists"}]}
 # p5.48xlarge, p5e.48xlarge and p5en.48xlarge (dcgmAgent.affinity) and ships the add-on image
 # v1.6.7-eksbuild.1 (nodeAgent.image.tag); internal/pkg/instanceinfo/instance-info.jsonl gives the
 # DeviceCount check p5en's 8 GPUs (since v1.6.6, CHANGELOG "Add expected NVIDIA GPU count validation").
-# What each needs is in components/aws/verify_facts.yaml `addonVersions` (verify's `cloud` check).
+# What each needs is in infra/verify/clouds/aws/facts.yaml `addonVersions` (verify's `cloud` check).
 NODE_MONITORING_VERSION = "v1.6.7-eksbuild.1"
 
 

@@ -4,10 +4,10 @@ with the user's credentials, beside the offline (plan) and live-cluster modes of
 What the offline checks cannot know is whether the cloud has what the stack names: a reservation that
 exists, is of the pool's machine type, in its zone and big enough, and machine types offered in the
 pools' zones. Each cloud's verifier asks its own cloud (`CloudVerifier.verify_cloud_api`, in its
-cloud_api.py: infra/verify/clouds/aws/cloud_api.py, infra/verify/clouds/gcp/cloud_api.py) and fills a `Report` of
-mode "cloud", the type offline and live verify return: one CheckResult per check, what passed in
-`examined`, what failed as findings, what was not asked in notes (on a skipped check, so a pass is never
-mistaken for a check). An existing cluster has no cloud to ask (the verifiers' default).
+cloud_api.py: infra/verify/clouds/aws/cloud_api.py, infra/verify/clouds/gcp/cloud_api.py) and fills a
+`Report` of mode "cloud", the type offline and live verify return: one CheckResult per check, what passed
+in `examined`, what failed as findings, what was not asked in notes (on a skipped check, so a pass is
+never mistaken for a check). An existing cluster has no cloud to ask (the verifiers' default).
 """
 
 from __future__ import annotations

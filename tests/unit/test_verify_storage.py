@@ -133,7 +133,7 @@ def test_the_file_systems_security_group_must_admit_the_pools_nodes():
         assert closed and port in closed[0], (stack, closed)
 
 
-# ---- GKE: the node-level rules of Managed Lustre and Filestore (components/gcp/verify_storage.py) --------------------
+# ---- GKE: the node-level rules of Managed Lustre and Filestore (infra/verify/clouds/gcp/storage.py) ---------------
 FIREWALL = "gcp:compute/firewall:Firewall"
 LUSTRE = "gcp:lustre/instance:Instance"
 CLUSTER = "gcp:container/cluster:Cluster"

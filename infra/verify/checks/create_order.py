@@ -1,9 +1,9 @@
 """cloud, creation order: what must exist before another resource is created, on the plan's dependency
 graph.
 
-The rules are data, per cloud (`createOrder` in the cloud's facts.yaml, infra/verify/clouds/<cloud>/): a `waiter` resource
-waits, directly or through others, for every resource `waitsFor` selects; the engine creates a resource
-only after everything it waits for. "Waits for" is the engine's: a resource's own dependencies, those of
+The rules are data, per cloud (`createOrder` in infra/verify/clouds/<cloud>/facts.yaml): a `waiter`
+resource waits, directly or through others, for every resource `waitsFor` selects; the engine creates a
+resource only after everything it waits for. "Waits for" is the engine's: a resource's own dependencies, those of
 its ancestor components, its explicit provider, and a dependency on a component means every resource
 inside it.
 
