@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The product's packages: what the import-cycle test walks.
-PACKAGES = ("components", "controllers", "infra", "trainer")
+PACKAGES = ("components", "contract", "controllers", "infra", "trainer")
 
 
 def module_name(path: Path, root: Path) -> str:

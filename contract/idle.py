@@ -43,7 +43,7 @@ IDLE_REQUEUED_AT_ANNOTATION: Final = "trainplane.dev/idle-requeued-at"
 # start-up is longer than its team's window; kept on the Workload, so it is not requeued in start-up again.
 IDLE_STARTUP_ANNOTATION: Final = "trainplane.dev/idle-requeued-in-startup"
 
-# Event reasons (core/v1 Events on the JobSet/Job), source the controller (recovery_names.CONTROLLER_NAME).
+# Event reasons (core/v1 Events on the JobSet/Job), source the controller (contract.recovery.CONTROLLER_NAME).
 EVENT_IDLE: Final = "GpuIdle"  # Warning: the job's GPUs sat idle past the team's window (any action)
 EVENT_IDLE_REQUEUED: Final = "GpuIdleRequeued"  # Warning: its Workload was deactivated to give the GPUs back
 EVENT_IDLE_REACTIVATED: Final = (
@@ -53,3 +53,18 @@ EVENT_IDLE_EXEMPT: Final = "GpuIdleExempt"  # idle past the window but exempt: n
 # Normal: its pods are gone, but other Workloads wait for the quota it gave back (its ClusterQueue's or a cohort
 # peer's pendingWorkloads): it is kept inactive until none is pending. Once per hold.
 EVENT_IDLE_HELD: Final = "GpuIdleHeld"
+
+# ---- the controller's permissions (the library grants them; verify's `idle` and `recovery` checks require them) ----
+# What the controller needs for idle reclaim beyond contract.recovery.CONTROLLER_PERMISSIONS (ClusterRole rules:
+# apiGroup, resource, verbs): list the jobs and Workloads of the team namespaces each round (idle_round.py; no
+# watch, they are listed, not indexed), and the queues while a Workload is held; patch only Workloads
+# (spec.active and our annotation); pods and Events
+# are in CONTROLLER_PERMISSIONS already. verify's `recovery` check requires these when a team has an idle policy.
+IDLE_PERMISSIONS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    ("jobset.x-k8s.io", "jobsets", ("get", "list")),
+    ("batch", "jobs", ("get", "list")),
+    ("kueue.x-k8s.io", "workloads", ("get", "list", "patch")),
+    # The hold: each held Workload's LocalQueue (team namespaces) and the ClusterQueues (cluster-scoped).
+    ("kueue.x-k8s.io", "localqueues", ("get", "list")),
+    ("kueue.x-k8s.io", "clusterqueues", ("get", "list")),
+)
