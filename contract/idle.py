@@ -1,6 +1,7 @@
 """The names idle reclaim shares (issue 20, point 3): the recording rule and alert write them, the GPU health
 controller's idle handler reads the alert and writes the Events and annotations, verify and `trainplane status`
-read them. One place, so the writer and every reader agree. Standard library only: the controller pod imports it.
+read them. One place, so the writer and every reader agree. Standard library only (the contract package): the
+controller image carries it.
 
 The loop: a team sets `teams[].idle: {gpuUtilBelow, for, action}` -> the rule records each training job's mean
 GPU utilisation over its pods' GPUs (dcgm-exporter's per-pod series, namespace/pod -> the job via
@@ -54,12 +55,13 @@ EVENT_IDLE_EXEMPT: Final = "GpuIdleExempt"  # idle past the window but exempt: n
 # peer's pendingWorkloads): it is kept inactive until none is pending. Once per hold.
 EVENT_IDLE_HELD: Final = "GpuIdleHeld"
 
-# ---- the controller's permissions (the library grants them; verify's `idle` and `recovery` checks require them) ----
-# What the controller needs for idle reclaim beyond contract.recovery.CONTROLLER_PERMISSIONS (ClusterRole rules:
-# apiGroup, resource, verbs): list the jobs and Workloads of the team namespaces each round (idle_round.py; no
-# watch, they are listed, not indexed), and the queues while a Workload is held; patch only Workloads
-# (spec.active and our annotation); pods and Events
-# are in CONTROLLER_PERMISSIONS already. verify's `recovery` check requires these when a team has an idle policy.
+# ---- the controller's permissions (the library grants them, verify requires them) ------------------------------
+# What the controller needs for idle reclaim beyond recovery.CONTROLLER_PERMISSIONS (ClusterRole rules: apiGroup,
+# resource, verbs): list the jobs and Workloads of the team namespaces each round (controllers/idle_round.py; no
+# watch, they are listed, not indexed), and the queues while a Workload is held (controllers/idle_hold.py); patch
+# only Workloads (spec.active and our annotation); pods and Events are in CONTROLLER_PERMISSIONS already. The
+# library adds them to the controller's ClusterRole when a team has an idle policy
+# (components/incluster/gpu_health_controller.py), and verify's `recovery` and `idle` checks require them.
 IDLE_PERMISSIONS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
     ("jobset.x-k8s.io", "jobsets", ("get", "list")),
     ("batch", "jobs", ("get", "list")),
