@@ -40,7 +40,7 @@ demo: $(STAMP)
 # Lint (incl. complexity limits), format, types, the doctests of the library, then the suite: every tier
 # (testpaths: tests/unit and tests/integration).
 test: lint
-	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components controllers infra trainer
+	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components contract controllers infra trainer
 	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 # The inner loop: the unit tier only (in-process plans, no subprocess, no servers, no promtool); under two

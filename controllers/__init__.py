@@ -2,8 +2,9 @@
 suspects and idle reclaim run in it) and the Capacity Block window agent, one package in one image
 (`trainplane-controller <gpu-health|block-window>`, controllers/__main__.py; docs/in-cluster.md).
 
-It imports nothing of components/, infra/ or trainer/ (tests/unit/test_architecture.py): the image carries
-this package, kopf and the `kubernetes` client only. The library imports its dependency-free modules (the
-names: recovery_names, idle_names; the decisions the plan shares: kueue_quota, gpu_health_agent) to build
-the objects the controllers act on, never the kopf operator (gpu_health_operator) nor the entry point.
+It imports only itself, contract/ (the names and rules it shares with the library, the trainer and
+verify), the standard library, kopf, the `kubernetes` client and prometheus-client
+(tests/unit/test_architecture.py, tests/unit/test_layers.py): the image carries exactly these. Nothing of the
+product imports it: the library refers to the controllers by their image and `trainplane-controller <agent>`
+command only.
 """

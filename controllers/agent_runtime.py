@@ -1,4 +1,5 @@
-"""What the in-cluster controllers share: the log line, the loop of the polling agents and their probe.
+"""What the in-cluster controllers share: the log line and the loop of the polling agents (their liveness
+probe, which reads the loop's heartbeat, is the library's: components/incluster/block_window.py).
 
 The Capacity Block window controller (block_window_agent.py) is such a loop; both it and the GPU health
 operator (gpu_health_operator.py, kopf) make their own calls through kube.Kube (the `kubernetes` client).
@@ -20,18 +21,6 @@ JSON_PATCH = "application/json-patch+json"
 
 # A round that failed: a call (kube.CALL_FAILED) or a config it could not read; logged and retried.
 ROUND_FAILED: tuple[type[Exception], ...] = (*CALL_FAILED, ValueError, KeyError)
-
-
-def liveness_probe(heartbeat: str, max_age_s: int) -> dict[str, Any]:
-    """An exec probe that fails once `heartbeat` (run's --heartbeat) is older than `max_age_s` or absent."""
-    check = f"import os,sys,time; sys.exit(time.time() - os.stat({heartbeat!r}).st_mtime > {max_age_s})"
-    return {
-        "exec": {"command": ["python3", "-c", check]},
-        "initialDelaySeconds": 60,
-        "periodSeconds": 60,
-        "timeoutSeconds": 10,
-        "failureThreshold": 3,
-    }
 
 
 def quantity(value: Any) -> int | None:

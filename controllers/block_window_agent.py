@@ -15,7 +15,7 @@ stay 0 forever. Why not an AdmissionCheck: a check in Retry sends the workload b
 
 Each round, per block flavor: the GPUs of its pools whose block runs now (from the start until `drain`
 seconds before the end: EC2 starts terminating a block's instances 30 minutes before its end, EC2 user
-guide "Capacity Blocks for ML"), split across the teams by the platform's rule (kueue_quota.py, which the
+guide "Capacity Blocks for ML"), split across the teams by the platform's rule (contract/quota.py, which the
 plan uses too), written into each team ClusterQueue's nominalQuota and borrowingLimit for
 `nvidia.com/gpu` of that flavor. Inside the window that is exactly what the plan set; outside it is 0.
 A lower quota evicts no admitted job (Kueue tolerates usage above quota after "capacity was removed",
@@ -36,9 +36,9 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
+from contract.quota import borrowing_limit, gpu_shares
 from controllers.agent_runtime import JSON_PATCH, log, quantity, run
 from controllers.kube import Kube
-from controllers.kueue_quota import borrowing_limit, gpu_shares
 
 GPU_RESOURCE = "nvidia.com/gpu"
 CLUSTER_QUEUES = "/apis/kueue.x-k8s.io/v1beta2/clusterqueues"

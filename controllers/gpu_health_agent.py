@@ -1,9 +1,9 @@
 """GPU node health: the decision. Which faults a GPU node shows, and whether its diagnostic is outstanding.
 
-The kopf operator (gpu_health_operator.py) calls it; it uses the standard library only (the library
-imports its names too). The decision is one pure function, `assess()`,
-unit-tested on node objects; quarantine.py turns its verdict into the node's taints, cordon, condition,
-Events and evictions.
+The kopf operator (gpu_health_operator.py) calls it; it uses the standard library and the contract only
+(the names it shares with the library are contract/recovery.py's). The decision is one pure function,
+`assess()`, unit-tested on node objects; quarantine.py turns its verdict into the node's taints, cordon,
+condition, Events and evictions.
 
 Signals, all produced by components that already watch the GPUs (this controller only acts on them):
 - the NVIDIA device plugin marks a GPU unhealthy on a critical XID and the kubelet lowers the node's
@@ -15,8 +15,9 @@ Signals, all produced by components that already watch the GPUs (this controller
 - the diagnostic DaemonSet runs `dcgmi diag` once when a node starts and reports through its init
   container's termination message ("diag-failed", "diag-error"); until it has, the node carries the
   pending taint;
-- a recent XID on a GPU (XID_QUERY, through Prometheus) when it is not an application XID ("xid-<n>");
-  the signal clears once no new XID came for a few minutes (below: DCGM's last-XID gauge never does);
+- a recent XID on a GPU (contract.recovery.XID_QUERY, through Prometheus) when it is not an application
+  XID ("xid-<n>"); the signal clears once no new XID came for a few minutes (DCGM's last-XID gauge never
+  does: see there);
 - DCGM's memory-health fields, through Prometheus (gpu_health.FAULT_QUERIES): uncorrectable ECC errors since
   the driver loaded ("ecc-uncorrectable") and a failed row remap ("row-remap-failed"). Each also raises an
   XID (48; 64) that DCGM's last-XID field may already have overwritten with a later one, and the fields stay
@@ -37,33 +38,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from contract.recovery import DIAGNOSTIC_TAINT, HEALTH_TAINTS, QUARANTINE_TAINT
 from controllers.agent_runtime import quantity
-from controllers.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
 
 UNHEALTHY_TAINT = QUARANTINE_TAINT
 PENDING_TAINT = DIAGNOSTIC_TAINT
-OUR_TAINTS = (UNHEALTHY_TAINT, PENDING_TAINT)
+OUR_TAINTS = HEALTH_TAINTS
 GPU_RESOURCE = "nvidia.com/gpu"
 # Set by the EKS node monitoring agent (EKS node health docs, AcceleratedHardware issues).
 EKS_GPU_CONDITION = "AcceleratedHardwareReady"
 # The diagnostic's init container ends with one line `result=<pass|fail|error|skipped> rc=<n>` first in its
 # termination message (see gpu_diag_script.diag_script()).
 DIAG_LINE = re.compile(r"result=(pass|fail|error|skipped)\b(?:\s+rc=(-?\d+))?")
-# The XIDs of each GPU that are recent, so that the signal clears (issue 30 (5)). DCGM_FI_DEV_XID_ERRORS is
-# the LAST XID's number and keeps it until dcgm-exporter restarts (NVIDIA/dcgm-exporter#500, open), so it
-# cannot tell a node that got a new XID from one repaired long ago: a node quarantined for it never came
-# back. DCGM stores every XID event with its time (NVIDIA/DCGM#162, a maintainer's answer), and
-# dcgm-exporter's DCGM_EXP_XID_ERRORS_COUNT counts the events of the last window per XID (label `xid`;
-# NVIDIA/dcgm-exporter@4.5.3-4.8.2: internal/pkg/collector/xid_collector.go, expcollector.go GetValuesSince
-# over --xid-count-window-size, 5 minutes by default in pkg/cmd/app.go), a repeat of the same XID
-# included; the platform's metrics list collects it (dashboards/metrics.py). The `or` keeps the gauge
-# where it CHANGED within XID_WINDOW (an exporter that lacks the count still reports a new, different
-# XID). Rows: {node, gpu, xid} valued with the count, or {node, gpu} valued with the XID (xids_by_node).
-XID_WINDOW = "5m"
-XID_QUERY = (
-    f'max by (node, gpu, xid) (max_over_time(DCGM_EXP_XID_ERRORS_COUNT{{xid!=""}}[{XID_WINDOW}]) > 0)'
-    f" or max by (node, gpu) (DCGM_FI_DEV_XID_ERRORS and changes(DCGM_FI_DEV_XID_ERRORS[{XID_WINDOW}]) > 0)"
-)
 
 
 @dataclass(frozen=True)

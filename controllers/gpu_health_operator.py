@@ -7,7 +7,7 @@ quarantined node (re-diagnose, hold, hand to replacement, or return after a diag
 Run: `trainplane-controller gpu-health` (controllers/__main__.py: kopf.run, standalone, all namespaces,
 the liveness endpoint), with GPU_HEALTH_CONFIG naming the config file (gpu_health.controller_config).
 
-How kopf is used, so that it needs no permission beyond the controller's own (recovery_names.
+How kopf is used, so that it needs no permission beyond the controller's own (contract.recovery.
 CONTROLLER_PERMISSIONS), and writes nothing of its own on the nodes:
 - only indexes and `on.event` handlers: neither needs a finalizer nor stores progress or a diff-base
   (kopf 1.45.2 kopf/on.py: timers and daemons set requires_finalizer=True, so a Node would keep kopf's
@@ -36,12 +36,12 @@ from typing import Any
 
 import kopf
 
+from contract.recovery import CONFIG_ENV
 from controllers import idle_reclaim, quarantine, suspects
 from controllers.agent_runtime import log
 from controllers.idle_round import IdleRound
 from controllers.kube import Kube
 from controllers.node_reconcile import Controller, query_prometheus
-from controllers.recovery_names import CONFIG_ENV
 
 # ---- kopf wiring --------------------------------------------------------------------------------
 

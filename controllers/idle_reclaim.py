@@ -43,10 +43,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
-from controllers.idle_hold import Queues, waiting_for
-from controllers.idle_names import (
+from contract.idle import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
     EVENT_IDLE_HELD,
@@ -57,6 +56,7 @@ from controllers.idle_names import (
     IDLE_REQUEUED_AT_ANNOTATION,
     IDLE_STARTUP_ANNOTATION,
 )
+from controllers.idle_hold import Queues, waiting_for
 from controllers.idle_startup import idle_since_start
 
 IDLE_QUERY = f'ALERTS{{alertname="{IDLE_ALERT}",alertstate="firing"}}'
@@ -66,20 +66,7 @@ WORKLOAD_API = "kueue.x-k8s.io/v1beta2"
 # kubernetes v1.33 pkg/apis/batch/types.go JobNameLabel (batch.kubernetes.io/job-name, since 1.27).
 POD_JOB_LABEL = {"JobSet": "jobset.sigs.k8s.io/jobset-name", "Job": "batch.kubernetes.io/job-name"}
 TERMINATED_PHASES = ("Succeeded", "Failed")
-# What the controller needs for idle reclaim beyond recovery_names.CONTROLLER_PERMISSIONS (ClusterRole rules:
-# apiGroup, resource, verbs): list the jobs and Workloads of the team namespaces each round (idle_round.py; no
-# watch, they are listed, not indexed), and the queues while a Workload is held; patch only Workloads
-# (spec.active and our annotation); pods and Events
-# are in CONTROLLER_PERMISSIONS already. verify's `recovery` check requires these when a team has an idle policy.
-IDLE_PERMISSIONS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
-    ("jobset.x-k8s.io", "jobsets", ("get", "list")),
-    ("batch", "jobs", ("get", "list")),
-    ("kueue.x-k8s.io", "workloads", ("get", "list", "patch")),
-    # The hold: each held Workload's LocalQueue (team namespaces) and the ClusterQueues (cluster-scoped).
-    ("kueue.x-k8s.io", "localqueues", ("get", "list")),
-    ("kueue.x-k8s.io", "clusterqueues", ("get", "list")),
-)
-# Warning where something is wrong or was done to the job; Normal for the notes (idle_names.py).
+# Warning where something is wrong or was done to the job; Normal for the notes (contract/idle.py).
 WARNING_EVENTS = (EVENT_IDLE, EVENT_IDLE_REQUEUED)
 
 

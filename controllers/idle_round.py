@@ -18,9 +18,9 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
+from contract.idle import IDLE_EXEMPT_METRIC
 from controllers import idle_reclaim as R
 from controllers.agent_runtime import JSON_PATCH, log
-from controllers.idle_names import IDLE_EXEMPT_METRIC
 
 # Each kind's namespaced list path and kind.
 KINDS = (

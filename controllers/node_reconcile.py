@@ -19,6 +19,7 @@ from typing import Any
 
 from kubernetes.client import ApiException
 
+from contract.recovery import CONTROLLER_NAME, EVENT_EVICTED
 from controllers import node_recovery, node_return, quarantine, suspects
 from controllers.agent_runtime import JSON_PATCH, log
 from controllers.gpu_health_agent import (
@@ -31,7 +32,6 @@ from controllers.gpu_health_agent import (
     pool_of,
     xids_by_node,
 )
-from controllers.recovery_names import CONTROLLER_NAME, EVENT_EVICTED
 
 STRATEGIC_MERGE = "application/strategic-merge-patch+json"
 

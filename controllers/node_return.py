@@ -62,7 +62,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_REDIAGNOSING,

@@ -2,7 +2,7 @@
 and whether its GPU pods go. Pure functions of the node and the verdict; the operator
 (gpu_health_operator.py) sends them.
 
-It uses the standard library and the contract (recovery_names.py) only.
+It uses the standard library and the contract (contract/recovery.py) only.
 
 Quarantine (issue 19): the QUARANTINE_TAINT (NoSchedule, value = the first reason), the node cordoned
 (`spec.unschedulable`, so no pod that tolerates every taint lands either) with CORDONED_BY_ANNOTATION when we
@@ -17,8 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from controllers.gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_QUARANTINED,
@@ -26,6 +25,7 @@ from controllers.recovery_names import (
     QUARANTINE_CONDITION,
     QUARANTINED_AT_ANNOTATION,
 )
+from controllers.gpu_health_agent import GPU_RESOURCE, Verdict, desired_taints
 
 
 @dataclass(frozen=True)

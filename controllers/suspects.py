@@ -31,13 +31,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from controllers.node_return import parse_time
-from controllers.recovery_names import (
+from contract.recovery import (
     ALERT_STRAGGLER,
     EVENT_STRAGGLER,
     QUARANTINED_AT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
+from controllers.node_return import parse_time
 
 # trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not in the controller image
 # (controllers/ imports none of it), so the value is repeated here and tests/unit/test_suspects.py keeps it equal.

@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.tree import Tree
 
-from controllers.idle_names import EVENT_IDLE, IDLE_ALERT, IDLE_EXEMPT_LABEL
+from contract.idle import EVENT_IDLE, IDLE_ALERT, IDLE_EXEMPT_LABEL
 from infra.console import heading, table
 from infra.plan import IdlePolicy, PlanSummary
 

@@ -5,7 +5,7 @@ training" over the job's time, badput split by cause: program start-up, data loa
 save/load, wasted progress from disruptions; NVIDIA's resiliency extension reports the same split).
 
 ``PhaseClock`` partitions this process's wall time, from the moment the OS started it, into the phases of
-``recovery_names.PHASES``: exactly one phase is current at any time and ``switch`` moves the elapsed time
+``contract.recovery.PHASES``: exactly one phase is current at any time and ``switch`` moves the elapsed time
 into it, so the phases add up to the process's wall time by construction. It only reads host clocks
 (``time.perf_counter``) at points where the trainer already takes them, so it adds no device sync.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import fsspec
 
-from controllers.recovery_names import PHASES
+from contract.recovery import PHASES
 from trainer.contract import ENV_HIGH_WATER_INTERVAL
 
 HIGH_WATER_FILE = "trainplane-high-water.json"

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from controllers.recovery_names import PHASE_SECONDS, PHASES, STEPS_REDONE
+from contract.recovery import PHASE_SECONDS, PHASES, STEPS_REDONE
 
 # Dense bf16 peak FLOP/s per GPU (vendor datasheets); MFU is only reported for these.
 GPU_PEAK_BF16 = {

@@ -25,7 +25,7 @@ from components.incluster.tenancy import NAMESPACE_LABEL, TEAM_LABEL, pod_securi
 from components.outputs import NodePoolInfo, PlatformOutputs
 from components.spec import TeamSpec
 from components.spec.fleet import FleetSpec, FleetTeam
-from controllers.kueue_quota import gpu_shares
+from contract.quota import gpu_shares
 
 # The AdmissionCheck controller of MultiKueue (kueue v0.19.2 apis/kueue/v1beta2/multikueue_types.go
 # MultiKueueControllerName).
@@ -132,7 +132,7 @@ class TeamQuota:
 def worker_team_quota(platform: PlatformOutputs, team: str) -> TeamQuota:
     """What a team can hold at once on one worker. GPUs: its nominal quota there, as that worker's own
     ClusterQueue gives it (kueue_objects.cluster_queue_spec: per GPU flavor its share of the flavor's GPUs,
-    kueue_quota.gpu_shares), capped by its namespace ResourceQuota (its gpuQuota: tenancy.team_quota), since
+    contract.quota.gpu_shares), capped by its namespace ResourceQuota (its gpuQuota: tenancy.team_quota), since
     shares summed over several flavors can pass it. Extended resources (fabric devices): their share on
     each flavor, capped at what those GPUs need. CPU and memory: the namespace ResourceQuota's (the worker's
     ClusterQueue repeats them on every flavor; the namespace holds them once). A worker without the team

@@ -28,7 +28,7 @@ from components.incluster.kueue_objects import flavors
 from components.incluster.placement import topology_name
 from components.outputs import PlatformOutputs
 from components.spec.fleet import FleetSpec
-from controllers.kueue_quota import gpu_shares
+from contract.quota import gpu_shares
 
 Levels = tuple[str, ...]
 PLAIN: Levels = ()

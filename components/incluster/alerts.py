@@ -19,7 +19,7 @@ from typing import Any
 
 from components.incluster.goodput_rules import recovery_groups
 from components.spec import APPLICATION_XIDS, GpuHealthSpec
-from controllers.gpu_health_agent import PENDING_TAINT
+from contract.recovery import DIAGNOSTIC_TAINT
 
 GPU = 'resource="nvidia_com_gpu"'
 # NVML clock event reason bits (nvml.h; go-nvml const.go): HW slowdown 0x8, SW thermal 0x20,
@@ -160,7 +160,7 @@ def node_rules() -> list[dict[str, Any]]:
         # the controller sets with it (goodput_rules.py): one alert per quarantine, not two.
         _rule(
             "GpuNodeDiagnosticPending",
-            f'max by (node) (kube_node_spec_taint{{key="{PENDING_TAINT}"}}) > 0',
+            f'max by (node) (kube_node_spec_taint{{key="{DIAGNOSTIC_TAINT}"}}) > 0',
             "30m",
             "warning",
             "GPU node {{ $labels.node }} has waited 30 minutes for its DCGM diagnostic",

@@ -6,7 +6,8 @@ health controller does (gpu_health.py): the controller image (`trainplane-contro
 `platform.images.controller` or `.blockWindow`), its config in a ConfigMap, as a one-replica Deployment
 with `strategy: Recreate`: two agents would patch the same ClusterQueues from two clocks, and a rolling
 update runs the old and the new side by side. It takes no lease (a second replica is never asked for);
-its liveness probe reads the heartbeat each round writes (agent_runtime.run --heartbeat).
+its liveness probe reads the heartbeat each round writes (the controller's --heartbeat:
+controllers/agent_runtime.py run).
 
 Least privilege: the controller reads and patches the team ClusterQueues by name (a ClusterRole with
 `resourceNames`), nothing else; it runs as nobody with a read-only root file system and no capabilities.
@@ -28,7 +29,6 @@ from components.bundle import NodePoolInfo
 from components.incluster.placement import flavor_groups
 from components.spec import QueueingSpec, TeamSpec
 from components.spec.images import CONTROLLER_IMAGE_UNSET
-from controllers import agent_runtime
 
 CONTROLLER = "trainplane-block-window"
 # EC2 starts terminating a Capacity Block's instances 30 minutes before its end (EC2 user guide, "Capacity
@@ -37,6 +37,19 @@ DRAIN_SECONDS = 30 * 60
 MOUNT = "/opt/block-window"
 # The root file system is read-only: the heartbeat goes to an emptyDir.
 HEARTBEAT = "/tmp/alive"
+
+
+def heartbeat_probe(heartbeat: str, max_age_s: int) -> dict[str, Any]:
+    """An exec probe that fails once `heartbeat` (the controller's --heartbeat file, its mtime the end of
+    its last round) is older than `max_age_s` or absent. It runs the image's own python3."""
+    check = f"import os,sys,time; sys.exit(time.time() - os.stat({heartbeat!r}).st_mtime > {max_age_s})"
+    return {
+        "exec": {"command": ["python3", "-c", check]},
+        "initialDelaySeconds": 60,
+        "periodSeconds": 60,
+        "timeoutSeconds": 10,
+        "failureThreshold": 3,
+    }
 
 
 def block_flavors(pools: Sequence[NodePoolInfo]) -> list[tuple[str, list[NodePoolInfo]]]:
@@ -103,7 +116,7 @@ def controller_pod(config_map: str, image: str) -> dict[str, Any]:
                 ],
                 "env": [{"name": "PYTHONDONTWRITEBYTECODE", "value": "1"}],
                 # A round every 60 s (controller_config): five missed rounds restart the agent.
-                "livenessProbe": agent_runtime.liveness_probe(HEARTBEAT, 300),
+                "livenessProbe": heartbeat_probe(HEARTBEAT, 300),
                 # The `kubernetes` client's import is most of it: 70 MiB peak resident after importing
                 # the agent in the image (ru_maxrss, CPython 3.11); the standard-library agent needed <32Mi.
                 "resources": {"requests": {"cpu": "5m", "memory": "96Mi"}, "limits": {"memory": "128Mi"}},

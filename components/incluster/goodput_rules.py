@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.spec import GpuHealthSpec
-from controllers.recovery_names import (
+from contract.recovery import (
     ALERT_QUARANTINED,
     ALERT_REPLACE_NEEDED,
     ALERT_STRAGGLER,

@@ -50,10 +50,9 @@ from components.incluster.job_pod import CONTAINER as TRAINER_CONTAINER
 from components.incluster.names import JOB_LABEL, PROMETHEUS_RELEASE
 from components.spec import AgentImagesSpec, GpuHealthSpec, GpuOperatorSpec
 from components.spec.images import controller_image
-from controllers import gpu_health_agent as agent
-from controllers import recovery_names
+from contract.recovery import ALERT_STRAGGLER, CONTROLLER_NAME, HEALTH_TAINTS, XID_QUERY
 
-CONTROLLER = recovery_names.CONTROLLER_NAME
+CONTROLLER = CONTROLLER_NAME
 DIAG = "trainplane-gpu-diag"
 DIAG_CONTAINER = "dcgm-diag"
 # Standalone DCGM (nv-hostengine, dcgmi and the diagnostic plugins) in the version gpu-operator v26.7.0
@@ -64,9 +63,6 @@ PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
 GPU_NODE_LABEL = "nvidia.com/gpu.present"
 # gpu-operator's RuntimeClass (chart value operator.runtimeClass): exposes the GPUs without requesting them.
 RUNTIME_CLASS = "nvidia"
-# The recent XIDs per GPU (a signal that clears, unlike the last-XID gauge), by the node label the DCGM
-# ServiceMonitor adds (gpu_operator.dcgm_relabelings).
-XID_QUERY = agent.XID_QUERY
 # GPU memory faults that need a reset (or an RMA) whatever XID came last: reason -> an instant query whose
 # samples above 0 name the node. Both fields are in the exporter's metrics list the platform ships
 # (dashboards/metrics.py, dcgm_exporter_csv), and the alerts GpuEccUncorrectableErrors / GpuRowRemapFailure
@@ -77,7 +73,7 @@ FAULT_QUERIES = {
 }
 PROMETHEUS_URL = f"http://{PROMETHEUS_RELEASE}-prometheus.{MONITORING_NAMESPACE}.svc:9090"
 
-HEALTH_TAINT_KEYS = agent.OUR_TAINTS
+HEALTH_TAINT_KEYS = HEALTH_TAINTS
 
 
 def pool_selector(pool: NodePoolInfo) -> dict[str, str]:
@@ -125,6 +121,7 @@ def controller_config(
         "ignoredXids": sorted(set(health.ignored_xids)),
         "startupGraceSeconds": health.startup_grace_minutes * 60,
         "prometheusUrl": PROMETHEUS_URL,
+        # The recent XIDs per GPU (a signal that clears, unlike the last-XID gauge): the contract's query.
         "xidQuery": XID_QUERY,
         "faultQueries": FAULT_QUERIES,
         "intervalSeconds": 30,
@@ -141,7 +138,7 @@ def controller_config(
         "hangs": {"container": TRAINER_CONTAINER, "jobLabel": JOB_LABEL},
         # A firing straggler alert quarantines the node only in these namespaces (an Event elsewhere).
         "stragglers": {
-            "alert": recovery_names.ALERT_STRAGGLER,
+            "alert": ALERT_STRAGGLER,
             "quarantineNamespaces": sorted(straggler_quarantine),
         },
     }

@@ -6,10 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from components.spec import IdleSpec
-from controllers import idle_names
-from controllers.idle_reclaim import IDLE_PERMISSIONS
-from controllers.recovery_names import CONFIG_ENV, CONTROLLER_PERMISSIONS
-from controllers.recovery_names import CONTROLLER_NAME as CONTROLLER
+from contract.idle import IDLE_ALERT, IDLE_PERMISSIONS
+from contract.recovery import CONFIG_ENV, CONTROLLER_PERMISSIONS
+from contract.recovery import CONTROLLER_NAME as CONTROLLER
 
 # A team with an idle policy: (team, its namespace, the policy).
 IdleTeam = tuple[str, str, IdleSpec]
@@ -24,7 +23,7 @@ METRICS_PORT, METRICS_PORT_NAME = 8081, "metrics"
 def controller_rules(idle: bool = False) -> list[dict[str, list[str]]]:
     """The ClusterRole: the contract's permissions, nothing more (kopf itself needs none beyond them in
     the way gpu_health_operator.py runs it: standalone, no scanning, no Event posting, no finalizers); with
-    a team's idle policy, also idle_reclaim.IDLE_PERMISSIONS."""
+    a team's idle policy, also the contract's IDLE_PERMISSIONS."""
     perms = CONTROLLER_PERMISSIONS + (IDLE_PERMISSIONS if idle else ())
     return [{"apiGroups": [g], "resources": [r], "verbs": list(v)} for g, r, v in perms]
 
@@ -33,7 +32,7 @@ def idle_config(idle_teams: tuple[IdleTeam, ...]) -> dict[str, Any]:
     """The controller config's `idle` (idle_reclaim.TeamPolicy.from_config): each team's action and
     exemptions; the threshold and window are the alert's (the idle rules), repeated for the record."""
     return {
-        "alert": idle_names.IDLE_ALERT,
+        "alert": IDLE_ALERT,
         "metricsPort": METRICS_PORT,
         "teams": [
             {

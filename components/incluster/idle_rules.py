@@ -1,5 +1,5 @@
 """Idle reclaim's Prometheus side (issue 20, point 3): the per-job GPU utilisation recording rule and one
-alert per team with an idle policy. Names come from controllers/idle_names.py only; the GPU health
+alert per team with an idle policy. Names come from contract/idle.py only; the GPU health
 controller reads the alert through ALERTS (idle_reclaim.IDLE_QUERY) and acts on it (Event, and with `requeue` the
 Workload's deactivation).
 
@@ -26,7 +26,7 @@ from typing import Any
 
 from components.incluster.cost_rules import POD_JOB, span
 from components.spec import TeamSpec
-from controllers.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
+from contract.idle import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
 
 GROUP = "trainplane.idle"
 # Every series this module records (dashboards/metrics.py lets dashboards and rules read them).

@@ -43,7 +43,7 @@ from components.incluster.job_pod import (
 )
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
-from controllers.idle_names import IDLE_EXEMPT_LABEL
+from contract.idle import IDLE_EXEMPT_LABEL
 from trainer import contract
 
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"

@@ -8,7 +8,7 @@
 - ClusterQueue per team: the flavors in the platform's capacity order (placement.CAPACITY_ORDER), so Kueue
   falls back from reserved capacity to on-demand to DWS to spot.
 
-Quota split across teams (kueue_quota.py): each flavor's GPUs (its pools' maxNodes x GPUs per node) are
+Quota split across teams (contract/quota.py): each flavor's GPUs (its pools' maxNodes x GPUs per node) are
 apportioned among the teams in proportion to their gpuQuota, so the nominal quotas of one flavor never add
 up past the GPUs behind it: Kueue takes the sum of a cohort's nominal quotas as what exists (kueue v0.19.2
 apis/kueue/v1beta2/clusterqueue_types.go ResourceQuota.nominalQuota) and re-admits to a flavor while it has
@@ -30,7 +30,7 @@ from components.bundle import NodePoolInfo
 from components.incluster.placement import common_labels, flavor_groups, flavor_levels, topology_name
 from components.incluster.tenancy import TEAM_LABEL, team_quota
 from components.spec import QueueingSpec, TeamSpec
-from controllers.kueue_quota import borrowing_limit, gpu_shares
+from contract.quota import borrowing_limit, gpu_shares
 
 KUEUE_API = "kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"

@@ -95,7 +95,7 @@ class JobSpec(Spec):
     # At least 60 s on every cloud (job_pod.MIN_GRACE_SECONDS): time for the preemption checkpoint.
     grace_period_seconds: int | None = Field(default=None, ge=60, le=3600)
     dataloader_workers: int = Field(default=4, ge=0, le=64)
-    # Never reclaimed for idleness (teams[].idle): the JobSet/Job carries idle_names.IDLE_EXEMPT_LABEL "true".
+    # Never reclaimed for idleness (teams[].idle): the JobSet/Job carries contract.idle.IDLE_EXEMPT_LABEL "true".
     idle_exempt: bool = False
 
     @property

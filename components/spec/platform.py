@@ -205,7 +205,7 @@ class ObservabilitySpec(Spec):
 
 
 class IdleSpec(Spec):
-    """Idle reclaim of a team's jobs (controllers/idle_names.py): a job whose GPUs average below
+    """Idle reclaim of a team's jobs (contract/idle.py): a job whose GPUs average below
     `gpuUtilBelow` percent for `for` gets a Warning Event and the TrainplaneJobGpuIdle alert; with
     `action: requeue` the GPU health controller also deactivates its Kueue Workload (the trainer checkpoints
     on the SIGTERM that follows) and puts it back in its queue once its pods are gone."""

@@ -13,9 +13,10 @@ Two layers:
    (`--write-lock`). Cached by the lock's hash: the first build takes about a minute.
 2. app: requirements.txt's wheels (every one pinned and hashed: `pip install --require-hashes
    --only-binary=:all: --no-deps --target`, for CPython 3.11 on manylinux x86_64, the base's Python), the
-   controllers package, the `trainplane-controller` script; compiled to checked-hash .pyc (the root file
-   system is read-only in the pod). Files are sorted, owned by root, dated SOURCE_DATE_EPOCH (default 0),
-   gzip without a timestamp: the same tree gives the same layer digest.
+   controllers package and the contract package it imports (APP_PACKAGES), the `trainplane-controller`
+   script; compiled to checked-hash .pyc (the root file system is read-only in the pod). Files are sorted,
+   owned by root, dated SOURCE_DATE_EPOCH (default 0), gzip without a timestamp: the same tree gives the
+   same layer digest.
 
 The config runs as nobody (65534, as the pods' securityContext does) with `trainplane-controller` as its
 entry point. The manifest's digest is printed and written to <out>/DIGEST: the platform names the image
@@ -49,6 +50,9 @@ PIP_PLATFORM = (
     *("--platform", "manylinux2014_x86_64", "--platform", "manylinux_2_28_x86_64"),
 )
 SITE = "opt/trainplane/site-packages"
+# The project's packages the image carries: the controllers and the one they import (contract/: the names
+# they share with the library; tests/unit/test_layers.py keeps controllers/ to it).
+APP_PACKAGES = ("contract", "controllers")
 ENTRY = "usr/local/bin/trainplane-controller"
 USER = "65534:65534"
 ENV = [
@@ -161,7 +165,7 @@ sys.exit(main())
 
 
 def app_layer(epoch: int) -> tuple[bytes, str]:
-    """(gzipped layer, diff_id): the hashed wheels, the controllers package and the entry script."""
+    """(gzipped layer, diff_id): the hashed wheels, the project's packages (APP_PACKAGES), the entry script."""
     with tempfile.TemporaryDirectory(prefix="trainplane-app-") as tmp:
         tree = Path(tmp)
         site = tree / SITE
@@ -169,9 +173,8 @@ def app_layer(epoch: int) -> tuple[bytes, str]:
         pip += ["--require-hashes", "--only-binary=:all:", "--no-deps", *PIP_PLATFORM]
         subprocess.run([*pip, "--target", str(site), "-r", str(REQUIREMENTS)], check=True)
         shutil.rmtree(site / "bin", ignore_errors=True)  # pip's scripts point at the build's python
-        shutil.copytree(
-            ROOT / "controllers", site / "controllers", ignore=shutil.ignore_patterns("__pycache__")
-        )
+        for package in APP_PACKAGES:
+            shutil.copytree(ROOT / package, site / package, ignore=shutil.ignore_patterns("__pycache__"))
         entry = tree / ENTRY
         entry.parent.mkdir(parents=True)
         entry.write_text(ENTRY_SCRIPT)

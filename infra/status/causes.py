@@ -2,7 +2,7 @@
 
 The evidence, strongest first: the pods of the failed attempt (the trainer container's exit code, read with
 trainer/contract.py; the DisruptionTarget pod condition and its reason), the quarantine the GPU health
-controller put on their nodes (controllers/recovery_names.py), Events on the pods, the nodes and the
+controller put on their nodes (contract/recovery.py), Events on the pods, the nodes and the
 Kueue Workload in the restart's window, and last the JobSet failure-policy rule that fired (its name is in
 the JobSet's `FailurePolicy_<rule>` Event: components/incluster/job_runtime.py names the rules).
 
@@ -20,7 +20,7 @@ from typing import Any
 
 from components.incluster.job_pod import CONTAINER
 from components.incluster.job_runtime import RULE_CONFIG, RULE_OTHER, RULE_PEER_LOST, RULE_PREEMPTED
-from controllers.recovery_names import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
+from contract.recovery import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
 from trainer import contract
 
 # A quarantine stamped this long after a restart is still its cause (the controller writes the node

@@ -6,7 +6,7 @@ the trainer sets it to the step it resumed from (trainer/train.py), so around a 
 - high-water: the highest step reached before t, first reached at `last progress`;
 - resumed: the lowest step after t (the step of the checkpoint the restarted job loaded);
 - steps lost = high-water - resumed: steps computed again (the trainer counts the same in
-  `trainplane_steps_redone_total`, controllers/recovery_names.py STEPS_REDONE, used when the
+  `trainplane_steps_redone_total`, contract/recovery.py STEPS_REDONE, used when the
   step series has no sample after the restart);
 - time lost = from the last progress before t until the step passes the high-water again: the time with
   no step progress plus the time the lost steps took to redo (until the next restart, or the last sample

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from components.incluster.names import JOB_LABEL
-from controllers.recovery_names import EVENT_REASONS, STEPS_REDONE
+from contract.recovery import EVENT_REASONS, STEPS_REDONE
 from infra.status.api import JobState, related, when
 from infra.status.goodput import Series
 

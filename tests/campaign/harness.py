@@ -5,7 +5,7 @@ tests/campaign/faults.py), started with the launcher options of the job builder'
 (tests/helpers/jobs.py). The controllers are simulated: the Job podFailurePolicy and JobSet failurePolicy
 of the same JobSet decide every restart (tests/helpers/jobset_sim.py), and the node model of
 tests/helpers/node_sim.py places each pod with the template's own tolerations, nodeSelector and affinity,
-and quarantines as the GPU health controller does (the names of recovery_names.py).
+and quarantines as the GPU health controller does (the names of contract/recovery.py).
 
 Virtual clock. Real seconds say nothing about a GPU cluster, so time is charged, not measured: each step
 the trainer reports stands for ``STEP_S`` (one virtual minute) and each controller delay is one of the

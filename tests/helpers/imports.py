@@ -5,6 +5,10 @@ inside functions alike (a lazy import is still a dependency of A's code), except
 `if TYPE_CHECKING:` (only type checkers follow those). `from pkg import name` counts as an edge to
 `pkg.name` when that is a module of the project, else to `pkg`. Only modules of the project are nodes.
 
+import_edges lists the same edges one import at a time, with its line, and with `type_checking=True` the
+imports under `if TYPE_CHECKING:` too: what the layering test counts (tests/unit/test_layers.py), since a
+layer must not name a module above it even for its types.
+
 Example:
     >>> graph = import_graph(ROOT, ("trainer",))
     >>> "trainer.contract" in graph
@@ -15,11 +19,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 # The product's packages: what the import-cycle test walks.
-PACKAGES = ("components", "controllers", "infra", "trainer")
+PACKAGES = ("components", "contract", "controllers", "infra", "trainer")
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -99,23 +104,54 @@ def _owner(name: str, known: Mapping[str, Path]) -> str | None:
     return name or None
 
 
-def import_graph(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
-    """Module -> the project modules it imports (self-edges dropped)."""
-    known = modules(root, packages)
-    graph: dict[str, set[str]] = {}
+@dataclass(frozen=True, order=True)
+class Edge:
+    """One import of a project module by another: `importer -> imported (line N)`."""
+
+    importer: str
+    imported: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.importer} -> {self.imported} (line {self.line})"
+
+
+def _all_imports(tree: ast.AST) -> Iterator[ast.Import | ast.ImportFrom]:
+    """Every import statement in `tree`: at the top, inside functions and classes, under TYPE_CHECKING."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            yield node
+
+
+def import_edges(known: Mapping[str, Path], *, type_checking: bool = False) -> list[Edge]:
+    """Every import in the modules of `known` (dotted name -> file, as `modules` gives) of another of them,
+    one Edge per import statement and module it names, sorted. With `type_checking`, the imports under
+    `if TYPE_CHECKING:` count as well."""
+    found: set[Edge] = set()
     for name, path in known.items():
         is_package = path.name == "__init__.py"
-        edges: set[str] = set()
-        for node in _imports(ast.parse(path.read_text(), str(path))):
+        tree = ast.parse(path.read_text(), str(path))
+        for node in _all_imports(tree) if type_checking else _imports(tree):
             targets = list(_targets(name, is_package, node))
             if isinstance(node, ast.ImportFrom):
                 # `from pkg import mod` depends on pkg.mod when it is a module, else on pkg (names in it).
                 base, names = targets[0], targets[1:]
                 subs = [t for t in names if t in known]
-                edges.update(subs if len(subs) == len(names) else [*subs, base])
-            else:
-                edges.update(targets)
-        graph[name] = {o for t in edges if (o := _owner(t, known)) and o != name}
+                targets = subs if len(subs) == len(names) else [*subs, base]
+            found.update(
+                Edge(name, owner, node.lineno)
+                for t in targets
+                if (owner := _owner(t, known)) and owner != name
+            )
+    return sorted(found)
+
+
+def import_graph(root: Path = ROOT, packages: Iterable[str] = PACKAGES) -> dict[str, set[str]]:
+    """Module -> the project modules it imports (self-edges dropped; TYPE_CHECKING imports skipped)."""
+    known = modules(root, packages)
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for edge in import_edges(known):
+        graph[edge.importer].add(edge.imported)
     return graph
 
 

@@ -1,5 +1,5 @@
 """A node and taint model for the fault campaign: nodes with labels, taints and a cordon, the GPU health
-controller's quarantine (the names of controllers/recovery_names.py), the node lifecycle
+controller's quarantine (the names of contract/recovery.py), the node lifecycle
 controller's taints on a lost node, and a placer that puts a pod only where the scheduler would.
 
 The placer follows the kube-scheduler's filter plugins (kubernetes pkg/scheduler/framework/plugins; read:
@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
@@ -184,7 +184,7 @@ class Cluster:
     def quarantine(
         self, node: str, reason: str, message: str, at: dt.datetime, *, evict: bool = True
     ) -> list[str]:
-        """The GPU health controller's quarantine (the contract in recovery_names.py and ISSUE19: taint,
+        """The GPU health controller's quarantine (the contract in contract/recovery.py and ISSUE19: taint,
         cordon marked as ours, condition, annotation, Event); returns the GPU pods it evicts."""
         n = self.nodes[node]
         n.taints.append({"key": QUARANTINE_TAINT, "value": reason, "effect": "NoSchedule"})

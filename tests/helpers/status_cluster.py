@@ -16,7 +16,7 @@ from typing import Any
 
 from components.incluster.job_pod import CONTAINER
 from components.incluster.names import JOB_LABEL
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     EVENT_EVICTED,
     EVENT_QUARANTINED,

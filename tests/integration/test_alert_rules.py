@@ -17,13 +17,13 @@ import pytest
 import yaml
 
 from components.incluster.alerts import alert_groups
-from controllers.gpu_health_agent import PENDING_TAINT
-from controllers.recovery_names import (
+from contract.recovery import (
     ALERT_QUARANTINED,
     ALERT_REPLACE_NEEDED,
     ALERT_STRAGGLER,
     QUARANTINE_CONDITION,
 )
+from controllers.gpu_health_agent import PENDING_TAINT
 from tests.helpers import procs
 from tests.helpers.scrape import NODE, dcgm_series, gpu, selector, trainer_node, trainer_series
 

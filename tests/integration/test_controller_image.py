@@ -25,7 +25,7 @@ import pytest
 
 from components.incluster.gpu_health import DIAG, XID_QUERY
 from components.spec import APPLICATION_XIDS
-from controllers.recovery_names import CONFIG_ENV, QUARANTINE_CONDITION
+from contract.recovery import CONFIG_ENV, QUARANTINE_CONDITION
 from tests.helpers import procs
 from tests.helpers.fake_k8s import FakeCluster
 from tests.helpers.fake_kube import FakeKube

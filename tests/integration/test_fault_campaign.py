@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from controllers.recovery_names import (
+from contract.recovery import (
     EVENT_EVICTED,
     EVENT_QUARANTINED,
     EVENT_STRAGGLER,

@@ -16,7 +16,7 @@ import yaml
 
 from components.incluster.alerts import alert_groups
 from components.incluster.goodput_rules import JOB_ALLOCATION_SECONDS, JOB_GPUS, JOB_PHASE_SECONDS
-from controllers.recovery_names import (
+from contract.recovery import (
     BADPUT_SECONDS,
     GOODPUT_RATIO,
     GOODPUT_TEAM_RATIO,

@@ -17,7 +17,7 @@ import pytest
 
 from components.incluster.gpu_health import DIAG, XID_QUERY
 from components.spec import APPLICATION_XIDS
-from controllers.recovery_names import (
+from contract.recovery import (
     CONFIG_ENV,
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,

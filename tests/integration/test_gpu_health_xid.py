@@ -1,4 +1,4 @@
-"""The GPU health controller's XID signal (gpu_health_agent.XID_QUERY) on a real Prometheus: it shows a GPU's
+"""The GPU health controller's XID signal (contract.recovery.XID_QUERY) on a real Prometheus: it shows a GPU's
 XID while it is recent and clears afterwards, however long DCGM's last-XID gauge keeps the number
 (NVIDIA/dcgm-exporter#500: DCGM_FI_DEV_XID_ERRORS stays at the last XID until the exporter restarts).
 

@@ -36,8 +36,7 @@ import yaml
 
 from components.incluster.idle_rules import idle_alert
 from components.spec import TeamSpec
-from controllers import idle_reclaim as R
-from controllers.idle_names import (
+from contract.idle import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
     EVENT_IDLE_HELD,
@@ -49,6 +48,7 @@ from controllers.idle_names import (
     IDLE_REQUEUED_AT_ANNOTATION,
     JOB_GPU_UTIL,
 )
+from controllers import idle_reclaim as R
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.prometheus import serve
 from tests.helpers.trainer import BASE, Proc, free_port

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from components.incluster.idle_rules import GROUP
-from controllers.idle_names import IDLE_ALERT, JOB_GPU_UTIL
+from contract.idle import IDLE_ALERT, JOB_GPU_UTIL
 from tests.helpers import idle_data as D
 from tests.helpers import procs
 from tests.helpers.cost_data import promtool_series

@@ -141,6 +141,7 @@ def test_every_controller_deployment_has_a_liveness_probe_one_replica_and_recrea
 
 
 def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
+    from components.incluster.block_window import heartbeat_probe
     from controllers import agent_runtime
 
     beat, config = tmp_path / "alive", tmp_path / "config.json"
@@ -154,7 +155,7 @@ def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
         lambda url, kubeconfig: None,
     )
     assert code == 0 and rounds and beat.exists()
-    probe = agent_runtime.liveness_probe(str(beat), 300)["exec"]["command"]
+    probe = heartbeat_probe(str(beat), 300)["exec"]["command"]
     assert probe[0] == "python3"
     py = [sys.executable, *probe[1:]]
     assert procs.run(py, check=False).returncode == 0
@@ -166,7 +167,4 @@ def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
     pod = _templates(plan_object(platform_object(RESERVED)))["trainplane-block-window"]
     (c,) = pod["containers"]
     assert c["args"][-2:] == ["--heartbeat", "/tmp/alive"]
-    assert (
-        c["livenessProbe"]["exec"]["command"]
-        == agent_runtime.liveness_probe("/tmp/alive", 300)["exec"]["command"]
-    )
+    assert c["livenessProbe"]["exec"]["command"] == heartbeat_probe("/tmp/alive", 300)["exec"]["command"]

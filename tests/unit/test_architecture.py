@@ -18,7 +18,7 @@ from tests.helpers.plans import ROOT, planned
 from tests.helpers.source_rules import CLOUD_TOKEN, cloud_branches, cloud_names
 
 IN_CLUSTER = ROOT / "components" / "incluster"
-PRODUCT = ("components", "controllers", "infra", "trainer")
+PRODUCT = ("components", "contract", "controllers", "infra", "trainer")
 
 
 def backend_packages() -> set[Path]:
@@ -159,8 +159,6 @@ def test_no_module_of_the_product_is_above_400_lines():
 # ---- the controllers: one package in one image (issue 32) --------------------------------------------
 
 CONTROLLERS = ROOT / "controllers"
-# Only these of the package import kopf / are the image's entry point: the library never imports them.
-KOPF_PARTS = ("controllers.gpu_health_operator", "controllers.__main__")
 
 
 def _catches_import_error(source: str) -> list[int]:
@@ -191,10 +189,11 @@ def test_no_controller_module_falls_back_to_another_import():
     assert found == {}
 
 
-def test_the_controllers_import_only_themselves_the_stdlib_kopf_and_the_kubernetes_client():
-    """The image carries the package, kopf, kubernetes and prometheus-client (images/controller/
-    requirements.txt), nothing of the library, the CLI or the trainer; lazy imports count."""
-    allowed = ("controllers", "kopf", "kubernetes", "urllib3", "prometheus_client")
+def test_the_controllers_import_only_themselves_the_contract_the_stdlib_kopf_and_the_kubernetes_client():
+    """The image carries the package, the contract (contract/: images/controller/build.py APP_PACKAGES),
+    kopf, kubernetes and prometheus-client (images/controller/requirements.txt), nothing of the library,
+    the CLI or the trainer; lazy and type-checking imports count."""
+    allowed = ("controllers", "contract", "kopf", "kubernetes", "urllib3", "prometheus_client")
     stdlib = sys.stdlib_module_names | {"__future__"}
     found = {
         str(p.relative_to(ROOT)): bad
@@ -210,12 +209,18 @@ def test_the_controllers_import_only_themselves_the_stdlib_kopf_and_the_kubernet
     assert found == {}
 
 
-def test_the_library_never_imports_the_operator_or_the_entry_point():
+def test_nothing_of_the_product_imports_the_controllers_or_kopf():
+    """The controllers ship as an image: the library names them by image and `trainplane-controller
+    <agent>` command only, and what it shares with them is in contract/ (the layers: test_layers.py)."""
     found = {
         str(p.relative_to(ROOT)): bad
-        for top in ("components", "infra", "trainer")
+        for top in ("components", "contract", "infra", "trainer", "policy")
         for p in sorted((ROOT / top).rglob("*.py"))
-        if (bad := sorted({n for n in imported_names(p.read_text()) if n.startswith((*KOPF_PARTS, "kopf"))}))
+        if (
+            bad := sorted(
+                {n for n in imported_names(p.read_text()) if n.split(".")[0] in ("controllers", "kopf")}
+            )
+        )
     }
     assert found == {}
 

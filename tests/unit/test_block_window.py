@@ -32,7 +32,7 @@ def test_the_block_flavor_has_quota_only_between_start_and_half_an_hour_before_t
     drain = 1800
     fl = flavor(start, end)
     assert desired(fl, start - 1, drain) == {"research": (0, 0), "eval": (0, 0)}
-    # Inside: the plan's split of 32 GPUs (kueue_quota.py), each may borrow up to its own quota.
+    # Inside: the plan's split of 32 GPUs (contract/quota.py), each may borrow up to its own quota.
     assert desired(fl, start, drain) == {"research": (26, 6), "eval": (6, 10)}
     assert desired(fl, end - drain - 1, drain) == {"research": (26, 6), "eval": (6, 10)}
     # EC2 starts reclaiming the instances 30 minutes before the end: no new job from then on.

@@ -12,6 +12,7 @@ import json
 import tarfile
 import tomllib
 
+from tests.helpers.imports import imported_names
 from tests.helpers.plans import ROOT
 
 IMAGE = ROOT / "images" / "controller"
@@ -86,3 +87,27 @@ def test_the_layout_is_addressed_by_content(tmp_path):
     assert json.loads((out / "oci-layout").read_text()) == {"imageLayoutVersion": "1.0.0"}
     # The same input, the same digest (the timestamp-free gzip and canonical JSON).
     assert build.write_layout(tmp_path / "again", [layer], 0, "latest") == digest
+
+
+def test_the_app_layer_carries_every_project_package_the_controllers_import(monkeypatch):
+    """The controllers import the contract (contract/): the image must carry it next to them, or the entry
+    point fails on its first import in the pod. The layer is built here with pip and compileall stubbed."""
+    build = _builder()
+    project = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()}
+    imported = {
+        name.split(".")[0]
+        for path in (ROOT / "controllers").rglob("*.py")
+        for name in imported_names(path.read_text())
+    }
+    assert imported & project == {"contract", "controllers"} == set(build.APP_PACKAGES)
+
+    monkeypatch.setattr(build.subprocess, "run", lambda *args, **kwargs: None)
+    layer, _ = build.app_layer(0)
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(layer))) as tar:
+        names = set(tar.getnames())
+    site = build.SITE
+    for package in build.APP_PACKAGES:
+        sources = {f"{site}/{p.relative_to(ROOT).as_posix()}" for p in (ROOT / package).rglob("*.py")}
+        assert sources <= names, sorted(sources - names)
+    carried = {n.split("/")[3] for n in names if n.startswith(f"{site}/")}
+    assert carried & project == set(build.APP_PACKAGES)  # nothing of the library

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from components.spec import APPLICATION_XIDS, ConfigError, PlatformSpec
+from contract.recovery import CONTROLLER_PERMISSIONS
 from controllers import gpu_health_agent as agent
 from controllers.gpu_health_agent import (
     PENDING_TAINT,
@@ -20,7 +21,6 @@ from controllers.gpu_health_agent import (
     diag_of,
     taint_value,
 )
-from controllers.recovery_names import CONTROLLER_PERMISSIONS
 from tests.helpers.gpu_health import NOW, node, objects
 from tests.helpers.plans import plan_object, planned, platform_object
 

@@ -6,13 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from controllers.gpu_health_agent import Diag, Verdict
-from controllers.node_reconcile import Controller
-from controllers.node_recovery import Context
-from controllers.node_recovery import plan as recovery_plan
-from controllers.node_return import Policy, Replacement, rfc3339
-from controllers.quarantine import condition_reason, holds_gpus, is_gpu_pod, plan_node
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
@@ -24,6 +18,12 @@ from controllers.recovery_names import (
     QUARANTINED_AT_ANNOTATION,
     REDIAGNOSED_AT_ANNOTATION,
 )
+from controllers.gpu_health_agent import Diag, Verdict
+from controllers.node_reconcile import Controller
+from controllers.node_recovery import Context
+from controllers.node_recovery import plan as recovery_plan
+from controllers.node_return import Policy, Replacement, rfc3339
+from controllers.quarantine import condition_reason, holds_gpus, is_gpu_pod, plan_node
 from tests.helpers.fake_kube import json_patch, merge_patch
 from tests.helpers.gpu_health import diag_pod, hung_pod, node, pod
 

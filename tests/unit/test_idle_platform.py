@@ -12,9 +12,8 @@ import yaml
 
 from components.incluster.gpu_health_controller import METRICS_PORT
 from components.spec import ConfigError, PlatformSpec
-from controllers.idle_names import IDLE_EXEMPT_LABEL
-from controllers.idle_reclaim import IDLE_PERMISSIONS
-from controllers.recovery_names import CONTROLLER_PERMISSIONS
+from contract.idle import IDLE_EXEMPT_LABEL, IDLE_PERMISSIONS
+from contract.recovery import CONTROLLER_PERMISSIONS
 from tests.helpers import procs
 from tests.helpers.cli import cli
 from tests.helpers.gpu_health import objects

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 from kubernetes.client import ApiException
 
-from controllers import idle_reclaim as R
-from controllers.idle_names import (
+from contract.idle import (
     EVENT_IDLE,
     EVENT_IDLE_EXEMPT,
     EVENT_IDLE_HELD,
@@ -17,6 +16,7 @@ from controllers.idle_names import (
     IDLE_EXEMPT_LABEL,
     IDLE_REQUEUED_AT_ANNOTATION,
 )
+from controllers import idle_reclaim as R
 from controllers.idle_round import IdleRound
 from tests.helpers.fake_kube import json_patch
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import datetime
 
-from controllers import idle_reclaim as R
-from controllers.idle_names import (
+from contract.idle import (
     EVENT_IDLE,
     EVENT_IDLE_REACTIVATED,
     EVENT_IDLE_REQUEUED,
     IDLE_REQUEUED_AT_ANNOTATION,
     IDLE_STARTUP_ANNOTATION,
 )
+from controllers import idle_reclaim as R
 from tests.helpers.fake_kube import json_patch
 from tests.unit.test_idle_reclaim import alert, jobset, workload
 

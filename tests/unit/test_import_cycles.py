@@ -1,4 +1,4 @@
-"""No import cycles in the product (components/, infra/, trainer/): a module that imports another which
+"""No import cycles in the product (tests/helpers/imports.py PACKAGES): a module that imports another which
 imports it back (directly or round a loop, lazily inside a function included) is one unit in disguise,
 loads in an order-dependent way, and cannot be understood or moved alone. Imports under
 `if TYPE_CHECKING:` do not count (only type checkers follow them).

@@ -19,7 +19,7 @@ from components.incluster.dashboards.metrics import (
 )
 from components.incluster.idle_rules import idle_groups
 from components.incluster.logs import alloy_config
-from controllers.recovery_names import (
+from contract.recovery import (
     ALERT_QUARANTINED,
     ALERT_REPLACE_NEEDED,
     ALERT_STRAGGLER,

@@ -99,7 +99,7 @@ def test_a_flavors_nominal_quotas_never_add_up_past_its_gpus():
 
 
 def test_three_teams_split_a_flavor_by_largest_remainder_in_team_order():
-    from controllers.kueue_quota import gpu_shares
+    from contract.quota import gpu_shares
 
     teams = [(n, 16) for n in ("a", "b", "c")]
     # 32 x 16/48 = 10.67 each: floors 10, two GPUs left, equal remainders go to the first teams.
@@ -215,7 +215,7 @@ def test_cluster_queue_covers_the_pools_extended_resources():
             assert [r["name"] for r in flavor["resources"]] == group["coveredResources"]
     flavors = {f["name"]: _resources(f) for f in queues["llm"]["resourceGroups"][0]["flavors"]}
     # The mock bundle's H200 pools are p5en (the catalog's cheapest 8x H200), 16 EFA devices a node.
-    # h200-spot has 64 GPUs (8 nodes), h200-od 16 (2 nodes), split llm 64 : eval 16 (kueue_quota.py);
+    # h200-spot has 64 GPUs (8 nodes), h200-od 16 (2 nodes), split llm 64 : eval 16 (contract/quota.py);
     # each share brings the EFA devices of the nodes its GPUs fill (2 per GPU).
     assert flavors["h200-spot"]["nvidia.com/gpu"] == "51" and flavors["h200-spot"][EFA] == "102"
     assert flavors["h200-on-demand"]["nvidia.com/gpu"] == "13" and flavors["h200-on-demand"][EFA] == "26"

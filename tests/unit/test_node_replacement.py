@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from components.outputs import PlatformOutputs
-from controllers import node_return as nr
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     QUARANTINE_CONDITION,
     QUARANTINE_TAINT,
     QUARANTINED_AT_ANNOTATION,
 )
+from controllers import node_return as nr
 from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, planned, stack_files
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"

@@ -7,8 +7,7 @@ from typing import Any
 
 import pytest
 
-from controllers import node_return as nr
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_REDIAGNOSING,
@@ -24,6 +23,7 @@ from controllers.recovery_names import (
     REPLACEMENT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
+from controllers import node_return as nr
 
 T0 = 1_800_000_000.0  # the quarantine
 MIN = 60.0

@@ -9,7 +9,7 @@ import datetime as dt
 
 import pytest
 
-from controllers.recovery_names import (
+from contract.recovery import (
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from components.incluster.job_runtime import RULE_CONFIG, RULE_OTHER, RULE_PEER_LOST, RULE_PREEMPTED
-from controllers.recovery_names import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
+from contract.recovery import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
 from infra.status.causes import (
     CAUSES,
     CONFIG_ERROR,
@@ -83,7 +83,7 @@ CASES = {
         NODE_FAULT,
         "DeletionByTaintManager on node n1",
     ),
-    # the GPU health controller's quarantine (controllers/recovery_names.py)
+    # the GPU health controller's quarantine (contract/recovery.py)
     "node condition": (
         Evidence(pods=[pod("p0", 143, disrupted="EvictionByEvictionAPI")], nodes={"n1": QUARANTINED}),
         NODE_FAULT,

@@ -130,7 +130,7 @@ def test_docs_cli_md_names_every_json_key():
 
 
 def test_docs_cli_md_gives_the_causes_in_the_order_they_are_tried_and_the_contract_names():
-    from controllers.recovery_names import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
+    from contract.recovery import EVENT_EVICTED, EVENT_QUARANTINED, QUARANTINE_CONDITION
     from infra.status.causes import CAUSES
 
     section = _docs_section()

@@ -8,14 +8,14 @@ import pytest
 
 from components.incluster.job_pod import CONTAINER
 from components.incluster.names import JOB_LABEL
-from controllers import suspects as sx
-from controllers.node_return import rfc3339
-from controllers.recovery_names import (
+from contract.recovery import (
     ALERT_STRAGGLER,
     EVENT_STRAGGLER,
     QUARANTINED_AT_ANNOTATION,
     RETURNED_AT_ANNOTATION,
 )
+from controllers import suspects as sx
+from controllers.node_return import rfc3339
 from tests.helpers import procs
 from trainer import contract
 
@@ -177,16 +177,19 @@ def test_the_exit_codes_are_the_trainer_contracts():
 
 
 def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
-    """The decisions need neither kopf nor the `kubernetes` client (the library imports them too)."""
+    """The decisions need neither kopf nor the `kubernetes` client: the standard library and the contract."""
     import shutil
     import sys
 
+    import contract
     import controllers
-    from controllers import node_return, recovery_names
+    from contract import recovery
+    from controllers import node_return
 
-    (tmp_path / "controllers").mkdir()
-    for module in (controllers, sx, node_return, recovery_names):
-        shutil.copy(module.__file__, tmp_path / "controllers")
+    for package, modules in ((controllers, (controllers, sx, node_return)), (contract, (contract, recovery))):
+        (tmp_path / package.__name__).mkdir()
+        for module in modules:
+            shutil.copy(module.__file__, tmp_path / package.__name__)
     # -I -S: no site-packages (nothing but the standard library), no project on the path.
     code = (
         "import sys; sys.path.insert(0, '.'); from controllers import suspects; print(suspects.HANG_REASON)"

@@ -494,7 +494,7 @@ def test_the_platform_admits_the_largest_efa_job_of_a_team():
     assert set(requests) <= set(group["coveredResources"])
     (flavor,) = [f for f in group["flavors"] if f["name"] == "h200-spot"]
     # Its share of the flavor plus what it may borrow from the other team's idle share (the flavor's GPUs
-    # are split across the teams, controllers/kueue_quota.py).
+    # are split across the teams, contract/quota.py).
     reach = {
         r["name"]: parse_quantity(r["nominalQuota"]) + parse_quantity(r.get("borrowingLimit", "0"))
         for r in flavor["resources"]

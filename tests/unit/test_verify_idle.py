@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 import functools
 
-from controllers import recovery_names as R
-from controllers.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
+from contract import recovery as R
+from contract.idle import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
 from infra.mockcloud import run_program
 from infra.verify.model import Plan, from_run
 from tests.helpers import idle_data as D

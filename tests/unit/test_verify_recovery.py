@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from controllers import recovery_names as R
+from contract import recovery as R
 from infra.verify.checks.recovery_pods import tolerates
 from infra.verify.jobs import job_config, run_job
 from infra.verify.model import Plan
@@ -440,7 +440,7 @@ def _idle_plan() -> Plan:
 
 
 def test_a_team_idle_policy_needs_the_idle_permissions():
-    from controllers.idle_reclaim import IDLE_PERMISSIONS
+    from contract.idle import IDLE_PERMISSIONS
 
     assert found(_idle_plan(), "controller") == []
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from components.incluster.cost_rules import recorded
 from components.incluster.goodput_rules import RECORDED
 from components.incluster.idle_rules import RECORDED as IDLE_RECORDED
-from controllers.recovery_names import PHASE_SECONDS, STEPS_REDONE
+from contract.recovery import PHASE_SECONDS, STEPS_REDONE
 
 TRAINER_METRICS = frozenset(
     {
@@ -102,7 +102,7 @@ DCGM_HEALTH_FIELDS: dict[str, tuple[str, str]] = {
     "DCGM_FI_DEV_CLOCKS_EVENT_REASONS": ("gauge", "Current clock event reasons (bitmask)."),
     # Not a DCGM field: the exporter's own count of each XID's events in its window (label `xid`;
     # counters.IdentifyMetricType, collector/xid_collector.go). It goes down as the window moves on, so a
-    # gauge; the health controller's XID signal (gpu_health_agent.XID_QUERY) reads it.
+    # gauge; the health controller's XID signal (contract.recovery.XID_QUERY) reads it.
     "DCGM_EXP_XID_ERRORS_COUNT": ("gauge", "Count of XID errors in the last window per XID."),
 }
 DCGM_EXPORTER_FIELDS = {**DCGM_DEFAULT_FIELDS, **DCGM_HEALTH_FIELDS}

@@ -1,6 +1,6 @@
 """idle: does each team's idle policy (teams[].idle, issue 20) reach the jobs it is meant for?
 
-The names are the contract's (controllers/idle_names.py). Each finding starts with its rule:
+The names are the contract's (contract/idle.py). Each finding starts with its rule:
 - `alert`: with observability's alert rules on, the PrometheusRules hold the team's IDLE_ALERT: labelled
   with the team and its action, `for` its window, its expression the team's namespace below its threshold
   `unless` the controller's exemption series (components/incluster/idle_rules.py writes it). Without
@@ -24,9 +24,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
-from controllers import recovery_names as R
-from controllers.idle_names import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
-from controllers.idle_reclaim import IDLE_PERMISSIONS
+from contract import recovery as R
+from contract.idle import IDLE_ALERT, IDLE_EXEMPT_METRIC, IDLE_PERMISSIONS, JOB_GPU_UTIL
 from infra.verify.checks.recovery_base import _binds, _controller, _grants, _observability, _role_rules, _spec
 from infra.verify.context import Context
 from infra.verify.report import CheckResult

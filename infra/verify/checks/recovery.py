@@ -1,6 +1,6 @@
 """recovery: is the loop that takes a faulty GPU node out and restarts its job elsewhere wired? (issue 19)
 
-The names are the contract's (controllers/recovery_names.py). Each finding starts with its rule:
+The names are the contract's (contract/recovery.py). Each finding starts with its rule:
 - `controller`: with gpuHealth on, the GPU health controller's Deployment runs (>= 1 replica) in the GPU
   operator namespace as its ServiceAccount, and ClusterRoleBindings give that account at least
   CONTROLLER_PERMISSIONS, and idle_reclaim.IDLE_PERMISSIONS when a team has an idle policy (RBAC matching:
@@ -29,8 +29,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from components.incluster.names import GPU_OPERATOR_NAMESPACE, PROMETHEUS_RELEASE
-from controllers import recovery_names as R
-from controllers.idle_reclaim import IDLE_PERMISSIONS
+from contract import recovery as R
+from contract.idle import IDLE_PERMISSIONS
 from infra.verify.checks.network import MONITORING_NAMESPACE, PROMETHEUS
 from infra.verify.checks.recovery_base import (
     _binds,
@@ -111,7 +111,7 @@ def check_controller(ctx: Context, res: CheckResult, spec: Any = None) -> None:
         bound = f"ClusterRoles {', '.join(sorted(roles))}" if roles else "no ClusterRoleBinding"
         res.fail(
             f"controller: ServiceAccount {ns}/{name} ({bound}) may not {', '.join(missing)}: the controller "
-            "cannot quarantine, evict or report what it needs to (recovery_names.CONTROLLER_PERMISSIONS"
+            "cannot quarantine, evict or report what it needs to (contract.recovery.CONTROLLER_PERMISSIONS"
             + (", idle_reclaim.IDLE_PERMISSIONS for the teams' idle policies)" if idle else ")")
             + (
                 f"; ClusterRoles {', '.join(unknown)} are not in the plan, their rules unknown"

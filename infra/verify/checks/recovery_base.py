@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
-from controllers import recovery_names as R
+from contract import recovery as R
 from infra.verify.context import Context
 from infra.verify.model import K8sObject
 from infra.verify.netpol import selects

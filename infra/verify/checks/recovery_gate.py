@@ -22,7 +22,7 @@ import json
 from typing import Any
 
 from components.incluster.names import GPU_OPERATOR_NAMESPACE
-from controllers import recovery_names as R
+from contract import recovery as R
 from infra.verify.checks.recovery_base import _binds, _controller, _grants, _role_rules
 from infra.verify.context import Context
 from infra.verify.report import CheckResult

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from controllers.recovery_names import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
+from contract.recovery import DIAGNOSTIC_TAINT, QUARANTINE_TAINT
 from infra.verify.checks.admission import pod_templates
 from infra.verify.context import GPU_RESOURCE, Context
 from infra.verify.model import Plan

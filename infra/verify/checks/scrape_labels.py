@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-from controllers.recovery_names import CONTROLLER_NAME
+from contract.recovery import CONTROLLER_NAME
 from infra.verify import facts as F
 from infra.verify.context import Context
 

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from controllers.recovery_names import PHASES
+from contract.recovery import PHASES
 from tests.helpers.trainer import finished, launch, run_args
 from trainer.contract import ENV_HIGH_WATER_INTERVAL
 from trainer.goodput import HIGH_WATER_FILE

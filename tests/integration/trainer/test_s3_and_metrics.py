@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from controllers.recovery_names import PHASE_SECONDS, PHASES, STEPS_REDONE
+from contract.recovery import PHASE_SECONDS, PHASES, STEPS_REDONE
 from tests.helpers import procs
 from tests.helpers.trainer import BASE, ENDLESS, assert_bitwise, final_state, free_port, launch
 from trainer.goodput import HIGH_WATER_FILE

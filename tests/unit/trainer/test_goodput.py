@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 
-from controllers.recovery_names import PHASE_SECONDS, PHASES, STEPS_REDONE
+from contract.recovery import PHASE_SECONDS, PHASES, STEPS_REDONE
 from trainer.goodput import HIGH_WATER_FILE, HighWater, PhaseClock, process_started_at, redone_until
 from trainer.metrics import Metrics
 

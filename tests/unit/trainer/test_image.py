@@ -93,3 +93,20 @@ def test_torch_nccl_is_checked_against_the_plugin_minimum() -> None:
     index = _args()["TORCH_INDEX"]
     major, minor = re.search(r"cuda:(\d+)\.(\d+)", base).groups()  # type: ignore[union-attr]
     assert index.endswith(f"/cu{major}{minor}")
+
+
+def test_the_image_copies_every_project_package_the_trainer_imports() -> None:
+    """`pip install .` in the image installs what was copied: a package the trainer imports (contract/, the
+    names of its metrics) and the build did not copy fails the trainer's first import in the pod."""
+    from tests.helpers.imports import imported_names
+
+    root = DOCKERFILE.parents[1]
+    project = {p.name for p in root.iterdir() if (p / "__init__.py").is_file()}
+    imported = {
+        name.split(".")[0]
+        for path in (root / "trainer").rglob("*.py")
+        for name in imported_names(path.read_text())
+    }
+    copied = {a.split()[0] for w, a in _instructions() if w == "COPY"}
+    assert imported & project == {"contract", "trainer"}
+    assert imported & project <= copied

@@ -1,6 +1,7 @@
 """The names idle reclaim shares (issue 20, point 3): the recording rule and alert write them, the GPU health
 controller's idle handler reads the alert and writes the Events and annotations, verify and `trainplane status`
-read them. One place, so the writer and every reader agree. Standard library only: the controller pod imports it.
+read them. One place, so the writer and every reader agree. Standard library only (the contract package): the
+controller image carries it.
 
 The loop: a team sets `teams[].idle: {gpuUtilBelow, for, action}` -> the rule records each training job's mean
 GPU utilisation over its pods' GPUs (dcgm-exporter's per-pod series, namespace/pod -> the job via
@@ -43,7 +44,7 @@ IDLE_REQUEUED_AT_ANNOTATION: Final = "trainplane.dev/idle-requeued-at"
 # start-up is longer than its team's window; kept on the Workload, so it is not requeued in start-up again.
 IDLE_STARTUP_ANNOTATION: Final = "trainplane.dev/idle-requeued-in-startup"
 
-# Event reasons (core/v1 Events on the JobSet/Job), source the controller (recovery_names.CONTROLLER_NAME).
+# Event reasons (core/v1 Events on the JobSet/Job), source the controller (contract.recovery.CONTROLLER_NAME).
 EVENT_IDLE: Final = "GpuIdle"  # Warning: the job's GPUs sat idle past the team's window (any action)
 EVENT_IDLE_REQUEUED: Final = "GpuIdleRequeued"  # Warning: its Workload was deactivated to give the GPUs back
 EVENT_IDLE_REACTIVATED: Final = (
@@ -53,3 +54,19 @@ EVENT_IDLE_EXEMPT: Final = "GpuIdleExempt"  # idle past the window but exempt: n
 # Normal: its pods are gone, but other Workloads wait for the quota it gave back (its ClusterQueue's or a cohort
 # peer's pendingWorkloads): it is kept inactive until none is pending. Once per hold.
 EVENT_IDLE_HELD: Final = "GpuIdleHeld"
+
+# ---- the controller's permissions (the library grants them, verify requires them) ------------------------------
+# What the controller needs for idle reclaim beyond recovery.CONTROLLER_PERMISSIONS (ClusterRole rules: apiGroup,
+# resource, verbs): list the jobs and Workloads of the team namespaces each round (controllers/idle_round.py; no
+# watch, they are listed, not indexed), and the queues while a Workload is held (controllers/idle_hold.py); patch
+# only Workloads (spec.active and our annotation); pods and Events are in CONTROLLER_PERMISSIONS already. The
+# library adds them to the controller's ClusterRole when a team has an idle policy
+# (components/incluster/gpu_health_controller.py), and verify's `recovery` and `idle` checks require them.
+IDLE_PERMISSIONS: Final[tuple[tuple[str, str, tuple[str, ...]], ...]] = (
+    ("jobset.x-k8s.io", "jobsets", ("get", "list")),
+    ("batch", "jobs", ("get", "list")),
+    ("kueue.x-k8s.io", "workloads", ("get", "list", "patch")),
+    # The hold: each held Workload's LocalQueue (team namespaces) and the ClusterQueues (cluster-scoped).
+    ("kueue.x-k8s.io", "localqueues", ("get", "list")),
+    ("kueue.x-k8s.io", "clusterqueues", ("get", "list")),
+)

@@ -20,8 +20,9 @@ borrows at most up to its entitlement (borrowingLimit = entitlement - share: "Wo
 can consume a quantity of quota equal to nominalQuota+borrowingLimit", ResourceQuota.borrowingLimit), as
 its namespace ResourceQuota would not let more of its pods start anyway.
 
-The block-window controller (block_window_agent.py) ships this file next to itself and applies the same
-rule to the GPUs of a Capacity Block while it runs, so it uses the standard library only.
+The plan (components/incluster/kueue_objects.py, components/fleet/) and the block-window controller
+(controllers/block_window_agent.py, in the controller image with this package) apply the same rule, the
+latter to the GPUs of a Capacity Block while it runs; standard library only, as all of contract/.
 
 Example:
     >>> gpu_shares(32, [("research", 64), ("eval", 16)])
