@@ -37,10 +37,9 @@ import yaml
 from components.incluster.cost_rules import COST_RATE, IDLE_RATE, PRICE, USED_GPUS
 from infra.cli import main
 from tests.helpers import cost_data as D
+from tests.helpers.cost_stack import dollars_text, owned_platform
 from tests.helpers.plans import plan_object
 from tests.helpers.prometheus import backfilled, hour_start, instant
-from tests.integration.test_cost_report import cents
-from tests.integration.test_cost_rules import owned_platform
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None or shutil.which("promtool") is None,
@@ -111,7 +110,7 @@ def cli(capsys, prom, by: str, since: str = "1h", at: int | None = None) -> list
 
 
 def in_cents(values: dict) -> dict:
-    return {k: cents(v) for k, v in values.items() if cents(v) != "0.00"}
+    return {k: dollars_text(v) for k, v in values.items() if dollars_text(v) != "0.00"}
 
 
 def cli_cents(rows: list[dict[str, str]], keys: tuple[str, ...], column: str) -> dict:
@@ -140,14 +139,14 @@ def test_cost_tables_agree_with_the_cli_to_the_cent(title, by, capsys, prom):
     assert in_cents(got["used"]) == cli_cents(rows, (by,), "used_dollars")
     assert in_cents(got["idle"]) == cli_cents(rows, (by,), "idle_dollars")
     # ...and both are the hand-worked dollars
-    assert in_cents(got["used"]) == {(k,): cents(v) for k, v in D.HOUR[by].items()}
+    assert in_cents(got["used"]) == {(k,): dollars_text(v) for k, v in D.HOUR[by].items()}
 
 
 def test_job_table_agrees_with_the_cli_to_the_cent(capsys, prom):
     got = panel_values(prom, "Cost by job over the range", hour_at(prom), ("team", "job"))
     rows = [r for r in cli(capsys, prom, "job") if r["job"] != "(idle)"]
     assert in_cents(got["used"]) == cli_cents(rows, ("team", "job"), "used_dollars")
-    assert in_cents(got["used"]) == {k: cents(v) for k, v in D.HOUR["job"].items()}
+    assert in_cents(got["used"]) == {k: dollars_text(v) for k, v in D.HOUR["job"].items()}
 
 
 def test_spend_over_the_range_is_the_clis_total(capsys, prom):
@@ -157,7 +156,7 @@ def test_spend_over_the_range_is_the_clis_total(capsys, prom):
         (total,) = got[legend].values()
         # the CLI's rows are rounded each; their sum may differ from the whole's by rounding alone
         assert abs(total - sum(float(r[column]) for r in rows)) < 0.005 * len(rows), legend
-    assert cents(got["used"][()]) == cents(sum(D.HOUR["team"].values()))
+    assert dollars_text(got["used"][()]) == dollars_text(sum(D.HOUR["team"].values()))
 
 
 def test_prices_are_the_plans(prom):

@@ -11,7 +11,6 @@ import itertools
 import re
 import shutil
 from datetime import UTC, datetime, timedelta
-from decimal import ROUND_HALF_UP, Decimal
 
 import pytest
 import yaml
@@ -20,8 +19,8 @@ from components.pricing import gpu_pool_prices
 from components.spec import PlatformSpec
 from infra.cli import main
 from tests.helpers import cost_data as D
+from tests.helpers.cost_stack import dollars_text, owned_platform
 from tests.helpers.prometheus import backfilled, hour_start
-from tests.integration.test_cost_rules import owned_platform
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None or shutil.which("promtool") is None,
@@ -50,17 +49,13 @@ def cost_csv(capsys, prom, by: str) -> list[dict[str, str]]:
     return list(csv.DictReader(io.StringIO(out)))
 
 
-def cents(dollars: float) -> str:
-    return str(Decimal(repr(dollars)).quantize(Decimal("0.01"), rounding=ROUND_HALF_UP))
-
-
 def test_by_team_to_the_cent(capsys, prom):
     rows = {r["team"]: r for r in cost_csv(capsys, prom, "team")}
     assert set(rows) == {"research", "eval", "unassigned"}
     for team, row in rows.items():
-        assert row["used_dollars"] == cents(D.HOUR["team"].get(team, 0.0)), team
-        assert row["idle_dollars"] == cents(D.HOUR_IDLE["team"].get(team, 0.0)), team
-        assert row["gpu_hours"] == cents(D.HOUR_GPU_HOURS.get(team, 0.0)), team
+        assert row["used_dollars"] == dollars_text(D.HOUR["team"].get(team, 0.0)), team
+        assert row["idle_dollars"] == dollars_text(D.HOUR_IDLE["team"].get(team, 0.0)), team
+        assert row["gpu_hours"] == dollars_text(D.HOUR_GPU_HOURS.get(team, 0.0)), team
     # research: $70.77 of GPUs its pods held plus its idle reservation's $62.92.
     assert rows["research"]["total_dollars"] == "133.69"
 
@@ -69,17 +64,17 @@ def test_by_pool_to_the_cent(capsys, prom):
     rows = {r["pool"]: r for r in cost_csv(capsys, prom, "pool")}
     assert set(rows) == {"h100-od", "h100-spot", "h100-block", "h100-odcr"}
     for pool, row in rows.items():
-        assert row["used_dollars"] == cents(D.HOUR["pool"].get(pool, 0.0)), pool
-        assert row["idle_dollars"] == cents(D.HOUR_IDLE["pool"][pool]), pool
+        assert row["used_dollars"] == dollars_text(D.HOUR["pool"].get(pool, 0.0)), pool
+        assert row["idle_dollars"] == dollars_text(D.HOUR_IDLE["pool"][pool]), pool
     assert rows["h100-block"]["total_dollars"] == "125.84"  # the whole block, used or not: 32 x $3.9325
 
 
 def test_by_job_puts_idle_on_its_own_row(capsys, prom):
     rows = {(r["team"], r["job"]): r for r in cost_csv(capsys, prom, "job")}
-    assert rows[("research", "gpt")]["used_dollars"] == cents(D.HOUR["job"][("research", "gpt")])
-    assert rows[("eval", "ev")]["used_dollars"] == cents(D.HOUR["job"][("eval", "ev")])
-    assert rows[("research", "(idle)")]["idle_dollars"] == cents(D.IDLE_ODCR)
-    assert rows[("unassigned", "(idle)")]["idle_dollars"] == cents(D.IDLE_BLOCK + D.IDLE_SPOT)
+    assert rows[("research", "gpt")]["used_dollars"] == dollars_text(D.HOUR["job"][("research", "gpt")])
+    assert rows[("eval", "ev")]["used_dollars"] == dollars_text(D.HOUR["job"][("eval", "ev")])
+    assert rows[("research", "(idle)")]["idle_dollars"] == dollars_text(D.IDLE_ODCR)
+    assert rows[("unassigned", "(idle)")]["idle_dollars"] == dollars_text(D.IDLE_BLOCK + D.IDLE_SPOT)
 
 
 def test_team_filter_keeps_that_teams_rows_to_the_cent(capsys, prom):
@@ -89,8 +84,8 @@ def test_team_filter_keeps_that_teams_rows_to_the_cent(capsys, prom):
     assert main([*argv, "--by", "job", "--team", "research"]) == 0
     rows = {(r["team"], r["job"]): r for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert {team for team, _ in rows} == {"research"}
-    assert rows[("research", "gpt")]["used_dollars"] == cents(D.HOUR["job"][("research", "gpt")])
-    assert rows[("research", "(idle)")]["idle_dollars"] == cents(D.IDLE_ODCR)
+    assert rows[("research", "gpt")]["used_dollars"] == dollars_text(D.HOUR["job"][("research", "gpt")])
+    assert rows[("research", "(idle)")]["idle_dollars"] == dollars_text(D.IDLE_ODCR)
     assert main([*argv, "--team", "eval", "--team", "unassigned"]) == 0
     teams = {r["team"] for r in csv.DictReader(io.StringIO(capsys.readouterr().out))}
     assert teams == {"eval", "unassigned"}
@@ -103,7 +98,7 @@ def test_the_table_names_every_team_and_the_total(capsys, prom):
     out = capsys.readouterr().out
     assert "…" not in out
     total = D.HOUR["team"]["research"] + D.HOUR["team"]["eval"] + D.IDLE_BLOCK + D.IDLE_SPOT + D.IDLE_ODCR
-    assert "TOTAL" in out and cents(total) in out
+    assert "TOTAL" in out and dollars_text(total) in out
     assert (
         "h100-odcr: reservation, $3.9325 per GPU-hour; 16 GPUs paid whether used or not, idle charged to research"
         in out
@@ -171,6 +166,6 @@ def test_the_days_add_up_to_the_window_to_the_cent(capsys, prom, monkeypatch):
     monkeypatch.setattr(report, "CHUNK_S", 900)
     rows = {r["team"]: r for r in cost_csv(capsys, prom, "team")}
     for team, row in rows.items():
-        assert row["used_dollars"] == cents(D.HOUR["team"].get(team, 0.0)), team
-        assert row["idle_dollars"] == cents(D.HOUR_IDLE["team"].get(team, 0.0)), team
-        assert row["gpu_hours"] == cents(D.HOUR_GPU_HOURS.get(team, 0.0)), team
+        assert row["used_dollars"] == dollars_text(D.HOUR["team"].get(team, 0.0)), team
+        assert row["idle_dollars"] == dollars_text(D.HOUR_IDLE["team"].get(team, 0.0)), team
+        assert row["gpu_hours"] == dollars_text(D.HOUR_GPU_HOURS.get(team, 0.0)), team

@@ -13,29 +13,13 @@ import yaml
 
 from tests.helpers import cost_data as D
 from tests.helpers import procs
-from tests.helpers.plans import plan_object, platform_object
+from tests.helpers.cost_stack import owned_platform
+from tests.helpers.plans import plan_object
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 pytestmark = pytest.mark.skipif(
     shutil.which("promtool") is None, reason="promtool not on PATH (CI installs Debian's prometheus)"
 )
-
-
-# The synthetic cluster's Capacity Block is bought for all the times the tests look at (promtool's minutes
-# from the Unix epoch, the backfilled Prometheus' last hours): a block costs nothing outside its dates.
-ALWAYS = ("1970-01-01T00:00:00Z", "2100-01-01T00:00:00Z")
-
-
-def owned_platform(block: tuple[str, str] | None = ALWAYS) -> dict:
-    """The stack with h100-odcr owned by research and h100-block's dates `block` (None: the stack's own,
-    2026-12-01 to 2026-12-15)."""
-    platform = platform_object("aws-h100-reserved")
-    for pool in platform["nodePools"]:
-        if pool["name"] == "h100-odcr":
-            pool["owner"] = "research"
-        if pool["name"] == "h100-block" and block:
-            pool["blockStart"], pool["blockEnd"] = block
-    return platform
 
 
 def rule_groups(platform: dict) -> list[dict]:

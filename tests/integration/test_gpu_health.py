@@ -5,8 +5,6 @@ itself: tests/integration/test_controller_image.py)."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import shutil
 import subprocess
@@ -15,10 +13,7 @@ import time
 
 import pytest
 
-from components.incluster.gpu_health import DIAG, XID_QUERY
-from components.spec import APPLICATION_XIDS
 from contract.recovery import (
-    CONFIG_ENV,
     CONTROLLER_NAME,
     CORDONED_BY_ANNOTATION,
     EVENT_EVICTED,
@@ -35,67 +30,14 @@ from contract.recovery import (
 from tests.helpers import procs
 from tests.helpers.fake_kube import FakeKube
 from tests.helpers.gpu_health import ago, diag_pod, hung_pod, kube_node, pod
+from tests.helpers.gpu_health_operator import ROUND_S, operator, wait_for
 from tests.helpers.plans import ROOT
-from tests.helpers.procs import group_process, run_group
+from tests.helpers.procs import run_group
 from tests.helpers.prometheus import backfilled
-
-ROUND_S = 0.5  # the operator's intervalSeconds here
 
 
 def xid(node_name, value):
     return {"metric": {"node": node_name, "gpu": "3"}, "value": [0, str(value)]}
-
-
-def wait_for(what, check, proc, timeout=45.0):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if check():
-            return
-        assert proc.poll() is None, f"the operator exited ({proc.returncode}) before {what}"
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-@contextlib.contextmanager
-def operator(tmp_path, kube, **config_overrides):
-    """The operator as the pod runs it (`trainplane-controller gpu-health`: the package's entry point),
-    against the fake API (kubeconfig) and its Prometheus route; in a process group of its own."""
-    app = tmp_path / "app"
-    app.mkdir()
-    config = {
-        "pools": [{"name": "h100", "matchLabels": {"trainplane.dev/pool": "h100"}, "expectedGpus": 8}],
-        "diagnostic": {
-            "enabled": True,
-            "namespace": "gpu-operator",
-            "podSelector": f"app={DIAG}",
-            "container": "dcgm-diag",
-        },
-        "ignoredXids": list(APPLICATION_XIDS),
-        "startupGraceSeconds": 1200,
-        "prometheusUrl": kube.url,
-        "xidQuery": XID_QUERY,
-        # Rounds every half second (a float, node_reconcile.Controller); the sleeps below are in ROUNDS.
-        "intervalSeconds": ROUND_S,
-        "quarantine": {"evictGpuPods": True},
-        **config_overrides,
-    }
-    (app / "config.json").write_text(json.dumps(config))
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": str(ROOT),
-        "KUBECONFIG": kube.server.kubeconfig(tmp_path / "kubeconfig"),
-        CONFIG_ENV: str(app / "config.json"),
-        "HOME": str(tmp_path),
-    }
-    cmd = [sys.executable, "-m", "controllers", "gpu-health"]
-    try:
-        with (
-            (tmp_path / "operator.log").open("w") as log,
-            group_process(cmd, cwd=app, env=env, stdout=log, stderr=subprocess.STDOUT, text=True) as proc,
-        ):
-            yield proc
-    finally:
-        kube.close()  # after the operator stopped: it must not see the API go away while it runs
 
 
 def taint_keys(n):

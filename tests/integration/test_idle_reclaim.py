@@ -50,9 +50,9 @@ from contract.idle import (
 )
 from controllers import idle_reclaim as R
 from tests.helpers.fake_kube import FakeKube
+from tests.helpers.gpu_health_operator import operator, wait_for
 from tests.helpers.prometheus import serve
 from tests.helpers.trainer import BASE, Proc, free_port
-from tests.integration.test_gpu_health import operator, wait_for
 
 pytestmark = [
     pytest.mark.slow,

@@ -291,3 +291,15 @@ def test_every_process_a_test_starts_goes_through_procs():
         and (starts := process_starts(p.read_text()))
     }
     assert not offenders, f"start processes with tests/helpers/procs.py: {offenders}"
+
+
+def test_no_test_module_imports_another():
+    """A helper two test files share lives in tests/helpers/: a test module that imports another runs the
+    other's module-level fixtures and marks too, and moves when that file moves."""
+    found = [
+        f"{path.relative_to(ROOT)} imports {name}"
+        for path in sorted((ROOT / "tests").rglob("*.py"))
+        for name in imported_names(path.read_text())
+        if name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
+    ]
+    assert found == []

@@ -12,13 +12,13 @@ from contract.idle import (
     EVENT_IDLE_HELD,
     EVENT_IDLE_REACTIVATED,
     EVENT_IDLE_REQUEUED,
-    IDLE_ALERT,
     IDLE_EXEMPT_LABEL,
     IDLE_REQUEUED_AT_ANNOTATION,
 )
 from controllers import idle_reclaim as R
 from controllers.idle_round import IdleRound
 from tests.helpers.fake_kube import json_patch
+from tests.helpers.idle_objects import alert, jobset, pod, workload
 
 NOW = "2026-11-26T05:00:00Z"
 FAILED = object()  # run(queues=FAILED): the queue lists failed
@@ -26,61 +26,6 @@ POLICIES = {
     "team-a": R.TeamPolicy("a", "team-a", "requeue", {"tier": "interactive"}),
     "team-b": R.TeamPolicy("b", "team-b", "alert"),
 }
-
-
-def jobset(name, ns="team-a", labels=None, uid=None):
-    return {
-        "apiVersion": R.JOBSET_API,
-        "kind": "JobSet",
-        "metadata": {"name": name, "namespace": ns, "uid": uid or f"uid-{name}", "labels": labels or {}},
-    }
-
-
-def workload(job, active=None, annotations=None, controller=True, rv="7"):
-    wl = {
-        "apiVersion": R.WORKLOAD_API,
-        "kind": "Workload",
-        "metadata": {
-            "name": f"jobset-{job['metadata']['name']}-abcde",
-            "namespace": job["metadata"]["namespace"],
-            "uid": f"wl-{job['metadata']['name']}",
-            "resourceVersion": rv,
-            "ownerReferences": [
-                {
-                    "apiVersion": R.JOBSET_API,
-                    "kind": "JobSet",
-                    "name": job["metadata"]["name"],
-                    "uid": job["metadata"]["uid"],
-                    "controller": controller,
-                }
-            ],
-        },
-        "spec": {"queueName": "default"},
-    }
-    if annotations is not None:
-        wl["metadata"]["annotations"] = annotations
-    if active is not None:
-        wl["spec"]["active"] = active
-    return wl
-
-
-def pod(job, name, phase="Running"):
-    return {
-        "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "namespace": job["metadata"]["namespace"],
-            "labels": {"jobset.sigs.k8s.io/jobset-name": job["metadata"]["name"]},
-        },
-        "status": {"phase": phase},
-    }
-
-
-def alert(job, ns="team-a", state="firing", name=IDLE_ALERT):
-    return {
-        "metric": {"alertname": name, "alertstate": state, "namespace": ns, "job": job, "team": "a"},
-        "value": [0, "1"],
-    }
 
 
 def run(alerts, jobs, workloads=(), pods=(), announced=frozenset(), queues=None, held=frozenset()):

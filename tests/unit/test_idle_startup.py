@@ -16,7 +16,7 @@ from contract.idle import (
 )
 from controllers import idle_reclaim as R
 from tests.helpers.fake_kube import json_patch
-from tests.unit.test_idle_reclaim import alert, jobset, workload
+from tests.helpers.idle_objects import alert, jobset, workload
 
 # team-a requeues after 30 minutes idle, as the controller config says (gpu_health_controller.idle_config).
 POLICIES = R.TeamPolicy.from_config(
