@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast test-integration lint plan bench campaign dist image image-controller image-trainer clean
+.PHONY: venv demo test test-fast test-plans test-integration lint plan bench campaign dist image image-controller image-trainer clean
 
 venv: $(STAMP)
 
@@ -43,15 +43,21 @@ test: lint
 	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components contract controllers infra trainer
 	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
-# The inner loop: the unit tier only (in-process plans, no subprocess, no servers, no promtool); under two
-# minutes on 2 cores. No lint: run `make lint` before a commit.
+# The inner loop: the fast tier, tests with no tier marker (in-process logic: the spec, rules, catalog,
+# controllers' decisions, the trainer's pieces; no mock-engine plan, no process). tests/helpers/tiers.py
+# fails a test that plans or starts a process without its marker, so this stays fast. No lint: run
+# `make lint` before a commit.
 test-fast: $(STAMP)
-	$(BIN)/python -m pytest -q -n 2 --dist worksteal tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal --fast $(PYTEST_ARGS)
 
-# The integration tier alone: moto, Prometheus/promtool, the GCS emulator, the trainer's real multi-process
-# runs, one real `python -m infra.cli` process per command.
+# The plans tier alone: the reference stacks and their variants under the mock engine, in process.
+test-plans: $(STAMP)
+	$(BIN)/python -m pytest -q -n 2 --dist worksteal -m "plans and not integration" $(PYTEST_ARGS)
+
+# The integration tier alone (marker `integration`): moto, Prometheus/promtool, the GCS emulator, the
+# trainer's real multi-process runs, one real `python -m infra.cli` process per command, the image build.
 test-integration: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist worksteal tests/integration $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal -m integration $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .

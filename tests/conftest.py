@@ -6,13 +6,15 @@ from __future__ import annotations
 import os
 import signal
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
 
+import infra.mockcloud
 from infra.mockcloud import RunResult, run_stack
-from tests.helpers import procs
+from tests.helpers import procs, tiers
 from tests.helpers.mockplan import Dumps
 from tests.helpers.plans import ROOT, plan_object, share_plans
 from tests.helpers.session import shared_dir
@@ -71,3 +73,68 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Every process group a test started and did not end (tests/helpers/procs.py) ends with the session."""
     procs.kill_all()
+
+
+# The engine itself notes each run (tests/helpers/tiers.py), whoever calls it: run_program and run_stack
+# reach it through this module attribute, and so does the CLI called as a function.
+_run_function = infra.mockcloud.run_function
+
+
+def _noted_run_function(*args: Any, **kwargs: Any) -> Any:
+    tiers.note(tiers.PLANS)
+    return _run_function(*args, **kwargs)
+
+
+infra.mockcloud.run_function = _noted_run_function  # type: ignore[assignment]
+INTEGRATION_DIR = ROOT / "tests" / "integration"
+
+
+PLANS_MODULE = "pytestmark = pytest.mark.plans"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fast",
+        action="store_true",
+        help="the fast tier alone (no marker): the plans and integration tiers' modules are not even imported",
+    )
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """With --fast, a module of the plans tier (its `pytestmark`) or under tests/integration/ is not
+    collected: importing them (the cloud SDKs, torch, ...) would take most of the fast tier's time."""
+    if not config.getoption("--fast"):
+        return None
+    if collection_path == INTEGRATION_DIR or INTEGRATION_DIR in collection_path.parents:
+        return True
+    if collection_path.suffix == ".py" and collection_path.name.startswith("test_"):
+        return PLANS_MODULE in collection_path.read_text()
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test under tests/integration/ is in the integration tier (its marker); with --fast, the tests
+    of the other tiers in a fast module are deselected."""
+    for item in items:
+        if INTEGRATION_DIR in item.path.parents:
+            item.add_marker(pytest.mark.integration)
+    if config.getoption("--fast"):
+        heavy = [i for i in items if i.get_closest_marker("plans") or i.get_closest_marker("integration")]
+        if heavy:
+            config.hook.pytest_deselected(items=heavy)
+            items[:] = [i for i in items if i not in heavy]
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Any:
+    tiers.begin()  # before the item's fixtures (a module's plan fixture counts for its first test)
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Any:
+    """A test that did more than its tier's marker allows fails, naming the marker it needs."""
+    result = yield
+    if problem := tiers.misplaced(m.name for m in item.iter_markers()):
+        pytest.fail(problem, pytrace=False)
+    return result

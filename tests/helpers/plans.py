@@ -25,6 +25,7 @@ from typing import Any
 
 from infra import stackfile
 from infra.mockcloud import Resource, RunResult, run_program
+from tests.helpers import tiers
 from tests.helpers.session import exclusive
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -72,9 +73,14 @@ def config_for(platform: dict[str, Any], extra: dict[str, str] | None = None) ->
     return config
 
 
-@cache
 def planned(stack: str) -> RunResult:
     """The plan of a reference stack, once per test process: treat it as read-only."""
+    tiers.note(tiers.PLANS)
+    return _planned(stack)
+
+
+@cache
+def _planned(stack: str) -> RunResult:
     sf = stackfile.load(stack, ROOT)
     return cached_run_program(sf.config, sf.name, stack_refs(stack), sf.secret_keys)
 
@@ -116,6 +122,7 @@ def cached_run_program(
 ) -> RunResult:
     """infra.mockcloud.run_program, once per test process for the same inputs (read-only results): the
     reference stacks' plans that `planned` and the in-process CLI (tests/helpers/cli.py) share."""
+    tiers.note(tiers.PLANS)
     # Key order counts: the same outputs in another order (a dump's sorted JSON) plan to a different order
     # of labels in what the program sends, so they are another plan, not this one.
     key = json.dumps(
@@ -136,6 +143,7 @@ def plan_object(
     platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
 ) -> RunResult:
     """A fresh plan of a platform object given inline."""
+    tiers.note(tiers.PLANS)
     return run_program(config_for(platform, extra), stack)
 
 

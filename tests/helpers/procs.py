@@ -25,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO, Any
 
+from tests.helpers import tiers
+
 # The reaper: reads "+pgid" / "-pgid" lines; at end of input, SIGKILLs the groups still listed. It ignores
 # the signals a terminal or a CI runner sends to the session it left.
 REAPER = r"""
@@ -71,6 +73,7 @@ def _tell_reaper(line: str) -> None:
 
 def spawn(args: Sequence[str | os.PathLike[str]], **kwargs: Any) -> subprocess.Popen[Any]:
     """subprocess.Popen(args, **kwargs) in a new session, registered to be killed with its group."""
+    tiers.note(tiers.INTEGRATION)
     kwargs.pop("start_new_session", None)
     proc: subprocess.Popen[Any] = subprocess.Popen(args, start_new_session=True, **kwargs)
     _live[proc.pid] = proc

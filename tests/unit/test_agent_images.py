@@ -20,6 +20,9 @@ from tests.helpers.agent_images import IMAGES, RESERVED, private
 from tests.helpers.plans import plan_object, platform_object
 from tests.helpers.verify_plans import plan
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _templates(result) -> dict[str, dict]:
     """Deployment/DaemonSet name -> pod spec, of the platform's own (non-Helm) objects."""
@@ -140,6 +143,7 @@ def test_every_controller_deployment_has_a_liveness_probe_one_replica_and_recrea
             assert c.get("livenessProbe"), f"{d.ref} container {c['name']}"
 
 
+@pytest.mark.integration  # starts a process (tests/helpers/tiers.py)
 def test_the_block_window_heartbeat_is_what_its_probe_reads(tmp_path):
     from components.incluster.block_window import heartbeat_probe
     from controllers import agent_runtime

@@ -17,6 +17,9 @@ from tests.helpers.imports import imported_names
 from tests.helpers.plans import ROOT, planned
 from tests.helpers.source_rules import CLOUD_TOKEN, cloud_branches, cloud_names
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 IN_CLUSTER = ROOT / "components" / "incluster"
 PRODUCT = ("components", "contract", "controllers", "infra", "trainer")
 

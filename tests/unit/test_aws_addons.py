@@ -13,6 +13,9 @@ from tests.helpers.aws import NODE_GROUP, as_list, doc, one, plan, waits_for
 from tests.helpers.aws_bundle_program import BUNDLE_PROGRAM
 from tests.helpers.plans import config_for, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 ADDON = "aws:eks/addon:Addon"
 STORAGE_CLASS = "kubernetes:storage.k8s.io/v1:StorageClass"
 HOST = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"

@@ -12,6 +12,9 @@ from components.charts import CHARTS
 from tests.helpers.aws import NODE_GROUP, as_list, doc, one, plan
 from tests.helpers.plans import ROOT
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 REFERENCE = ROOT.parent / "shared" / "reference"
 
 MUTATING = {"autoscaling:SetDesiredCapacity", "autoscaling:TerminateInstanceInAutoScalingGroup"}

@@ -11,6 +11,9 @@ from components.aws.autoscaler import asg_name_regex, priorities
 from components.spec import ConfigError
 from tests.helpers.plans import ROOT, one, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NG = "aws:eks/nodeGroup:NodeGroup"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 SUBNET = "aws:ec2/subnet:Subnet"

@@ -10,6 +10,9 @@ import pytest
 from components.aws.cluster import iam_principal
 from tests.helpers.aws import NODE_GROUP, one, plan, waits_for
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 EKS = "aws:eks/cluster:Cluster"
 ADDON = "aws:eks/addon:Addon"
 HOST = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"

@@ -8,6 +8,9 @@ import pytest
 from components.spec import ConfigError, PlatformSpec
 from tests.helpers.plans import platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _problems(obj) -> list[str]:
     with pytest.raises(ConfigError) as e:

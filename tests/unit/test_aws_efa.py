@@ -15,6 +15,9 @@ from components.spec import NodePoolSpec
 from tests.helpers.aws import NODE_GROUP, one, plan
 from tests.helpers.plans import ROOT
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 EFA = "vpc.amazonaws.com/efa"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 REFERENCE = ROOT.parent / "shared" / "reference" / "charts"

@@ -13,6 +13,9 @@ import pytest
 from components.aws.identity import OBJECT_ACTIONS
 from tests.helpers.aws import as_list, doc, one, plan
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 HOST = "oidc.eks.us-east-1.amazonaws.com/id/0A1B2C3D4E5F6A7B"
 BUCKET = "aws:s3/bucket:Bucket"
 

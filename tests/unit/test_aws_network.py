@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import ipaddress
 
+import pytest
+
 from components.aws.network import subnet_plan
 from tests.helpers.aws import NODE_GROUP, one, plan
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 SUBNET = "aws:ec2/subnet:Subnet"
 

@@ -7,6 +7,9 @@ import pytest
 from components.catalog import catalog
 from tests.helpers.aws import NODE_GROUP, one, plan
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 TAG = "aws:autoscaling/tag:Tag"
 CLUSTER_SG = "sg-0c1a2b3c4d5e6f700"  # what the mocked EKS reports as its cluster security group

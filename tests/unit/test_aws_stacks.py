@@ -12,6 +12,9 @@ import pytest
 from tests.helpers.aws import NODE_GROUP, plan, waits_for
 from tests.helpers.plans import ROOT, one
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 AWS_STACKS = ["aws-dev", "aws-h200-efa", "aws-byo-vpc"]
 # How the engine marks a secret value on the wire.
 SECRET_SIG = "4dabf18193072939515e22adb298388d"

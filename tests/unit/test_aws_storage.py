@@ -8,6 +8,9 @@ from components.spec import ConfigError, PlatformSpec
 from tests.helpers.aws import one, plan
 from tests.helpers.plans import platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 FSX = "aws:fsx/lustreFileSystem:LustreFileSystem"
 DRA = "aws:fsx/dataRepositoryAssociation:DataRepositoryAssociation"
 INGRESS = "aws:vpc/securityGroupIngressRule:SecurityGroupIngressRule"

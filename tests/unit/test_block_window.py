@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from controllers.block_window_agent import desired, open_gpus, patch_ops
 from tests.helpers.plans import planned
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 STACK = "aws-h100-reserved"
 FLAVOR = "h100-capacity-block"

@@ -10,6 +10,9 @@ import pytest
 from tests.helpers.cli import cli
 from tests.helpers.plans import FLEET_STACKS, ROOT, stack_files
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def test_plan_prints_a_readable_summary():
     proc = cli("plan", "onprem-dev", env={"COLUMNS": "160"})

@@ -10,6 +10,9 @@ import pytest
 from infra import cli
 from tests.helpers.plans import ROOT
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 JOB = (ROOT / "stacks" / "Pulumi.gpt-small-aws-dev.yaml").read_text()
 
 

@@ -11,6 +11,9 @@ from infra import cli
 from tests.helpers.cli import _bad_keys
 from tests.helpers.plans import ROOT
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _json_of(argv: list[str], capsys) -> tuple[int, Any]:
     code = cli.main(argv)

@@ -28,6 +28,9 @@ from components.spec import GpuHealthSpec, GpuOperatorSpec, NodePoolSpec, Platfo
 from infra.mockcloud import run_function
 from tests.helpers.plans import platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 LAB = platform_object("onprem-dev")
 
 

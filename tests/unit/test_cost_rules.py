@@ -16,6 +16,9 @@ from components.spec import ConfigError, PlatformSpec
 from tests.helpers.plans import one, planned, platform_object
 from tests.helpers.promql import metric_names
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def cost_rules(result) -> list[dict]:
     (cr,) = [r for r in result.resources if r.type.endswith("PrometheusRule")]

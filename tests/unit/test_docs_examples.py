@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
+
 from infra.mockcloud import RunResult, run_program
 from tests.helpers.plans import ROOT
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 EXAMPLES = ROOT / "docs" / "examples"
 

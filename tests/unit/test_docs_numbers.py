@@ -19,6 +19,9 @@ import yaml
 from tests.helpers.cli import cached_plans
 from tests.helpers.plans import ROOT, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 MARKDOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARKER = re.compile(
     r"(?P<n>\d+)[^\d<\n]{0,24}<!-- plan (?P<stack>[\w-]+) (?P<what>resources|critical-minutes) -->"

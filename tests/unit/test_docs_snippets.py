@@ -13,6 +13,9 @@ import pytest
 from infra.mockcloud import run_program
 from tests.helpers.plans import ROOT, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _python_block(page: Path, heading: str, index: int = 0) -> str:
     """The `index`-th ```python block of the section under `heading`."""

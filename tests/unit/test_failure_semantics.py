@@ -14,6 +14,9 @@ from tests.helpers.jobs import RUNNING, decide, jobset
 from tests.helpers.jobset_sim import JobSetState, PodOutcome, run_attempt
 from trainer import contract
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 ACTION = {
     # contract.exit_action -> the JobSet action that implements it
     "retry": "RestartJobSetAndIgnoreMaxRestarts",

@@ -15,6 +15,9 @@ from components.spec.fleet import FleetSpec
 from tests.helpers import procs
 from tests.helpers.plans import FLEET_STACKS, ROOT, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 FLEET = "fleet-research"
 
 
@@ -286,6 +289,7 @@ def test_the_manager_has_the_workers_topology_and_a_topology_aware_flavor_for_th
     assert names == {"research-fleet-flavor", "research-fleet-flavor-topology-06c1f212"}
 
 
+@pytest.mark.integration  # starts a process (tests/helpers/tiers.py)
 def test_the_fleets_kueue_objects_are_valid_against_kueues_crds(tmp_path):
     import sys
 

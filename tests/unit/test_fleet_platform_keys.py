@@ -14,6 +14,9 @@ from components.outputs import PlatformOutputs
 from components.spec.fleet import FleetSpec
 from tests.helpers.plans import ROOT, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 FLEET = "fleet-research"
 
 

@@ -9,6 +9,9 @@ from components.gcp.capacity import capacity_node_config, location_policy
 from components.spec import NodePoolSpec
 from tests.helpers.plans import planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NP = "gcp:container/nodePool:NodePool"
 STACK = "gcp-h100-dws"
 QUEUED_TAINT = {"key": "cloud.google.com/gke-queued", "value": "true", "effect": "NoSchedule"}

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from tests.helpers.gcp import CLUSTER, FIREWALL, LUSTRE, mutated, one, plan, plan_platform
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 
 def test_standard_cluster_with_workload_identity_private_nodes_and_dataplane_v2():

@@ -13,6 +13,9 @@ from components.gcp.naming import service_account_id, short_id
 from components.spec import ConfigError, PlatformSpec
 from tests.helpers.gcp import mutated, plan_platform
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def problems(obj) -> list[str]:
     with pytest.raises(ConfigError) as err:

@@ -19,6 +19,9 @@ from tests.helpers.gcp import mutated
 from tests.helpers.plans import one, planned
 from tests.helpers.verify_plans import edit, lines, plan, run
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"
 FIREWALL = "gcp:compute/firewall:Firewall"

@@ -16,6 +16,9 @@ from tests.helpers.gcp import (
     upstream,
 )
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _account(result, account_id):
     return one(result, SA, next(r.name for r in result.of_type(SA) if r.inputs["accountId"] == account_id))

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import ipaddress
 
+import pytest
+
 from tests.helpers.gcp import CLUSTER, FILESTORE, FIREWALL, mutated, one, plan, plan_platform
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 NETWORK = "gcp:compute/network:Network"
 SUBNET = "gcp:compute/subnetwork:Subnetwork"

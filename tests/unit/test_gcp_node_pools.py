@@ -7,6 +7,9 @@ import pytest
 from tests.helpers.gcp import NODE_POOL, SA, mutated, one, plan, plan_platform, pool
 from tests.helpers.plans import upstream
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 GPU_TAINT = [{"key": "nvidia.com/gpu", "value": "present", "effect": "NO_SCHEDULE"}]
 
 

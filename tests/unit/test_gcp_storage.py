@@ -16,6 +16,9 @@ from tests.helpers.gcp import (
     upstream,
 )
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def test_filestore_instance_in_the_platform_zone_exported_to_its_subnet():
     fs = one(plan("gcp-dev"), FILESTORE).inputs

@@ -24,6 +24,9 @@ from controllers.gpu_health_agent import (
 from tests.helpers.gpu_health import NOW, node, objects
 from tests.helpers.plans import plan_object, planned, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 POLICY = Policy(diagnostic=True, startup_grace_s=1200, ignored_xids=frozenset(APPLICATION_XIDS))
 PASS = Diag("pass")
 

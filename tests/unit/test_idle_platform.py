@@ -20,6 +20,9 @@ from tests.helpers.gpu_health import objects
 from tests.helpers.jobs import JOBSET, job_object, plan_job, the
 from tests.helpers.plans import ROOT, plan_object, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 IDLE = {"gpuUtilBelow": 5, "for": "30m", "action": "requeue", "exemptLabels": {"tier": "interactive"}}
 
 
@@ -84,6 +87,7 @@ def test_a_job_is_not_exempt_by_default():
     assert IDLE_EXEMPT_LABEL not in obj["metadata"]["labels"]
 
 
+@pytest.mark.integration  # starts a process (tests/helpers/tiers.py)
 def test_idle_policy_gives_the_controller_its_config_rbac_metrics_port_and_podmonitor(tmp_path):
     result = plan_object(with_idle())
     (role,) = objects(result, "rbac.authorization.k8s.io/v1:ClusterRole").values()

@@ -13,6 +13,9 @@ from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec
 from tests.helpers.plans import ROOT, one, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 FLEET = "organization/trainplane/fleet-research"
 WORKERS = {
     "aws-h100": "aws-h100-reserved",

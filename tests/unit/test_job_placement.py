@@ -16,6 +16,9 @@ from components.outputs import PlatformOutputs
 from components.spec import ConfigError, JobSpec, check_job
 from tests.helpers.jobs import job_object, platform_outputs
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 GKE_LEVELS = [
     "cloud.google.com/gce-topology-block",
     "cloud.google.com/gce-topology-subblock",

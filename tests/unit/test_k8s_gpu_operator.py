@@ -8,6 +8,9 @@ import yaml
 from components.spec import ConfigError, PlatformSpec
 from tests.helpers.plans import plan_object, planned, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 RELEASE = "kubernetes:helm.sh/v3:Release"
 DAEMONSET = "kubernetes:apps/v1:DaemonSet"
 

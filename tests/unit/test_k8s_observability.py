@@ -31,6 +31,9 @@ from contract.recovery import (
 from tests.helpers.plans import plan_object, planned, platform_object
 from tests.helpers.promql import all_exprs, metric_names
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 RELEASE = "kubernetes:helm.sh/v3:Release"
 
 

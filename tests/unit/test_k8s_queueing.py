@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import yaml
 
 from tests.helpers.plans import plan_object, platform_object
 from tests.helpers.queues import GKE_LEVELS, _kueue_objects, _of, _topology_cel, capacity_pools
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 
 @functools.cache

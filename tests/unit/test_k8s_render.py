@@ -11,6 +11,9 @@ from infra.render import helm_releases, kubernetes_objects, render
 from tests.helpers.jobs import reference_plan as reference_job_plan
 from tests.helpers.plans import ROOT, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 STACKS = ["aws-dev", "gcp-dev", "onprem-dev"]
 VERSIONS = ["1.33", "1.34", "1.35"]
 # Kinds of CRDs installed by charts; kubernetes-validate ships only built-in schemas. Their shape is

@@ -11,6 +11,9 @@ from components.spec import ConfigError, PlatformSpec
 from infra.verify.netpol import Peer, allowed
 from tests.helpers.plans import plan_object, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NETPOL = "kubernetes:networking.k8s.io/v1:NetworkPolicy"
 
 

@@ -7,6 +7,9 @@ import pytest
 from components.spec import ConfigError, PlatformSpec
 from tests.helpers.plans import one, plan_object, planned, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 PV = "kubernetes:core/v1:PersistentVolume"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 

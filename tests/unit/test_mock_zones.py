@@ -5,8 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from components.aws import mock as aws_mock
 from tests.helpers.plans import plan_object, platform_object
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 SUBNET = "aws:ec2/subnet:Subnet"
 

@@ -13,6 +13,9 @@ from components import nccl_floors as fabrics
 from infra import cli, stacks
 from infra.nccl_test import PreflightError, build
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 JOB_STACK = "gpt-small-aws-dev"
 
 

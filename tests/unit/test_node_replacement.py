@@ -19,6 +19,9 @@ from contract.recovery import (
 from controllers import node_return as nr
 from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, planned, stack_files
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 GKE_NODE_POOL = "gcp:container/nodePool:NodePool"
 RELEASE = "kubernetes:helm.sh/v3:Release"

@@ -20,6 +20,9 @@ from contract.recovery import (
 from tests.helpers.jobs import jobset, platform_outputs
 from tests.helpers.node_sim import UNSCHEDULABLE, Cluster, Unschedulable, pool_cluster
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 AT = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
 
 

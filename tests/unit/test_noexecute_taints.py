@@ -6,9 +6,14 @@ from __future__ import annotations
 
 import functools
 
+import pytest
+
 from infra.verify.model import Plan
 from tests.helpers.plans import platform_object
 from tests.helpers.verify_plans import edit, lines, plan_of, release, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 TAINT = {"key": "example.com/dedicated", "value": "llm", "effect": "NoExecute"}
 TOLERATION = {"key": "example.com/dedicated", "operator": "Exists", "effect": "NoExecute"}

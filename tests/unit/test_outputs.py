@@ -24,6 +24,9 @@ from components.platform import platform_outputs
 from components.spec import PlatformSpec
 from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, ROOT, planned, stack_files
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NEWER_POOL_KEYS = ("nodeVcpus", "nodeMemoryGiB")
 
 

@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from components.incluster.job_runtime import RULE_PEER_LOST, elastic_job, jobset_failure_policy
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 from tests.helpers.jobs import RUNNING, decide, job_object, platform_outputs
 from tests.helpers.jobset_sim import PodOutcome
 from trainer import contract
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 # jobset@v0.12.0 pkg/webhooks/jobset_webhook.go (the webhook fails closed)
 WEBHOOK_RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")

@@ -15,6 +15,9 @@ from tests.helpers.cli import cli
 from tests.helpers.plans import ROOT
 from tests.helpers.verify_plans import run, stack_plan
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 EXAMPLE_IMAGE = "ghcr.io/example/trainplane-trainer:0.1.0"
 REAL_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/trainplane-trainer:0.1.0"
 

@@ -12,6 +12,9 @@ from infra.cli import main
 from tests.helpers import idle_data as D
 from tests.helpers.plans import platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):

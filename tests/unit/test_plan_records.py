@@ -5,10 +5,15 @@ undid the engine's float encoding (and `render` undid it once more)."""
 
 from __future__ import annotations
 
+import pytest
+
 from infra.mockcloud import Resource
 from infra.verify.dump import dumps, read_dump
 from infra.verify.model import PlanResource, from_run
 from tests.helpers.plans import planned
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 

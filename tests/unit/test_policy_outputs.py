@@ -20,6 +20,9 @@ from policy.trainplane_policies.offline import outputs
 from tests.helpers.plans import stack_files
 from tests.helpers.policy import find, records, stack_args, stack_named, violations
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
 STACK_POLICIES = [p for p in POLICIES if isinstance(p, StackValidationPolicy)]
 

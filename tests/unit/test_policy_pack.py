@@ -17,6 +17,9 @@ from policy.trainplane_policies import POLICIES, buckets, capacity, encryption, 
 from tests.helpers.plans import ROOT, config_for, plan_object, platform_object, stack_files
 from tests.helpers.policy import find, records, records_of, stack_named, violations
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 STACKS = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
 
 

@@ -15,6 +15,9 @@ from infra.plan import estimate_cost
 from tests.helpers.cli import cli
 from tests.helpers.plans import platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def test_today_is_the_env_var_when_set_and_a_clear_error_when_malformed():
     assert clock.today({"TRAINPLANE_TODAY": "2027-03-01"}) == date(2027, 3, 1)

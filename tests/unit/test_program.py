@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def test_invalid_config_fails_the_program_before_registering_anything():
     import pulumi

@@ -13,6 +13,9 @@ from components.spec import ConfigError, PlatformSpec
 from tests.helpers.cli import cli
 from tests.helpers.plans import ROOT, platform_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def problems(obj) -> list[str]:
     with pytest.raises(ConfigError) as err:

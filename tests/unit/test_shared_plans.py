@@ -10,6 +10,9 @@ import pytest
 from infra.mockcloud import RunResult
 from tests.helpers import plans
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 @pytest.fixture
 def shared(tmp_path: Path):

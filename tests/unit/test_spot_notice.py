@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 
 from components.aws.spot_notice import CAPACITY_LABEL, spot_notice_values
 from components.charts import chart
 from infra.verify import facts as F
 from tests.helpers.verify_plans import edit, lines, plan, release, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 NTH = "aws-node-termination-handler"
 

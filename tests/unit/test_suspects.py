@@ -176,6 +176,7 @@ def test_the_exit_codes_are_the_trainer_contracts():
     assert contract.EXIT_PEER_LOST != sx.EXIT_HANG
 
 
+@pytest.mark.integration  # starts a process (tests/helpers/tiers.py)
 def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
     """The decisions need neither kopf nor the `kubernetes` client: the standard library and the contract."""
     import shutil

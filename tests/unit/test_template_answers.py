@@ -26,6 +26,9 @@ from infra.mockcloud import run_program
 from tests.helpers.templates import TEMPLATES as TEMPLATE_DIR
 from tests.helpers.templates import instantiate
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _error(name, tmp_path, answers=None, extra=None, stack_refs=None) -> str:
     """The message the template program stops with, for a stack of `answers` plus `extra` keys."""

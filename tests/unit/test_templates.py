@@ -10,6 +10,9 @@ from infra.mockcloud import run_program
 from tests.helpers.jobs import JOBSET
 from tests.helpers.templates import instantiate
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 @pytest.mark.parametrize(
     ("answers", "cluster_type"),

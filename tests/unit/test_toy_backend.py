@@ -37,6 +37,9 @@ from infra.verify.verifier import UNKNOWN_FACTS, VerifierDefaults
 from infra.verify.verifiers import register_verifier, unregister_verifier
 from tests.helpers.plans import one, plan_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 # The toy cloud's own catalog section: its machines are named by the key `machine`.
 TOY_SECTION = CatalogSection(
     cloud="toy",

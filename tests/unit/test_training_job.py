@@ -36,6 +36,9 @@ from tests.helpers.jobs import (
 )
 from tests.helpers.plans import planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 JOB_KINDS_FROM_CRDS = {("monitoring.coreos.com/v1", "PodMonitor"), ("jobset.x-k8s.io/v1alpha2", "JobSet")}
 
 

@@ -14,6 +14,9 @@ from infra.verify.checks.pod_security import violations
 from infra.verify.model import Plan
 from tests.helpers.verify_plans import edit, kind, lines, plan, plus, run
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 ENFORCE = "pod-security.kubernetes.io/enforce"
 V133 = (1, 33)
 

@@ -20,6 +20,9 @@ from infra.verify.verifier import VerifierDefaults
 from infra.verify.verifiers import register_verifier, unregister_verifier, verifier
 from tests.helpers.verify_plans import edit, plan
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def _res(type_: str, name: str, **inputs: Any) -> dict[str, Any]:
     return {"urn": f"urn:pulumi:t::p::{type_}::{name}", "type": type_, "name": name, "inputs": inputs}

@@ -6,11 +6,15 @@ from __future__ import annotations
 import copy
 import functools
 
+import pytest
 import yaml
 
 from infra.verify.jobs import job_config, run_job
 from infra.verify.model import Plan
 from tests.helpers.verify_plans import edit, kind, lines, plan, release, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 RESERVED = "aws-h100-reserved"
 

@@ -13,6 +13,9 @@ from infra.verify import facts as F
 from infra.verify.model import Plan, PlanResource, build
 from tests.helpers.verify_plans import edit, lines, plan, run
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 LAUNCH_TEMPLATE = "aws:ec2/launchTemplate:LaunchTemplate"
 LUSTRE = "aws:fsx/lustreFileSystem:LustreFileSystem"

@@ -34,6 +34,9 @@ from tests.helpers.verify_plans import (
     stack_report,
 )
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 # Fleet stacks and jobs on a fleet have no dump format yet (a fleet plan holds several clusters' plans).
 STACKS = [
     n

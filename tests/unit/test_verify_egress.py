@@ -7,10 +7,15 @@ from __future__ import annotations
 import copy
 import functools
 
+import pytest
+
 from infra.verify.model import Plan
 from tests.helpers.agent_images import IMAGES, RESERVED, private
 from tests.helpers.plans import platform_object
 from tests.helpers.verify_plans import edit, kind, lines, plan, plan_of, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 
 def found(plan_: Plan, rule: str) -> list[str]:

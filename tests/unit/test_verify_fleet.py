@@ -10,6 +10,9 @@ import pytest
 from infra.verify import verify
 from tests.helpers.fleet_verify import fleet, kubeconfig, spec_object
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 def findings(plan, check: str) -> list[str]:
     return [f.message for f in verify(plan).check(check).findings]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import copy
 import functools
 
+import pytest
+
 from contract import recovery as R
 from contract.idle import IDLE_ALERT, IDLE_EXEMPT_METRIC, JOB_GPU_UTIL
 from infra.mockcloud import run_program
@@ -18,6 +20,9 @@ from infra.verify.model import Plan, from_run
 from tests.helpers import idle_data as D
 from tests.helpers.plans import config_for, platform_object
 from tests.helpers.verify_plans import edit, kind, lines, plan, plus, release, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 NS = "gpu-operator"
 POD_MONITOR = {

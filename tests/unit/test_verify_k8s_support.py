@@ -8,6 +8,9 @@ import pytest
 
 from infra.verify import plan_from_stack, verify
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 @cache
 def _plan(stack: str):

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers.verify_plans import edit, kind, lines, plan, plus, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 VPC_CNI = "aws:eks/addon:Addon"
 

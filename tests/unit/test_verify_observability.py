@@ -3,10 +3,15 @@ produces (exporter labels, target labels, honorLabels, relabelings); rules pass 
 
 from __future__ import annotations
 
+import pytest
+
 from infra.verify.checks.scrape_labels import ScrapeSpec, scraped_labels
 from tests.helpers.verify_plans import (
     probe,
 )
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 
 def test_a_label_no_exporter_emits_is_reported():

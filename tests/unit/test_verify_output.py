@@ -5,11 +5,15 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from rich.console import Console
 
 from infra.verify.output import print_report
 from infra.verify.report import CheckResult, Report
 from tests.helpers.cli import cli
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 
 def _printed(report: Report) -> list[str]:

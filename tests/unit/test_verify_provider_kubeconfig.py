@@ -16,6 +16,9 @@ from infra.verify.model import Plan, from_run
 from tests.helpers.fleet_verify import fleet
 from tests.helpers.plans import ROOT, planned
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 PLACEHOLDER = "(ambient kubeconfig, context lab-admin)"
 
 

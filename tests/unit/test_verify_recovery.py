@@ -22,6 +22,9 @@ from infra.verify.jobs import job_config, run_job
 from infra.verify.model import Plan
 from tests.helpers.verify_plans import edit, kind, lines, plan, plan_of, plus, run
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 NS = "gpu-operator"
 CONTROLLER = R.CONTROLLER_NAME
 

@@ -7,10 +7,15 @@ from __future__ import annotations
 import ast
 import re
 
+import pytest
+
 from infra.verify import registry
 from infra.verify.live import ClusterState, verify_state
 from tests.conftest import ROOT
 from tests.helpers.verify_plans import edit, kind, plan, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 DOC = ROOT / "docs" / "verify.md"
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 import yaml
 
 from tests.helpers.verify_plans import edit, kind, lines, plan, release, run
+
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
 
 NODE_GROUP = "aws:eks/nodeGroup:NodeGroup"
 

@@ -14,6 +14,9 @@ from infra.verify import plan_from_stack, verify
 from tests.helpers.plans import stack_files
 from tests.helpers.verify_plans import edit, plan, prometheus_class, release
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 
 # Every reference stack: platforms, jobs (on a platform or a fleet) and fleets (verify FLEET).
 @pytest.mark.parametrize("path", stack_files(), ids=lambda p: p.name)

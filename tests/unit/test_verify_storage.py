@@ -14,6 +14,9 @@ from infra.verify.netpol import Peer, allowed
 from tests.helpers.gcp import mutated
 from tests.helpers.verify_plans import edit, lines, plan, plan_of, plus, prometheus_class, release, run
 
+# The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
+pytestmark = pytest.mark.plans
+
 PROM_CLAIM = "prometheus-kube-prometheus-stack-prometheus-db"
 EBS_ADDON = "aws:eks/addon:Addon"
 

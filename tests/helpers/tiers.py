@@ -1,0 +1,47 @@
+"""The tiers of the suite, by marker (pyproject.toml [tool.pytest.ini_options] markers):
+
+- no marker: in-process logic only (`make test-fast`, the inner loop);
+- `plans`: runs the Pulumi program under the mock engine in the test process (a module says so with
+  `pytestmark = pytest.mark.plans`);
+- `integration`: starts processes or servers (every test under tests/integration/ has it; a test elsewhere
+  says so with `@pytest.mark.integration`).
+
+A test's tier is its marker, and what it does must fit: the helpers that run the engine (tests/helpers/
+plans.py, infra.mockcloud.run_function) and start processes (tests/helpers/procs.py) note it here, and
+tests/conftest.py fails a test that did more than its marker allows, so `make test-fast` cannot quietly
+grow slow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+PLANS = "plans"
+INTEGRATION = "integration"
+
+# What the running test did: PLANS (the mock engine ran, or a cached plan was read) and/or INTEGRATION
+# (a process started).
+_used: set[str] = set()
+
+
+def note(kind: str) -> None:
+    """The running test did `kind` (PLANS or INTEGRATION)."""
+    _used.add(kind)
+
+
+def begin() -> None:
+    """A test's setup starts: nothing done yet."""
+    _used.clear()
+
+
+def misplaced(markers: Iterable[str]) -> str | None:
+    """Why the running test, with `markers`, is in the wrong tier for what it did; None when it fits."""
+    have = set(markers)
+    if INTEGRATION in _used and INTEGRATION not in have:
+        return "this test starts a process: mark it `@pytest.mark.integration` (tests/helpers/tiers.py)"
+    if PLANS in _used and not have & {PLANS, INTEGRATION}:
+        return (
+            "this test runs the Pulumi program under the mock engine: mark its module "
+            "`pytestmark = pytest.mark.plans` (tests/helpers/tiers.py)"
+        )
+    return None
