@@ -10,7 +10,9 @@ infra/verify/verifiers.py.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping, Sequence
+from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
@@ -186,3 +188,59 @@ class VerifierDefaults:
 
     def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report | None:
         return None
+
+
+class FolderVerifier(VerifierDefaults):
+    """A cloud's verifier whose answers live beside it in its folder (`package`, infra/verify/clouds/<cloud>/),
+    one module per concern, each imported when verify first asks: facts.yaml; nodes.py (plan_cluster,
+    kubernetes_version, pool_nodes, addon_objects, check_gpu_pools); network.py (enforcement); identity.py
+    (check_team); cloud_api.py (verify_cloud_api). What differs per cloud (storage paths, create-time
+    rules, the fabric) its subclass answers itself."""
+
+    package: str
+
+    def part(self, module: str) -> Any:
+        """The folder's module `module` (nodes, network, identity, cloud_api, ...)."""
+        return importlib.import_module(f"{self.package}.{module}")
+
+    def verify_facts(self) -> Mapping[str, Any]:
+        return _facts(self.package)
+
+    # cluster, pool nodes, add-ons (v1)
+    def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
+        found: PlanResource | None = self.part("nodes").plan_cluster(resources)
+        return found
+
+    def plan_kubernetes_version(self, cluster: PlanResource) -> str | None:
+        version: str | None = self.part("nodes").kubernetes_version(cluster)
+        return version
+
+    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+        nodes: PoolNodes | None = self.part("nodes").pool_nodes(ctx, pool)
+        return nodes
+
+    def addon_objects(self, plan: Plan, out: ChartModel) -> None:
+        self.part("nodes").addon_objects(plan, out)
+
+    def check_gpu_pools(self, ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
+        self.part("nodes").check_gpu_pools(ctx, res, gpu_pools)
+
+    # team reach, enforcement, cloud API (v2)
+    def verify_network_enforcement(self, ctx: Context, res: CheckResult) -> None:
+        self.part("network").enforcement(ctx, res)
+
+    def verify_team_identity(self) -> TeamIdentityCheck | None:
+        check: TeamIdentityCheck = self.part("identity").check_team
+        return check
+
+    def verify_cloud_api(self, spec: PlatformSpec, client: Any = None) -> Report | None:
+        report: Report = self.part("cloud_api").verify_cloud_api(spec, client)
+        return report
+
+
+@cache
+def _facts(package: str) -> Mapping[str, Any]:
+    """A verifier folder's facts.yaml, read once per process."""
+    from components.backends import load_data_file
+
+    return load_data_file(package, "facts.yaml")

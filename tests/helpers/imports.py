@@ -214,3 +214,12 @@ def cycle_path(graph: Mapping[str, Iterable[str]], component: frozenset[str]) ->
                 paths[nxt] = [*paths[node], nxt]
                 todo.append(nxt)
     return [start]
+
+
+def write_tree(root: Path, files: dict[str, str]) -> Path:
+    """Write `files` (relative path -> text) under `root`, a source tree for the walker's own tests."""
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root

@@ -10,24 +10,14 @@ must leave the list (the list ends empty).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from tests.helpers.imports import ROOT, cycle_path, cycles, import_graph
+from tests.helpers.imports import ROOT, cycle_path, cycles, import_graph, write_tree
 
 # Cycles known and accepted: none (issue 23 removed the last seven). A new one fails the test.
 KNOWN: dict[frozenset[str], str] = {}
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def test_the_walker_finds_a_cycle_through_a_lazy_import_and_a_relative_one(tmp_path):
-    root = _write(
+    root = write_tree(
         tmp_path,
         {
             "pkg/__init__.py": "",
@@ -45,7 +35,7 @@ def test_the_walker_finds_a_cycle_through_a_lazy_import_and_a_relative_one(tmp_p
 
 
 def test_the_walker_skips_type_checking_imports_but_not_their_else(tmp_path):
-    root = _write(
+    root = write_tree(
         tmp_path,
         {
             "pkg/__init__.py": "",

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from tests.helpers.imports import ROOT, Edge, import_edges, imported_names, modules
+from tests.helpers.imports import ROOT, Edge, import_edges, imported_names, modules, write_tree
 
 # Package -> the packages it may import (besides itself). Why each:
 LAYERS: dict[str, frozenset[str]] = {
@@ -70,16 +70,8 @@ def product_modules() -> dict[str, Path]:
     return known
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        path = root / name
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 def test_the_walker_counts_type_checking_lazy_and_relative_imports(tmp_path):
-    root = _write(
+    root = write_tree(
         tmp_path,
         {
             "low/__init__.py": "",
