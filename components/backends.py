@@ -24,11 +24,8 @@ Example: a backend of your own, registered from your program (or a test) before 
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from typing import Any
 
-# The protocol and its defaults live beside the registry; importing them from here is the public path.
 from components.backend_defaults import EXISTING_GPU_SELECTOR, BackendDefaults
 from components.backend_protocol import (
     ENTRY_POINT_GROUP,
@@ -38,6 +35,9 @@ from components.backend_protocol import (
     MockAnswers,
     Prompt,
 )
+
+# The protocol and its defaults live beside the registry; importing them from here is the public path.
+from components.plugins import PluginRegistry
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -58,67 +58,37 @@ __all__ = [
 ]
 
 
-@dataclass
-class _Registry:
-    # name -> "module:attribute" (imported on first use) or the backend itself; None until first asked,
-    # then the installed entry points, sorted by name, and what programs registered after them.
-    entries: dict[str, str | CloudBackend] | None = None
-
-    def loaded(self) -> dict[str, str | CloudBackend]:
-        if self.entries is None:
-            self.entries = dict(installed_backends())
-        return self.entries
-
-
-_REGISTRY = _Registry()
+# name -> "module:attribute" (imported on first use) or the backend itself: the installed entry points,
+# sorted by name, then what programs registered after them.
+_REGISTRY: PluginRegistry[CloudBackend] = PluginRegistry(ENTRY_POINT_GROUP, "cloud backend", "BACKEND")
 
 
 def installed_backends() -> dict[str, str]:
-    """name -> "module:attribute" of every backend an installed distribution declares, sorted by name
-    (so the order does not depend on the order of sys.path). Reads metadata only, imports nothing: the
-    entry_points.txt of each dist-info directory on sys.path (python/cpython@v3.11
-    Doc/library/importlib.metadata.rst, "Entry points": `entry_points(group=...)`, Python 3.10+)."""
-    from importlib.metadata import entry_points
-
-    found: dict[str, str] = {}
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: (e.name, e.value)):
-        if found.setdefault(ep.name, ep.value) != ep.value:
-            raise ValueError(
-                f"cloud backend {ep.name!r} is declared twice ({found[ep.name]} and {ep.value}, "
-                f"entry points {ENTRY_POINT_GROUP}); uninstall one of the two distributions"
-            )
-    return found
+    """name -> "module:attribute" of every backend an installed distribution declares, sorted by name.
+    Reads metadata only, imports nothing (components/plugins.py)."""
+    return _REGISTRY.installed()
 
 
 def register_backend(name: str, backend: str | CloudBackend) -> None:
     """Make `cloud: <name>` available: `backend` is a CloudBackend, or "module" / "module:attribute"
     naming one (attribute default `BACKEND`, imported when a stack first asks for it). Re-registering
     replaces, an installed backend too."""
-    _REGISTRY.loaded()[name] = backend
+    _REGISTRY.register(name, backend)
 
 
 def unregister_backend(name: str) -> None:
     """Remove a backend registered with `register_backend` (tests clean up with it)."""
-    _REGISTRY.loaded().pop(name, None)
+    _REGISTRY.unregister(name)
 
 
 def backend_names() -> tuple[str, ...]:
     """Every registered cloud name: the installed ones by name, then those programs registered."""
-    return tuple(_REGISTRY.loaded())
+    return _REGISTRY.names()
 
 
 def backend(name: str) -> CloudBackend:
     """The backend registered as `name`; KeyError when there is none."""
-    entries = _REGISTRY.loaded()
-    entry = entries[name]
-    if isinstance(entry, str):
-        module, _, attribute = entry.partition(":")
-        loaded = getattr(importlib.import_module(module), attribute or "BACKEND")
-        if loaded.name != name:
-            raise ValueError(f"{entry} provides backend {loaded.name!r}, registered as {name!r}")
-        entries[name] = loaded
-        return loaded
-    return entry
+    return _REGISTRY.get(name)
 
 
 def backends() -> tuple[CloudBackend, ...]:

@@ -18,11 +18,10 @@ says so in one note (`missing_verifier_note`): nothing falls back silently.
 
 from __future__ import annotations
 
-import importlib
-from dataclasses import dataclass
 from importlib import resources
 from typing import TYPE_CHECKING
 
+from components.plugins import PluginRegistry
 from infra.verify.verifier import CloudVerifier, VerifierDefaults
 
 if TYPE_CHECKING:
@@ -36,20 +35,6 @@ BUILT_IN_PACKAGE = "infra.verify.clouds"
 DEFAULTS = VerifierDefaults()
 
 
-@dataclass
-class _Registry:
-    # name -> "module:attribute" (imported on first use) or the verifier itself; None until first asked.
-    entries: dict[str, str | CloudVerifier] | None = None
-
-    def loaded(self) -> dict[str, str | CloudVerifier]:
-        if self.entries is None:
-            self.entries = dict(installed_verifiers())
-        return self.entries
-
-
-_REGISTRY = _Registry()
-
-
 def built_in_verifiers() -> dict[str, str]:
     """name -> "module:VERIFIER" of each folder of infra/verify/clouds that holds a verifier.py, sorted by
     name; reads the package's files, imports nothing."""
@@ -61,31 +46,28 @@ def built_in_verifiers() -> dict[str, str]:
     }
 
 
+# name -> "module:attribute" (imported on first use) or the verifier itself: the built-in folders, the
+# installed entry points, then what programs registered.
+_REGISTRY: PluginRegistry[CloudVerifier] = PluginRegistry(
+    VERIFIER_GROUP, "cloud verifier", "VERIFIER", built_in=built_in_verifiers
+)
+
+
 def installed_verifiers() -> dict[str, str]:
     """name -> "module:attribute" of every verifier: the built-in ones, then those installed distributions
-    declare (entry points of VERIFIER_GROUP, read as components.backends.installed_backends reads its
-    group). One name declared with two different targets is refused."""
-    from importlib.metadata import entry_points
-
-    found = built_in_verifiers()
-    for ep in sorted(entry_points(group=VERIFIER_GROUP), key=lambda e: (e.name, e.value)):
-        if found.setdefault(ep.name, ep.value) != ep.value:
-            raise ValueError(
-                f"cloud verifier {ep.name!r} is declared twice ({found[ep.name]} and {ep.value}, "
-                f"entry points {VERIFIER_GROUP}); uninstall one of the two distributions"
-            )
-    return found
+    declare (entry points of VERIFIER_GROUP). One name declared with two different targets is refused."""
+    return _REGISTRY.installed()
 
 
 def register_verifier(name: str, verifier: str | CloudVerifier) -> None:
     """Give backend `name` a verifier: a CloudVerifier, or "module" / "module:attribute" naming one
     (attribute default `VERIFIER`, imported when verify first asks). Re-registering replaces."""
-    _REGISTRY.loaded()[name] = verifier
+    _REGISTRY.register(name, verifier)
 
 
 def unregister_verifier(name: str) -> None:
     """Remove a verifier registered with `register_verifier` (tests clean up with it)."""
-    _REGISTRY.loaded().pop(name, None)
+    _REGISTRY.unregister(name)
 
 
 def has_verifier(name: str) -> bool:
@@ -95,18 +77,7 @@ def has_verifier(name: str) -> bool:
 
 def verifier(name: str) -> CloudVerifier:
     """The verifier of backend `name`; `VerifierDefaults` (a plain cluster) when it has none."""
-    entries = _REGISTRY.loaded()
-    entry = entries.get(name)
-    if entry is None:
-        return DEFAULTS
-    if isinstance(entry, str):
-        module, _, attribute = entry.partition(":")
-        loaded = getattr(importlib.import_module(module), attribute or "VERIFIER")
-        if loaded.name != name:
-            raise ValueError(f"{entry} provides verifier {loaded.name!r}, registered as {name!r}")
-        entries[name] = loaded
-        return loaded
-    return entry
+    return _REGISTRY.get(name) if name in _REGISTRY.loaded() else DEFAULTS
 
 
 def cloud_verifier(plan: Plan) -> CloudVerifier:
