@@ -14,7 +14,8 @@ grow slow.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 PLANS = "plans"
 INTEGRATION = "integration"
@@ -45,3 +46,15 @@ def misplaced(markers: Iterable[str]) -> str | None:
             "`pytestmark = pytest.mark.plans` (tests/helpers/tiers.py)"
         )
     return None
+
+
+@contextmanager
+def scratch() -> Iterator[None]:
+    """What is noted inside the block is forgotten after it (tests/unit/test_tiers.py notes on purpose)."""
+    kept = set(_used)
+    _used.clear()
+    try:
+        yield
+    finally:
+        _used.clear()
+        _used.update(kept)
