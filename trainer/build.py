@@ -65,7 +65,7 @@ def wrap_model(
     else:
         wrapped = DDP(model, device_ids=[ctx.local_rank] if ctx.cuda else None)
     attach(wrapped, clock)
-    forward = torch.compile(wrapped) if cfg.compile else wrapped
+    forward = torch.compile(wrapped, backend=cfg.compile_backend) if cfg.compile else wrapped
     return wrapped, forward
 
 

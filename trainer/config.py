@@ -118,6 +118,9 @@ class TrainConfig(_Model):
     parallelism: Literal["ddp", "fsdp"] = "ddp"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: bool = False
+    compile_backend: str = Field(
+        default="inductor", min_length=1, description="torch.compile backend (e.g. aot_eager: no C++ codegen)"
+    )
     num_workers: int = Field(default=0, ge=0)
     threads: int | None = Field(default=None, ge=1, description="torch intra-op threads per process")
     checkpoint: CheckpointConfig = CheckpointConfig()

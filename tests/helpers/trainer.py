@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -74,6 +75,11 @@ PLUGIN = [
     "0",
 ]
 
+# single()'s flags for 16 steps with a checkpoint every 4, all kept: the session makes this run once
+# (tests/integration/trainer/conftest.py single_run) and the tests that damage or resume its checkpoints
+# (test_checkpoint.py, test_damage.py) each work on their own copy (copy_checkpoints).
+SAVED_16 = ("--steps", "16", "--checkpoint.interval-steps", "4", "--checkpoint.keep", "5")
+
 # Trainer flags for a run that only ends when a test stops it: one thread per worker, an event per step.
 ENDLESS = ["--steps", "100000", "--threads", "1", "--log-interval", "1"]
 
@@ -90,6 +96,20 @@ def env(**extra: str) -> dict[str, str]:
     e.pop("TRAINPLANE_CONFIG", None)
     e.update({"OMP_NUM_THREADS": "1", **extra})
     return e
+
+
+def events(out: Path, name: str | None = None) -> list[dict[str, Any]]:
+    """The JSON events in a process's stdout file `out` (all, or those called `name`)."""
+    evs = []
+    for line in out.read_text(errors="replace").splitlines():
+        if line.startswith("{"):
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if name is None or ev.get("event") == name:
+                evs.append(ev)
+    return evs
 
 
 class Proc:
@@ -117,16 +137,7 @@ class Proc:
             )
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
-        evs = []
-        for line in self.out.read_text(errors="replace").splitlines():
-            if line.startswith("{"):
-                try:
-                    ev = json.loads(line)
-                except ValueError:
-                    continue
-                if name is None or ev.get("event") == name:
-                    evs.append(ev)
-        return evs
+        return events(self.out, name)
 
     def wait_for(
         self, pred: Callable[[dict[str, Any]], bool], timeout: float = RUN_TIMEOUT
@@ -223,6 +234,15 @@ def preempted(d: Path, name: str, nproc: int, args: list[str], at_step: int, **k
     return p
 
 
+def copy_checkpoints(run: Path, dest: Path, steps: list[int] | None = None) -> Path:
+    """Copy run/ckpt to dest/ckpt: all of it, or only the checkpoints of `steps`. Returns dest/ckpt."""
+    if steps is None:
+        shutil.copytree(run / "ckpt", dest / "ckpt")
+    for s in steps or []:
+        shutil.copytree(run / "ckpt" / f"step-{s}", dest / "ckpt" / f"step-{s}")
+    return dest / "ckpt"
+
+
 def final_state(ckpt_root: Path, step: int) -> dict[str, Any]:
     """Load a committed checkpoint into one plain dict (DCP -> torch.save), checking its manifest."""
     from torch.distributed.checkpoint.format_utils import dcp_to_torch_save
@@ -268,8 +288,11 @@ def samples_by_step(record_dir: Path) -> dict[int, list[int]]:
 __all__ = [
     "BASE",
     "PLUGIN",
+    "SAVED_16",
     "Proc",
     "assert_bitwise",
+    "copy_checkpoints",
+    "events",
     "final_state",
     "finished",
     "free_port",

@@ -17,7 +17,7 @@ import pytest
 
 from tests.helpers import procs
 from tests.helpers.session import exclusive, shared_dir
-from tests.helpers.trainer import PY, finished, free_port, run_args
+from tests.helpers.trainer import PY, finished, free_port, run_args, single
 
 
 @pytest.fixture(scope="session")
@@ -65,7 +65,31 @@ def reference(shared: Path, corpus: Path) -> Callable[..., Path]:
                 args = run_args(
                     corpus, d, "--checkpoint.interval-steps", "1000", *extra, steps=steps, samples=True
                 )
+                launched = time.time()
                 finished(d, "ref", nproc, args)
+                # when the launcher started and returned: bounds for the goodput phases (test_goodput.py)
+                (d / "times.json").write_text(json.dumps({"launched": launched, "ended": time.time()}))
+                (d / "done").touch()
+        return d
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def single_run(shared: Path, corpus: Path) -> Callable[..., Path]:
+    """Finished `single` runs (one trainer process, synchronous saves to d/ckpt: tests/helpers/trainer.py),
+    made once per argument list for the session like `reference`. Read-only: a test that damages or resumes
+    its checkpoints works on a copy (tests/helpers/trainer.py copy_checkpoints)."""
+
+    def get(*extra: str) -> Path:
+        key = hashlib.sha256(json.dumps(["single", list(extra)]).encode()).hexdigest()[:16]
+        d = shared / f"single-{key}"
+        with exclusive(shared / f"single-{key}.lock"):
+            if not (d / "done").exists():
+                shutil.rmtree(d, ignore_errors=True)
+                d.mkdir()
+                p = single(d, "run", corpus, *extra)
+                assert p.wait() == 0, p.tail()
                 (d / "done").touch()
         return d
 

@@ -9,27 +9,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers.trainer import assert_bitwise, final_state, finished, launch, run_args, single
+from tests.helpers.trainer import (
+    SAVED_16,
+    assert_bitwise,
+    copy_checkpoints,
+    final_state,
+    finished,
+    launch,
+    run_args,
+    single,
+)
 from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY, CheckpointStore
 from trainer.goodput import HIGH_WATER_FILE
 
 STEPS = 24
 
 
-def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus):
-    ckpt = tmp_path / "ckpt"
-    full = single(
-        tmp_path,
-        "full",
-        corpus,
-        "--steps",
-        "16",
-        "--checkpoint.interval-steps",
-        "4",
-        "--checkpoint.keep",
-        "5",
-    )
-    assert full.wait() == 0, full.tail()
+def test_torn_checkpoints_are_skipped_and_cleaned(tmp_path, corpus, single_run):
+    full = single_run(*SAVED_16)
+    ckpt = copy_checkpoints(full, tmp_path)
     want = final_state(ckpt, 16)
     # step 16: DCP wrote everything but the manifest never came (killed in the commit window)
     (ckpt / "step-16" / "manifest.json").unlink()

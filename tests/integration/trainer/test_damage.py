@@ -15,8 +15,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.helpers.trainer import (
     BASE,
     ENDLESS,
+    SAVED_16,
     Proc,
     assert_bitwise,
+    copy_checkpoints,
     final_state,
     free_port,
     launch,
@@ -49,18 +51,20 @@ def _recommit(d: Path, name: str) -> None:
 
 
 @pytest.mark.slow
-def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used(tmp_path, corpus):
-    ckpt = tmp_path / "ckpt"
-    full = _single(tmp_path, "full", corpus, "--steps", "12")
-    assert full.wait() == 0, full.tail()
-    want = final_state(ckpt, 12)
+def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used(
+    tmp_path, corpus, single_run
+):
+    full = single_run(*SAVED_16)
+    # the run's checkpoints up to step 12 (keep 5, every 4 steps), as if it had ended there
+    ckpt = copy_checkpoints(full, tmp_path, [4, 8, 12])
+    want = final_state(full / "ckpt", 16)
     # bit rot in a committed shard: same size, other bytes
     shard = max((ckpt / "step-12").glob("*.distcp"), key=lambda f: f.stat().st_size)
     blob = bytearray(shard.read_bytes())
     blob[len(blob) // 2] ^= 0xFF
     shard.write_bytes(bytes(blob))
 
-    again = _single(tmp_path, "again", corpus, "--steps", "12")
+    again = _single(tmp_path, "again", corpus, "--steps", "16")
     assert again.wait() == 0, again.tail()
     skipped = again.events("checkpoint_corrupt_skipped")
     assert [e["ckpt_step"] for e in skipped] == [12] and "CRC-32" in skipped[0]["reason"]
@@ -70,8 +74,8 @@ def test_flipped_bytes_of_the_same_size_are_caught_and_the_older_checkpoint_used
     assert skipped[0]["moved_to"] == str(kept)
     assert (kept / shard.name).read_bytes() == bytes(blob)
     assert "CRC-32" in json.loads((kept / SKIPPED).read_text())["reason"]
-    # steps 9..12 redone from step 8 end exactly where the undamaged run ended
-    assert_bitwise(final_state(ckpt, 12), want)
+    # steps 9..16 redone from step 8 end exactly where the undamaged run ended
+    assert_bitwise(final_state(ckpt, 16), want)
 
 
 @pytest.mark.slow
@@ -96,10 +100,8 @@ def test_unloadable_checkpoint_is_skipped_by_all_ranks_and_the_older_one_used(tm
     assert (kept / SKIPPED).exists() and (kept / ".metadata").read_bytes().startswith(b"\x80\x04garbage")
 
 
-def test_no_loadable_checkpoint_left_is_one_line_exit_2(tmp_path, corpus):
-    ckpt = tmp_path / "ckpt"
-    first = _single(tmp_path, "first", corpus, "--steps", "4")
-    assert first.wait() == 0, first.tail()
+def test_no_loadable_checkpoint_left_is_one_line_exit_2(tmp_path, corpus, single_run):
+    ckpt = copy_checkpoints(single_run(*SAVED_16), tmp_path, [4])  # one checkpoint, of step 4
     shard = next((ckpt / "step-4").glob("__0_0.distcp"))
     shard.unlink()  # a shard lost, and the manifest no longer mentions it either
     man = json.loads((ckpt / "step-4" / "manifest.json").read_text())
@@ -113,10 +115,8 @@ def test_no_loadable_checkpoint_left_is_one_line_exit_2(tmp_path, corpus):
     assert not again.events("step_done") and list(ckpt.glob("damaged-step-4-*"))
 
 
-def test_changed_training_config_is_refused_naming_the_keys_unless_allowed(tmp_path, corpus):
-    ckpt = tmp_path / "ckpt"
-    first = _single(tmp_path, "first", corpus, "--steps", "4")
-    assert first.wait() == 0, first.tail()
+def test_changed_training_config_is_refused_naming_the_keys_unless_allowed(tmp_path, corpus, single_run):
+    ckpt = copy_checkpoints(single_run(*SAVED_16), tmp_path, [4])  # one checkpoint, of step 4
 
     changed = _single(tmp_path, "changed", corpus, "--steps", "8", "--lr", "0.01", "--seed", "7")
     assert changed.wait() == 2, changed.tail()

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from contract.recovery import PHASES
-from tests.helpers.trainer import finished, launch, run_args
+from tests.helpers.trainer import events, finished, launch, run_args
 from trainer.contract import ENV_HIGH_WATER_INTERVAL
 from trainer.goodput import HIGH_WATER_FILE
 
@@ -19,14 +19,14 @@ pytestmark = pytest.mark.slow
 STEPS = 16
 
 
-def test_phases_add_up_to_each_process_wall_time(tmp_path, corpus):
-    launched = time.time()
-    run = finished(
-        tmp_path, "run", 2, run_args(corpus, tmp_path, "--checkpoint.interval-steps", "4", steps=STEPS)
-    )
-    ended = time.time()
-    starts = {e["rank"]: e for e in run.events("start")}
-    phases = {e["rank"]: e for e in run.events("phases")}
+def test_phases_add_up_to_each_process_wall_time(reference):
+    # the session's cached 24-step reference run (conftest.py), with the times its launcher started and
+    # returned; its one checkpoint is the final one
+    ref = reference(2, 24)
+    times = json.loads((ref / "times.json").read_text())
+    launched, ended = times["launched"], times["ended"]
+    starts = {e["rank"]: e for e in events(ref / "ref.out", "start")}
+    phases = {e["rank"]: e for e in events(ref / "ref.out", "phases")}
     assert set(phases) == {0, 1}
     for rank, ev in phases.items():
         seconds = ev["seconds"]
@@ -37,7 +37,7 @@ def test_phases_add_up_to_each_process_wall_time(tmp_path, corpus):
         assert ev["ts"] - starts[rank]["ts"] - 0.01 <= total <= ev["ts"] - launched + 0.01
         assert total <= ended - launched
         assert abs(total - ev["wall_s"]) < 0.05, ev
-        # a fresh run: every phase but the redone one took time; steps dominate a 16-step run
+        # a fresh run: every phase but the redone one took time; steps dominate a 24-step run
         assert seconds["redone"] == 0 and ev["steps_redone"] == 0
         assert seconds["startup"] > 0 and seconds["data"] > 0 and seconds["checkpoint_save"] > 0
         assert seconds["checkpoint_load"] > 0 and seconds["step"] > seconds["data"]

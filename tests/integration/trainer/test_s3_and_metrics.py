@@ -74,7 +74,9 @@ def _scrape(port: int) -> dict[str, float]:
 
 
 @pytest.mark.slow
-def test_metrics_endpoint_scraped_and_parsed(tmp_path):
+def test_metrics_endpoint_scraped_then_sigterm_exits_143_after_commit(tmp_path):
+    """The metrics endpoint of a live run, scraped and parsed; then SIGTERM to the launcher, which exits
+    143 once the preemption checkpoint is committed (the launcher's preemption path, on the same run)."""
     port = free_port()
     run = launch(
         tmp_path,
@@ -132,6 +134,8 @@ def test_metrics_endpoint_scraped_and_parsed(tmp_path):
     finally:
         run.signal(signal.SIGTERM)
     assert run.wait() == 143, run.tail()
+    step = run.events("preempted_exit")[0]["ckpt_step"]
+    assert (tmp_path / "ckpt" / f"step-{step}" / "manifest.json").exists()
 
 
 def _started_at(pid: int) -> float:

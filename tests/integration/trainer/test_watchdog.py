@@ -81,13 +81,19 @@ def test_hung_rank_dumps_stacks_exits_124_and_the_group_restarts_from_the_checkp
 
 
 @pytest.mark.slow
-def test_per_rank_compute_time_shows_the_straggler_from_global_rank_0(tmp_path):
+def test_per_rank_compute_time_shows_the_straggler_then_sigusr1_exits_143(tmp_path):
+    """The straggler from global rank 0's metrics; then SIGUSR1 to the launcher is forwarded to the workers,
+    which agree on a preemption for it and exit 143 (the same run: one launcher and its workers)."""
     port = free_port()
     run = launch(
         tmp_path,
         "run",
         2,
-        [*SLEEPY, "--steps", "100000", "--metrics-port", str(port)],
+        [
+            *SLEEPY,
+            *("--steps", "100000", "--metrics-port", str(port)),
+            *("--checkpoint.uri", str(tmp_path / "ckpt")),
+        ],
         extra_env={"SLOW_RANK": "1", "SLOW_S": "0.05"},
     )
     try:
@@ -105,8 +111,9 @@ def test_per_rank_compute_time_shows_the_straggler_from_global_rank_0(tmp_path):
         wall = m[("trainplane_step_seconds", "")]
         assert wall >= 0.09  # everyone's wall time includes the wait: it cannot tell who is slow
     finally:
-        run.signal(signal.SIGTERM)
-    run.wait()
+        run.signal(signal.SIGUSR1)
+    assert run.wait() == 143, run.tail()
+    assert {e["signal"] for e in run.events("preemption_agreed")} == {"SIGUSR1"}
 
 
 def test_watchdog_limit_arms_after_warmup_gives_way_to_saves_and_fires_once():
