@@ -118,8 +118,11 @@ class TrainConfig(_Model):
     parallelism: Literal["ddp", "fsdp"] = "ddp"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
     compile: bool = False
-    compile_backend: str = Field(
-        default="inductor", min_length=1, description="torch.compile backend (e.g. aot_eager: no C++ codegen)"
+    # torch.compile's backends for training that need nothing beyond torch (of the 23 that torch 2.13's
+    # torch._dynamo.list_backends(exclude_tags=()) names, the rest are debugging, testing or optional
+    # openxla/tvm): a misspelt one is refused at load, not at the first forward of a job holding its GPUs.
+    compile_backend: Literal["inductor", "cudagraphs", "aot_eager", "eager"] = Field(
+        default="inductor", description="torch.compile backend (aot_eager: the same tracing, no C++ codegen)"
     )
     num_workers: int = Field(default=0, ge=0)
     threads: int | None = Field(default=None, ge=1, description="torch intra-op threads per process")

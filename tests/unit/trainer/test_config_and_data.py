@@ -49,6 +49,7 @@ def test_flag_shorthand_and_camel_case():
         (["checkpoint.keep=1"], "checkpoint.keep"),
         (["nope=1"], "nope: unknown key"),
         (["precision=fp8"], "precision"),
+        (["compileBackend=inductr"], "compileBackend"),
     ],
 )
 def test_errors_name_the_key_on_one_line(sets, needle):
