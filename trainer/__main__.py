@@ -7,14 +7,36 @@ destroyed. Interpreter teardown has nothing left to save, but it can still crash
 thread aborting once its peer's process is gone ("terminate called without an active exception", exit -6). That
 happened once in CI to a rank that had logged `finished`, and torchrun then restarted the worker group while the
 other node waited at its exit barrier. A raised exception still goes through the interpreter (its traceback).
+
+The configuration is checked before torch is imported (trainer.config and trainer.lifecycle are torch-free):
+a configuration error, exit 2, then costs the process well under a second instead of torch's import
+(about 4 s of CPU measured on the 2-core CI machine), on every rank of the job.
 """
 
 import os
 import sys
 
-from trainer.train import main
+from trainer.config import ConfigError, load_config, parse_args
+from trainer.contract import EXIT_CONFIG
+from trainer.lifecycle import mark_exit
 
-code = main()
+
+def _config_error() -> str | None:
+    try:
+        load_config(*parse_args(None))
+    except ConfigError as e:
+        return str(e)
+    return None
+
+
+if (problem := _config_error()) is not None:
+    print(problem, file=sys.stderr)
+    code = EXIT_CONFIG
+    mark_exit(int(os.environ.get("RANK", 0)), code, ok=())
+else:
+    from trainer.train import main
+
+    code = main()
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(code)

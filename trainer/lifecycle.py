@@ -24,6 +24,7 @@ import ctypes
 import json
 import os
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -57,6 +58,13 @@ def mark(name: str, payload: dict[str, Any] | None = None) -> None:
     if d is not None:
         with contextlib.suppress(OSError):
             (d / name).write_text(json.dumps(payload or {}))
+
+
+def mark_exit(rank: int, code: int, ok: tuple[int, ...]) -> None:
+    """Rank `rank` ends with `code`: the launcher reads why (a code in `ok`, a clean end or a committed
+    preemption, leaves no mark)."""
+    if code not in ok:
+        mark(f"{EXIT_PREFIX}{rank}", {"code": code, "time": time.time()})
 
 
 def new_incarnation() -> None:

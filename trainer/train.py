@@ -333,8 +333,7 @@ class Trainer:
 
 
 def _mark_exit(rank: int, code: int) -> None:
-    if code not in (EXIT_OK, EXIT_PREEMPTED):
-        lifecycle.mark(f"{lifecycle.EXIT_PREFIX}{rank}", {"code": code, "time": time.time()})
+    lifecycle.mark_exit(rank, code, ok=(EXIT_OK, EXIT_PREEMPTED))
 
 
 def main(argv: list[str] | None = None) -> int:

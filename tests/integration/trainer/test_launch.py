@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 
 import pytest
 
 from tests.helpers import procs
-from tests.helpers.trainer import BASE, ENDLESS, PLUGIN, Proc, events, finished, launch, run_args
+from tests.helpers.trainer import BASE, ENDLESS, PLUGIN, ROOT, Proc, events, finished, launch, run_args
 
 
 @pytest.mark.slow
@@ -92,6 +93,22 @@ def test_bad_config_is_one_line_exit_2(tmp_path, args, key):
     assert p.wait() == 2
     err = _one_line_error(p)
     assert err.startswith("config error:") and key in err
+
+
+def test_a_bad_config_is_refused_before_torch_is_imported(tmp_path):
+    # Every rank of a job with a bad config pays this process start: without torch it is a fraction of it.
+    done = procs.run(
+        [sys.executable, "-X", "importtime", "-m", "trainer", "--bogus-key", "1"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    imported = {line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if "|" in line}
+    assert "trainer.config" in imported and "torch" not in imported
+    assert any(line.startswith("config error:") and "bogusKey" in line for line in done.stderr.splitlines())
 
 
 def test_launcher_bad_config_exit_2_before_workers_start(tmp_path):
