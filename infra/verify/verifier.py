@@ -191,20 +191,18 @@ class VerifierDefaults:
 
 
 class FolderVerifier(VerifierDefaults):
-    """A cloud's verifier whose answers live beside it in its folder (`package`, infra/verify/clouds/<cloud>/),
-    one module per concern, each imported when verify first asks: facts.yaml; nodes.py (plan_cluster,
+    """A cloud's verifier whose answers live beside it, in the package its subclass is defined in
+    (infra/verify/clouds/<cloud>/ for the built-in ones: `folder_of`), one module per concern, each imported when verify first asks: facts.yaml; nodes.py (plan_cluster,
     kubernetes_version, pool_nodes, addon_objects, check_gpu_pools); network.py (enforcement); identity.py
     (check_team); cloud_api.py (verify_cloud_api). What differs per cloud (storage paths, create-time
     rules, the fabric) its subclass answers itself."""
 
-    package: str
-
     def part(self, module: str) -> Any:
         """The folder's module `module` (nodes, network, identity, cloud_api, ...)."""
-        return importlib.import_module(f"{self.package}.{module}")
+        return importlib.import_module(f"{folder_of(self)}.{module}")
 
     def verify_facts(self) -> Mapping[str, Any]:
-        return _facts(self.package)
+        return folder_facts(self)
 
     # cluster, pool nodes, add-ons (v1)
     def plan_cluster(self, resources: Sequence[PlanResource]) -> PlanResource | None:
@@ -238,9 +236,18 @@ class FolderVerifier(VerifierDefaults):
         return report
 
 
+def folder_of(verifier: object) -> str:
+    """The package a verifier's class is defined in (infra/verify/clouds/<cloud>/ for the built-in ones)."""
+    return type(verifier).__module__.rpartition(".")[0]
+
+
+def folder_facts(verifier: object) -> Mapping[str, Any]:
+    """The facts.yaml beside a verifier's module, read once per process."""
+    return _facts(folder_of(verifier))
+
+
 @cache
 def _facts(package: str) -> Mapping[str, Any]:
-    """A verifier folder's facts.yaml, read once per process."""
     from components.backends import load_data_file
 
     return load_data_file(package, "facts.yaml")

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
 
 class AwsVerifier(FolderVerifier):
     name = "aws"
-    package = "infra.verify.clouds.aws"
 
     def verify_csi_controller_identity(self, ctx: Context, res: CheckResult, driver: str) -> None:
         from infra.verify.clouds.aws.storage import controller_identity

@@ -18,7 +18,6 @@ if TYPE_CHECKING:
 
 class GcpVerifier(FolderVerifier):
     name = "gcp"
-    package = "infra.verify.clouds.gcp"
 
     def check_fabric(
         self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]

@@ -4,19 +4,16 @@ with no cloud of its own runs on; its facts (facts.yaml) mark what is unknown of
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cache
 from typing import Any
 
-from components.backends import load_data_file
-from infra.verify.verifier import VerifierDefaults
+from infra.verify.verifier import VerifierDefaults, folder_facts
 
 
 class ExistingClusterVerifier(VerifierDefaults):
     name = "kubernetes"
 
-    @cache  # noqa: B019 - one instance for the life of the process
     def verify_facts(self) -> Mapping[str, Any]:
-        return load_data_file("infra.verify.clouds.kubernetes", "facts.yaml")
+        return folder_facts(self)
 
     def adopts_existing_clusters(self) -> bool:
         # The cluster exists: the plan creates none, and a job stack's plan, which names no cloud of
