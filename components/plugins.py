@@ -10,7 +10,6 @@ directory on sys.path (python/cpython@v3.11 Doc/library/importlib.metadata.rst, 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
 from typing import Any, Generic, Protocol, TypeVar
 
 
@@ -24,22 +23,19 @@ T = TypeVar("T", bound=Named)
 class PluginRegistry(Generic[T]):
     """name -> plug-in: "module:attribute" until first asked (imported then), or the object itself."""
 
-    def __init__(
-        self, group: str, kind: str, attribute: str, built_in: Callable[[], dict[str, str]] = dict
-    ) -> None:
+    def __init__(self, group: str, kind: str, attribute: str) -> None:
         self.group = group  # the entry-point group
         self.kind = kind  # what a plug-in is, in messages ("cloud backend")
         self.attribute = attribute  # the module attribute when an entry names none
-        self.built_in = built_in  # entries found without metadata, before the declared ones
         # None until first asked; then the installed entries and what programs registered after them.
         self.entries: dict[str, str | T] | None = None
 
     def installed(self) -> dict[str, str]:
-        """name -> "module:attribute" of the built-in entries, then those installed distributions declare;
+        """name -> "module:attribute" of every plug-in installed distributions declare, sorted by name;
         one name declared with two different targets is refused."""
         from importlib.metadata import entry_points
 
-        found = self.built_in()
+        found: dict[str, str] = {}
         for ep in sorted(entry_points(group=self.group), key=lambda e: (e.name, e.value)):
             if found.setdefault(ep.name, ep.value) != ep.value:
                 raise ValueError(

@@ -2,10 +2,9 @@
 beside the backends' (components/backends.py), and read the same way.
 
 A distribution declares each of its verifiers as an entry point of the group `trainplane.verifiers`
-(name = the backend's name, value = "module:VERIFIER"; trainplane's own three are in its pyproject.toml).
-The built-in verifiers are also found without the metadata, from their folders (infra/verify/clouds/<name>/
-verifier.py), so an install whose metadata predates the group still has them. The registry imports a
-verifier's module on first use, as the backends' registry does.
+(name = the backend's name, value = "module:VERIFIER"; trainplane's own three are in its pyproject.toml,
+and `make venv` reinstalls when it changes). The registry imports a verifier's module on first use, as
+the backends' registry does (components/plugins.py, one registry type for both).
 
 A backend with no verifier is verified as a plain Kubernetes cluster (`VerifierDefaults`), and the report
 says so in one note (`missing_verifier_note`): nothing falls back silently.
@@ -18,7 +17,6 @@ says so in one note (`missing_verifier_note`): nothing falls back silently.
 
 from __future__ import annotations
 
-from importlib import resources
 from typing import TYPE_CHECKING
 
 from components.plugins import PluginRegistry
@@ -30,32 +28,17 @@ if TYPE_CHECKING:
 # The entry-point group a distribution declares its verifiers in (pyproject.toml
 # [project.entry-points."trainplane.verifiers"]).
 VERIFIER_GROUP = "trainplane.verifiers"
-# The package of the built-in verifiers: one folder per cloud, its `verifier.py` holding VERIFIER.
-BUILT_IN_PACKAGE = "infra.verify.clouds"
 DEFAULTS = VerifierDefaults()
 
 
-def built_in_verifiers() -> dict[str, str]:
-    """name -> "module:VERIFIER" of each folder of infra/verify/clouds that holds a verifier.py, sorted by
-    name; reads the package's files, imports nothing."""
-    root = resources.files(BUILT_IN_PACKAGE)
-    return {
-        d.name: f"{BUILT_IN_PACKAGE}.{d.name}.verifier:VERIFIER"
-        for d in sorted(root.iterdir(), key=lambda d: d.name)
-        if d.is_dir() and d.joinpath("verifier.py").is_file()
-    }
-
-
-# name -> "module:attribute" (imported on first use) or the verifier itself: the built-in folders, the
-# installed entry points, then what programs registered.
-_REGISTRY: PluginRegistry[CloudVerifier] = PluginRegistry(
-    VERIFIER_GROUP, "cloud verifier", "VERIFIER", built_in=built_in_verifiers
-)
+# name -> "module:attribute" (imported on first use) or the verifier itself: the installed entry points,
+# sorted by name, then what programs registered.
+_REGISTRY: PluginRegistry[CloudVerifier] = PluginRegistry(VERIFIER_GROUP, "cloud verifier", "VERIFIER")
 
 
 def installed_verifiers() -> dict[str, str]:
-    """name -> "module:attribute" of every verifier: the built-in ones, then those installed distributions
-    declare (entry points of VERIFIER_GROUP). One name declared with two different targets is refused."""
+    """name -> "module:attribute" of every verifier installed distributions declare (entry points of
+    VERIFIER_GROUP), sorted by name. One name declared with two different targets is refused."""
     return _REGISTRY.installed()
 
 
