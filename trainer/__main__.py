@@ -16,27 +16,26 @@ a configuration error, exit 2, then costs the process well under a second instea
 import os
 import sys
 
-from trainer.config import ConfigError, load_config, parse_args
+from trainer.config import ConfigError, TrainConfig, load_config, parse_args
 from trainer.contract import EXIT_CONFIG
 from trainer.lifecycle import mark_exit
 
 
-def _config_error() -> str | None:
+def _config() -> TrainConfig | ConfigError:
     try:
-        load_config(*parse_args(None))
+        return load_config(*parse_args(None))
     except ConfigError as e:
-        return str(e)
-    return None
+        return e
 
 
-if (problem := _config_error()) is not None:
-    print(problem, file=sys.stderr)
+if isinstance(config := _config(), ConfigError):
+    print(str(config), file=sys.stderr)
     code = EXIT_CONFIG
-    mark_exit(int(os.environ.get("RANK", 0)), code, ok=())
+    mark_exit(int(os.environ.get("RANK", 0)), code)
 else:
     from trainer.train import main
 
-    code = main()
+    code = main(config=config)
 sys.stdout.flush()
 sys.stderr.flush()
 os._exit(code)

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from trainer.contract import ENV_LAUNCH_DIR, ENV_LAUNCHER_PID
+from trainer.contract import ENV_LAUNCH_DIR, ENV_LAUNCHER_PID, EXIT_OK, EXIT_PREEMPTED
 
 PREEMPTED, FINISHED, HANG_PREFIX, EXIT_PREFIX = "preempted", "finished", "hang-", "exit-"
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
@@ -60,10 +60,10 @@ def mark(name: str, payload: dict[str, Any] | None = None) -> None:
             (d / name).write_text(json.dumps(payload or {}))
 
 
-def mark_exit(rank: int, code: int, ok: tuple[int, ...]) -> None:
-    """Rank `rank` ends with `code`: the launcher reads why (a code in `ok`, a clean end or a committed
-    preemption, leaves no mark)."""
-    if code not in ok:
+def mark_exit(rank: int, code: int) -> None:
+    """Rank `rank` ends with `code`: the launcher reads why (a clean end or a committed preemption leaves
+    no mark)."""
+    if code not in (EXIT_OK, EXIT_PREEMPTED):
         mark(f"{EXIT_PREFIX}{rank}", {"code": code, "time": time.time()})
 
 

@@ -329,23 +329,19 @@ class Trainer:
         if self.high_water is not None:
             self.high_water.close(timeout_s=1.0)
         lifecycle.mark(f"{lifecycle.HANG_PREFIX}{self.ctx.restart_count}", {"rank": self.ctx.rank})
-        _mark_exit(self.ctx.rank, EXIT_HANG)
+        lifecycle.mark_exit(self.ctx.rank, EXIT_HANG)
 
 
-def _mark_exit(rank: int, code: int) -> None:
-    lifecycle.mark_exit(rank, code, ok=(EXIT_OK, EXIT_PREEMPTED))
-
-
-def main(argv: list[str] | None = None) -> int:
-    code = _main(argv)
-    _mark_exit(int(os.environ.get("RANK", 0)), code)
+def main(argv: list[str] | None = None, config: TrainConfig | None = None) -> int:
+    """Train with `config` (already loaded and checked: python -m trainer), else the one `argv` gives."""
+    code = _main(argv, config)
+    lifecycle.mark_exit(int(os.environ.get("RANK", 0)), code)
     return code
 
 
-def _main(argv: list[str] | None) -> int:
+def _main(argv: list[str] | None, config: TrainConfig | None) -> int:
     try:
-        path, sets = parse_args(argv)
-        return Trainer(load_config(path, sets)).run()
+        return Trainer(config or load_config(*parse_args(argv))).run()
     except CollectiveConfigError as e:
         if int(os.environ.get("RANK", 0)) == 0:  # every rank reached it together: one line, not one per rank
             print(str(e), file=sys.stderr)

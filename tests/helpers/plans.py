@@ -142,8 +142,7 @@ def cached_run_program(
 def plan_object(
     platform: dict[str, Any], stack: str = "test", extra: dict[str, str] | None = None
 ) -> RunResult:
-    """A fresh plan of a platform object given inline."""
-    tiers.note(tiers.PLANS)
+    """A fresh plan of a platform object given inline (the engine notes its tier: tests/conftest.py)."""
     return run_program(config_for(platform, extra), stack)
 
 
