@@ -86,9 +86,8 @@ def _noted_run_function(*args: Any, **kwargs: Any) -> Any:
 
 
 infra.mockcloud.run_function = _noted_run_function  # type: ignore[assignment]
+
 INTEGRATION_DIR = ROOT / "tests" / "integration"
-
-
 PLANS_MODULE = "pytestmark = pytest.mark.plans"
 
 
@@ -119,10 +118,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if INTEGRATION_DIR in item.path.parents:
             item.add_marker(pytest.mark.integration)
     if config.getoption("--fast"):
-        heavy = [i for i in items if i.get_closest_marker("plans") or i.get_closest_marker("integration")]
+        fast, heavy = [], []
+        for item in items:
+            tiered = item.get_closest_marker("plans") or item.get_closest_marker("integration")
+            (heavy if tiered else fast).append(item)
         if heavy:
             config.hook.pytest_deselected(items=heavy)
-            items[:] = [i for i in items if i not in heavy]
+            items[:] = fast
 
 
 @pytest.hookimpl(wrapper=True)
