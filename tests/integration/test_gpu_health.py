@@ -162,7 +162,10 @@ def test_rediagnosis_waits_for_the_terminating_gpu_pods_and_retries_a_skipped_ru
     train = pod("train-0", "bad", gpus=8)
     train["spec"]["terminationGracePeriodSeconds"] = 120
     kube = FakeKube([kube_node("bad"), diag_pod("bad"), train], prometheus=[xid("bad", 79)], graceful=True)
-    config = {"quarantine": {"evictGpuPods": True, "rediagnoseBackoffSeconds": 1}}
+    # The fake API server keeps an evicted diagnostic pod, which the operator retries once the backoff has
+    # passed (its deletion "did not take"): 3 s rather than 1 s, so that a loaded machine reading the first
+    # rerun's count late does not find the retry's count (seen: '2' for '1' with 1 s on a loaded CI run).
+    config = {"quarantine": {"evictGpuPods": True, "rediagnoseBackoffSeconds": 3}}
     with operator(tmp_path, kube, **config) as proc:
         wait_for("GPU pod evicted", lambda: ("team-a", "train-0") in kube.evictions, proc)
         assert kube.get_obj("pods", "train-0", "team-a")["metadata"]["deletionTimestamp"]
