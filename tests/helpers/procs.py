@@ -5,6 +5,7 @@
   standard library's kills only the direct child: a launcher's workers would stay);
 - `group_process(args, ...)`: spawn, as a context manager that stops the group on leaving;
 - `stop(proc)`: SIGTERM to its group, then SIGKILL what is left;
+- `adopt(proc)`: register a process started in a session of its own by other means (a warm start);
 - `kill(proc)` / `kill_all()`: SIGKILL to a group / to every group still registered (tests/conftest.py calls
   kill_all at session end and on SIGTERM/SIGHUP).
 
@@ -81,6 +82,15 @@ def spawn(args: Sequence[str | os.PathLike[str]], **kwargs: Any) -> subprocess.P
     return proc
 
 
+def adopt(proc: Any) -> Any:
+    """Register a process started in a new session by other means (a warm start, tests/helpers/warm.py)
+    as spawn registers its own: killed with its group on teardown, by the reaper if this process dies."""
+    tiers.note(tiers.INTEGRATION)
+    _live[proc.pid] = proc
+    _tell_reaper(f"+{proc.pid}")
+    return proc
+
+
 def kill(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the process group `proc` leads (it and what it started), reap it and unregister it."""
     try:
@@ -89,7 +99,7 @@ def kill(proc: subprocess.Popen[Any]) -> None:
         pass
     try:
         proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
+    except (subprocess.TimeoutExpired, RuntimeError):  # RuntimeError: a warm start's starter went first
         pass
     forget(proc)
 

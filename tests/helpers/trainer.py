@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from tests.helpers import procs
+from tests.helpers.warm import Starter, eligible
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
@@ -112,8 +113,23 @@ def events(out: Path, name: str | None = None) -> list[dict[str, Any]]:
     return evs
 
 
+# Warm starts (tests/helpers/warm.py): a `python -m trainer...` process forked from a starter that has
+# imported torch, unless its start needs what a fork cannot give (warm.eligible) or the test says warm=False.
+# TRAINPLANE_TEST_COLD=1 makes every start cold, as before, to rule the starter out when a test fails.
+WARM = os.environ.get("TRAINPLANE_TEST_COLD", "") in ("", "0")
+_starter: list[Starter] = []
+
+
+def starter() -> Starter:
+    """This test process's starter (one per xdist worker), made on first use."""
+    if not _starter:
+        _starter.append(Starter(Path(tempfile.mkdtemp(prefix="tp-warm-")), env(), procs.spawn))
+    return _starter[0]
+
+
 class Proc:
-    """A trainer or launcher process whose stdout (JSON events) and stderr go to files."""
+    """A trainer or launcher process whose stdout (JSON events) and stderr go to files (started warm when it
+    can be: `starter`)."""
 
     def __init__(
         self,
@@ -122,19 +138,20 @@ class Proc:
         name: str,
         extra_env: dict[str, str] | None = None,
         new_session: bool = True,
+        warm: bool = True,
     ) -> None:
         self.out = workdir / f"{name}.out"
         self.err = workdir / f"{name}.err"
         self.args = args
-        with open(self.out, "wb") as o, open(self.err, "wb") as e:
-            self.p = procs.spawn(
-                [PY, *args],
-                cwd=workdir,
-                stdout=o,
-                stderr=e,
-                env=env(**(extra_env or {})),
-                start_new_session=new_session,
-            )
+        e_ = env(**(extra_env or {}))
+        with open(self.out, "wb") as o, open(self.err, "wb") as e, open(os.devnull, "rb") as i:
+            self.p: Any
+            if warm and WARM and eligible(args, e_, starter().env, [i.fileno(), o.fileno(), e.fileno()]):
+                self.p = procs.adopt(starter().start(args, workdir, e_, [i, o, e]))
+            else:
+                self.p = procs.spawn(
+                    [PY, *args], cwd=workdir, stdout=o, stderr=e, env=e_, start_new_session=new_session
+                )
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:
         return events(self.out, name)
