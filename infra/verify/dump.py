@@ -154,7 +154,9 @@ def _from_mockplan(path: Path, doc: Mapping[str, Any]) -> Plan:
     if reads and not outputs.get("nodePools"):
         # A job stack: it reads its platform's outputs and has no node pools of its own. Its config is
         # not recorded; the platform stack it names is the one it read.
-        job = _build(path, stack, resources, outputs, {"platformStack": reads[0]}, None, f"dump {path}", "job")
+        job = _build(
+            path, stack, resources, outputs, {"platformStack": reads[0]}, None, f"dump {path}", "job"
+        )
         if on_existing_cluster(job.cloud):
             return job
     return _build(path, stack, resources, outputs, None, None, f"dump {path}", None)

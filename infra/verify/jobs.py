@@ -175,11 +175,7 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
             for _, job in runtime_jobs(plan):
                 sel = (((job.spec.get("template") or {}).get("spec") or {}).get("nodeSelector")) or {}
                 pool = next(
-                    (
-                        p.name
-                        for p in (plan.platform.node_pools if plan.platform else [])
-                        if p.labels == sel
-                    ),
+                    (p.name for p in (plan.platform.node_pools if plan.platform else []) if p.labels == sel),
                     "",
                 )
                 team = job.namespace or ""

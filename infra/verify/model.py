@@ -280,9 +280,7 @@ def build(
     )
 
 
-def typed_outputs(
-    stack: str, kind: str, outputs: Mapping[str, Any], model: type[M], of: str
-) -> M | None:
+def typed_outputs(stack: str, kind: str, outputs: Mapping[str, Any], model: type[M], of: str) -> M | None:
     """A `of` stack's outputs parsed into `model` (keys it does not know ignored, keys a stack deployed
     before them lacks defaulted); None for a stack of another kind or one with no outputs recorded.
     PlanError naming the first key it refuses."""

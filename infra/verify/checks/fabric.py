@@ -59,9 +59,7 @@ def _trainer(pod: TrainingPod) -> Mapping[str, Any]:
 def _pod_problems(pod: TrainingPod, pool: NodePoolInfo, fabric: PodFabric) -> list[str]:
     out: list[str] = []
     annotations = (pod.template.get("metadata") or {}).get("annotations") or {}
-    out += [
-        f"annotation {k}" for k, v in fabric.annotations.items() if annotations.get(k) != v
-    ]
+    out += [f"annotation {k}" for k, v in fabric.annotations.items() if annotations.get(k) != v]
     inits = {c.get("name"): c for c in pod.pod_spec.get("initContainers") or []}
     for sc in fabric.sidecars:
         got = inits.get(sc.get("name"))

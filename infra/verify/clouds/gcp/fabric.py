@@ -49,9 +49,7 @@ def _check_networks(
     plan, name = ctx.platform, pool.name
     networks = _pod_networks(fabric)
     if not networks:
-        res.fail(
-            f"pool {name}: fabric {fabric.kind} names no pod networks in {INTERFACES}", f"pool {name}"
-        )
+        res.fail(f"pool {name}: fabric {fabric.kind} names no pod networks in {INTERFACES}", f"pool {name}")
         return
     vpcs, subnets = _by_name(plan, GCP_NETWORK), _by_name(plan, GCP_SUBNET)
     attached: list[str] = []

@@ -16,6 +16,7 @@ from infra.verify.charts import DaemonSetModel
 from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes
 
 if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo
     from infra.verify.charts import ChartModel
     from infra.verify.context import Context
     from infra.verify.model import Plan, PlanResource
