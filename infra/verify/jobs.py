@@ -133,7 +133,7 @@ def _job_run(platform_outputs: str, job: str) -> tuple[tuple[PlanResource, ...],
     spec = json.loads(job)
     refs = {str(spec["platformStack"]): json.loads(platform_outputs)}
     result = run_program({"trainplane:job": job}, str(spec["name"]), stack_refs=refs)
-    plan = from_run(result)
+    plan = from_run(result, kind="job")
     return plan.resources, dict(plan.outputs)
 
 
