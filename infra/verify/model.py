@@ -247,8 +247,9 @@ def build(
     kind: str | None = None,
 ) -> Plan:
     """The plan; `kind` where the caller knows what the stack is (a dump records it), else guessed: a job
-    has a platform, or reads one and has no cluster or pools of its own. PlanError when the outputs are
-    not those of the stack's kind (a platform's that PlatformOutputs refuses)."""
+    has a platform, or reads one and has no cluster or pools of its own; a fleet exports `fleetName`. PlanError
+    when the outputs are not those of the stack's kind (a platform's that PlatformOutputs refuses, a fleet's
+    that FleetOutputs does)."""
     resources = tuple(r if isinstance(r, PlanResource) else _resource(r) for r in raw_resources)
     outputs = normal(dict(outputs or {}))
     is_job = platform is not None or (
@@ -256,7 +257,9 @@ def build(
         and on_existing_cluster(_cloud(resources, outputs, config))
         and not outputs.get("nodePools")
     )
-    kind = kind or ("job" if is_job else "platform")
+    if kind is None:
+        # A fleet exports its name (what a job stack on it checks first: components/job_fleet_stack.py).
+        kind = "job" if is_job else "fleet" if outputs.get("fleetName") is not None else "platform"
     if is_job and platform is not None:
         cloud, version = platform.cloud, platform.kubernetes_version
     else:

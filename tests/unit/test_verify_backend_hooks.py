@@ -52,6 +52,8 @@ class _ToyBackend(BackendDefaults):
     """A fourth cloud: the library's hooks are the defaults."""
 
     name = "toy-v1"
+    # The protocol's one attribute BackendDefaults does not give (PlatformOutputs reads it for its default).
+    preemption_grace_seconds = 120
 
 
 class _ToyVerifier(VerifierDefaults):
