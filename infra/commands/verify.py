@@ -38,7 +38,10 @@ def _verify_plan(args: argparse.Namespace, console: Console) -> int:
         raise UsageError(["verify needs a STACK (or --dump FILE)"])
     else:
         refs = read_refs(args.ref) if args.ref else None
-        plan = plan_from_stack(args.stack, refs)
+        try:
+            plan = plan_from_stack(args.stack, refs)
+        except PlanError as e:  # outputs (recorded with --ref) that are not their stack's kind's
+            raise UsageError([str(e)]) from None
         if args.kubeconfig or args.context:
             from infra.verify.fleet_live import verify_fleet_live
             from infra.verify.live import LiveError, verify_live

@@ -14,6 +14,7 @@ from infra.verify.verifiers import cloud_verifier
 
 if TYPE_CHECKING:
     from components.backends import CloudBackend
+    from components.outputs import NodePoolInfo, TeamOutput
     from infra.verify.verifier import CloudVerifier
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -71,20 +72,21 @@ class Context:
             objs += self.plan.objects("NetworkPolicy")
         return [dict(o.body) for o in objs]
 
-    def team(self, name: str) -> dict[str, Any] | None:
-        return next((dict(t) for t in self.platform.teams if t.get("name") == name), None)
+    def team(self, name: str) -> TeamOutput | None:
+        return self.platform.platform_outputs.team(name) if self.platform.platform_outputs else None
 
-    def pool(self, name: str) -> dict[str, Any] | None:
-        return next((dict(p) for p in self.platform.node_pools if p.get("name") == name), None)
+    def pool(self, name: str) -> NodePoolInfo | None:
+        return self.platform.platform_outputs.pool(name) if self.platform.platform_outputs else None
 
-    def gpu_pools(self) -> list[dict[str, Any]]:
-        return [dict(p) for p in self.platform.node_pools if p.get("gpu")]
+    def gpu_pools(self) -> list[NodePoolInfo]:
+        return [p for p in self.platform.node_pools if p.gpu]
 
-    def pool_taints(self, pool: dict[str, Any]) -> list[dict[str, Any]]:
-        """The taints the pool's nodes carry: the pool's own plus those the cloud adds."""
-        taints = [dict(t) for t in pool.get("taints") or []]
+    def pool_taints(self, pool: NodePoolInfo | None) -> list[dict[str, Any]]:
+        """The taints the pool's nodes carry: the pool's own plus those the cloud adds (None: a pool the
+        platform does not have, whose nodes carry only the cloud's taints for every node)."""
+        taints = [t.as_k8s() for t in pool.taints] if pool else []
         for t in F.cloud(self.platform.cloud).get("taints") or []:
-            if t.get("gpuOnly") and not pool.get("gpu"):
+            if t.get("gpuOnly") and not (pool and pool.gpu):
                 continue
             taint = {"key": t["key"], "value": t.get("value", ""), "effect": t["effect"]}
             if taint not in taints:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +128,8 @@ def _plan_from_doc(path: Path, doc: Mapping[str, Any], source: str, where: str =
             raise PlanError(f"{path}:{where} the embedded platform is a {platform.kind}'s plan")
     resources = _resources(path, doc.get("resources"), "dependencies")
     stack = str(doc.get("stack") or path.stem)
-    plan = build(stack, resources, _outputs(path, doc, where), config, platform, source)
-    # The recorded kind wins over build's guess (a job dump may leave its platform to --ref).
-    return plan if plan.kind == kind else replace(plan, kind=kind)
+    # The recorded kind, not build's guess (a job dump may leave its platform to --ref).
+    return _build(path, stack, resources, _outputs(path, doc, where), config, platform, source, kind)
 
 
 def _from_product(path: Path, doc: Mapping[str, Any]) -> Plan:
@@ -151,13 +149,34 @@ def _from_mockplan(path: Path, doc: Mapping[str, Any]) -> Plan:
         raise PlanError(f"{path}: the dump records a failed run: {doc['error']}")
     resources = _resources(path, doc.get("resources"), "deps")
     outputs = _outputs(path, doc)
-    plan = build(str(doc.get("stack") or path.stem), resources, outputs, None, None, f"dump {path}")
+    stack = str(doc.get("stack") or path.stem)
     reads = [str(r) for r in doc.get("stack_references") or []]
-    if reads and not outputs.get("nodePools") and on_existing_cluster(plan.cloud):
+    if reads and not outputs.get("nodePools"):
         # A job stack: it reads its platform's outputs and has no node pools of its own. Its config is
         # not recorded; the platform stack it names is the one it read.
-        plan = replace(plan, kind="job", config={"platformStack": reads[0]})
-    return plan
+        job = _build(
+            path, stack, resources, outputs, {"platformStack": reads[0]}, None, f"dump {path}", "job"
+        )
+        if on_existing_cluster(job.cloud):
+            return job
+    return _build(path, stack, resources, outputs, None, None, f"dump {path}", None)
+
+
+def _build(
+    path: Path,
+    stack: str,
+    resources: list[Mapping[str, Any]],
+    outputs: Mapping[str, Any],
+    config: Mapping[str, Any] | None,
+    platform: Plan | None,
+    source: str,
+    kind: str | None,
+) -> Plan:
+    """`build`, its PlanError (outputs its kind refuses) naming the dump file."""
+    try:
+        return build(stack, resources, outputs, config, platform, source, kind=kind)
+    except PlanError as e:
+        raise PlanError(f"{path}: {e}") from None
 
 
 def read_dump(path: str | Path) -> Plan:
@@ -212,14 +231,14 @@ def recovered_job_config(job: Plan, platform: Plan) -> dict[str, Any] | None:
         pools: list[str] = []
         for term in terms or [None]:
             for p in platform.node_pools:
-                labels = dict(p.get("labels") or {})
+                labels = dict(p.labels)
                 fits = (
                     labels == selector
                     if term is None
                     else selector.items() <= labels.items() and _matches(labels, term)
                 )
-                if fits and p["name"] not in pools:
-                    pools.append(str(p["name"]))
+                if fits and p.name not in pools:
+                    pools.append(p.name)
         if not pools:
             return None
         config: dict[str, Any] = {"team": obj.namespace or "", "nodePool": pools[0]}

@@ -13,7 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from infra.verify.model import K8sObject, Plan
+from components.job_fleet_stack import FleetOutputs
+from infra.verify.model import K8sObject, Plan, typed_outputs
 
 MANAGER = "manager"
 
@@ -55,12 +56,11 @@ class FleetPlan:
         return next((w for w in self.workers if w.name == name), None)
 
 
-def dispatch_order(spec: Any, outputs: Mapping[str, Any]) -> list[str]:
+def dispatch_order(spec: Any, outputs: FleetOutputs | None) -> list[str]:
     """The workers' names in dispatch order: the fleet stack's `workers` output (name, order), else the
     spec's list."""
-    rows = [w for w in outputs.get("workers") or [] if isinstance(w, Mapping) and "name" in w]
-    if rows:
-        return [str(w["name"]) for w in sorted(rows, key=lambda w: int(w.get("order", 0)))]
+    if outputs is not None and outputs.workers:
+        return [w.name for w in outputs.dispatch_order()]
     return [w.name for w in spec.workers]
 
 
@@ -69,8 +69,8 @@ def split_by_cluster(
 ) -> dict[str, tuple[K8sObject, ...]]:
     """The fleet plan's objects by the cluster their provider reaches (module docstring)."""
     providers = {r.urn: r for r in plan.resources if r.type == "pulumi:providers:kubernetes"}
-    kubeconfigs = {MANAGER: manager.outputs.get("kubeconfig")}
-    kubeconfigs.update({w.name: w.plan.outputs.get("kubeconfig") for w in workers})
+    kubeconfigs = {MANAGER: _kubeconfig(manager)}
+    kubeconfigs.update({w.name: _kubeconfig(w.plan) for w in workers})
 
     def cluster(obj: K8sObject) -> str:
         urn = (obj.resource.provider or "").rsplit("::", 1)[0]
@@ -93,13 +93,29 @@ def split_by_cluster(
     return {k: tuple(v) for k, v in out.items()}
 
 
+def _kubeconfig(platform: Plan) -> str | None:
+    return platform.platform_outputs.kubeconfig if platform.platform_outputs else None
+
+
 def fleet_plan(spec: Any, plan: Plan, manager: Plan, workers: dict[str, tuple[str, Plan]]) -> Plan:
-    """The fleet stack's plan as verify runs it: kind "fleet", the FleetPlan in `fleet`."""
-    order = dispatch_order(spec, plan.outputs)
+    """The fleet stack's plan as verify runs it: kind "fleet", its outputs parsed as a fleet's
+    (FleetOutputs; PlanError naming the key it refuses), the FleetPlan in `fleet`."""
+    outputs = (
+        plan.fleet_outputs
+        if plan.kind == "fleet"
+        else typed_outputs(plan.stack, "fleet", plan.outputs, FleetOutputs, "fleet")
+    )
+    order = dispatch_order(spec, outputs)
     ws = [FleetWorkerPlan(n, workers[n][0], workers[n][1]) for n in order if n in workers]
     fp = FleetPlan(spec, plan, manager, tuple(ws), split_by_cluster(plan, manager, ws))
     return replace(
-        plan, kind="fleet", cloud=manager.cloud, kubernetes_version=manager.kubernetes_version, fleet=fp
+        plan,
+        kind="fleet",
+        cloud=manager.cloud,
+        kubernetes_version=manager.kubernetes_version,
+        fleet=fp,
+        platform_outputs=None,
+        fleet_outputs=outputs,
     )
 
 
@@ -137,7 +153,7 @@ def fleet_from_stack(sf: Any, refs: Mapping[str, Any] | None = None) -> Plan:
     outputs = {spec.manager.platform_stack: dict(manager.outputs)}
     outputs.update({stack: dict(p.outputs) for stack, p in workers.values()})
     raw = sf.object("trainplane:fleet")
-    plan = from_run(run_stack(sf, {**refs, **outputs}), raw if isinstance(raw, dict) else None)
+    plan = from_run(run_stack(sf, {**refs, **outputs}), raw if isinstance(raw, dict) else None, kind="fleet")
     return fleet_plan(spec, plan, manager, workers)
 
 

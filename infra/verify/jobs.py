@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from components.outputs import NodePoolInfo, TeamOutput
 from infra.verify.model import K8sObject, Plan, PlanResource, build, from_run
 
 PLATFORM_STACK = "organization/trainplane/{stack}"
@@ -73,42 +74,42 @@ class TrainingPod:
         return f"{self.runtime} {self.namespace}/{self.job.name} (pool {self.pool})"
 
 
-def largest_job(team: Mapping[str, Any], pool: Mapping[str, Any]) -> tuple[int, int] | None:
+def largest_job(team: TeamOutput, pool: NodePoolInfo) -> tuple[int, int] | None:
     """(nodes, GPUs per node) of the largest job `team` may run on `pool`, None if none fits.
 
     Whole nodes first (training jobs take a node's GPUs), as many as the team's GPU quota and the pool's
     maximum allow; a quota smaller than a node gets one node with the quota's GPUs.
     """
-    quota = int(team.get("gpuQuota") or 0)
-    per_node = int(pool.get("gpusPerNode") or 0)
+    quota = team.gpu_quota
+    per_node = pool.gpus_per_node
     if quota <= 0 or per_node <= 0:
         return None
     gpus = min(per_node, quota)
-    nodes = min(quota // gpus, int(pool.get("maxNodes") or 1))
+    nodes = min(quota // gpus, pool.max_nodes or 1)
     return (nodes, gpus) if nodes >= 1 else None
 
 
-def job_config(platform: Plan, team: Mapping[str, Any], pool: Mapping[str, Any]) -> dict[str, Any] | None:
+def job_config(platform: Plan, team: TeamOutput, pool: NodePoolInfo) -> dict[str, Any] | None:
     size = largest_job(team, pool)
     if size is None:
         return None
     nodes, gpus = size
-    name = re.sub(r"[^a-z0-9-]", "-", f"verify-{team['name']}-{pool['name']}".lower())[:40].rstrip("-")
-    storage = list(team.get("storage") or [])
+    name = re.sub(r"[^a-z0-9-]", "-", f"verify-{team.name}-{pool.name}".lower())[:40].rstrip("-")
+    storage = list(team.storage)
     volumes = [{"storage": s, "mountPath": f"/mnt/{s}", "readOnly": False} for s in storage]
     job: dict[str, Any] = {
         "platformStack": PLATFORM_STACK.format(stack=platform.stack),
         "name": name,
-        "team": team["name"],
+        "team": team.name,
         "image": VERIFY_IMAGE,
-        "nodePool": pool["name"],
+        "nodePool": pool.name,
         "nodes": {"min": nodes, "max": nodes},
         "gpusPerNode": gpus,
-        "spot": pool.get("capacity") == "spot",
+        "spot": pool.capacity == "spot",
         "trainer": {"globalBatchSize": nodes * gpus, "microBatchSize": 1},
         "volumes": volumes,
     }
-    store = platform.outputs.get("objectStore")
+    store = platform.platform_outputs.object_store if platform.platform_outputs else None
     if store:
         job["checkpoint"] = {"uri": f"{store}://auto"}
     elif volumes:
@@ -132,7 +133,7 @@ def _job_run(platform_outputs: str, job: str) -> tuple[tuple[PlanResource, ...],
     spec = json.loads(job)
     refs = {str(spec["platformStack"]): json.loads(platform_outputs)}
     result = run_program({"trainplane:job": job}, str(spec["name"]), stack_refs=refs)
-    plan = from_run(result)
+    plan = from_run(result, kind="job")
     return plan.resources, dict(plan.outputs)
 
 
@@ -174,11 +175,7 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
             for _, job in runtime_jobs(plan):
                 sel = (((job.spec.get("template") or {}).get("spec") or {}).get("nodeSelector")) or {}
                 pool = next(
-                    (
-                        p["name"]
-                        for p in (plan.platform.node_pools if plan.platform else [])
-                        if p.get("labels") == sel
-                    ),
+                    (p.name for p in (plan.platform.node_pools if plan.platform else []) if p.labels == sel),
                     "",
                 )
                 team = job.namespace or ""
@@ -187,7 +184,7 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
     pods: list[TrainingPod] = []
     for team_out in plan.teams:
         for pool_out in plan.node_pools:
-            if not pool_out.get("gpu"):
+            if not pool_out.gpu:
                 continue
             job_cfg = job_config(plan, team_out, pool_out)
             if job_cfg is None:
@@ -197,11 +194,11 @@ def training_pods(plan: Plan) -> tuple[list[TrainingPod], list[str]]:
             except Exception as e:  # the job stack refuses the platform: that is a finding
                 first = str(e).strip().splitlines()
                 problems.append(
-                    f"team {team_out['name']} cannot run a {job_cfg['nodes']['max']}x{job_cfg['gpusPerNode']}-GPU job on "
-                    f"pool {pool_out['name']}: {first[-1] if first else type(e).__name__}"
+                    f"team {team_out.name} cannot run a {job_cfg['nodes']['max']}x{job_cfg['gpusPerNode']}-GPU job on "
+                    f"pool {pool_out.name}: {first[-1] if first else type(e).__name__}"
                 )
                 continue
-            pod = _pod_of(job_plan, team_out["name"], pool_out["name"], True)
+            pod = _pod_of(job_plan, team_out.name, pool_out.name, True)
             if pod:
                 pods.append(pod)
     return pods, problems

@@ -12,19 +12,25 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
 
 from components.backends import CloudBackend, backend, backend_names
+from components.job_fleet_stack import FleetOutputs
+from components.outputs import NodePoolInfo, PlatformOutputs, TeamOutput
 from infra.resources import HELM_RELEASE, Resource, Resources, normal
 from infra.verify.verifiers import cloud_verifier, verifier
 
 # The engine's record of a resource is the plan's: one model (infra/resources.py), under verify's name.
 PlanResource = Resource
+M = TypeVar("M", bound=BaseModel)
 STACK_REFERENCE = "pulumi:pulumi:StackReference"
 
 
 class PlanError(Exception):
-    """A plan that cannot be read (bad dump file, unknown format): one line naming the file."""
+    """A plan that cannot be read (bad dump file, unknown format, a platform's outputs that are not
+    PlatformOutputs): one line naming the file or the key."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +101,12 @@ class Plan(Resources):
     _objects: tuple[K8sObject, ...] = field(default=(), repr=False)
     # A fleet stack's plan: its manager's and workers' plans too (infra/verify/fleet_model.FleetPlan).
     fleet: Any = field(default=None, repr=False)
+    # The outputs parsed into the stack's own typed contract, once, by `build`: a platform's
+    # (components/outputs.py) and a fleet's (components/job_fleet_stack.py); None for the other kinds (a
+    # job's outputs are its own) and for a plan that records no outputs. Checks read these; `outputs`
+    # keeps the wire form, for what hands the outputs on (a job program's stack references, dumps).
+    platform_outputs: PlatformOutputs | None = field(default=None, repr=False)
+    fleet_outputs: FleetOutputs | None = field(default=None, repr=False)
 
     # ---- lookups (of_type, by_urn, named, children: Resources) -------------------------------------
     def objects(self, kind: str | None = None, namespace: str | None = None) -> list[K8sObject]:
@@ -137,7 +149,9 @@ class Plan(Resources):
                 kept.append(r)
             elif not new.get("__drop__"):
                 kept.append(replace(r, inputs=normal(dict(new))))
-        return build(self.stack, tuple(kept), self.outputs, self.config, self.platform, self.source)
+        return build(
+            self.stack, tuple(kept), self.outputs, self.config, self.platform, self.source, kind=self.kind
+        )
 
     def with_platform(self, platform: Plan) -> Plan:
         return build(self.stack, self.resources, self.outputs, self.config, platform, self.source)
@@ -146,12 +160,14 @@ class Plan(Resources):
         return iter(self._objects)
 
     @property
-    def teams(self) -> list[Mapping[str, Any]]:
-        return list(self.outputs.get("teams") or [])
+    def teams(self) -> list[TeamOutput]:
+        """The platform's teams (none for a plan that is not a platform's)."""
+        return list(self.platform_outputs.teams) if self.platform_outputs else []
 
     @property
-    def node_pools(self) -> list[Mapping[str, Any]]:
-        return list(self.outputs.get("nodePools") or [])
+    def node_pools(self) -> list[NodePoolInfo]:
+        """The platform's node pools (none for a plan that is not a platform's)."""
+        return list(self.platform_outputs.node_pools) if self.platform_outputs else []
 
     @property
     def minor(self) -> tuple[int, int] | None:
@@ -227,7 +243,13 @@ def build(
     config: Mapping[str, Any] | None = None,
     platform: Plan | None = None,
     source: str = "offline plan",
+    *,
+    kind: str | None = None,
 ) -> Plan:
+    """The plan; `kind` where the caller knows what the stack is (a dump records it), else guessed: a job
+    has a platform, or reads one and has no cluster or pools of its own; a fleet exports `fleetName`. PlanError
+    when the outputs are not those of the stack's kind (a platform's that PlatformOutputs refuses, a fleet's
+    that FleetOutputs does)."""
     resources = tuple(r if isinstance(r, PlanResource) else _resource(r) for r in raw_resources)
     outputs = normal(dict(outputs or {}))
     is_job = platform is not None or (
@@ -235,6 +257,9 @@ def build(
         and on_existing_cluster(_cloud(resources, outputs, config))
         and not outputs.get("nodePools")
     )
+    if kind is None:
+        # A fleet exports its name (what a job stack on it checks first: components/job_fleet_stack.py).
+        kind = "job" if is_job else "fleet" if outputs.get("fleetName") is not None else "platform"
     if is_job and platform is not None:
         cloud, version = platform.cloud, platform.kubernetes_version
     else:
@@ -248,18 +273,43 @@ def build(
         outputs=outputs,
         cloud=cloud,
         kubernetes_version=version,
-        kind="job" if is_job else "platform",
+        kind=kind,
         config=config,
         platform=platform,
         source=source,
         _objects=objects,
+        platform_outputs=typed_outputs(stack, kind, outputs, PlatformOutputs, "platform"),
+        fleet_outputs=typed_outputs(stack, kind, outputs, FleetOutputs, "fleet"),
     )
 
 
-def from_run(result: Any, config: Mapping[str, Any] | None = None, platform: Plan | None = None) -> Plan:
+def typed_outputs(stack: str, kind: str, outputs: Mapping[str, Any], model: type[M], of: str) -> M | None:
+    """A `of` stack's outputs parsed into `model` (keys it does not know ignored, keys a stack deployed
+    before them lacks defaulted); None for a stack of another kind or one with no outputs recorded.
+    PlanError naming the first key it refuses."""
+    if kind != of or not outputs:
+        return None
+    try:
+        return model.model_validate(outputs)
+    except ValidationError as e:
+        from trainer.contract import format_validation_error
+
+        first = format_validation_error(e, model, "outputs")[0]
+        raise PlanError(f"stack {stack}: {first} (the {of} stack's outputs)") from None
+
+
+def from_run(
+    result: Any,
+    config: Mapping[str, Any] | None = None,
+    platform: Plan | None = None,
+    *,
+    kind: str | None = None,
+) -> Plan:
     """A plan from `infra.mockcloud.RunResult` (what `trainplane plan` runs): its very records, which the
-    engine already holds with the program's numbers (infra/resources.py)."""
-    return build(result.stack, tuple(result.resources), result.outputs, config, platform, "offline plan")
+    engine already holds with the program's numbers (infra/resources.py); `kind` as for `build`."""
+    return build(
+        result.stack, tuple(result.resources), result.outputs, config, platform, "offline plan", kind=kind
+    )
 
 
 # How the engine records a secret value in a resource's inputs (pulumi/pulumi@v3.272.0

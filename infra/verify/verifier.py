@@ -16,6 +16,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo, TeamOutput
     from components.spec import PlatformSpec
     from infra.verify.charts import ChartModel
     from infra.verify.checks.pool_nodes import PoolNodes
@@ -25,10 +26,10 @@ if TYPE_CHECKING:
     from infra.verify.report import CheckResult, Report
 
 # A GPU pool of the platform outputs with the nodes the plan gives it (verify's scheduling check).
-GpuPools = Sequence[tuple[Mapping[str, Any], "PoolNodes"]]
+GpuPools = Sequence[tuple["NodePoolInfo", "PoolNodes"]]
 # verify `identity`: (ctx, res, team, its ServiceAccount) -> the object key patterns the team's cloud
 # identity may write (checkpoint URIs must fall inside them).
-TeamIdentityCheck = Callable[["Context", "CheckResult", Mapping[str, Any], "K8sObject"], list[str]]
+TeamIdentityCheck = Callable[["Context", "CheckResult", "TeamOutput", "K8sObject"], list[str]]
 
 # The facts of a cloud with no verifier: nothing is known offline (the markers an existing cluster's
 # facts use, infra/verify/clouds/kubernetes/facts.yaml), so each check reads the plan alone.
@@ -67,7 +68,7 @@ class CloudVerifier(Protocol):
         already exists, as a job stack's plan does)."""
         ...
 
-    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+    def pool_nodes(self, ctx: Context, pool: NodePoolInfo) -> PoolNodes | None:
         """The nodes the plan's cloud resources give a pool of the platform outputs (labels, taints,
         machines, devices, scale-from-zero template); None: verify reads the pool from the outputs."""
         ...
@@ -83,7 +84,7 @@ class CloudVerifier(Protocol):
         ...
 
     def check_fabric(
-        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+        self, ctx: Context, res: CheckResult, pool: NodePoolInfo, facts: Mapping[str, Any]
     ) -> None:
         """Cluster-side findings about a pool's GPU fabric (`facts`: the cloud's facts for its kind)."""
         ...
@@ -148,7 +149,7 @@ class VerifierDefaults:
     def adopts_existing_clusters(self) -> bool:
         return False
 
-    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+    def pool_nodes(self, ctx: Context, pool: NodePoolInfo) -> PoolNodes | None:
         return None
 
     def addon_objects(self, plan: Plan, out: ChartModel) -> None:
@@ -158,7 +159,7 @@ class VerifierDefaults:
         return None
 
     def check_fabric(
-        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+        self, ctx: Context, res: CheckResult, pool: NodePoolInfo, facts: Mapping[str, Any]
     ) -> None:
         return None
 
@@ -213,7 +214,7 @@ class FolderVerifier(VerifierDefaults):
         version: str | None = self.part("nodes").kubernetes_version(cluster)
         return version
 
-    def pool_nodes(self, ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+    def pool_nodes(self, ctx: Context, pool: NodePoolInfo) -> PoolNodes | None:
         nodes: PoolNodes | None = self.part("nodes").pool_nodes(ctx, pool)
         return nodes
 

@@ -55,12 +55,10 @@ def healthy_cluster(p) -> dict:
     """aws-dev after `pulumi up`, as it should be: one H100 node up, everything wired."""
     ctx = Context(p)
     gpu_node = "ip-10-40-1-10.ec2.internal"
-    pool = next(x for x in p.node_pools if x["name"] == "h100")
+    pool = next(x for x in p.node_pools if x.name == "h100")
     node = k.V1Node(
-        metadata=meta(gpu_node, labels={**pool["labels"], "kubernetes.io/hostname": gpu_node}),
-        spec=k.V1NodeSpec(
-            taints=[k.V1Taint(key=t["key"], value=t["value"], effect=t["effect"]) for t in pool["taints"]]
-        ),
+        metadata=meta(gpu_node, labels={**pool.labels, "kubernetes.io/hostname": gpu_node}),
+        spec=k.V1NodeSpec(taints=[k.V1Taint(key=t.key, value=t.value, effect=t.effect) for t in pool.taints]),
     )
     daemon_sets, pods = [], []
     for d in ctx.charts.daemon_sets:

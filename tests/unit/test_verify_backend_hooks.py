@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from components.backends import BackendDefaults, register_backend, unregister_backend
+from components.outputs import NodePoolInfo
 from infra.verify import facts as F
 from infra.verify.charts import ChartModel
 from infra.verify.checks.pool_nodes import PoolNodes, pool_nodes
@@ -42,7 +43,8 @@ def test_each_cloud_recognises_its_own_cluster_resource_and_its_version():
 
 
 def test_the_outputs_cloud_wins_over_the_cluster_resource():
-    plan_ = build("t", [_res("aws:eks/cluster:Cluster", "c", version="1.33")], {"cloud": "gcp"})
+    outputs = {"cloud": "gcp", "clusterName": "c"}
+    plan_ = build("t", [_res("aws:eks/cluster:Cluster", "c", version="1.33")], outputs)
     assert (plan_.cloud, plan_.kubernetes_version) == ("gcp", "1.33")
 
 
@@ -50,6 +52,8 @@ class _ToyBackend(BackendDefaults):
     """A fourth cloud: the library's hooks are the defaults."""
 
     name = "toy-v1"
+    # The protocol's one attribute BackendDefaults does not give (PlatformOutputs reads it for its default).
+    preemption_grace_seconds = 120
 
 
 class _ToyVerifier(VerifierDefaults):
@@ -76,7 +80,7 @@ def toy():
 def test_a_registered_verifier_claims_its_plans_without_an_edit_in_verify(toy):
     plan_ = build("t", [_res("toy:index:Cluster", "c", k8s="1.34")], {})
     assert (plan_.cloud, plan_.kubernetes_version) == ("toy-v1", "1.34")
-    assert build("t", [], {"cloud": "toy-v1"}).cloud == "toy-v1"
+    assert build("t", [], {"cloud": "toy-v1", "clusterName": "c"}).cloud == "toy-v1"
 
 
 def test_the_defaults_claim_no_cluster_and_a_plan_without_one_runs_on_a_cluster_that_exists():
@@ -110,8 +114,8 @@ def test_the_gcp_verifier_reads_a_pools_nodes_from_its_node_pool():
     ctx = Context(plan("gcp-dev"))
     gpu = ctx.gpu_pools()[0]
     nodes = verifier("gcp").pool_nodes(ctx, gpu)
-    assert nodes is not None and nodes.source == f"node pool {gpu['name']}"
-    assert nodes.labels["cloud.google.com/gke-nodepool"] == gpu["name"]
+    assert nodes is not None and nodes.source == f"node pool {gpu.name}"
+    assert nodes.labels["cloud.google.com/gke-nodepool"] == gpu.name
 
 
 def test_by_default_a_pools_nodes_are_what_the_platform_outputs_say():
@@ -121,7 +125,7 @@ def test_by_default_a_pools_nodes_are_what_the_platform_outputs_say():
     onprem = Context(plan("onprem-dev"))
     nodes = pool_nodes(onprem, onprem.gpu_pools()[0])
     assert nodes.source == "platform outputs"
-    assert nodes.labels == dict(onprem.gpu_pools()[0].get("labels") or {})
+    assert nodes.labels == onprem.gpu_pools()[0].labels
 
 
 # ---- managed add-ons' DaemonSets --------------------------------------------------------------------
@@ -144,9 +148,9 @@ def test_by_default_a_cloud_runs_no_addon_daemonsets():
 # ---- the cloud's findings about GPU pools -----------------------------------------------------------
 
 
-def _repairing_pool() -> tuple[dict[str, Any], PoolNodes]:
+def _repairing_pool() -> tuple[NodePoolInfo, PoolNodes]:
     nodes = PoolNodes("gpu", {}, [], [], [], 8, node_repair=True, source="node group g")
-    return {"name": "gpu"}, nodes
+    return NodePoolInfo(name="gpu"), nodes
 
 
 def test_the_aws_verifier_wants_the_node_monitoring_agent_where_node_repair_is_on():
@@ -168,9 +172,10 @@ def test_by_default_a_cloud_adds_no_gpu_pool_findings():
 # ---- a GPU fabric's cluster side --------------------------------------------------------------------
 
 
-def _fabric_pool(ctx: Context) -> tuple[dict[str, Any], dict[str, Any]]:
-    pool = next(p for p in ctx.gpu_pools() if p.get("fabric"))
-    return pool, F.cloud(ctx.platform.cloud)["fabrics"][pool["fabric"]["kind"]]
+def _fabric_pool(ctx: Context) -> tuple[NodePoolInfo, dict[str, Any]]:
+    pool = next(p for p in ctx.gpu_pools() if p.fabric)
+    assert pool.fabric is not None
+    return pool, F.cloud(ctx.platform.cloud)["fabrics"][pool.fabric.kind]
 
 
 def test_the_gcp_verifier_wants_multi_networking_for_a_fabric_pool():

@@ -117,7 +117,7 @@ def test_pods_ready_timeouts_under_the_floor_fail():
 def _job(elastic: bool) -> Plan:
     platform = plan("aws-dev")
     team = platform.teams[0]
-    pool = next(p for p in platform.node_pools if p.get("gpu"))
+    pool = next(p for p in platform.node_pools if p.gpu)
     cfg = job_config(platform, team, pool)
     assert cfg is not None
     if elastic:

@@ -24,7 +24,7 @@ def _plan(resources, cloud):
         {"urn": f"urn:pulumi:s::p::{t}::{n}", "type": t, "name": n, "inputs": i, "deps": d}
         for t, n, i, d in resources
     ]
-    return build("hooks", raw, {"cloud": cloud, "teams": [], "nodePools": []})
+    return build("hooks", raw, {"cloud": cloud, "clusterName": "hooks", "teams": [], "nodePools": []})
 
 
 def test_network_enforcement_aws_reads_the_vpc_cni_add_on_defaults_note_unknown():

@@ -58,7 +58,7 @@ def aws() -> Plan:
 @functools.cache
 def _job(elastic: bool) -> Plan:
     platform = plan("aws-dev")
-    cfg = job_config(platform, platform.teams[0], next(p for p in platform.node_pools if p.get("gpu")))
+    cfg = job_config(platform, platform.teams[0], next(p for p in platform.node_pools if p.gpu))
     assert cfg is not None
     if elastic:
         cfg = {**copy.deepcopy(cfg), "nodes": {"min": 1, "max": cfg["nodes"]["max"]}}

@@ -180,6 +180,35 @@ def test_a_queue_must_list_its_flavors_in_the_fallback_order_and_cover_every_poo
     assert any("GPU pool h100od has no flavor" in line for line in lines(report)), lines(report)
 
 
+def test_the_checks_read_an_older_platforms_outputs_through_their_typed_contract():
+    # A platform deployed before its pools exported `capacity`: PlatformOutputs gives the key's default
+    # (on-demand), as a job stack reading the platform does, so the queue's fallback order (on-demand before
+    # spot) is right; a check reading the dict would see no capacity and rank the pool last.
+    def older(outputs: dict) -> None:
+        for pool in outputs["nodePools"]:
+            if pool["name"] == "h100od":
+                del pool["capacity"]
+
+    two = _with_outputs(_two_capacities(), older)
+    assert two.platform_outputs is not None and "capacity" not in two.outputs["nodePools"][-1]
+    pool = two.platform_outputs.pool("h100od")
+    assert pool is not None and (pool.capacity, pool.gpus_per_node) == ("on-demand", 8)
+    assert [p.capacity for p in two.node_pools if p.gpu] == ["spot", "on-demand"]
+    assert not [line for line in lines(run(two, "scheduling")) if "fallback order" in line], lines(
+        run(two, "scheduling")
+    )
+
+
+def test_a_platform_plan_whose_outputs_are_not_platform_outputs_is_refused_by_key():
+    from infra.verify.model import PlanError
+
+    def no_cluster_name(outputs: dict) -> None:
+        del outputs["clusterName"]
+
+    with pytest.raises(PlanError, match=r"^stack aws-dev: outputs.clusterName: .*platform stack's outputs"):
+        _with_outputs(plan("aws-dev"), no_cluster_name)
+
+
 def test_a_queued_pool_needs_its_provisioning_request_check():
     def queued(outputs: dict) -> None:
         pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")

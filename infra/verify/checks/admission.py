@@ -127,7 +127,7 @@ def _preflight(ctx: Context, res: CheckResult, plan: Plan) -> Mapping[str, Any] 
     from pydantic import ValidationError
 
     from components.spec import JobSpec
-    from infra.nccl_test import PreflightError, build, platform_outputs
+    from infra.nccl_test import PreflightError, build
 
     if not plan.config:
         res.note(f"job {plan.stack}: no job config in the plan (a dump?), its NCCL preflight is not checked")
@@ -142,8 +142,14 @@ def _preflight(ctx: Context, res: CheckResult, plan: Plan) -> Mapping[str, Any] 
         return None
     if job.nodes.max < 2:
         return None  # a one-node job has no preflight (nccl_test.build needs 2 nodes)
+    platform = ctx.platform.platform_outputs
+    if platform is None:
+        res.note(
+            f"job {plan.stack}: its platform's plan records no outputs, its NCCL preflight is not checked"
+        )
+        return None
     try:
-        return build(job, platform_outputs(dict(ctx.platform.outputs))).manifest
+        return build(job, platform).manifest
     except PreflightError as e:
         res.fail(f"job {job.name}: its NCCL preflight cannot be built: {e}", f"job {job.name}")
         return None
@@ -169,11 +175,7 @@ def run(ctx: Context) -> CheckResult:
         if preflight is not None:
             meta = preflight["metadata"]
             _check(res, levels, f"NCCL preflight JobSet {meta['namespace']}/{meta['name']}", preflight)
-    unknown = sorted(
-        str(t.get("namespace"))
-        for t in ctx.platform.teams
-        if str(t.get("namespace")) not in levels.namespaces
-    )
+    unknown = sorted(t.namespace for t in ctx.platform.teams if t.namespace not in levels.namespaces)
     if unknown:
         res.note(
             f"team namespaces {', '.join(unknown)} are not in the plan (recorded outputs?): their pods are "

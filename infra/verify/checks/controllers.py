@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.incluster.job_runtime import COMPLETIONS_EQUAL_PARALLELISM, MIN_PARALLELISM
+from components.outputs import NodePoolInfo
 from components.spec.platform import PODS_READY_FLOOR_MINUTES
 from infra.verify import facts as F
 from infra.verify.checks.kueue_admission import kueue_configs, pod_lands_on
@@ -60,7 +61,7 @@ def kueue_config(ctx: Context) -> tuple[Any, dict[str, Any]] | None:
 # ---- quotas and flavors -----------------------------------------------------------------------------
 
 
-def _flavor_pools(ctx: Context, flavor: Any) -> list[Mapping[str, Any]]:
+def _flavor_pools(ctx: Context, flavor: Any) -> list[NodePoolInfo]:
     labels = dict(flavor.spec.get("nodeLabels") or {})
     return [
         p for p in ctx.gpu_pools() if all(pool_nodes(ctx, p).labels.get(k) == v for k, v in labels.items())
@@ -92,7 +93,7 @@ def check_flavor_quotas(ctx: Context, res: CheckResult) -> None:
         pools = _flavor_pools(ctx, flavor)
         if not pools:
             continue
-        capacity = sum(int(p.get("gpusPerNode") or 0) * int(p.get("maxNodes") or 0) for p in pools)
+        capacity = sum(p.gpus_per_node * p.max_nodes for p in pools)
         nominal: dict[str, float] = {}
         for cq, fl in entries:
             for r in fl.get("resources") or [] if fl.get("name") == name else []:
@@ -100,7 +101,7 @@ def check_flavor_quotas(ctx: Context, res: CheckResult) -> None:
                     nominal[cq.name] = nominal.get(cq.name, 0) + quantity(r.get("nominalQuota", 0))
         if sum(nominal.values()) > capacity:
             shares = ", ".join(f"{q} {v:g}" for q, v in sorted(nominal.items()))
-            behind = ", ".join(f"{p['name']} {p.get('maxNodes')} x {p.get('gpusPerNode')}" for p in pools)
+            behind = ", ".join(f"{p.name} {p.max_nodes} x {p.gpus_per_node}" for p in pools)
             res.fail(
                 f"ResourceFlavor {name}: the ClusterQueues' nominal {GPU_RESOURCE} quotas add up to "
                 f"{sum(nominal.values()):g} ({shares}) but its pools have {capacity} GPUs ({behind}): Kueue "
@@ -132,15 +133,15 @@ def check_block_windows(ctx: Context, res: CheckResult) -> None:
                 if p.get("start") is not None and p.get("end") is not None:
                     covered.setdefault(str(fl.get("name")), set()).add(str(p.get("name")))
     for pool in ctx.gpu_pools():
-        if pool.get("capacity") != "capacity-block":
+        if pool.capacity != "capacity-block":
             continue
         labels = pool_nodes(ctx, pool).labels
         for name, flavor in flavors.items():
             if not all(labels.get(k) == v for k, v in (flavor.spec.get("nodeLabels") or {}).items()):
                 continue
-            if pool["name"] not in covered.get(name, set()):
+            if pool.name not in covered.get(name, set()):
                 res.fail(
-                    f"GPU pool {pool['name']} is a Capacity Block but nothing limits flavor {name} to the "
+                    f"GPU pool {pool.name} is a Capacity Block but nothing limits flavor {name} to the "
                     "block's dates (no block-window controller with its dates): outside them Kueue keeps "
                     "admitting jobs there and they never fall back (kueue#2560)",
                     f"ResourceFlavor {name}",
@@ -182,12 +183,12 @@ def check_runtime(ctx: Context, res: CheckResult) -> None:
     selector = config.get("managedJobsNamespaceSelector")
     if isinstance(selector, Mapping):
         for team in ctx.platform.teams:
-            ns = ctx.object("Namespace", None, str(team.get("namespace") or team.get("name")))
+            ns = ctx.object("Namespace", None, team.namespace or team.name)
             # The API server labels every namespace with its name.
-            labels = {**(ns.labels if ns else {}), "kubernetes.io/metadata.name": str(team.get("namespace"))}
+            labels = {**(ns.labels if ns else {}), "kubernetes.io/metadata.name": team.namespace}
             if not _selects(selector, labels):
                 res.fail(
-                    f"{rel.ref}: managedJobsNamespaceSelector does not select team namespace {team.get('namespace')}: "
+                    f"{rel.ref}: managedJobsNamespaceSelector does not select team namespace {team.namespace}: "
                     "Kueue never reconciles its jobs and they stay suspended (jobframework/reconciler.go)",
                     rel.ref,
                 )

@@ -18,7 +18,7 @@ _POOL = re.compile(r'"pool",\s*"([^"]+)"')
 
 
 def check_cost_coverage(ctx: Context, model: LabelModel, res: CheckResult) -> None:
-    pools = [str(p["name"]) for p in ctx.gpu_pools()]
+    pools = [p.name for p in ctx.gpu_pools()]
     rules = ctx.platform.objects("PrometheusRule")
     if not pools or not rules:
         return  # no GPU pool to price, or no rules at all (observability.alerts off)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from components.outputs import NodePoolInfo, PodFabric
 from infra.verify import facts as F
 from infra.verify.context import Context
 from infra.verify.jobs import TrainingPod
@@ -24,10 +25,10 @@ INSTANCE_TYPE = "node.kubernetes.io/instance-type"
 
 
 def check_fabric_daemonsets(
-    ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ctx: Context, res: CheckResult, pool: NodePoolInfo, facts: Mapping[str, Any]
 ) -> None:
     """Each of the fabric's DaemonSets has a required node affinity onto the pool's machine types."""
-    machines = set(pool.get("machineTypes") or [])
+    machines = set(pool.machine_types)
     for ref in facts.get("daemonSets") or []:
         ns, ds_name = ref.split("/")
         ds = ctx.object("DaemonSet", ns, ds_name)
@@ -46,7 +47,7 @@ def check_fabric_daemonsets(
             for v in e.get("values") or []
         }
         if ds is None or not machines <= on:
-            res.fail(f"pool {pool['name']}: DaemonSet {ref} does not run on {sorted(machines)}", ref)
+            res.fail(f"pool {pool.name}: DaemonSet {ref} does not run on {sorted(machines)}", ref)
 
 
 def _trainer(pod: TrainingPod) -> Mapping[str, Any]:
@@ -55,51 +56,49 @@ def _trainer(pod: TrainingPod) -> Mapping[str, Any]:
     return (gpu or containers)[0]
 
 
-def _pod_problems(pod: TrainingPod, pool: Mapping[str, Any]) -> list[str]:
-    fabric, out = pool["fabric"], []
+def _pod_problems(pod: TrainingPod, pool: NodePoolInfo, fabric: PodFabric) -> list[str]:
+    out: list[str] = []
     annotations = (pod.template.get("metadata") or {}).get("annotations") or {}
-    out += [
-        f"annotation {k}" for k, v in (fabric.get("annotations") or {}).items() if annotations.get(k) != v
-    ]
+    out += [f"annotation {k}" for k, v in fabric.annotations.items() if annotations.get(k) != v]
     inits = {c.get("name"): c for c in pod.pod_spec.get("initContainers") or []}
-    for sc in fabric.get("sidecars") or []:
+    for sc in fabric.sidecars:
         got = inits.get(sc.get("name"))
         if got is None or got.get("restartPolicy") != "Always" or got.get("image") != sc.get("image"):
             out.append(f"native sidecar {sc.get('name')}")
     volumes = {v.get("name") for v in pod.pod_spec.get("volumes") or []}
-    out += [f"volume {v['name']}" for v in fabric.get("volumes") or [] if v.get("name") not in volumes]
+    out += [f"volume {v['name']}" for v in fabric.volumes if v.get("name") not in volumes]
     trainer = _trainer(pod)
     mounts = {(m.get("name"), m.get("mountPath")) for m in trainer.get("volumeMounts") or []}
     out += [
         f"mount {m['mountPath']}"
-        for m in fabric.get("volumeMounts") or []
+        for m in fabric.volume_mounts
         if (m.get("name"), m.get("mountPath")) not in mounts
     ]
     env = {e.get("name"): e.get("value") for e in trainer.get("env") or []}
-    out += [f"env {k}" for k, v in (pool.get("podEnv") or {}).items() if env.get(k) != v]
+    out += [f"env {k}" for k, v in pool.pod_env.items() if env.get(k) != v]
     return out
 
 
 def run(ctx: Context) -> CheckResult:
     res = CheckResult("fabric")
-    pools = [p for p in ctx.gpu_pools() if p.get("fabric")]
+    pools = [(p, p.fabric) for p in ctx.gpu_pools() if p.fabric]
     if not pools:
         res.skipped = "no pool with a GPU fabric"
         return res
     known = F.cloud(ctx.platform.cloud).get("fabrics") or {}
-    for pool in pools:
-        kind = pool["fabric"].get("kind")
+    for pool, fabric in pools:
+        kind = fabric.kind
         facts = known.get(kind)
         if facts is None:
-            res.note(f"pool {pool['name']}: no cluster-side facts for fabric {kind} on {ctx.platform.cloud}")
+            res.note(f"pool {pool.name}: no cluster-side facts for fabric {kind} on {ctx.platform.cloud}")
         elif not ctx.job_only:
             ctx.verifier.check_fabric(ctx, res, pool, facts)
-        for pod in (p for p in ctx.pods if p.pool == pool["name"]):
-            missing = _pod_problems(pod, pool)
+        for pod in (p for p in ctx.pods if p.pool == pool.name):
+            missing = _pod_problems(pod, pool, fabric)
             if missing:
                 res.fail(
-                    f"team {pod.team} pod on pool {pool['name']} lacks its {kind} fabric: {', '.join(missing)}",
-                    f"pool {pool['name']}",
+                    f"team {pod.team} pod on pool {pool.name} lacks its {kind} fabric: {', '.join(missing)}",
+                    f"pool {pool.name}",
                 )
-            res.examined.append(f"pod {pod.team}/{pool['name']}")
+            res.examined.append(f"pod {pod.team}/{pool.name}")
     return res

@@ -180,8 +180,8 @@ def _team_namespaces(fleet: FleetPlan, worker: str) -> list[str]:
     """The namespaces of the fleet's teams on the worker (its platform's `teams` output)."""
     w = fleet.worker(worker)
     teams = {str(t.name) for t in getattr(fleet.spec, "teams", [])}
-    outputs = list((dict(w.plan.outputs).get("teams") or []) if w is not None else [])
-    return sorted(str(t["namespace"]) for t in outputs if t.get("name") in teams and t.get("namespace"))
+    outputs = w.plan.teams if w is not None else []
+    return sorted(t.namespace for t in outputs if t.name in teams and t.namespace)
 
 
 def _check_rbac(result: CheckResult, fleet: FleetPlan, worker: str) -> None:

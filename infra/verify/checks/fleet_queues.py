@@ -91,10 +91,10 @@ def _flavors(cq: K8sObject | Mapping[str, Any] | None) -> list[Mapping[str, Any]
 
 def team_queue(plan: Plan, team: str) -> tuple[str, str] | None:
     """(namespace, LocalQueue) of a team on a platform, from its outputs."""
-    t = next((t for t in plan.teams if t.get("name") == team), None)
+    t = plan.platform_outputs.team(team) if plan.platform_outputs else None
     if t is None:
         return None
-    return str(t.get("namespace") or team), str(t.get("localQueue") or "")
+    return t.namespace or team, t.local_queue
 
 
 def _obj(plan: Plan, kind: str, name: str, namespace: str | None = None) -> K8sObject | None:

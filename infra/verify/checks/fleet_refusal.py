@@ -25,8 +25,8 @@ more, so it is refused wherever this one is.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
+from components.outputs import NodePoolInfo
 from infra.verify.fleet_model import FleetPlan, FleetWorkerPlan
 from infra.verify.model import K8sObject
 from infra.verify.report import CheckResult
@@ -37,10 +37,10 @@ OURS = "trainplane.dev/"
 
 def _team_flavors(w: FleetWorkerPlan, team: str) -> list[K8sObject]:
     """The worker's ResourceFlavors in the team's ClusterQueue (its LocalQueue's), in the queue's order."""
-    t = next((t for t in w.plan.teams if t.get("name") == team), None)
+    t = w.plan.platform_outputs.team(team) if w.plan.platform_outputs else None
     if t is None:
         return []
-    ns, lq_name = str(t.get("namespace") or team), str(t.get("localQueue") or "")
+    ns, lq_name = t.namespace or team, t.local_queue
     lq = next((o for o in w.plan.objects("LocalQueue", ns) if o.name == lq_name), None)
     cq_name = str(lq.spec.get("clusterQueue", "")) if lq is not None else ""
     cq = next((o for o in w.plan.objects("ClusterQueue") if o.name == cq_name), None)
@@ -51,16 +51,15 @@ def _team_flavors(w: FleetWorkerPlan, team: str) -> list[K8sObject]:
     return [by_name[n] for n in names if n in by_name]
 
 
-def _pools(w: FleetWorkerPlan) -> list[Mapping[str, Any]]:
-    return [p for p in w.plan.outputs.get("nodePools") or [] if isinstance(p, Mapping) and p.get("gpu")]
+def _pools(w: FleetWorkerPlan) -> list[NodePoolInfo]:
+    return [p for p in w.plan.node_pools if p.gpu]
 
 
 def _node_may_match(w: FleetWorkerPlan, flavor: K8sObject, selector: Mapping[str, str]) -> bool:
     """Whether a node of the flavor's pools may carry every selected label (module docstring)."""
     own = dict(flavor.spec.get("nodeLabels") or {})
-    pools = [p for p in _pools(w) if all((p.get("labels") or {}).get(k) == v for k, v in own.items())]
-    for p in pools or [{"labels": own}]:
-        labels = dict(p.get("labels") or {})
+    pools = [dict(p.labels) for p in _pools(w) if all(p.labels.get(k) == v for k, v in own.items())]
+    for labels in pools or [own]:
         if all(
             labels.get(k) == v if (k in labels or k.startswith(OURS)) else True for k, v in selector.items()
         ):

@@ -69,18 +69,18 @@ def run(ctx: Context) -> CheckResult:
         return res
     teams = plan.teams
     if ctx.job_only:
-        teams = [t for t in teams if any(p.team == t.get("name") for p in ctx.pods)]
+        teams = [t for t in teams if any(p.team == t.name for p in ctx.pods)]
     reach: dict[str, list[str]] = {}
     for team in teams:
-        ns, sa_name = team.get("namespace"), team.get("serviceAccount")
-        sa = ctx.object("ServiceAccount", ns, str(sa_name))
+        ns, sa_name = team.namespace, team.service_account
+        sa = ctx.object("ServiceAccount", ns, sa_name)
         if sa is None:
             res.fail(
-                f"team {team['name']}: ServiceAccount {ns}/{sa_name} is not in the plan",
-                f"team {team['name']}",
+                f"team {team.name}: ServiceAccount {ns}/{sa_name} is not in the plan",
+                f"team {team.name}",
             )
             continue
-        reach[team["name"]] = check_team(ctx, res, team, sa)
+        reach[team.name] = check_team(ctx, res, team, sa)
         res.examined.append(sa.ref)
     check_checkpoint_uris(ctx, res, reach)
     return res

@@ -26,6 +26,7 @@ from components.incluster.placement import (
     REQUIRED_TOPOLOGY,
     capacity_rank,
 )
+from components.outputs import NodePoolInfo
 from infra.verify import facts as F
 from infra.verify.checks.pool_nodes import PoolNodes, pool_nodes, quantity, shown
 from infra.verify.context import Context
@@ -125,7 +126,7 @@ def _flavors_of(ctx: Context, cq: Any) -> list[tuple[str, dict[str, str], Mappin
     return out
 
 
-def _pool_flavor(ctx: Context, cq: Any, pool: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
+def _pool_flavor(ctx: Context, cq: Any, pool: NodePoolInfo) -> tuple[str, Mapping[str, Any]] | None:
     labels = pool_nodes(ctx, pool).labels
     for name, node_labels, spec in _flavors_of(ctx, cq):
         if all(labels.get(k) == v for k, v in node_labels.items()):
@@ -140,11 +141,11 @@ def check_queues(ctx: Context, res: CheckResult) -> None:
             found = _pool_flavor(ctx, cq, pool)
             if found is None:
                 res.fail(
-                    f"GPU pool {pool['name']} has no flavor in {cq.ref}: Kueue never admits jobs there",
+                    f"GPU pool {pool.name} has no flavor in {cq.ref}: Kueue never admits jobs there",
                     cq.ref,
                 )
                 continue
-            ranks.append((capacity_rank(str(pool.get("capacity"))), found[0]))
+            ranks.append((capacity_rank(pool.capacity), found[0]))
             _check_provisioning(ctx, res, cq, pool, found[0])
         order = [name for name, _, _ in _flavors_of(ctx, cq)]
         by_flavor = {name: rank for rank, name in ranks}
@@ -178,14 +179,12 @@ def _provisioning_classes(ctx: Context, cq: Any, flavor: str) -> list[str | None
     return out
 
 
-def _check_provisioning(
-    ctx: Context, res: CheckResult, cq: Any, pool: Mapping[str, Any], flavor: str
-) -> None:
-    wanted = pool.get("provisioningClass")
+def _check_provisioning(ctx: Context, res: CheckResult, cq: Any, pool: NodePoolInfo, flavor: str) -> None:
+    wanted = pool.provisioning_class
     classes = _provisioning_classes(ctx, cq, flavor)
     if wanted and wanted not in classes:
         res.fail(
-            f"pool {pool['name']} is provisioned through ProvisioningRequest class {wanted}, but {cq.ref} has no "
+            f"pool {pool.name} is provisioned through ProvisioningRequest class {wanted}, but {cq.ref} has no "
             f"{PROVISIONING_CONTROLLER} admission check with that class on flavor {flavor}: its nodes are "
             "never requested and jobs there wait forever",
             cq.ref,
@@ -194,14 +193,14 @@ def _check_provisioning(
         _check_node_isolation(ctx, res, cq, pool, flavor, str(wanted))
     if not wanted and classes:
         res.fail(
-            f"{cq.ref} puts a ProvisioningRequest admission check on flavor {flavor} of pool {pool['name']}, "
+            f"{cq.ref} puts a ProvisioningRequest admission check on flavor {flavor} of pool {pool.name}, "
             "which has no ProvisioningRequest class: jobs there wait for a request its nodes never answer",
             cq.ref,
         )
 
 
 def _check_node_isolation(
-    ctx: Context, res: CheckResult, cq: Any, pool: Mapping[str, Any], flavor: str, cls: str
+    ctx: Context, res: CheckResult, cq: Any, pool: NodePoolInfo, flavor: str, cls: str
 ) -> None:
     """The class's per-request node label reaches the pods (podSetUpdates), so one workload's pods cannot
     land on the nodes provisioned for another (kueue v0.19.2 admissionchecks/provisioning/controller.go)."""
@@ -212,7 +211,7 @@ def _check_node_isolation(
         selectors = (config.spec.get("podSetUpdates") or {}).get("nodeSelector") or []
         if {"key": label, "valueFromProvisioningClassDetail": detail} not in selectors:
             res.fail(
-                f"{config.ref} (class {cls}, flavor {flavor} of {cq.ref}, pool {pool['name']}) has no podSetUpdates "
+                f"{config.ref} (class {cls}, flavor {flavor} of {cq.ref}, pool {pool.name}) has no podSetUpdates "
                 f"nodeSelector {label} from {detail}: one workload's pods can land on the nodes provisioned for "
                 "another",
                 config.ref,
@@ -225,11 +224,12 @@ def check_pod_topology(ctx: Context, res: CheckResult, pod: TrainingPod, cq: Any
         label = annotations.get(key)
         if not label:
             continue
-        pool = ctx.pool(pod.pool) or {}
-        if label not in (pool.get("topologyLevels") or []):
+        pool = ctx.pool(pod.pool)
+        levels = list(pool.topology_levels) if pool else []
+        if label not in levels:
             res.fail(
                 f"{pod.ref} asks for topology level {label} ({key}); nodes of pool {pod.pool} carry "
-                f"{pool.get('topologyLevels') or 'no topology labels'}",
+                f"{levels or 'no topology labels'}",
                 pod.ref,
             )
         found = _pool_flavor(ctx, cq, pool) if cq is not None and pool else None

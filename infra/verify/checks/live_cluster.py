@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from components.outputs import NodePoolInfo
 from infra.verify import facts as F
 from infra.verify.checks.storage import check_claim
 from infra.verify.context import Context
@@ -98,18 +99,18 @@ def scheduling(ctx: Context, view: ClusterView) -> CheckResult:
     must_run = [d for d in ctx.charts.daemon_sets if d.scope in ("gpu", "storage", "efa")]
     topologies = _flavor_topologies(ctx)
     for pool in ctx.gpu_pools():
-        labels = dict(pool.get("labels") or {})
+        labels = dict(pool.labels)
         nodes = [
             n
             for n in nodes_seen
             if all((_meta(n).get("labels") or {}).get(k) == v for k, v in labels.items())
         ]
         if not nodes:
-            res.note(f"GPU pool {pool['name']}: no node carries {labels} (scaled to zero?)")
+            res.note(f"GPU pool {pool.name}: no node carries {labels} (scaled to zero?)")
             continue
         for node in nodes:
             _check_gpu_node(ctx, res, pool, node, must_run, existing, pods_by_owner)
-            _check_topology_labels(res, pool, node, topologies[pool["name"]])
+            _check_topology_labels(res, pool, node, topologies[pool.name])
             res.examined.append(_meta(node)["name"])
     from infra.verify.checks.scheduling import note_placeholder_image
 
@@ -121,14 +122,13 @@ def _flavor_topologies(ctx: Context) -> dict[str, tuple[str, ...]]:
     """Per GPU pool, the levels of the Topology its Kueue flavor names: () where the flavor has none (an
     autoscaling pool without a ProvisioningRequest class; TAS cannot place there, labels do not matter)."""
     from components.incluster.placement import levels_of_pool_flavor
-    from components.outputs import NodePoolInfo
 
-    pools = [NodePoolInfo.model_validate(p) for p in ctx.platform.node_pools]
+    pools = ctx.platform.node_pools
     return {p.name: levels_of_pool_flavor(p, pools) for p in pools if p.gpu}
 
 
 def _check_topology_labels(
-    res: CheckResult, pool: dict[str, Any], node: dict[str, Any], levels: tuple[str, ...]
+    res: CheckResult, pool: NodePoolInfo, node: dict[str, Any], levels: tuple[str, ...]
 ) -> None:
     """Kueue TAS counts a node only with every level label of its flavor's Topology."""
     node_name = _meta(node)["name"]
@@ -136,7 +136,7 @@ def _check_topology_labels(
     for level in levels:
         if level not in node_labels:
             res.fail(
-                f"node {node_name} of GPU pool {pool['name']} lacks topology label {level}: Kueue "
+                f"node {node_name} of GPU pool {pool.name} lacks topology label {level}: Kueue "
                 "topology-aware scheduling never places jobs on it",
                 f"node {node_name}",
             )
@@ -145,7 +145,7 @@ def _check_topology_labels(
 def _check_gpu_node(
     ctx: Context,
     res: CheckResult,
-    pool: dict[str, Any],
+    pool: NodePoolInfo,
     node: dict[str, Any],
     must_run: list[Any],
     existing: set[tuple[str, str]],
@@ -157,7 +157,7 @@ def _check_gpu_node(
     for t in ctx.pool_taints(pool):
         if not _tolerated(t, taints):
             res.fail(
-                f"node {node_name} of GPU pool {pool['name']} lacks taint {t['key']}:{t['effect']}",
+                f"node {node_name} of GPU pool {pool.name} lacks taint {t['key']}:{t['effect']}",
                 f"node {node_name}",
             )
     for d in must_run:
@@ -166,7 +166,7 @@ def _check_gpu_node(
             continue
         if node_name not in pods_by_owner.get((ns, name), set()):
             res.fail(
-                f"DaemonSet {d.name} ({d.role}) has no pod on GPU node {node_name} (pool {pool['name']})",
+                f"DaemonSet {d.name} ({d.role}) has no pod on GPU node {node_name} (pool {pool.name})",
                 d.name,
                 f"node {node_name}",
             )
@@ -176,14 +176,14 @@ def identity(ctx: Context, view: ClusterView) -> CheckResult:
     res = CheckResult("identity")
     accounts = view.service_accounts()
     for team in ctx.platform.teams:
-        key = (str(team.get("namespace")), str(team.get("serviceAccount")))
+        key = (team.namespace, team.service_account)
         planned = ctx.object("ServiceAccount", key[0], key[1])
         want = planned.annotations if planned else {}
         live = accounts.get(key)
         if live is None:
             res.fail(
-                f"team {team.get('name')}: ServiceAccount {key[0]}/{key[1]} is not in {view.place}",
-                f"team {team.get('name')}",
+                f"team {team.name}: ServiceAccount {key[0]}/{key[1]} is not in {view.place}",
+                f"team {team.name}",
             )
             continue
         have = _meta(live).get("annotations") or {}

@@ -80,8 +80,8 @@ def flows(ctx: Context, pod: TrainingPod) -> list[Flow]:
         out.append(Flow(f"job pods to each other (port {port})", me, peer, port, "TCP", True))
     out.append(Flow("NCCL between the job's pods (ephemeral port)", me, peer, NCCL_SAMPLE_PORT, "TCP", True))
     cloud = F.cloud(plan.cloud)
-    team = ctx.team(pod.team) or {}
-    if team.get("identity"):
+    team = ctx.team(pod.team)
+    if team is not None and team.identity:
         for ep in cloud.get("identityEndpoints") or []:
             addr = PUBLIC_ADDRESS if ep["address"] == "public" else ep["address"]
             out.append(
@@ -95,7 +95,7 @@ def flows(ctx: Context, pod: TrainingPod) -> list[Flow]:
                 )
             )
     store = cloud.get("objectStore")
-    if plan.outputs.get("objectStore") and store:
+    if plan.platform_outputs is not None and plan.platform_outputs.object_store and store:
         out.append(
             Flow(
                 f"object storage ({store['name']})",
@@ -111,13 +111,13 @@ def flows(ctx: Context, pod: TrainingPod) -> list[Flow]:
         prom = Peer(MONITORING_NAMESPACE, PROMETHEUS)
         out.append(Flow("Prometheus scrape", prom, me, metrics, "TCP", True))
     for other in plan.teams:
-        ns = other.get("namespace")
+        ns = other.namespace
         if not ns or ns == pod.namespace:
             continue
-        them = Peer(ns, {**pod.labels, "trainplane.dev/team": str(other.get("name"))})
+        them = Peer(ns, {**pod.labels, "trainplane.dev/team": other.name})
         for port in [*_ports(pod)[:1], NCCL_SAMPLE_PORT]:
-            out.append(Flow(f"team {other.get('name')} into team {pod.team}", them, me, port, "TCP", False))
-            out.append(Flow(f"team {pod.team} into team {other.get('name')}", me, them, port, "TCP", False))
+            out.append(Flow(f"team {other.name} into team {pod.team}", them, me, port, "TCP", False))
+            out.append(Flow(f"team {pod.team} into team {other.name}", me, them, port, "TCP", False))
     return out
 
 

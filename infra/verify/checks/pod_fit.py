@@ -62,11 +62,11 @@ def _check_placement(ctx: Context, res: CheckResult, pod: TrainingPod, nodes: Po
             pod.ref,
         )
     for other in ctx.platform.node_pools:
-        if other.get("name") in pod.all_pools:
+        if other.name in pod.all_pools:
             continue
         o = pool_nodes(ctx, other)
         if selector and pod_lands_on(spec, o.labels):
-            res.fail(f"{pod.ref}: its nodeSelector {selector} also matches pool {other['name']}", pod.ref)
+            res.fail(f"{pod.ref}: its nodeSelector {selector} also matches pool {other.name}", pod.ref)
     tolerations = spec.get("tolerations") or []
     for t in nodes.taints:
         if not tolerates(tolerations, t):

@@ -6,9 +6,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from infra.verify.context import EFA_RESOURCE, Context
+
+if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo
 
 GIB = 1024**3
 # A taint effect as the clouds' node pool APIs spell it -> as Kubernetes does: EKS NodeGroup taints
@@ -59,18 +62,18 @@ def is_efa_pool(nodes: PoolNodes) -> bool:
     return nodes.extended.get(EFA_RESOURCE, 0) > 0
 
 
-def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes:
+def pool_nodes(ctx: Context, pool: NodePoolInfo) -> PoolNodes:
     found = ctx.verifier.pool_nodes(ctx, pool)
     if found is not None:
         return found
     # Existing clusters (or a plan without the cloud resource): the pool as the platform describes it.
     return PoolNodes(
-        name=pool["name"],
-        labels=dict(pool.get("labels") or {}),
-        taints=ctx.pool_taints(dict(pool)),
+        name=pool.name,
+        labels=dict(pool.labels),
+        taints=ctx.pool_taints(pool),
         machines=[],
-        machine_names=list(pool.get("machineTypes") or []),
-        gpus=int(pool.get("gpusPerNode") or 0),
-        extended={k: int(v) for k, v in (pool.get("extendedResources") or {}).items()},
+        machine_names=list(pool.machine_types),
+        gpus=pool.gpus_per_node,
+        extended=dict(pool.extended_resources),
         source="platform outputs",
     )

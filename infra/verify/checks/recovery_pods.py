@@ -108,13 +108,14 @@ def _job_spec(plan: Plan) -> Any:
 def preflight(ctx: Context, plan: Plan) -> dict[str, Any] | None:
     """The NCCL preflight JobSet of a job plan's job (None: one node, or it cannot be built; admission
     reports the latter)."""
-    from infra.nccl_test import PreflightError, build, platform_outputs
+    from infra.nccl_test import PreflightError, build
 
     job = _job_spec(plan)
-    if job is None or job.nodes.max < 2:
+    platform = ctx.platform.platform_outputs
+    if job is None or job.nodes.max < 2 or platform is None:
         return None
     try:
-        return build(job, platform_outputs(dict(ctx.platform.outputs))).manifest
+        return build(job, platform).manifest
     except PreflightError:
         return None
 
@@ -123,14 +124,14 @@ def elastic_variant(ctx: Context, plan: Plan) -> dict[str, Any] | None:
     """The elastic (batch/v1 Job) runtime of a synthesised job: the same job with nodes.min 1, built by
     the job builder's own function. None for a job stack (its own runtime is in its plan) or one node."""
     from components.incluster.job_runtime import elastic_job
-    from infra.nccl_test import platform_outputs
 
     job = _job_spec(plan) if not ctx.job_only else None
-    if job is None or job.nodes.max < 2:
+    platform = ctx.platform.platform_outputs
+    if job is None or job.nodes.max < 2 or platform is None:
         return None
     elastic = job.model_copy(update={"nodes": job.nodes.model_copy(update={"min": 1})})
     try:
-        return elastic_job(elastic, platform_outputs(dict(ctx.platform.outputs)))
+        return elastic_job(elastic, platform)
     except (ValueError, AssertionError):
         return None
 

@@ -16,8 +16,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
+from components.outputs import NodePoolInfo
 from infra.verify.charts import tolerates
 from infra.verify.checks.controllers import check_job_runtime, run_checks
 from infra.verify.checks.kueue_admission import check_kueue_pod_integration, check_queues
@@ -32,7 +31,7 @@ from infra.verify.report import CheckResult
 def check_daemonsets(ctx: Context, res: CheckResult) -> None:
     gpu_pools = [(p, pool_nodes(ctx, p)) for p in ctx.gpu_pools()]
     if ctx.job_only:
-        gpu_pools = [(p, n) for p, n in gpu_pools if any(pod.pool == p["name"] for pod in ctx.pods)]
+        gpu_pools = [(p, n) for p, n in gpu_pools if any(pod.pool == p.name for pod in ctx.pods)]
     _check_daemonset_tolerations(ctx, res, gpu_pools)
     if ctx.job_only:
         return
@@ -43,7 +42,7 @@ def check_daemonsets(ctx: Context, res: CheckResult) -> None:
 
 
 def _check_daemonset_tolerations(
-    ctx: Context, res: CheckResult, gpu_pools: list[tuple[Any, PoolNodes]]
+    ctx: Context, res: CheckResult, gpu_pools: list[tuple[NodePoolInfo, PoolNodes]]
 ) -> None:
     mounted_drivers = _drivers_mounted(ctx)
     for d in ctx.charts.daemon_sets:
@@ -54,17 +53,17 @@ def _check_daemonset_tolerations(
         for pool, nodes in gpu_pools:
             if d.scope == "efa" and not is_efa_pool(nodes):
                 continue
-            if d.scope == "spot" and pool.get("capacity") != "spot":
+            if d.scope == "spot" and pool.capacity != "spot":
                 continue
             for t in nodes.taints:
                 if not tolerates(d.tolerations, t):
                     res.fail(
                         f"DaemonSet {d.name} ({d.role}, {d.owner}) does not tolerate taint {_taint_str(t)} "
-                        f"of GPU pool {pool['name']}: it never runs there",
+                        f"of GPU pool {pool.name}: it never runs there",
                         d.name,
-                        f"pool {pool['name']}",
+                        f"pool {pool.name}",
                     )
-            res.examined.append(f"{d.name} on {pool['name']}")
+            res.examined.append(f"{d.name} on {pool.name}")
 
 
 def _drivers_mounted(ctx: Context) -> set[str]:

@@ -156,8 +156,7 @@ def _check_pod_volume(ctx: Context, res: CheckResult, pod: Any, taints: list, vo
 
 def check_pod_volumes(ctx: Context, res: CheckResult) -> None:
     for pod in ctx.pods:
-        pool = ctx.pool(pod.pool) or {}
-        taints = ctx.pool_taints(pool)
+        taints = ctx.pool_taints(ctx.pool(pod.pool))
         for vol in pod.pod_spec.get("volumes") or []:
             if vol.get("persistentVolumeClaim"):
                 _check_pod_volume(ctx, res, pod, taints, vol)

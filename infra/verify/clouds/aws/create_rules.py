@@ -6,7 +6,7 @@ verifier's facts.yaml; each finding starts with the rule's name):
   names the instance type, market type capacity-block and the block as reservation target; the node
   group names no instance types; the pool runs in one zone;
 - odcr-target: a `reservation` pool's template targets its reservation (preference omitted or
-  capacity-reservations-only), from one subnet in one zone, a zone the pool names;
+  capacity-reservations-only), from one subnet in one zone;
 - efa-interfaces: an EFA template has one interface per EFA device of every instance type of the pool
   (catalog), card 0 at device 0 as EFA with ENA, every other card once at device 1, security groups on
   the interfaces only, a cluster placement group unless a reservation places the nodes, one zone;
@@ -85,7 +85,7 @@ class AwsRules:
         subnets = [self.graph.by_urn[u] for u in self.graph.direct_of_type(ng, SUBNET)]
         return {str(s.inputs["availabilityZone"]) for s in subnets if s.inputs.get("availabilityZone")}
 
-    def _one_zone(self, rule: str, subject: str, ng: PlanResource, pool: Mapping[str, Any] | None) -> None:
+    def _one_zone(self, rule: str, subject: str, ng: PlanResource) -> None:
         subnets = ng.inputs.get("subnetIds") or []
         zones = self._zones(ng)
         if len(subnets) != 1 or len(zones) > 1:
@@ -95,9 +95,6 @@ class AwsRules:
                 f"{len(subnets)} subnets in zones {sorted(zones)}: it lives in one zone",
                 ng.urn,
             )
-        wanted = set((pool or {}).get("zones") or [])
-        if wanted and zones and not zones <= wanted:
-            self.fail(rule, subject, f"subnet in {sorted(zones)}, the pool names {sorted(wanted)}", ng.urn)
 
     def node_group(self, ng: PlanResource) -> None:
         name = str(ng.inputs.get("nodeGroupName") or ng.name)
@@ -108,15 +105,15 @@ class AwsRules:
         target = (
             (lti.get("capacityReservationSpecification") or {}).get("capacityReservationTarget") or {}
         ).get("capacityReservationId")
-        reservation = (pool or {}).get("reservation")
+        reservation = pool.reservation if pool else None
         if ng.inputs.get("capacityType") == "CAPACITY_BLOCK":
-            self.capacity_block(subject, ng, lti, target, reservation, pool)
-        elif (pool or {}).get("capacity") == "reservation" or target:
-            self.odcr(subject, ng, lti, target, reservation, pool)
+            self.capacity_block(subject, ng, lti, target, reservation)
+        elif (pool is not None and pool.capacity == "reservation") or target:
+            self.odcr(subject, ng, lti, target, reservation)
         if any(n.get("interfaceType") in EFA_TYPES for n in lti.get("networkInterfaces") or []):
-            self.efa(subject, ng, lti, self.instance_types(ng), bool(reservation or target), pool)
+            self.efa(subject, ng, lti, self.instance_types(ng), bool(reservation or target))
 
-    def capacity_block(self, subject, ng, lti, target, reservation, pool) -> None:
+    def capacity_block(self, subject, ng, lti, target, reservation) -> None:
         rule = "capacity-block-template"
         if not lti.get("instanceType"):
             self.fail(rule, subject, "its launch template names no InstanceType", ng.urn)
@@ -134,9 +131,9 @@ class AwsRules:
                 f"names instance types {ng.inputs['instanceTypes']}: a Capacity Block node group names none",
                 ng.urn,
             )
-        self._one_zone(rule, subject, ng, pool)
+        self._one_zone(rule, subject, ng)
 
-    def odcr(self, subject, ng, lti, target, reservation, pool) -> None:
+    def odcr(self, subject, ng, lti, target, reservation) -> None:
         rule = "odcr-target"
         spec = lti.get("capacityReservationSpecification") or {}
         if not target or (reservation and target != reservation):
@@ -149,9 +146,9 @@ class AwsRules:
         preference = spec.get("capacityReservationPreference")
         if preference is not None and preference not in self.facts[rule]["preferences"]:
             self.fail(rule, subject, f"preference {preference!r} with a reservation target", ng.urn)
-        self._one_zone(rule, subject, ng, pool)
+        self._one_zone(rule, subject, ng)
 
-    def efa(self, subject, ng, lti, types, reserved, pool) -> None:
+    def efa(self, subject, ng, lti, types, reserved) -> None:
         rule, f = "efa-interfaces", self.facts["efa-interfaces"]
         nics = sorted(lti.get("networkInterfaces") or [], key=lambda n: int(n.get("networkCardIndex") or 0))
         for t in types:
@@ -181,7 +178,7 @@ class AwsRules:
             self.fail(rule, subject, "security groups both on the template and its interfaces", ng.urn)
         if not reserved and not (lti.get("placement") or {}).get("groupName"):
             self.fail(rule, subject, "no cluster placement group", ng.urn)
-        self._one_zone(rule, subject, ng, pool)
+        self._one_zone(rule, subject, ng)
 
     # ---- FSx ----------------------------------------------------------------------------------------
     def fsx(self, fs: PlanResource) -> None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from components.aws.profile import IRSA_ANNOTATION
+from components.outputs import TeamOutput
 from infra.verify.checks.identity import deps_of_type, within_team
 from infra.verify.context import Context
 from infra.verify.model import PlanResource
@@ -55,12 +56,12 @@ def _aws_role(ctx: Context, sa: Any, arn: str) -> PlanResource | None:
     return found[0] if len(found) == 1 else None
 
 
-def check_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) -> list[str]:
+def check_team(ctx: Context, res: CheckResult, team: TeamOutput, sa: Any) -> list[str]:
     """Check one team's IRSA wiring; return the object key patterns its role may write."""
     arn = sa.annotations.get(IRSA_ANNOTATION)
     if not arn:
         res.fail(
-            f"{sa.ref} of team {team['name']} has no {IRSA_ANNOTATION} annotation: pods get no AWS identity",
+            f"{sa.ref} of team {team.name} has no {IRSA_ANNOTATION} annotation: pods get no AWS identity",
             sa.ref,
         )
         return []
@@ -69,20 +70,20 @@ def check_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any)
         res.fail(f"{sa.ref} names role {arn}, which the plan does not create", sa.ref)
         return []
     _check_aws_trust(ctx, res, role, sa)
-    patterns, listed_unscoped = _aws_role_object_access(ctx, res, role, team["name"])
+    patterns, listed_unscoped = _aws_role_object_access(ctx, res, role, team.name)
     role_name = role.inputs.get("name", role.name)
     for p in patterns:
-        if not within_team(p, team["name"]):
+        if not within_team(p, team.name):
             res.fail(
-                f"role {role_name} of team {team['name']} reaches objects {p!r}, not only its prefix "
-                f"{team['name']}/ of the checkpoint bucket",
+                f"role {role_name} of team {team.name} reaches objects {p!r}, not only its prefix "
+                f"{team.name}/ of the checkpoint bucket",
                 role.name,
                 sa.ref,
             )
     if listed_unscoped:
         res.fail(
-            f"role {role_name} of team {team['name']} may list every key of the bucket (s3:ListBucket without "
-            f"an s3:prefix condition on {team['name']}/*)",
+            f"role {role_name} of team {team.name} may list every key of the bucket (s3:ListBucket without "
+            f"an s3:prefix condition on {team.name}/*)",
             role.name,
         )
     return patterns

@@ -24,6 +24,7 @@ from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes, is_efa_pool
 from infra.verify.context import EFA_RESOURCE
 
 if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo
     from infra.verify.charts import ChartModel
     from infra.verify.context import Context
     from infra.verify.model import Plan, PlanResource
@@ -50,14 +51,14 @@ def eks_addons(plan: Plan) -> dict[str, PlanResource]:
 # ---- pool nodes -------------------------------------------------------------------------------------
 
 
-def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+def pool_nodes(ctx: Context, pool: NodePoolInfo) -> PoolNodes | None:
     plan = ctx.platform
     by_urn = plan.by_urn()
     for ng in plan.of_type("aws:eks/nodeGroup:NodeGroup"):
         labels = dict(ng.inputs.get("labels") or {})
-        if labels.get("trainplane.dev/pool") != pool["name"] and not str(
+        if labels.get("trainplane.dev/pool") != pool.name and not str(
             ng.inputs.get("nodeGroupName", "")
-        ).endswith(f"-{pool['name']}"):
+        ).endswith(f"-{pool.name}"):
             continue
         labels.setdefault("eks.amazonaws.com/capacityType", str(ng.inputs.get("capacityType", "ON_DEMAND")))
         labels.setdefault("eks.amazonaws.com/nodegroup", str(ng.inputs.get("nodeGroupName", ng.name)))
@@ -98,12 +99,12 @@ def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
                 kind, _, name = key[len(prefix) :].partition("/")
                 template.setdefault(kind, {})[name] = value
         return PoolNodes(
-            name=pool["name"],
+            name=pool.name,
             labels=labels,
             taints=taints,
             machines=shapes,
             machine_names=types,
-            gpus=min((s.gpus for s in shapes if s), default=int(pool.get("gpusPerNode") or 0)),
+            gpus=min((s.gpus for s in shapes if s), default=pool.gpus_per_node),
             extended={EFA_RESOURCE: efa} if efa else {},
             template=template if tagged else None,
             node_repair=bool((ng.inputs.get("nodeRepairConfig") or {}).get("enabled")),
@@ -162,15 +163,15 @@ def addon_objects(plan: Plan, out: ChartModel) -> None:
 def check_spot_notice(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None:
     handlers = [d for d in ctx.charts.daemon_sets if d.scope == "spot"]
     for pool, nodes in gpu_pools:
-        if pool.get("capacity") == "spot" and not handlers:
+        if pool.capacity == "spot" and not handlers:
             res.fail(
-                f"GPU pool {pool['name']} runs on spot but nothing turns EC2's two-minute interruption "
+                f"GPU pool {pool.name} runs on spot but nothing turns EC2's two-minute interruption "
                 "notice into a SIGTERM for its pods (no aws-node-termination-handler DaemonSet): a reclaim "
                 "kills the trainer without its preemption checkpoint",
                 nodes.source,
             )
-        elif pool.get("capacity") == "spot":
-            res.examined.append(f"spot notice handler for {pool['name']}")
+        elif pool.capacity == "spot":
+            res.examined.append(f"spot notice handler for {pool.name}")
 
 
 # ---- (GPU pools) --------------------------------------------------------------------------------------
@@ -183,7 +184,7 @@ def check_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None
     for pool, nodes in gpu_pools:
         if nodes.node_repair and repair["addon"] not in eks_addons(plan):
             res.fail(
-                f"node repair is on for GPU pool {pool['name']} but EKS add-on {repair['addon']} is not "
+                f"node repair is on for GPU pool {pool.name} but EKS add-on {repair['addon']} is not "
                 "installed: GPU faults (AcceleratedHardwareReady) are never detected",
                 nodes.source,
             )
@@ -193,20 +194,20 @@ def check_gpu_pools(ctx: Context, res: CheckResult, gpu_pools: GpuPools) -> None
         for pool, nodes in gpu_pools:
             if label not in nodes.labels:
                 res.fail(
-                    f"GPU pool {pool['name']} nodes lack label {label}: cluster-autoscaler does not treat "
+                    f"GPU pool {pool.name} nodes lack label {label}: cluster-autoscaler does not treat "
                     "them as GPU nodes while the device plugin starts and may add more",
                     nodes.source,
                 )
             if nodes.template is not None and label not in nodes.template.get("label", {}):
                 res.fail(
-                    f"GPU pool {pool['name']}: the scale-from-zero template has no label {label}",
+                    f"GPU pool {pool.name}: the scale-from-zero template has no label {label}",
                     nodes.source,
                 )
     for pool, nodes in gpu_pools:
         efa_counts = {s.name: s.efa_interfaces for s in nodes.machines if s is not None}
         if is_efa_pool(nodes) and len(set(efa_counts.values())) > 1:
             res.fail(
-                f"EFA pool {pool['name']} mixes instance types with different EFA layouts "
+                f"EFA pool {pool.name} mixes instance types with different EFA layouts "
                 f"({', '.join(f'{k} {v}' for k, v in sorted(efa_counts.items()))}); its launch template "
                 f"attaches {nodes.extended[EFA_RESOURCE]}: split the pool per layout",
                 nodes.source,

@@ -23,6 +23,7 @@ from infra.verify.checks.fabric import check_fabric_daemonsets
 from infra.verify.clouds.gcp.nodes import GKE_CLUSTER, GKE_POOL
 
 if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo, PodFabric
     from infra.verify.context import Context
     from infra.verify.model import Plan
     from infra.verify.report import CheckResult
@@ -32,8 +33,8 @@ GCP_NETWORK = "gcp:compute/network:Network"
 GCP_SUBNET = "gcp:compute/subnetwork:Subnetwork"
 
 
-def _pod_networks(fabric: Mapping[str, Any]) -> list[str]:
-    raw = (fabric.get("annotations") or {}).get(INTERFACES)
+def _pod_networks(fabric: PodFabric) -> list[str]:
+    raw = fabric.annotations.get(INTERFACES)
     nics = json.loads(raw) if raw else []
     return [n["network"] for n in nics if n.get("network") != "default"]
 
@@ -43,14 +44,12 @@ def _by_name(plan: Plan, type_: str) -> dict[str, Mapping[str, Any]]:
 
 
 def _check_networks(
-    ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ctx: Context, res: CheckResult, pool: NodePoolInfo, fabric: PodFabric, facts: Mapping[str, Any]
 ) -> None:
-    plan, fabric, name = ctx.platform, pool["fabric"], pool["name"]
+    plan, name = ctx.platform, pool.name
     networks = _pod_networks(fabric)
     if not networks:
-        res.fail(
-            f"pool {name}: fabric {fabric['kind']} names no pod networks in {INTERFACES}", f"pool {name}"
-        )
+        res.fail(f"pool {name}: fabric {fabric.kind} names no pod networks in {INTERFACES}", f"pool {name}")
         return
     vpcs, subnets = _by_name(plan, GCP_NETWORK), _by_name(plan, GCP_SUBNET)
     attached: list[str] = []
@@ -67,7 +66,7 @@ def _check_networks(
             continue
         if vpcs[vpc].get("mtu") not in (facts.get("mtu"), facts.get("rdmaMtu")):
             res.fail(
-                f"pool {name}: VPC {vpc} has MTU {vpcs[vpc].get('mtu')}, {fabric['kind']} needs {facts['mtu']}",
+                f"pool {name}: VPC {vpc} has MTU {vpcs[vpc].get('mtu')}, {fabric.kind} needs {facts['mtu']}",
                 vpc,
             )
         attached.append(vpc)
@@ -101,13 +100,13 @@ def _minor(version: str) -> tuple[int, int] | None:
 
 
 def _check_upgrade_hold(
-    ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+    ctx: Context, res: CheckResult, pool: NodePoolInfo, fabric: PodFabric, facts: Mapping[str, Any]
 ) -> None:
     newest, scope = facts.get("newestMinor"), facts.get("upgradeExclusion")
     cluster = next(iter(ctx.platform.of_type(GKE_CLUSTER)), None)
     if not newest or cluster is None:
         return
-    kind, name = pool["fabric"].get("kind"), pool["name"]
+    kind, name = fabric.kind, pool.name
     version = str(cluster.inputs.get("minMasterVersion") or "")
     have = _minor(version)
     if have is not None and have > (_minor(str(newest)) or have):
@@ -143,8 +142,10 @@ def _check_upgrade_hold(
         )
 
 
-def check_fabric(ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]) -> None:
+def check_fabric(ctx: Context, res: CheckResult, pool: NodePoolInfo, facts: Mapping[str, Any]) -> None:
     """The cluster side of a pool's GKE fabric: pod networks and NICs, its DaemonSets, the upgrade hold."""
-    _check_networks(ctx, res, pool, facts)
+    if pool.fabric is None:
+        return
+    _check_networks(ctx, res, pool, pool.fabric, facts)
     check_fabric_daemonsets(ctx, res, pool, facts)
-    _check_upgrade_hold(ctx, res, pool, facts)
+    _check_upgrade_hold(ctx, res, pool, pool.fabric, facts)

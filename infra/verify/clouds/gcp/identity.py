@@ -8,20 +8,20 @@ condition limiting them to the team's prefix.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any
 
 from components.gcp.profile import WORKLOAD_IDENTITY_ANNOTATION as GKE_ANNOTATION
+from components.outputs import TeamOutput
 from infra.verify.checks.identity import deps_of_type, within_team
 from infra.verify.context import Context
 from infra.verify.report import CheckResult
 
 
-def check_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any) -> list[str]:
+def check_team(ctx: Context, res: CheckResult, team: TeamOutput, sa: Any) -> list[str]:
     email = sa.annotations.get(GKE_ANNOTATION)
     if not email:
         res.fail(
-            f"{sa.ref} of team {team['name']} has no {GKE_ANNOTATION} annotation: pods get no Google identity",
+            f"{sa.ref} of team {team.name} has no {GKE_ANNOTATION} annotation: pods get no Google identity",
             sa.ref,
         )
         return []
@@ -60,11 +60,11 @@ def check_team(ctx: Context, res: CheckResult, team: Mapping[str, Any], sa: Any)
         found = re.search(r"/objects/([^\"']*)", expr)
         pattern = (found.group(1) + "*") if found else "*"
         patterns.append(pattern)
-        if not within_team(pattern, team["name"]):
+        if not within_team(pattern, team.name):
             res.fail(
-                f"Google service account {gsa.inputs.get('accountId', gsa.name)} of team {team['name']} has "
+                f"Google service account {gsa.inputs.get('accountId', gsa.name)} of team {team.name} has "
                 f"{grant.inputs.get('role')} on all of bucket {grant.inputs.get('bucket')} (no IAM condition "
-                f"on objects/{team['name']}/)",
+                f"on objects/{team.name}/)",
                 grant.name,
                 sa.ref,
             )

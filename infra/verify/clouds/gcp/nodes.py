@@ -16,6 +16,7 @@ from infra.verify.charts import DaemonSetModel
 from infra.verify.checks.pool_nodes import TAINT_EFFECTS, PoolNodes
 
 if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo
     from infra.verify.charts import ChartModel
     from infra.verify.context import Context
     from infra.verify.model import Plan, PlanResource
@@ -51,9 +52,9 @@ def _gke_capacity_marks(inputs: Mapping[str, Any], labels: dict[str, str], taint
             taints.append(queued)
 
 
-def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
+def pool_nodes(ctx: Context, pool: NodePoolInfo) -> PoolNodes | None:
     for np in ctx.platform.of_type(GKE_POOL):
-        if np.inputs.get("name") != pool["name"]:
+        if np.inputs.get("name") != pool.name:
             continue
         cfg = np.inputs.get("nodeConfig") or {}
         labels = dict(cfg.get("labels") or {})
@@ -72,13 +73,13 @@ def pool_nodes(ctx: Context, pool: Mapping[str, Any]) -> PoolNodes | None:
             for t in cfg.get("taints") or []
         ]
         _gke_capacity_marks(np.inputs, labels, taints)
-        for t in ctx.pool_taints(dict(pool)):
+        for t in ctx.pool_taints(pool):
             if t not in taints and accels:
                 taints.append(t)
         machine = str(cfg.get("machineType", ""))
         shape = catalog().machine("gcp", machine)
         return PoolNodes(
-            name=pool["name"],
+            name=pool.name,
             labels=labels,
             taints=taints,
             machines=[shape],
@@ -139,7 +140,7 @@ GKE_SPOT_POD_GRACE_S = 15
 
 def note_gke_spot_grace(ctx: Context, res: CheckResult) -> None:
     """A note per training pod that asks more time than GKE gives a spot node's pods by default."""
-    spot = {p["name"] for p in ctx.gpu_pools() if p.get("capacity") == "spot"}
+    spot = {p.name for p in ctx.gpu_pools() if p.capacity == "spot"}
     for pod in ctx.pods:
         grace = int(pod.pod_spec.get("terminationGracePeriodSeconds") or 30)
         if pod.pool in spot and grace > GKE_SPOT_POD_GRACE_S:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from infra.verify.verifier import FolderVerifier
 
 if TYPE_CHECKING:
+    from components.outputs import NodePoolInfo
     from infra.verify.context import Context
     from infra.verify.jobs import TrainingPod
     from infra.verify.model import K8sObject
@@ -20,7 +21,7 @@ class GcpVerifier(FolderVerifier):
     name = "gcp"
 
     def check_fabric(
-        self, ctx: Context, res: CheckResult, pool: Mapping[str, Any], facts: Mapping[str, Any]
+        self, ctx: Context, res: CheckResult, pool: NodePoolInfo, facts: Mapping[str, Any]
     ) -> None:
         from infra.verify.clouds.gcp import fabric
 
