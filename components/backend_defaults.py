@@ -24,6 +24,10 @@ class BackendDefaults:
 
     name: str
     support_calendar: str | None = None
+    # The cloud's section of the platform spec (its keys as pydantic models, components/spec/sections.py).
+    # An installed backend's is found beside its module (<package>.spec_keys), before any backend is
+    # imported; a backend a program registers brings it here, and PlatformSpec.load composes it on top.
+    spec_keys: Any = None
 
     # catalog, spec keys, regions, quickstart (b1)
     def catalog_section(self) -> CatalogSection | None:

@@ -23,15 +23,21 @@ if TYPE_CHECKING:  # PlatformSpec.load calls check_platform: the models import t
 SERVER_GPU_COUNTS = (1, 2, 4, 8, 16)
 
 
+def keys_of(cloud: CloudBackend, model: type[Spec]) -> frozenset[str]:
+    """The keys `cloud` lists for `model` or a model it extends (PlatformSpec.load composes the sections
+    of backends a program registered on top of the installed models: components/spec/sections.py)."""
+    return frozenset().union(*(cloud.keys.get(m, frozenset()) for m in model.__mro__))
+
+
 def cloud_key_problems(obj: Spec, path: str, cloud: CloudBackend) -> Iterable[str]:
     """Keys of `obj` set in the stack file that other clouds own and `cloud` does not accept."""
     model = type(obj)
-    mine = cloud.keys.get(model, frozenset())
+    mine = keys_of(cloud, model)
     for field in sorted(obj.model_fields_set):
         alias = alias_of(model, field)
         if alias in mine:
             continue
-        owners = [b.name for b in backends() if alias in b.keys.get(model, frozenset())]
+        owners = [b.name for b in backends() if alias in keys_of(b, model)]
         if owners:
             hint = cloud.twins.get(alias)
             instead = f"; use {hint}" if hint else ""
