@@ -33,6 +33,14 @@ class BackendDefaults:
     def catalog_section(self) -> CatalogSection | None:
         return None
 
+    def support_section(self) -> Mapping[str, Any] | None:
+        """The cloud's section of the Kubernetes support calendar (`support_calendar` names it)."""
+        return None
+
+    def support_file(self) -> str | None:
+        """Where that section is kept, for error lines (a path in the source tree)."""
+        return None
+
     def display_name(self) -> str:
         return self.name
 
