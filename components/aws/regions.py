@@ -1,5 +1,5 @@
 """Where an AWS platform may go and what it may run on: availability zones of its region, and the EC2
-instance type names (data/aws_instance_types.yaml, the provider SDK's list, with its source).
+instance type names (data/instance_types.yaml, the provider SDK's list, with its source).
 """
 
 from __future__ import annotations
