@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from components.catalog import CatalogSection, PriceBasis
-    from components.spec import PlatformSpec
+    from components.spec import NodePoolSpec, PlatformSpec
 
 
 from components.backend_protocol import CapacityKinds, MockAnswers, Prompt
@@ -48,6 +48,10 @@ class BackendDefaults:
         return ()
 
     def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        return None
+
+    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
+        """The machine type a pool names (its cloud's key for it); none: the pool names no machine."""
         return None
 
     def capacity_kinds(self) -> CapacityKinds:

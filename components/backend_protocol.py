@@ -132,6 +132,11 @@ class CloudBackend(Protocol):
         """The regions a platform on this cloud may name; empty: any (the cloud has no list)."""
         ...
 
+    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
+        """The machine type `pool` names under this cloud's own key for it (`instanceType`...), if any: what
+        price overrides are keyed by when the catalog does not know it."""
+        ...
+
     def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
         """Why `name`, which the catalog does not know (`known`: the names it does), is no machine type
         of this cloud, with a did-you-mean; None when it may be one."""

@@ -212,9 +212,7 @@ def _priced_gpu_pools(spec: PlatformSpec) -> list[str]:
             continue
         shape = cloud.machine_of(pool)
         listed = shape.on_demand_hourly if shape else None
-        override = spec.pricing.overrides.get(
-            shape.name if shape else (pool.instance_type or pool.machine_type) or ""
-        )
+        override = spec.pricing.overrides.get(shape.name if shape else cloud.machine_type_of(pool) or "")
         if (override is not None and (override.on_demand_hourly is not None or listed is not None)) or (
             listed is not None and basis is not None
         ):
