@@ -1,6 +1,7 @@
 """`trainplane gpus [--cloud C] [--gpu NAME] [--region R] [--json]`: the GPU catalog (the kinds in
-components/data/gpus.yaml, each cloud's machines and prices in components/<cloud>/data/catalog.yaml) as a table: each GPU's machines per cloud, their interconnect, local NVMe, list prices with their date
-and region, and the capacity kinds a pool of each may have (infra/gpu_catalog.py). docs/cli.md, "gpus".
+components/data/gpus.yaml, each cloud's machines and prices in components/<cloud>/data/catalog.yaml) as a
+table: each GPU's machines per cloud, their interconnect, local NVMe, list prices with their date and
+region, and the capacity kinds a pool of each may have (infra/gpu_catalog.py). docs/cli.md, "gpus".
 """
 
 from __future__ import annotations
