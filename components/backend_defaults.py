@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from components.catalog import CatalogSection, PriceBasis
-    from components.spec import PlatformSpec
+    from components.spec import NodePoolSpec, PlatformSpec
 
 
 from components.backend_protocol import CapacityKinds, MockAnswers, Prompt
@@ -24,9 +24,21 @@ class BackendDefaults:
 
     name: str
     support_calendar: str | None = None
+    # The cloud's section of the platform spec (its keys as pydantic models, components/spec/sections.py).
+    # An installed backend's is found beside its module (<package>.spec_keys), before any backend is
+    # imported; a backend a program registers brings it here, and PlatformSpec.load composes it on top.
+    spec_keys: Any = None
 
     # catalog, spec keys, regions, quickstart (b1)
     def catalog_section(self) -> CatalogSection | None:
+        return None
+
+    def support_section(self) -> Mapping[str, Any] | None:
+        """The cloud's section of the Kubernetes support calendar (`support_calendar` names it)."""
+        return None
+
+    def support_file(self) -> str | None:
+        """Where that section is kept, for error lines (a path in the source tree)."""
         return None
 
     def display_name(self) -> str:
@@ -36,6 +48,10 @@ class BackendDefaults:
         return ()
 
     def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
+        return None
+
+    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
+        """The machine type a pool names (its cloud's key for it); none: the pool names no machine."""
         return None
 
     def capacity_kinds(self) -> CapacityKinds:

@@ -83,8 +83,9 @@ class CloudBackend(Protocol):
     # Seconds between SIGTERM and SIGKILL for training pods when a job names none: long enough for a
     # preemption checkpoint within the notice this cloud gives before it takes a node back.
     preemption_grace_seconds: int
-    # The cloud's section of the Kubernetes support calendar (components/data/k8s_support.yaml), None: no
-    # calendar (an existing cluster): what kubernetesVersion may be and what its control plane costs.
+    # The name of the cloud's section of the Kubernetes support calendar (components/k8s_support.py, which
+    # composes `support_section()` of every backend), None: no calendar (an existing cluster): what
+    # kubernetesVersion may be and what its control plane costs.
     support_calendar: str | None
 
     def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
@@ -113,12 +114,27 @@ class CloudBackend(Protocol):
         are not in the catalog (nodes that already exist)."""
         ...
 
+    def support_section(self) -> Mapping[str, Any] | None:
+        """This cloud's section of the Kubernetes support calendar (the one `support_calendar` names):
+        `minors` (released, standardEnd, end), `standardHourly`, `extendedHourly`, with sources and dates;
+        None: no calendar."""
+        ...
+
+    def support_file(self) -> str | None:
+        """Where that section is kept (a path in the source tree), named in error lines."""
+        ...
+
     def display_name(self) -> str:
         """The cloud's name in prose ("AWS"), for messages such as "not an AWS region"."""
         ...
 
     def regions(self) -> Sequence[str]:
         """The regions a platform on this cloud may name; empty: any (the cloud has no list)."""
+        ...
+
+    def machine_type_of(self, pool: NodePoolSpec) -> str | None:
+        """The machine type `pool` names under this cloud's own key for it (`instanceType`...), if any: what
+        price overrides are keyed by when the catalog does not know it."""
         ...
 
     def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:

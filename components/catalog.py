@@ -2,8 +2,9 @@
 
 The catalog is open: the GPU kinds are cloud-neutral (`data/gpus.yaml`, `gpus:` with their memory and
 peak throughput), and each cloud's backend brings its section (`CloudBackend.catalog_section`): its GPU
-machines, CPU machines and price basis. The built-in clouds keep their sections in the same file, keyed
-by the cloud's name, so they can be reviewed and updated without touching code. Prices are list prices
+machines, CPU machines and price basis. The built-in clouds keep their sections in their own packages
+(components/<cloud>/data/catalog.yaml), composed with the kinds here when the catalog loads, so they can
+be reviewed and updated without touching code. Prices are list prices
 for planning; `trainplane plan` shows them as assumptions and stack config can override them.
 
 Example:
@@ -87,7 +88,7 @@ class GpuKind:
 @dataclass(frozen=True)
 class CatalogSection:
     """One cloud's part of the catalog, as its backend brings it: machine entries in the layout of
-    `data/gpus.yaml` (vcpus, memoryGiB, onDemandHourly, gpus, ...), each named by `machine_key`."""
+    a cloud's data/catalog.yaml (vcpus, memoryGiB, onDemandHourly, gpus, ...), each named by `machine_key`."""
 
     cloud: str
     machine_key: str  # the key that names a machine ("instanceType"), also the pool key that names one
@@ -97,14 +98,14 @@ class CatalogSection:
 
     @classmethod
     def of_doc(cls, doc: Mapping[str, Any], cloud: str, machine_key: str) -> CatalogSection:
-        """The section of `cloud` in a catalog file that holds several clouds side by side, each under
-        its name (the layout of data/gpus.yaml)."""
+        """The section of `cloud` in its own catalog file (components/<cloud>/data/catalog.yaml): `gpus`
+        (GPU kind -> its machines), `cpu` and `pricing`, with the `source`s and dates of each."""
         return cls(
             cloud=cloud,
             machine_key=machine_key,
-            gpus={kind: entry.get(cloud) or [] for kind, entry in (doc.get("gpus") or {}).items()},
-            cpu=(doc.get("cpu") or {}).get(cloud) or [],
-            pricing=(doc.get("pricing") or {}).get(cloud),
+            gpus={kind: machines or [] for kind, machines in (doc.get("gpus") or {}).items()},
+            cpu=doc.get("cpu") or [],
+            pricing=doc.get("pricing"),
         )
 
 

@@ -1,6 +1,6 @@
 """`CatalogBackend`: what the backends of clouds that sell machines share (their pools are made of
-catalog machines, their keys and rules live in their package's `rules` module, their regions in a data
-file)."""
+catalog machines, their keys and rules live in their package's `rules` module, their machines, prices,
+regions and support calendar in their package's data files)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class CatalogBackend(BackendDefaults):
     subclass names its cloud, rules module, grace, the key that names a pool's machine, its
     object store and quickstart defaults, and builds."""
 
-    name: str  # also the name of the cloud's sections in the shared data files below
+    name: str
     title: str  # the cloud's name in prose ("AWS")
     rules: ModuleType  # KEYS, TWINS, CAPACITY, check, check_pool, check_storage
     keys: Mapping[type[Spec], frozenset[str]]
@@ -38,10 +38,17 @@ class CatalogBackend(BackendDefaults):
     # Quickstart: the CPU pool that runs the operators, Prometheus and Kueue; the region when none is given.
     system_pool: Mapping[str, Any]
     default_region: str
-    # The built-in clouds keep their data side by side, one section per cloud name, in these files of
-    # the components package (data, reviewed together): machines and prices, and regions.
-    CATALOG_FILE = "data/gpus.yaml"
+    # Each cloud keeps its data in its own package (the backend module's), composed with the other
+    # clouds' when loaded: its machines and prices (the GPU kinds are components/data/gpus.yaml), its
+    # regions and its section of the Kubernetes support calendar.
+    CATALOG_FILE = "data/catalog.yaml"
     REGIONS_FILE = "data/regions.yaml"
+    SUPPORT_FILE = "data/k8s_support.yaml"
+
+    @property
+    def package(self) -> str:
+        """The backend's package, where its data files are (components.aws)."""
+        return type(self).__module__.rpartition(".")[0]
 
     def check(self, spec: PlatformSpec, root: str) -> Iterable[str]:
         return self.rules.check(spec, root)
@@ -75,7 +82,7 @@ class CatalogBackend(BackendDefaults):
         from components.catalog import CatalogSection
 
         return CatalogSection.of_doc(
-            load_data_file("components", self.CATALOG_FILE), self.name, self.machine_key
+            load_data_file(self.package, self.CATALOG_FILE), self.name, self.machine_key
         )
 
     def display_name(self) -> str:
@@ -83,8 +90,14 @@ class CatalogBackend(BackendDefaults):
 
     @cache  # noqa: B019
     def regions(self) -> Sequence[str]:
-        section = load_data_file("components", self.REGIONS_FILE).get(self.name) or {}
-        return sorted(section.get("regions") or [])
+        return sorted(load_data_file(self.package, self.REGIONS_FILE).get("regions") or [])
+
+    @cache  # noqa: B019
+    def support_section(self) -> Mapping[str, Any] | None:
+        return load_data_file(self.package, self.SUPPORT_FILE) if self.support_calendar else None
+
+    def support_file(self) -> str | None:
+        return f"{self.package.replace('.', '/')}/{self.SUPPORT_FILE}" if self.support_calendar else None
 
     def capacity_kinds(self) -> CapacityKinds:
         return self.rules.CAPACITY
@@ -100,7 +113,7 @@ class CatalogBackend(BackendDefaults):
         return {"region": get("region") or self.default_region, "nodePools": [dict(self.system_pool), pool]}
 
     def price_basis(self) -> PriceBasis | None:
-        """The catalog's list prices for this cloud (components/data/gpus.yaml `pricing`)."""
+        """The catalog's list prices for this cloud (its data/catalog.yaml `pricing`)."""
         from components.catalog import catalog
 
         return catalog().pricing.get(self.name)

@@ -1,4 +1,6 @@
-"""Kubernetes support calendar per cloud (data/k8s_support.yaml): where a minor stands on a given day.
+"""Kubernetes support calendar per cloud: where a minor stands on a given day. Each cloud's backend brings
+its section (`support_calendar` names it, `support_section()` holds it: components/<cloud>/data/
+k8s_support.yaml for the built-in clouds); the calendar is their composition.
 
 "Today" is always passed in (read once where a command starts: components.clock.today, TRAINPLANE_TODAY);
 nothing here calls the clock in the middle of a decision.
@@ -14,10 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import date
 from functools import cache
-from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import yaml
+if TYPE_CHECKING:
+    from components.backends import CloudBackend
 
 
 @dataclass(frozen=True)
@@ -32,10 +34,30 @@ class MinorSupport:
     as_of: str
 
 
-@cache
 def calendar() -> dict[str, Any]:
-    text = resources.files("components").joinpath("data/k8s_support.yaml").read_text()
-    return dict(yaml.safe_load(text))
+    """Calendar name (`support_calendar`: eks, gke) -> its section, for every registered backend with one,
+    in the registry's order."""
+    from components.backends import backends
+
+    return _calendar(backends())[0]
+
+
+def calendar_file(cloud: str) -> str:
+    """Where the section `cloud` of the calendar is kept, for error lines."""
+    from components.backends import backends
+
+    return _calendar(backends())[1][cloud]
+
+
+@cache
+def _calendar(clouds: tuple[CloudBackend, ...]) -> tuple[dict[str, Any], dict[str, str]]:
+    sections: dict[str, Any] = {}
+    files: dict[str, str] = {}
+    for b in clouds:
+        if b.support_calendar and (section := b.support_section()) is not None:
+            sections[b.support_calendar] = dict(section)
+            files[b.support_calendar] = b.support_file() or f"the {b.name} backend's support calendar"
+    return sections, files
 
 
 def support_status(cloud: str, minor: str, on: date) -> MinorSupport:
@@ -74,11 +96,12 @@ def default_minor(on: date | None = None) -> str:
         from components.spec.base import ConfigError
 
         as_of = max(str(calendar()[c]["asOf"]) for c in calendar())
+        files = ", ".join(calendar_file(c) for c in calendar())
         raise ConfigError(
             [
                 f"platform.cluster.kubernetesVersion: not set, and no minor is in standard support on "
                 f"{' and '.join(c.upper() for c in calendar())} on {day} in trainplane's support calendar "
-                f"(components/data/k8s_support.yaml, as of {as_of}): set it, or update trainplane"
+                f"({files}, as of {as_of}): set it, or update trainplane"
             ]
         ) from None
 
@@ -101,7 +124,7 @@ def problem(cloud: str, minor: str, on: date) -> str | None:
     section, label = calendar()[cloud], cloud.upper()
     if minor not in section["minors"]:
         known = ", ".join(sorted(section["minors"], key=_key))
-        return f"{label} {minor} is not in the support calendar (known: {known}; components/data/k8s_support.yaml)"
+        return f"{label} {minor} is not in the support calendar (known: {known}; {calendar_file(cloud)})"
     s = support_status(cloud, minor, on)
     if s.phase == "unreleased":
         return f"{label} {minor} is not released until {s.released} (today {on})"

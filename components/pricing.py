@@ -88,7 +88,7 @@ def pool_costs(spec: PlatformSpec) -> list[PoolCost]:
     pools: list[PoolCost] = []
     for p in spec.node_pools:
         shape = machine_of(spec.cloud, p)
-        name = shape.name if shape else (p.instance_type or p.machine_type)
+        name = shape.name if shape else backend(spec.cloud).machine_type_of(p)
         own_date = shape.price_as_of if shape else None
         od, spot, source = _price(spec, basis, name, shape.on_demand_hourly if shape else None, own_date)
         reserved = reserved_price(spec, name, od) if p.capacity in RESERVED else None

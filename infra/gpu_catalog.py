@@ -1,5 +1,6 @@
 """The rows of `trainplane gpus`: every catalog machine with a GPU, as the catalog and its cloud's backend
-describe it (components/catalog.py, components/data/gpus.yaml), filtered by cloud, GPU and region.
+describe it (components/catalog.py: the kinds and each cloud's data/catalog.yaml), filtered by cloud, GPU
+and region.
 
 Nothing here is looked up elsewhere or guessed: the capacity kinds are those the machine's backend offers
 (`CloudBackend.capacity_kinds`), narrowed to Capacity Blocks for machines the catalog marks

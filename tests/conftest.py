@@ -20,8 +20,8 @@ from tests.helpers.plans import ROOT, plan_object, share_plans
 from tests.helpers.session import shared_dir
 
 # Facts that age (price dates, the Kubernetes support calendar) are judged on one day in every test, the
-# day the calendar was last read at its sources (components/data/k8s_support.yaml asOf): a test that moves
-# the day sets TRAINPLANE_TODAY itself (monkeypatch).
+# day the calendar was last read at its sources (components/<cloud>/data/k8s_support.yaml asOf): a test
+# that moves the day sets TRAINPLANE_TODAY itself (monkeypatch).
 os.environ.setdefault("TRAINPLANE_TODAY", "2026-11-28")
 
 # Property tests judge behaviour, never speed: on a loaded 2-core CI machine a strategy's draw can take

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from components.aws import rules
+from components.aws import rules, spec_keys
 from components.backends import BuildArgs, MockAnswers
 from components.catalog_backend import CatalogBackend
 
@@ -24,6 +24,7 @@ class AwsBackend(CatalogBackend):
     title = "AWS"
     rules = rules
     keys = rules.KEYS
+    spec_keys = spec_keys
     twins = rules.TWINS
     # A spot instance gets a two-minute interruption notice (EC2 user guide, "Spot Instance interruptions").
     preemption_grace_seconds = 120

@@ -1,6 +1,6 @@
 """What `trainplane plan` needs to cost and time an AWS platform (no pulumi_aws import).
 
-Machine prices are the catalog's (components/data/gpus.yaml, `pricing.aws`); this module holds the rest.
+Machine prices are the catalog's (components/aws/data/catalog.yaml, `pricing`); this module holds the rest.
 """
 
 from __future__ import annotations

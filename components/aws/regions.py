@@ -1,5 +1,5 @@
 """Where an AWS platform may go and what it may run on: availability zones of its region, and the EC2
-instance type names (data/aws_instance_types.yaml, the provider SDK's list, with its source).
+instance type names (data/instance_types.yaml, the provider SDK's list, with its source).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ GPU_FAMILY = re.compile(r"^(?:p\d|gr?\d)[a-z0-9-]*(?=\.)")
 
 @cache
 def aws_instance_types() -> frozenset[str]:
-    text = resources.files("components").joinpath("data/aws_instance_types.yaml").read_text()
+    text = resources.files("components.aws").joinpath("data/instance_types.yaml").read_text()
     return frozenset(yaml.safe_load(text)["instanceTypes"])
 
 

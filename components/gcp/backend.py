@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from components.backends import BuildArgs, MockAnswers
 from components.catalog_backend import CatalogBackend
-from components.gcp import rules
+from components.gcp import rules, spec_keys
 
 if TYPE_CHECKING:
     import pulumi
@@ -25,6 +25,7 @@ class GcpBackend(CatalogBackend):
     title = "GCP"
     rules = rules
     keys = rules.KEYS
+    spec_keys = spec_keys
     twins = rules.TWINS
     # GKE gives non-system pods of a spot VM about 15-30 s by default (GKE docs, "Spot VMs").
     preemption_grace_seconds = 30

@@ -1,6 +1,6 @@
 """What `trainplane plan` needs to cost and time a GCP platform (no pulumi_gcp import).
 
-Machine prices are the catalog's (components/data/gpus.yaml, `pricing.gcp`); this module holds the rest.
+Machine prices are the catalog's (components/gcp/data/catalog.yaml, `pricing`); this module holds the rest.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ Which channel: `UNTIL_END_OF_SUPPORT` ends the exclusion at "the cluster control
 support time, or end of extended support time when the cluster is on extended support channel"
 (google.container.v1 NodePool.ExclusionUntilEndOfSupport.end_time, GKE API reference). On REGULAR (the
 toolkit's example) the hold thus ends at the minor's end of standard support (GKE 1.34: 2026-10-01,
-components/data/k8s_support.yaml) and GKE upgrades the cluster to a minor the machines cannot boot. A held
+components/gcp/data/k8s_support.yaml) and GKE upgrades the cluster to a minor the machines cannot boot. A held
 cluster is therefore on the EXTENDED channel (its default here; another channel is a load error naming
 `cluster.releaseChannel`, and verify's fabric check fails it): during standard support it gets the Regular
 channel's patches ("Introducing GKE extended support", Google Cloud blog, 2024-07-17), after it the

@@ -33,8 +33,8 @@ GCE_TYPES = frozenset(
 
 @cache
 def gcp_zone_letters(region: str) -> list[str]:
-    doc = yaml.safe_load(resources.files("components").joinpath("data/regions.yaml").read_text())
-    return list(doc["gcp"]["regions"].get(region) or [])
+    doc = yaml.safe_load(resources.files("components.gcp").joinpath("data/regions.yaml").read_text())
+    return list(doc["regions"].get(region) or [])
 
 
 def gcp_zone_problems(region: str | None, zones: Sequence[str], path: str) -> Iterable[str]:

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from components.backends import BackendDefaults, BuildArgs, MockAnswers
-from components.kubernetes import rules
+from components.kubernetes import rules, spec_keys
 
 if TYPE_CHECKING:
     import pulumi
@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 class ExistingClusterBackend(BackendDefaults):
     name = "kubernetes"
     keys = rules.KEYS
+    spec_keys = spec_keys
     twins: Mapping[str, str] = {}
     # Nodes of an existing cluster are drained by people, who can wait for a checkpoint.
     preemption_grace_seconds = 300

@@ -8,6 +8,7 @@ Every problem becomes one `ConfigError` line that names the key path, e.g.
     platform.nodePools[1].gpu: 'H1000' is not a known GPU; known: A10G, L4, ...
 
 The package is split by concern: `base` (Spec, ConfigError, loading), `platform` (platform models),
+`sections` (how each cloud's own keys, components/<cloud>/spec_keys.py, join the platform models),
 `job` (job models, check_job), `rules` (the cloud-neutral rules and helpers the backends use).
 """
 

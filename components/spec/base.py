@@ -39,16 +39,14 @@ API_SERVER = (
 # An image pinned by digest: `<repository>@sha256:<64 lowercase hex digits>` (a tag may stand before the
 # digest; the runtime then pulls by the digest alone).
 DIGEST_IMAGE = r"^[a-z0-9][-a-z0-9._/:]*@sha256:[0-9a-f]{64}$"
-# A GCP project id (6-30 characters: "Creating and managing projects", project ID requirements).
-GCP_PROJECT = r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$"
-AWS_VPC_ID = r"^vpc-[0-9a-f]{8,17}$"
-S3_PREFIX = r"^s3://[a-z0-9.-]{3,63}(/.*)?$"
 ABSOLUTE_PATH = r"^/"
 MOUNT_PATH = r"^/[^\s]*$"
 # A Prometheus duration in minutes or hours (an alert's `for`, a rule's window).
 MINUTES_OR_HOURS = r"^[1-9][0-9]{0,3}[mh]$"
 # A label-value-like token (a fleet's token rotation), lowercase and '.', '-' inside.
 ROTATION = r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$"
+# The words of each pattern, in error lines; a cloud's own patterns bring theirs with its spec section
+# (components/spec/sections.py, register_pattern_words).
 PATTERN_WORDS = {
     DNS_LABEL: "a lowercase DNS label (a-z, 0-9 and '-', starting with a letter)",
     DNS_SUBDOMAIN: "a Kubernetes object name (lowercase a-z, 0-9, '-' and '.')",
@@ -62,9 +60,6 @@ PATTERN_WORDS = {
     STACK_NAME: "a stack name: stack, project/stack or org/project/stack (letters, digits, '.', '_' and '-')",
     STACK_REF: "a stack name: stack, project/stack or org/project/stack (letters, digits, '.', '_' and '-')",
     NO_SPACES: "a value without spaces",
-    GCP_PROJECT: "a GCP project id (6 to 30 lowercase letters, digits and '-', starting with a letter)",
-    AWS_VPC_ID: "a VPC id, vpc- and 8 to 17 hex digits",
-    S3_PREFIX: "an S3 URI, s3://<bucket>[/<prefix>]",
     ABSOLUTE_PATH: "an absolute path, starting with '/'",
     MOUNT_PATH: "an absolute path without spaces, starting with '/'",
     MINUTES_OR_HOURS: "a duration in minutes or hours, e.g. 30m or 2h",
@@ -72,6 +67,11 @@ PATTERN_WORDS = {
 }
 
 SpecT = TypeVar("SpecT", bound="Spec")
+
+
+def register_pattern_words(words: dict[str, str]) -> None:
+    """Add a cloud section's pattern words (its spec_keys PATTERN_WORDS) to those every loader uses."""
+    PATTERN_WORDS.update(words)
 
 
 class ConfigError(Exception):

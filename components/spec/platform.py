@@ -21,16 +21,10 @@ from pydantic import AwareDatetime, Field, field_validator
 from components.catalog import catalog
 from components.k8s_support import default_minor
 from components.spec.base import (
-    ABSOLUTE_PATH,
-    API_SERVER,
-    AWS_VPC_ID,
     COST_CENTER,
     DNS_LABEL,
-    DNS_SUBDOMAIN,
-    GCP_PROJECT,
     K8S_MINOR,
     MINUTES_OR_HOURS,
-    S3_PREFIX,
     Spec,
     load_checked,
 )
@@ -42,6 +36,7 @@ from components.spec.gpu_health import (  # noqa: F401 (re-exported: the platfor
     StragglerSpec,
 )
 from components.spec.images import AgentImagesSpec
+from components.spec.sections import compose, extended, installed_sections, mixins, pattern_words
 
 if TYPE_CHECKING:
     from components.catalog import MachineShape
@@ -57,28 +52,32 @@ TEAM_TAG = "team"
 COST_CENTER_TAG = "cost-center"
 
 
-class ClusterSpec(Spec):
+# Each installed cloud's section of the spec (components/<cloud>/spec_keys.py, components/spec/sections.py):
+# the models below are the neutral bases; ClusterSpec, NetworkSpec, NodePoolSpec, StorageSpec and
+# PlatformSpec are each base composed with every cloud's section of it.
+SECTIONS = installed_sections()
+pattern_words(SECTIONS)
+
+
+def sections_of(section: str) -> tuple[type[Spec], ...]:
+    return mixins(SECTIONS, section)
+
+
+class _CloudKeys:
+    """For the type checker only: a composed model also has its clouds' keys (components/<cloud>/
+    spec_keys.py), which this module cannot name (no cloud is named outside its package,
+    tests/unit/test_architecture.py); they read as Any, as pydantic types a model's extra fields. At
+    runtime the keys are real fields of the composed model."""
+
+    if TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any: ...
+
+
+class NeutralCluster(Spec):
     name: str = Field(pattern=DNS_LABEL, max_length=40)
     # Default: the newest minor in standard support today on every cloud's calendar (components/k8s_support.py).
     kubernetes_version: str = Field(default_factory=default_minor, pattern=K8S_MINOR)
-    # aws
-    endpoint_access: Literal["public", "private", "both"] | None = None
-    # Networks that reach the private API endpoint (TCP 443 on the cluster security group).
-    private_access_cidrs: list[ipaddress.IPv4Network] = Field(default_factory=list)
-    admin_principals: list[str] = Field(default_factory=list)
-    log_types: list[Literal["api", "audit", "authenticator", "controllerManager", "scheduler"]] | None = None
-    # gcp
-    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] | None = None
-    authorized_networks: list[ipaddress.IPv4Network] = Field(default_factory=list)
-    private_nodes: bool | None = None
-    # kubernetes (an existing cluster): the kubeconfig itself is the secret `trainplane:kubeconfig`
-    context: str | None = None
-    # kubernetes: the API server's https URL as other clusters reach it (exported as `apiServer`); a fleet
-    # manager needs it for a worker that exports no kubeconfig document (the ambient kubeconfig).
-    api_server: str | None = Field(default=None, pattern=API_SERVER, max_length=253)
-    # kubernetes: the StorageClass the platform's volumes (Prometheus, Loki) name; None: the cluster's
-    # default class (`trainplane verify --kubeconfig` checks that one exists).
-    storage_class: str | None = Field(default=None, pattern=DNS_SUBDOMAIN, max_length=253)
 
     @field_validator("kubernetes_version", mode="before")
     @classmethod
@@ -94,30 +93,24 @@ class ClusterSpec(Spec):
         return v
 
 
-class NetworkSpec(Spec):
+class NeutralNetwork(Spec):
     cidr: ipaddress.IPv4Network = ipaddress.IPv4Network("10.0.0.0/16")
-    # aws
-    zones: int | None = Field(default=None, ge=2, le=6)
-    vpc_id: str | None = Field(default=None, pattern=AWS_VPC_ID)
-    subnet_ids: list[str] = Field(default_factory=list)
-    # gcp
-    pods_cidr: ipaddress.IPv4Network | None = None
-    services_cidr: ipaddress.IPv4Network | None = None
-    # Range for private services access (Managed Lustre peers into the VPC from here).
-    private_services_cidr: ipaddress.IPv4Network | None = None
-    network: str | None = None
-    subnetwork: str | None = None
-    # Names of the subnet's existing secondary ranges, for a bring-your-own subnetwork.
-    pods_range_name: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
-    services_range_name: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
-    # Address block of the GPUDirect fabric networks (one /20 subnet each), for GPU machine types with
-    # GPU NICs; default 192.168.0.0/16.
-    fabric_cidr: ipaddress.IPv4Network | None = None
     # Whether the nodes reach the internet (a NAT or public addresses). None: as the platform builds it
     # (its own network has a NAT; see infra/verify/checks/egress.py for a brought one). false: only
     # private endpoints, so every agent's image must come by digest from a private registry
     # (`images`) and nothing may install at start; `trainplane verify` fails it otherwise.
     internet_egress: bool | None = None
+
+
+if TYPE_CHECKING:
+
+    class ClusterSpec(NeutralCluster, _CloudKeys): ...
+
+    class NetworkSpec(NeutralNetwork, _CloudKeys): ...
+
+else:
+    ClusterSpec = compose("ClusterSpec", NeutralCluster, sections_of("Cluster"))
+    NetworkSpec = compose("NetworkSpec", NeutralNetwork, sections_of("Network"))
 
 
 class Taint(Spec):
@@ -126,7 +119,7 @@ class Taint(Spec):
     effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] = "NoSchedule"
 
 
-class NodePoolSpec(Spec):
+class NeutralNodePool(Spec):
     name: str = Field(pattern=DNS_LABEL, max_length=30)
     gpu: str | None = None
     gpus_per_node: int | None = Field(default=None, ge=1, le=16)
@@ -149,19 +142,6 @@ class NodePoolSpec(Spec):
     taints: list[Taint] = Field(default_factory=list)
     zones: list[str] = Field(default_factory=list)
     placement: Literal["spread", "compact"] = "spread"
-    # aws
-    instance_type: str | None = None
-    efa: bool | None = None
-    # gcp
-    machine_type: str | None = None
-    local_ssd_count: int | None = Field(default=None, ge=0, le=32)
-    # flex-start / queued: how long a DWS node may run, at most the 7 days GKE allows (default 168).
-    max_run_hours: int | None = Field(default=None, ge=1, le=168)
-    # kubernetes: the labels that select nodes that already exist
-    selector: dict[str, str] = Field(default_factory=dict)
-    # kubernetes: the node labels of the cluster's network topology, broadest first, ending with
-    # kubernetes.io/hostname (Kueue topology-aware placement); the clouds know their own
-    topology_levels: list[str] = Field(default_factory=list, max_length=8)
 
     @field_validator("gpu")
     @classmethod
@@ -179,20 +159,22 @@ class NodePoolSpec(Spec):
         return self.max_nodes if self.max_nodes is not None else max(self.min_nodes, 1)
 
 
-class StorageSpec(Spec):
+class NeutralStorage(Spec):
     name: str = Field(pattern=DNS_LABEL, max_length=30)
     kind: Literal["lustre", "nfs"]
     capacity_gib: int | None = Field(default=None, alias="capacityGiB", ge=1)
     throughput_per_tib: int | None = Field(default=None, alias="throughputPerTiB")
-    # aws lustre: an S3 prefix linked through a data repository association
-    import_path: str | None = Field(default=None, pattern=S3_PREFIX)
-    export_path: str | None = Field(default=None, pattern=S3_PREFIX)
-    # gcp nfs (Filestore)
-    tier: Literal["BASIC_HDD", "BASIC_SSD", "ZONAL", "REGIONAL", "ENTERPRISE"] | None = None
-    # kubernetes nfs: an NFS server that already exists
-    server: str | None = None
-    path: str | None = Field(default=None, pattern=ABSOLUTE_PATH)
-    mount_options: list[str] = Field(default_factory=list)
+
+
+if TYPE_CHECKING:
+
+    class NodePoolSpec(NeutralNodePool, _CloudKeys): ...
+
+    class StorageSpec(NeutralStorage, _CloudKeys): ...
+
+else:
+    NodePoolSpec = compose("NodePoolSpec", NeutralNodePool, sections_of("NodePool"))
+    StorageSpec = compose("StorageSpec", NeutralStorage, sections_of("Storage"))
 
 
 class ObservabilitySpec(Spec):
@@ -311,7 +293,7 @@ class PricingSpec(Spec):
     overrides: dict[str, PriceOverride] = Field(default_factory=dict)
 
 
-class PlatformSpec(Spec):
+class NeutralPlatform(Spec):
     # The backend that builds the cluster: a name registered in components.backends (entry points).
     cloud: str
     region: str | None = None
@@ -331,9 +313,6 @@ class PlatformSpec(Spec):
     # resource that takes tags (GCP: labels), labels on its Kubernetes namespaces (`resource_tags`).
     team: str | None = Field(default=None, pattern=DNS_LABEL, max_length=63)
     cost_center: str | None = Field(default=None, pattern=COST_CENTER)
-    # gcp
-    project: str | None = Field(default=None, pattern=GCP_PROJECT)
-    zones: list[str] = Field(default_factory=list)
 
     @field_validator("cloud")
     @classmethod
@@ -360,7 +339,7 @@ class PlatformSpec(Spec):
         """Validate a raw stack object; raise ConfigError with one line per problem."""
         from components.spec.rules import check_platform
 
-        return load_checked(cls, raw, root, check_platform)
+        return load_checked(loaded_model(), raw, root, check_platform)
 
     def resource_tags(self) -> dict[str, str]:
         """The stack's `tags` with the ownership keys as tags (`team`, `costCenter` win over `tags`)."""
@@ -384,7 +363,34 @@ class PlatformSpec(Spec):
         return sum(self.gpus_per_node(p) * p.min_nodes for p in self.gpu_pools())
 
     def zone_names(self) -> list[str]:
-        return list(self.zones)
+        return list(getattr(self, "zones", None) or [])
+
+
+if TYPE_CHECKING:
+
+    class PlatformSpec(NeutralPlatform, _CloudKeys): ...
+
+else:
+    PlatformSpec = compose("PlatformSpec", NeutralPlatform, sections_of("Platform"))
+
+
+def loaded_model() -> type[PlatformSpec]:
+    """The model a stack loads with: PlatformSpec, and on top of it the sections of the backends a program
+    registered (their `spec_keys`) that are not installed ones (components/spec/sections.py `extended`)."""
+    from components.backends import backends
+
+    extra = tuple(
+        dict.fromkeys(s for b in backends() if (s := getattr(b, "spec_keys", None)) and s not in SECTIONS)
+    )
+    if not extra:
+        return PlatformSpec
+    models = (
+        ("Cluster", ClusterSpec),
+        ("Network", NetworkSpec),
+        ("NodePool", NodePoolSpec),
+        ("Storage", StorageSpec),
+    )
+    return extended(PlatformSpec, models, extra)  # type: ignore[return-value]
 
 
 def machine_of(cloud: str, pool: NodePoolSpec) -> MachineShape | None:

@@ -23,15 +23,21 @@ if TYPE_CHECKING:  # PlatformSpec.load calls check_platform: the models import t
 SERVER_GPU_COUNTS = (1, 2, 4, 8, 16)
 
 
+def keys_of(cloud: CloudBackend, model: type[Spec]) -> frozenset[str]:
+    """The keys `cloud` lists for `model` or a model it extends (PlatformSpec.load composes the sections
+    of backends a program registered on top of the installed models: components/spec/sections.py)."""
+    return frozenset().union(*(cloud.keys.get(m, frozenset()) for m in model.__mro__))
+
+
 def cloud_key_problems(obj: Spec, path: str, cloud: CloudBackend) -> Iterable[str]:
     """Keys of `obj` set in the stack file that other clouds own and `cloud` does not accept."""
     model = type(obj)
-    mine = cloud.keys.get(model, frozenset())
+    mine = keys_of(cloud, model)
     for field in sorted(obj.model_fields_set):
         alias = alias_of(model, field)
         if alias in mine:
             continue
-        owners = [b.name for b in backends() if alias in b.keys.get(model, frozenset())]
+        owners = [b.name for b in backends() if alias in keys_of(b, model)]
         if owners:
             hint = cloud.twins.get(alias)
             instead = f"; use {hint}" if hint else ""
@@ -206,9 +212,7 @@ def _priced_gpu_pools(spec: PlatformSpec) -> list[str]:
             continue
         shape = cloud.machine_of(pool)
         listed = shape.on_demand_hourly if shape else None
-        override = spec.pricing.overrides.get(
-            shape.name if shape else (pool.instance_type or pool.machine_type) or ""
-        )
+        override = spec.pricing.overrides.get(shape.name if shape else cloud.machine_type_of(pool) or "")
         if (override is not None and (override.on_demand_hourly is not None or listed is not None)) or (
             listed is not None and basis is not None
         ):

@@ -1,6 +1,7 @@
-"""`trainplane gpus [--cloud C] [--gpu NAME] [--region R] [--json]`: the GPU catalog (components/data/gpus.yaml)
-as a table: each GPU's machines per cloud, their interconnect, local NVMe, list prices with their date
-and region, and the capacity kinds a pool of each may have (infra/gpu_catalog.py). docs/cli.md, "gpus".
+"""`trainplane gpus [--cloud C] [--gpu NAME] [--region R] [--json]`: the GPU catalog (the kinds in
+components/data/gpus.yaml, each cloud's machines and prices in components/<cloud>/data/catalog.yaml) as a
+table: each GPU's machines per cloud, their interconnect, local NVMe, list prices with their date and
+region, and the capacity kinds a pool of each may have (infra/gpu_catalog.py). docs/cli.md, "gpus".
 """
 
 from __future__ import annotations
@@ -166,7 +167,7 @@ def add_parsers(command: Callable[..., argparse.ArgumentParser]) -> None:
     gpus: Any = command(
         "gpus",
         help="the GPU catalog: machines, interconnect, list prices and capacity kinds per cloud",
-        description="The GPU catalog (components/data/gpus.yaml) as a table, or --json (a list of objects).",
+        description="The GPU catalog (components/catalog.py) as a table, or --json (a list of objects).",
     )
     gpus.add_argument("--cloud", metavar="CLOUD", help="only this cloud's machines (a cloud with a catalog)")
     gpus.add_argument("--gpu", metavar="NAME", help="only this GPU (H100, B200, ...; case does not matter)")

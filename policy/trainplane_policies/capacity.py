@@ -40,7 +40,7 @@ MACHINES: dict[str, dict[str, Any]] = {
     "families": {
         "type": "array",
         "items": {"type": "string"},
-        # Every GPU family in trainplane's catalog (components/data/aws_instance_types.yaml, the GCP
+        # Every GPU family in trainplane's catalog (components/aws/data/instance_types.yaml, the GCP
         # section): the reference stacks' and anything the catalog can plan.
         "default": [
             *("p4d", "p4de", "p5", "p5e", "p5en", "p6-b200", "p6-b300", "p6e-gb200", "p6e-gb300"),

@@ -44,6 +44,23 @@ def test_the_installed_metadata_declares_them_too():
     assert backend_names()[:3] == ("aws", "gcp", "kubernetes")
 
 
+def test_each_installed_clouds_spec_section_is_the_module_beside_its_backend():
+    """The composed spec models take each installed backend's section from <package>.spec_keys, found from
+    the entry point's name before any backend is imported (components/spec/sections.py); the backend
+    object names the same module."""
+    from components.spec.platform import SECTIONS, NodePoolSpec
+    from components.spec.sections import section_module_name
+
+    assert section_module_name("components.aws.backend:BACKEND") == "components.aws.spec_keys"
+    assert list(SECTIONS[:3]) == [backend(n).spec_keys for n in ("aws", "gcp", "kubernetes")]
+    assert [s.__name__ for s in SECTIONS[:3]] == [
+        section_module_name(installed_backends()[n]) for n in ("aws", "gcp", "kubernetes")
+    ]
+    assert {"instanceType", "machineType", "selector"} <= {
+        i.alias or f for f, i in NodePoolSpec.model_fields.items()
+    }
+
+
 PLUGIN = """
 class PluginBackend:
     name = "plug"

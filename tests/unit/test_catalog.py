@@ -11,7 +11,7 @@ REQUIRED_KINDS = {
 }
 # Machines without a confirmed list price (issue 31): sold only as Capacity Blocks, or new and not yet
 # priced from a source; the plan says "no price" for them instead of guessing.
-# No current list price in the sources read (components/data/gpus.yaml says why): the UltraServer nodes
+# No current list price in the sources read (components/aws/data/catalog.yaml says why): the UltraServer nodes
 # (Capacity Blocks only, no published rate found) and A4X / A4X Max (not in the GCP price table read).
 UNPRICED = {"p6e-gb200.36xlarge", "p6e-gb300.36xlarge", "a4x-highgpu-4g", "a4x-maxgpu-4g-metal"}
 

@@ -23,6 +23,8 @@ from tests.helpers.plans import ROOT
 FACT_FILES = sorted(
     [
         *(ROOT / "components" / "data").glob("*.yaml"),
+        # Each cloud's own data (its catalog section, regions, support calendar): components/<cloud>/data/.
+        *(ROOT / "components").glob("*/data/*.yaml"),
         *(ROOT / "infra" / "verify" / "clouds").glob("*/facts.yaml"),
         ROOT / "infra" / "verify" / "facts.yaml",
     ]
@@ -101,6 +103,15 @@ def test_each_clouds_verify_facts_are_among_the_files():
         p.parent.name for p in FACT_FILES if p.name == "facts.yaml" and p.parent.parent.name == "clouds"
     }
     assert clouds >= {"aws", "gcp", "kubernetes"}
+
+
+def test_each_clouds_own_data_is_among_the_files():
+    """The data a cloud keeps in its package (components/<cloud>/data/) is walked like the shared files."""
+    names = {p.relative_to(ROOT).as_posix() for p in FACT_FILES}
+    for cloud in ("aws", "gcp"):
+        for name in ("catalog.yaml", "regions.yaml", "k8s_support.yaml"):
+            assert f"components/{cloud}/data/{name}" in names
+    assert {"components/data/gpus.yaml", "components/aws/data/instance_types.yaml"} <= names
 
 
 def test_the_rules_catch_an_undated_source_and_an_unsourced_entry():

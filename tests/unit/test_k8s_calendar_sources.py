@@ -1,4 +1,5 @@
-"""The support calendar against the rules its sources state (components/data/k8s_support.yaml)."""
+"""The support calendar against the rules its sources state (each cloud's section:
+components/<cloud>/data/k8s_support.yaml)."""
 
 from __future__ import annotations
 

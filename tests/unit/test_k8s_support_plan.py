@@ -66,7 +66,7 @@ def test_a_minor_past_its_end_is_one_line_at_load() -> None:
 def test_a_minor_not_in_the_calendar_lists_the_known_ones() -> None:
     assert _problems("gcp-byo-network", "1.36") == [
         "platform.cluster.kubernetesVersion: GKE 1.36 is not in the support calendar (known: 1.32, 1.33, 1.34, "
-        "1.35; components/data/k8s_support.yaml)"
+        "1.35; components/gcp/data/k8s_support.yaml)"
     ]
 
 

@@ -73,6 +73,18 @@ TOY_CAPACITY = CapacityKinds(
     offered=("on-demand", "spot"),
     instead={"capacity-block": "spot", "flex-start": "spot"},
 )
+
+
+# The toy cloud's section of the spec: a key only it understands (components/spec/sections.py), which a
+# package would keep in its spec_keys module.
+class ToyNodePoolKeys(Spec):
+    rack: str | None = None  # the rack a pool's nodes stand in
+
+
+class ToySpecKeys:
+    NodePoolKeys = ToyNodePoolKeys
+
+
 TOY_CLUSTER = "toy:index/cluster:Cluster"
 TOY_VERSION = "toy:index/getVersion:getVersion"
 
@@ -173,7 +185,8 @@ class ToyCluster(pulumi.ComponentResource):
 class ToyBackend(BackendDefaults):
     name = "toy"
     # Pools select existing nodes by label, like on an existing cluster, and take spot capacity.
-    keys: Mapping[type[Spec], frozenset[str]] = {NodePoolSpec: frozenset({"selector", "capacity"})}
+    keys: Mapping[type[Spec], frozenset[str]] = {NodePoolSpec: frozenset({"selector", "capacity", "rack"})}
+    spec_keys = ToySpecKeys
     twins: Mapping[str, str] = {}
     preemption_grace_seconds = 45
 
@@ -268,6 +281,42 @@ def test_the_toy_clouds_rules_and_keys(toy):
         "platform.nodePools[0].gpusPerNode: 3 GPUs per node is not a server shape; allowed: 1, 2, 4, 8, 16",
         "platform.storage[0]: the toy cloud has no shared file systems",
     ]
+
+
+def test_the_toy_clouds_own_key_joins_the_spec_while_it_is_registered(toy):
+    """A key the toy cloud brings in its own section (no edit of components/spec): a toy stack takes it,
+    another cloud's stack is told whose it is, as for the built-in clouds' keys."""
+    from components.spec.platform import loaded_model
+
+    pools = loaded_model().model_fields["node_pools"].annotation.__args__[0]
+    assert "rack" in pools.model_fields and issubclass(pools, NodePoolSpec)
+    racked = {**TOY_PLATFORM["nodePools"][1], "rack": "r7"}
+    spec = PlatformSpec.load({**TOY_PLATFORM, "nodePools": [racked]})
+    assert spec.node_pools[0].rack == "r7" and isinstance(spec.node_pools[0], NodePoolSpec)
+    aws = {
+        "cloud": "aws",
+        "region": "us-east-1",
+        "cluster": {"name": "ml"},
+        "nodePools": [{"name": "h100", "gpu": "H100", "gpusPerNode": 8, "rack": "r7"}],
+    }
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(aws)
+    assert e.value.problems == ["platform.nodePools[0].rack: only for cloud toy, this stack is cloud aws"]
+
+
+def test_the_toy_clouds_key_leaves_with_it():
+    aws = {
+        "cloud": "aws",
+        "region": "us-east-1",
+        "cluster": {"name": "ml"},
+        "nodePools": [{"name": "h100", "gpu": "H100", "gpusPerNode": 8, "rack": "r7"}],
+    }
+    with pytest.raises(ConfigError) as e:
+        PlatformSpec.load(aws)
+    ((line,),) = [e.value.problems]
+    assert line.startswith("platform.nodePools[0].rack: unknown key; known: blockEnd, ")
+    assert "rack" not in line.split("known: ")[1]
+    assert "rack" not in NodePoolSpec.model_fields
 
 
 def test_a_platform_plans_on_the_toy_cloud(toy):

@@ -42,10 +42,11 @@ DIGEST = re.compile(r"@sha256:[0-9a-f]{64}$")
 def _spec(ctx: Context) -> Any:
     from pydantic import ValidationError
 
-    from components.spec import PlatformSpec
+    from components.spec.platform import loaded_model
 
     try:
-        return PlatformSpec.model_validate(dict(ctx.platform.config or {}))
+        # The model a stack loads with: the sections of a backend a program registered included.
+        return loaded_model().model_validate(dict(ctx.platform.config or {}))
     except ValidationError:
         return None
 

@@ -1,5 +1,5 @@
-"""k8s-support: the cluster's Kubernetes minor against its cloud's support calendar
-(components/data/k8s_support.yaml) on the day verify runs (components.clock.today, TRAINPLANE_TODAY).
+"""k8s-support: the cluster's Kubernetes minor against its cloud's support calendar (each cloud's section,
+components/<cloud>/data/k8s_support.yaml) on the day verify runs (components.clock.today, TRAINPLANE_TODAY).
 
 A note (a warning, never a failure) when the minor leaves standard support within WARN_DAYS or is in
 extended support (the control plane then costs the extended rate); a finding when it is past its end of

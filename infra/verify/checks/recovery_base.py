@@ -22,10 +22,11 @@ def _spec(ctx: Context) -> Any:
     """The platform's spec (components.spec.PlatformSpec), None when the plan carries no usable config."""
     from pydantic import ValidationError
 
-    from components.spec import PlatformSpec
+    from components.spec.platform import loaded_model
 
     try:
-        return PlatformSpec.model_validate(dict(ctx.platform.config or {}))
+        # The model a stack loads with: the sections of a backend a program registered included.
+        return loaded_model().model_validate(dict(ctx.platform.config or {}))
     except ValidationError:
         return None
 
