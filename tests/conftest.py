@@ -128,6 +128,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.hookimpl(wrapper=True)
+def pytest_collection(session: pytest.Session) -> Any:
+    """No plan and no process while the modules are imported (tests/helpers/tiers.py `collecting`)."""
+    with tiers.collecting():
+        return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
 def pytest_runtest_setup(item: pytest.Item) -> Any:
     tiers.begin()  # before the item's fixtures (a module's plan fixture counts for its first test)
     return (yield)

@@ -25,9 +25,34 @@ INTEGRATION = "integration"
 _used: set[str] = set()
 
 
+# Whether pytest is collecting (tests/conftest.py sets it): a module that plans or starts a process at
+# import makes every xdist worker pay for it before any test runs, and `--fast` too (found: two modules
+# planned eleven stacks at import, 17 s of each worker's collection).
+_collecting: list[bool] = [False]
+
+
+class CollectionWork(RuntimeError):
+    """A plan or a process while the tests are being collected."""
+
+
 def note(kind: str) -> None:
-    """The running test did `kind` (PLANS or INTEGRATION)."""
+    """The running test did `kind` (PLANS or INTEGRATION); while collecting, that is an error."""
+    if _collecting[0]:
+        raise CollectionWork(
+            f"a test module did {kind} work at import: do it in a test or a fixture (parametrize from the "
+            "stack files, not from plans)"
+        )
     _used.add(kind)
+
+
+@contextmanager
+def collecting() -> Iterator[None]:
+    """pytest's collection: `note` refuses work inside it."""
+    _collecting[0] = True
+    try:
+        yield
+    finally:
+        _collecting[0] = False
 
 
 def begin() -> None:

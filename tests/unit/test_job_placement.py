@@ -41,10 +41,13 @@ def platform(*pools: dict[str, Any]) -> PlatformOutputs:
     return PlatformOutputs.model_validate(outputs)
 
 
-THREE = (
-    h100_pool("h100-res", "reservation", reservation="cr-0123456789abcdef0"),
-    h100_pool("h100-od", "on-demand"),
-)
+def three() -> tuple[dict[str, Any], ...]:
+    """aws-dev's spot h100 pool's twins on a reservation and on demand (the spot one is aws-dev's own): made
+    when a test asks, not at import, where each xdist worker's collection would plan aws-dev."""
+    return (
+        h100_pool("h100-res", "reservation", reservation="cr-0123456789abcdef0"),
+        h100_pool("h100-od", "on-demand"),
+    )
 
 
 def job(**changes: Any) -> dict[str, Any]:
@@ -98,7 +101,7 @@ def kueue_fits(pod: dict[str, Any], node_labels: dict[str, str]) -> bool:
 
 
 def test_a_job_on_several_pools_fits_their_flavors_only_and_in_the_platforms_order():
-    outputs = platform(*THREE)
+    outputs = platform(*three())
     js = build(job(nodePools=["h100-res", "h100-od", "h100"]), outputs)
     pod = pod_of(js)
     # The GPU kind only in the nodeSelector; one affinity term per pool; every pool's taints tolerated.
@@ -123,7 +126,7 @@ def test_a_job_on_several_pools_fits_their_flavors_only_and_in_the_platforms_ord
 
 
 def test_a_single_pool_job_keeps_its_pools_labels():
-    pod = pod_of(build(job(nodePool="h100", spot=True), platform(*THREE)))
+    pod = pod_of(build(job(nodePool="h100", spot=True), platform(*three())))
     assert pod["spec"]["nodeSelector"]["trainplane.dev/pool"] == "h100"
     assert "nodeAffinity" not in pod["spec"]["affinity"]
 
@@ -147,7 +150,7 @@ BAD_POOLS = [
 @pytest.mark.parametrize(("change", "expected"), BAD_POOLS, ids=[b[1][:40] for b in BAD_POOLS])
 def test_bad_pool_lists_are_one_line_errors(change, expected):
     a100 = h100_pool("a100", "on-demand", gpu="A100")
-    problems = problems_of(job(**change), platform(*THREE, a100))
+    problems = problems_of(job(**change), platform(*three(), a100))
     assert any(p.startswith(expected) for p in problems), problems
 
 
@@ -224,7 +227,7 @@ def test_a_queued_pool_s_workload_annotations_go_on_the_jobset():
 
 def test_a_command_replaces_the_launcher_and_keeps_pool_fabric_and_placement():
     """What `trainplane nccl-test` builds on: the job's own JobSet with another command."""
-    outputs = platform(*THREE)
+    outputs = platform(*three())
     raw = job(nodePools=["h100-res", "h100-od"])
     js = build(raw, outputs)
     spec = JobSpec.load(raw)

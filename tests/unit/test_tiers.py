@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.helpers import tiers
 
 
@@ -37,3 +39,11 @@ def test_what_a_scratch_block_notes_is_forgotten_after_it():
     with tiers.scratch():
         tiers.note(tiers.INTEGRATION)
     assert tiers.misplaced([]) is None
+
+
+def test_a_plan_or_a_process_while_collecting_is_refused():
+    # a module that plans at import makes every xdist worker (and --fast) pay for it before any test runs
+    with tiers.scratch(), tiers.collecting():
+        for kind in (tiers.PLANS, tiers.INTEGRATION):
+            with pytest.raises(tiers.CollectionWork, match=f"did {kind} work at import"):
+                tiers.note(kind)
