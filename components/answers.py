@@ -7,7 +7,7 @@ a yes/no answer is true or false; a count is a whole number in range; a choice (
 values. What the built object's validation then finds is told under the answer key that gave the value,
 in words (components/spec/base.py PATTERN_WORDS), not under the object's key path.
 
-tests/unit/test_template_answers.py checks each table against its template's Pulumi.yaml (the keys asked
+tests/unit/infra/test_template_answers.py checks each table against its template's Pulumi.yaml (the keys asked
 and their defaults) and against the keys the builders read, so the three cannot drift.
 """
 

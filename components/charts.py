@@ -76,7 +76,7 @@ CHARTS: dict[str, Chart] = {
 
 
 # Charts pinned below the newest values file kept in ../shared/reference/charts, each with the reason.
-# tests/unit/test_charts.py fails when any other chart falls behind the reference (a new values file there
+# tests/unit/components/test_charts.py fails when any other chart falls behind the reference (a new values file there
 # is a new upstream release: bump the pin, re-read its templates, or list it here and say why).
 BEHIND_REFERENCE: dict[str, str] = {}
 

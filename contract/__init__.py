@@ -1,6 +1,6 @@
 """The contract: the names and small pure rules that the library (components/), the program and verify
 (infra/), the in-cluster controllers (controllers/) and the trainer (trainer/) share, at the bottom of the
-layers (tests/unit/test_layers.py).
+layers (tests/unit/repo/test_layers.py).
 
 One place, so the writer and every reader agree: what the library writes into deployed objects (label
 keys, taints, annotations, a controller's permissions, the config it hands a controller) and what the

@@ -4,7 +4,7 @@ suspects and idle reclaim run in it) and the Capacity Block window agent, one pa
 
 It imports only itself, contract/ (the names and rules it shares with the library, the trainer and
 verify), the standard library, kopf, the `kubernetes` client and prometheus-client
-(tests/unit/test_architecture.py, tests/unit/test_layers.py): the image carries exactly these. Nothing of the
+(tests/unit/repo/test_architecture.py, tests/unit/repo/test_layers.py): the image carries exactly these. Nothing of the
 product imports it: the library refers to the controllers by their image and `trainplane-controller <agent>`
 command only.
 """

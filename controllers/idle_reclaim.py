@@ -14,7 +14,7 @@ What Kueue does with it (kueue v0.19.2):
   jobset_controller.go suspendJobs) and the Job controller terminates their running pods with SIGTERM and
   their grace period (Kubernetes blog "Introducing Suspended Jobs"; docs "Termination of Pods": SIGTERM,
   KILL after the grace period), so the trainer checkpoints (the preemption path;
-  tests/integration/test_idle_reclaim.py);
+  tests/integration/controllers/test_idle_reclaim.py);
 - `spec.active: true` again sets Requeued=True reason Reactivated (workload_controller.go) and the Workload
   queues again. It is NOT queued behind what was waiting: its queue order is its creation time
   (pkg/workload/workload.go Ordering.GetQueueOrderTimestamp: only PodsReady-timeout and admission-check

@@ -40,7 +40,7 @@ from contract.recovery import (
 from controllers.node_return import parse_time
 
 # trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not in the controller image
-# (controllers/ imports none of it), so the value is repeated here and tests/unit/test_suspects.py keeps it equal.
+# (controllers/ imports none of it), so the value is repeated here and tests/unit/controllers/test_suspects.py keeps it equal.
 EXIT_HANG = 124
 # The instant query the controller runs against Prometheus for (a).
 STRAGGLER_QUERY = f'ALERTS{{alertname="{ALERT_STRAGGLER}",alertstate="firing"}}'

@@ -1,6 +1,6 @@
 """Availability zones per AWS region as the offline plan answers them (name, zone id), in the region's
 order. Generated from moto 5.2.5 (moto/ec2/models/availability_zones_and_regions.py,
-`RegionsAndZonesBackend.zones`); tests/unit/test_mock_zones.py keeps it equal to the installed moto.
+`RegionsAndZonesBackend.zones`); tests/unit/components/aws/test_mock_zones.py keeps it equal to the installed moto.
 Zone ids map to names per account; these are moto's, which is all an offline plan needs."""
 
 from __future__ import annotations

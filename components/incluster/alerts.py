@@ -1,7 +1,8 @@
 """Prometheus alert rules for GPU platforms. Metric names come from dashboards/metrics.py only.
 
-Labels the rules rely on, as the scrape produces them (tests/unit/test_dcgm_scrape.py scrapes a fake
-exporter with the same configuration through a real Prometheus):
+Labels the rules rely on, as the scrape produces them
+(tests/integration/components/incluster/test_dcgm_scrape.py scrapes a fake exporter with the same
+configuration through a real Prometheus):
 - DCGM series (gpu-operator's ServiceMonitor with honorLabels and gpu_operator.DCGM_RELABELINGS): `node`
   (the exporter pod's node), `gpu`, `UUID`, `modelName`, ...; `pod`, `namespace`, `container` only while a
   pod holds the GPU (dcgm-exporter's Kubernetes mapping), never the exporter's own.

@@ -66,7 +66,7 @@ def sections_of(section: str) -> tuple[type[Spec], ...]:
 class _CloudKeys:
     """For the type checker only: a composed model also has its clouds' keys (components/<cloud>/
     spec_keys.py), which this module cannot name (no cloud is named outside its package,
-    tests/unit/test_architecture.py); they read as Any, as pydantic types a model's extra fields. At
+    tests/unit/repo/test_architecture.py); they read as Any, as pydantic types a model's extra fields. At
     runtime the keys are real fields of the composed model."""
 
     if TYPE_CHECKING:

@@ -51,7 +51,7 @@ PIP_PLATFORM = (
 )
 SITE = "opt/trainplane/site-packages"
 # The project's packages the image carries: the controllers and the one they import (contract/: the names
-# they share with the library; tests/unit/test_layers.py keeps controllers/ to it).
+# they share with the library; tests/unit/repo/test_layers.py keeps controllers/ to it).
 APP_PACKAGES = ("contract", "controllers")
 ENTRY = "usr/local/bin/trainplane-controller"
 USER = "65534:65534"

@@ -3,7 +3,7 @@ offline plan, and the one that runs it on a live cluster (None: judged offline o
 
 Everything else is derived from it: `CHECKS` (the order of the report and of `--check`), the runners of
 `infra.verify.verify` and `infra.verify.live`, `trainplane verify --help`, and the checks table of
-docs/verify.md (tests/unit/test_verify_registry.py fails when the page lists other checks). Runners are
+docs/verify.md (tests/unit/infra/verify/test_verify_registry.py fails when the page lists other checks). Runners are
 named "module:function" and imported when run, so that reading the registry (the CLI's parser) imports
 no check.
 """

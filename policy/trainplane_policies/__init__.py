@@ -1,5 +1,5 @@
 """trainplane's guardrails as a Pulumi CrossGuard policy pack (issue 21): the policies, importable and
-testable without the CLI (tests/unit/test_policy_pack.py builds ResourceValidationArgs and calls
+testable without the CLI (tests/unit/policy/trainplane_policies/test_policy_pack.py builds ResourceValidationArgs and calls
 `validate`, as pulumi-policy's own tests do); ../__main__.py serves them as the pack
 `trainplane-guardrails` to `pulumi preview --policy-pack policy/` (docs/policy.md).
 """

@@ -18,7 +18,7 @@ from .common import config_schema, dig, settings
 NAME = "trainplane-required-tags"
 
 # AWS resource types whose provider schema has a `tags` input (pulumi_aws 7.51: each one's *Args class
-# takes `tags`; tests/unit/test_policy_pack.py checks this list against the SDK for every type the
+# takes `tags`; tests/unit/policy/trainplane_policies/test_policy_pack.py checks this list against the SDK for every type the
 # reference stacks create). Types outside it are checked too where their inputs carry `tags`.
 AWS_TAGGED = frozenset(
     {

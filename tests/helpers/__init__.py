@@ -3,7 +3,7 @@
 - plans.py: reference-stack plans (once per process), inline platform plans, `one`, `upstream`, and the
   per-process cache of mock-engine runs the in-process CLI shares;
 - cli.py: the CLI in-process (`cli(...)`, unit tier) and as a real process (`trainplane(...)`, the one
-  smoke test per command in tests/integration/test_cli.py);
+  smoke test per command in tests/integration/infra/test_cli.py);
 - fake_k8s.py: the one fake Kubernetes API server (loopback HTTP, routes objects) and its kubeconfig;
   fake_kube.py: its stateful routes (discovery, list + watch, patches, subresources) a kopf operator runs on;
 - deps.py: the modules a fresh interpreter loads (the runtime dependency walker; helper d's imports.py,

@@ -9,8 +9,8 @@ stream (one JSON event per line). A verb without a method is answered 405. Every
 Routes of the tests: `FakeCluster` below (nodes, diagnostic pods, Prometheus' query API and patchable
 objects, for the stdlib in-cluster controllers); `FakeKube` in fake_kube.py (a resource store with
 discovery, list + watch by resourceVersion, JSON/merge/strategic patches, subresources: what a kopf
-operator needs); tests/integration/test_verify_live.py (read-only lists for
-`verify --kubeconfig`) and tests/integration/test_nccl_test.py (JobSets, pods and logs for `nccl-test`)
+operator needs); tests/integration/infra/verify/test_verify_live.py (read-only lists for
+`verify --kubeconfig`) and tests/integration/infra/test_nccl_test.py (JobSets, pods and logs for `nccl-test`)
 bring their own.
 """
 

@@ -6,7 +6,7 @@ inside functions alike (a lazy import is still a dependency of A's code), except
 `pkg.name` when that is a module of the project, else to `pkg`. Only modules of the project are nodes.
 
 import_edges lists the same edges one import at a time, with its line, and with `type_checking=True` the
-imports under `if TYPE_CHECKING:` too: what the layering test counts (tests/unit/test_layers.py), since a
+imports under `if TYPE_CHECKING:` too: what the layering test counts (tests/unit/repo/test_layers.py), since a
 layer must not name a module above it even for its types.
 
 Example:

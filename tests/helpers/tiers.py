@@ -75,7 +75,7 @@ def misplaced(markers: Iterable[str]) -> str | None:
 
 @contextmanager
 def scratch() -> Iterator[None]:
-    """What is noted inside the block is forgotten after it (tests/unit/test_tiers.py notes on purpose)."""
+    """What is noted inside the block is forgotten after it (tests/unit/repo/test_tiers.py notes on purpose)."""
     kept = set(_used)
     _used.clear()
     try:

@@ -38,7 +38,7 @@ TRAINER_METRICS = frozenset(
     }
 )
 # Names the trainer branch of issue 14 adds to trainer/metrics.py; until it is merged the contract test
-# (tests/unit/test_metric_contract.py) skips them with this reason instead of failing.
+# (tests/unit/components/incluster/test_metric_contract.py) skips them with this reason instead of failing.
 AWAITING_TRAINER = frozenset(
     {"trainplane_rank_step_seconds", "trainplane_hangs_total", "trainplane_checkpoint_load_failures_total"}
 )

@@ -2,7 +2,7 @@
 
 `read_platform` parses the platform stack's outputs into PlatformOutputs (pools, teams, storage as
 typed models; keys an older platform lacks take defaults), `check_job` refuses a job the platform cannot
-run, one line per problem. tests/unit/test_docs_examples.py plans it on ../own_platform's outputs.
+run, one line per problem. tests/unit/repo/test_docs_examples.py plans it on ../own_platform's outputs.
 """
 
 import pulumi

@@ -2,7 +2,7 @@
 
 It adopts an existing cluster as a GPU platform (GpuPlatform), adds one component on its own (a
 fenced sandbox namespace, TeamTenancy, on the platform's cluster) and exports the platform's typed
-outputs, which a job program reads back (../own_job). tests/unit/test_docs_examples.py plans it under
+outputs, which a job program reads back (../own_job). tests/unit/repo/test_docs_examples.py plans it under
 the mock engine; with the Pulumi CLI, `pulumi up` it from a project whose `main` is this directory.
 """
 

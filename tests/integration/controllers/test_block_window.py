@@ -1,6 +1,6 @@
 """The Capacity Block window controller, run as the pod runs it (`python -m controllers block-window`, the
 image's entry point) against the fake Kubernetes API server,
-closes and reopens the block on the plan's ClusterQueues (tests/unit/test_block_window.py has the rest)."""
+closes and reopens the block on the plan's ClusterQueues (tests/unit/controllers/test_block_window.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The GPU health controller as the image runs it: `python -m controllers gpu-health` (the entry point's
 command) against the fake Kubernetes API (tests/helpers/fake_kube.py) and its Prometheus route; the
-entry point's commands; the diag script under bash (tests/unit/test_gpu_health.py has the rest; the image
-itself: tests/integration/test_controller_image.py)."""
+entry point's commands; the diag script under bash (tests/unit/controllers/test_gpu_health.py has the rest; the image
+itself: tests/integration/images/controller/test_controller_image.py)."""
 
 from __future__ import annotations
 

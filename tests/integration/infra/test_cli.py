@@ -1,5 +1,5 @@
 """Each CLI command once as a user runs it: a real process (`python -m infra.cli`), its exit code, what it
-prints. Everything else about the commands runs in-process (tests/unit/test_cli.py and others)."""
+prints. Everything else about the commands runs in-process (tests/unit/infra/test_cli.py and others)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`plan --json` is byte-identical across processes (tests/unit/test_cli_json.py has the rest)."""
+"""`plan --json` is byte-identical across processes (tests/unit/infra/test_cli_json.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`nccl-test --kubeconfig` against the fake Kubernetes API server (tests/helpers/fake_k8s.py): the JobSet is
-created, rank 0's result read, the JobSet always deleted (tests/unit/test_nccl_test.py has the rest)."""
+created, rank 0's result read, the JobSet always deleted (tests/unit/infra/test_nccl_test.py has the rest)."""
 
 from __future__ import annotations
 

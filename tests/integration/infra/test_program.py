@@ -1,5 +1,5 @@
 """The independent mock runner (../shared/checks/mockplan.py) plans every stack, and Pulumi.yaml is valid
-(processes of their own; tests/unit/test_program.py has the rest)."""
+(processes of their own; tests/unit/infra/test_program.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The `pulumi new` templates as a user gets them: the project file, both templates planned and verified
-side by side, the wheel `make dist` builds (real processes; tests/unit/test_templates.py has the rest)."""
+side by side, the wheel `make dist` builds (real processes; tests/unit/infra/test_templates.py has the rest)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The job's JobSet validates against its CRD schema (../shared/checks/crd_validate.py, a process of its own;
-tests/unit/test_training_job.py has the rest)."""
+tests/unit/infra/test_training_job.py has the rest)."""
 
 from __future__ import annotations
 

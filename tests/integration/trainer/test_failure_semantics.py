@@ -1,5 +1,5 @@
 """The trainer's real launcher exits drive the same JobSet decisions (real processes;
-tests/unit/test_failure_semantics.py has the rest)."""
+tests/unit/trainer/test_failure_semantics.py has the rest)."""
 
 from __future__ import annotations
 

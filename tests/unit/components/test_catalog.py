@@ -1,4 +1,4 @@
-"""The GPU catalog: its GPU kinds (tests/integration/test_catalog.py compares it with the AWS instance data
+"""The GPU catalog: its GPU kinds (tests/integration/components/test_catalog.py compares it with the AWS instance data
 that moto ships)."""
 
 from __future__ import annotations

@@ -95,7 +95,7 @@ def test_every_platform_stack_has_its_exports_recorded():
 def test_what_a_platform_exports_is_byte_for_byte_what_is_recorded(stack):
     """Job stacks of deployed platforms parse these keys and values: a change of either (a renamed key, an
     int that became a float, a list order) must be deliberate. Regenerate only then, and review the diff:
-    `python tests/unit/test_outputs.py --update`."""
+    `python tests/unit/components/test_outputs.py --update`."""
     assert _exported(stack) == (OUTPUTS / f"{stack}.json").read_text()
 
 

@@ -22,7 +22,7 @@ from controllers.gpu_health_agent import (
     taint_value,
 )
 from tests.helpers.gpu_health import NOW, node, objects
-from tests.helpers.plans import plan_object, planned, platform_object
+from tests.helpers.plans import ROOT, plan_object, planned, platform_object
 
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
 pytestmark = pytest.mark.plans
@@ -266,7 +266,7 @@ def test_diag_image_is_the_dcgm_the_operator_chart_pins():
     from components.incluster.gpu_health import DCGM_IMAGE
 
     values = (
-        Path(__file__).resolve().parents[2].parent
+        ROOT.parent
         / "shared/reference/charts/gpu-operator-v26.7.0.values.yaml"
     )
     if not values.exists():

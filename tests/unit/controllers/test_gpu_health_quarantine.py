@@ -1,6 +1,6 @@
 """Quarantine (issue 19): what the GPU health controller writes on a faulty node and what it undoes on its
 return, as data (quarantine.plan_node), and the requests the operator's reconcile sends for it (an
-in-process API double; the operator as a process is in tests/integration/test_gpu_health.py)."""
+in-process API double; the operator as a process is in tests/integration/controllers/test_gpu_health.py)."""
 
 from __future__ import annotations
 

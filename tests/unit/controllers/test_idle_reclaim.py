@@ -1,5 +1,5 @@
 """Idle reclaim's decisions (controllers/idle_reclaim.py), each branch, and the round's sending
-(idle_round.py) against a recording API; tests/integration/test_idle_reclaim.py runs them in the operator."""
+(idle_round.py) against a recording API; tests/integration/controllers/test_idle_reclaim.py runs them in the operator."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`trainplane plan` as a user runs it: its exit code and what it prints, run in-process off a terminal
-(tests/helpers/cli.py); tests/integration/test_cli.py runs each command once as a real process."""
+(tests/helpers/cli.py); tests/integration/infra/test_cli.py runs each command once as a real process."""
 
 from __future__ import annotations
 

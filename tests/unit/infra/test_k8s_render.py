@@ -22,7 +22,7 @@ CRD_KINDS = {
     ("monitoring.coreos.com/v1", "PrometheusRule"): "kube-prometheus-stack CRD",
     ("monitoring.coreos.com/v1", "PodMonitor"): "kube-prometheus-stack CRD",
     # Our node-pools ServiceMonitor (cost rules): validated against its CRD by ../shared/checks/crd_validate.py
-    # (tests/integration/test_program.py).
+    # (tests/integration/infra/test_program.py).
     ("monitoring.coreos.com/v1", "ServiceMonitor"): "kube-prometheus-stack CRD",
     ("kueue.x-k8s.io/v1beta2", "ResourceFlavor"): "Kueue CRD",
     ("kueue.x-k8s.io/v1beta2", "ClusterQueue"): "Kueue CRD",

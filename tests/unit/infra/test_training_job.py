@@ -164,7 +164,7 @@ def test_pod_spec_carries_resources_selectors_tolerations_volumes_identity_and_f
     assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": "32Gi"}
     mounts = {m["mountPath"]: m for m in c["volumeMounts"]}
     assert mounts["/data"]["readOnly"] is True and mounts["/dev/shm"]["name"] == "dshm"
-    # The failure policy (tests/unit/test_failure_semantics.py shows what it does).
+    # The failure policy (tests/unit/trainer/test_failure_semantics.py shows what it does).
     assert child_job_spec(result)["backoffLimit"] == 0
     assert the(result, JOBSET)["spec"]["failurePolicy"]["maxRestarts"] == 20
     env = env_of(result)

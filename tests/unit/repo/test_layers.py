@@ -136,7 +136,7 @@ def test_the_contract_imports_only_the_standard_library():
 def test_the_layers_hold_but_for_the_known_edges():
     found = violations(import_edges(product_modules(), type_checking=True), LAYERS)
     new = [str(e) for e in found if (e.importer, e.imported) not in KNOWN]
-    assert not new, "imports against the layers (tests/unit/test_layers.py LAYERS):\n" + "\n".join(new)
+    assert not new, "imports against the layers (tests/unit/repo/test_layers.py LAYERS):\n" + "\n".join(new)
     fixed = sorted(KNOWN - {(e.importer, e.imported) for e in found})
     assert not fixed, "no longer imported, take them off KNOWN:\n" + "\n".join(
         f"{a} -> {b}" for a, b in fixed

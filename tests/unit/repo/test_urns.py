@@ -3,7 +3,7 @@ it. Each reference stack's URNs are checked in (tests/data/urns/<stack>.txt); a 
 carried by a `pulumi.Alias` on the resource that replaces it (the resource then answers to the recorded
 URN, as the engine matches it), and a new resource must be added to the list on purpose.
 
-Regenerate only after adding resources on purpose: `python tests/unit/test_urns.py --update` (then review
+Regenerate only after adding resources on purpose: `python tests/unit/repo/test_urns.py --update` (then review
 the diff); never to make a rename pass, which must carry an alias instead.
 """
 
@@ -17,7 +17,7 @@ import pytest
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
 pytestmark = pytest.mark.plans
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]  # run as a script too: tests.helpers is not importable yet
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 

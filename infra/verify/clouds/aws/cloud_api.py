@@ -8,7 +8,7 @@ Only Describe* calls are made: the checks need `ec2:DescribeCapacityReservations
 moto 5.2.5 (the tests' moto_server) answers DescribeInstanceTypeOfferings, DescribeAvailabilityZones
 and DescribeSubnets, but has no Capacity Reservations or Capacity Blocks at all; those are tested with
 responses shaped per the EC2 API reference, fed through botocore's before-call hook
-(tests/integration/test_verify_cloud.py).
+(tests/integration/infra/verify/test_verify_cloud.py).
 
 The report (infra/verify/report.py, mode "cloud") has three checks: `zones` (the zones of pools that name
 none), `reservation` (one per reserved pool) and `offering` (one per pool); what passed is in each check's

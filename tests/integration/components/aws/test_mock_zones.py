@@ -1,4 +1,4 @@
-"""The offline engine's zone data is moto's (tests/unit/test_mock_zones.py has the rest)."""
+"""The offline engine's zone data is moto's (tests/unit/components/aws/test_mock_zones.py has the rest)."""
 
 from __future__ import annotations
 

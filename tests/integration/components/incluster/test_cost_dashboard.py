@@ -29,7 +29,6 @@ import shutil
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime
-from pathlib import Path
 
 import pytest
 import yaml
@@ -38,14 +37,14 @@ from components.incluster.cost_rules import COST_RATE, IDLE_RATE, PRICE, USED_GP
 from infra.cli import main
 from tests.helpers import cost_data as D
 from tests.helpers.cost_stack import dollars_text, owned_platform
-from tests.helpers.plans import plan_object
+from tests.helpers.plans import ROOT, plan_object
 from tests.helpers.prometheus import backfilled, hour_start, instant
 
 pytestmark = pytest.mark.skipif(
     shutil.which("prometheus") is None or shutil.which("promtool") is None,
     reason="prometheus/promtool not on PATH (CI installs Debian's prometheus)",
 )
-DASHBOARD = Path(__file__).parents[2] / "components/incluster/dashboards/cost.json"
+DASHBOARD = ROOT / "components/incluster/dashboards/cost.json"
 RATES = {PRICE, USED_GPUS, COST_RATE, IDLE_RATE}
 
 

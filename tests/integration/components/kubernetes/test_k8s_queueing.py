@@ -1,5 +1,5 @@
 """Every Kueue object of the plans validates against its CRD schema (../shared/checks/crd_validate.py, a process of its
-own; tests/unit/test_k8s_queueing.py has the rest)."""
+own; tests/unit/components/kubernetes/test_k8s_queueing.py has the rest)."""
 
 from __future__ import annotations
 

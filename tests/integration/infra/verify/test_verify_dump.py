@@ -1,5 +1,5 @@
 """A dump written by the independent mock runner (../shared/checks/mockplan.py, its own process) verifies like
-its job stack (tests/unit/test_verify_dump.py has the rest)."""
+its job stack (tests/unit/infra/verify/test_verify_dump.py has the rest)."""
 
 from __future__ import annotations
 

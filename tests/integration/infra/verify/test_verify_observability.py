@@ -1,4 +1,4 @@
-"""The observability check's rules through a real `promtool check rules` (tests/unit/test_verify_observability.py
+"""The observability check's rules through a real `promtool check rules` (tests/unit/infra/verify/test_verify_observability.py
 has the rest)."""
 
 from __future__ import annotations

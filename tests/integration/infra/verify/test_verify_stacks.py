@@ -1,5 +1,5 @@
 """A dump written by the independent mock runner (../shared/checks/mockplan.py) verifies like the offline plan
-(tests/unit/test_verify_stacks.py has the rest)."""
+(tests/unit/infra/verify/test_verify_stacks.py has the rest)."""
 
 from __future__ import annotations
 

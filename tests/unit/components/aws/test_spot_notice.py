@@ -3,14 +3,13 @@ the spot nodes, and verify fails a spot GPU pool that nothing drains on EC2's tw
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 import yaml
 
 from components.aws.spot_notice import CAPACITY_LABEL, spot_notice_values
 from components.charts import chart
 from infra.verify import facts as F
+from tests.helpers.plans import ROOT
 from tests.helpers.verify_plans import edit, lines, plan, release, run
 
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
@@ -61,7 +60,8 @@ def test_verify_fails_a_handler_that_does_not_tolerate_the_gpu_taint():
 # Verbatim copy of aws/aws-node-termination-handler tag v1.25.6 (77ca841)
 # config/helm/aws-node-termination-handler/values.yaml (chart 0.27.6): not in ../shared/reference/charts.
 VALUES = (
-    Path(__file__).resolve().parents[1]
+    ROOT
+    / "tests"
     / "data"
     / "charts"
     / "aws-node-termination-handler-0.27.6.values.yaml"

@@ -1,7 +1,7 @@
 """The cost rules' shape and wiring: every reference stack's PrometheusRule prices every GPU pool at the
 plan's price, the cost dashboard reads only series the rules record, nodes are mapped to pools by our
 ServiceMonitor (no chart value), and a pool's owner must be a team. The dollars are tested with promtool
-(tests/integration/test_cost_rules.py) and against a real Prometheus (test_cost_report.py)."""
+(tests/integration/components/incluster/test_cost_rules.py) and against a real Prometheus (test_cost_report.py)."""
 
 from __future__ import annotations
 

@@ -145,7 +145,7 @@ def test_alert_rules_cover_gpu_faults_nodes_and_training_jobs():
     assert 'resource="nvidia_com_gpu"' in rules["GpuNodeNotReady"]["expr"]
     for r in rules.values():
         assert re.fullmatch(r"\d+[smh]", r["for"]) and r["labels"]["severity"] in {"warning", "critical"}
-    # Each rule's behaviour on synthetic series is in tests/integration/test_alert_rules.py (promtool).
+    # Each rule's behaviour on synthetic series is in tests/integration/components/incluster/test_alert_rules.py (promtool).
 
 
 def test_no_rule_or_panel_reads_labels_the_dcgm_scrape_does_not_produce():

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from components.spec import ConfigError, PlatformSpec
-from tests.helpers.plans import plan_object, planned, platform_object
+from tests.helpers.plans import ROOT, plan_object, planned, platform_object
 
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
 pytestmark = pytest.mark.plans
@@ -263,13 +263,12 @@ def test_dcgm_exporter_values_fit_the_cluster_policy_schema():
     # The chart copies dcgmExporter into the ClusterPolicy (templates/clusterpolicy.yaml); its CRD must
     # accept honorLabels, the relabeling actions and env.
     import json
-    from pathlib import Path
 
     import jsonschema
 
     from components.incluster.gpu_operator import dcgm_exporter_values
 
-    crd = Path(__file__).resolve().parents[3] / "shared/reference/crds/clusterpolicies.nvidia.com.json"
+    crd = ROOT.parent / "shared/reference/crds/clusterpolicies.nvidia.com.json"
     if not crd.exists():
         pytest.skip("upstream CRD schemas not on this machine")
     schema = json.loads(crd.read_text())["versions"][0]["schema"]["properties"]["spec"]["properties"]

@@ -1,6 +1,6 @@
 """The controller image's definition (images/controller/): the wheels it installs are pinned and hashed
 and are pyproject's pins; the OCI layout it writes is addressed by content
-(tests/integration/test_controller_image.py builds and runs the image itself)."""
+(tests/integration/images/controller/test_controller_image.py builds and runs the image itself)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """verify cloud: what EC2, EKS and FSx check when we create a resource, and the order the plan creates
 them in. Each case plants one defect in a clean reference plan and expects the finding by rule name; the
-clean plans pass (and tests/unit/test_verify_stacks.py runs the check on every reference stack)."""
+clean plans pass (and tests/unit/infra/verify/test_verify_stacks.py runs the check on every reference stack)."""
 
 from __future__ import annotations
 

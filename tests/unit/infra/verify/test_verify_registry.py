@@ -61,7 +61,7 @@ def test_every_registered_runner_resolves():
 
 def test_the_library_never_imports_the_cli():
     """No module of the library names the CLI, lazy imports included (a fresh process that loads the
-    library: tests/integration/test_imports.py)."""
+    library: tests/integration/repo/test_imports.py)."""
     offenders = []
     for path in sorted((ROOT / "infra").rglob("*.py")):
         rel = path.relative_to(ROOT)

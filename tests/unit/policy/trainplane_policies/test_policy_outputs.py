@@ -6,7 +6,7 @@ the outputs are the provider's planned state: what the program set is known, a c
 is unknown (a sentinel string, pulumi sdk/go/common/resource/plugin/rpc.go). After a first deploy they hold
 what the cloud answered. The offline runner (policy/trainplane_policies/offline.py) builds both phases from
 the offline engine's computed outputs per type (components/<cloud>/mock.py); the gRPC server is exercised the
-same way in tests/integration/test_policy_pack_server.py.
+same way in tests/integration/policy/trainplane_policies/test_policy_pack_server.py.
 """
 
 from __future__ import annotations

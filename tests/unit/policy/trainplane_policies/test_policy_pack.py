@@ -221,7 +221,7 @@ def test_eks_without_secrets_encryption_fails_and_gke_only_where_application_lay
     found = violations(aws_recs + gcp_recs, encryption.NAME)[encryption.NAME]
     assert [m.split(":")[0] + ":" + m.split(":")[1].split()[0] for m in found] == ["aws:eks/cluster"]
     strict = {encryption.NAME: {"gkeApplicationLayerSecrets": True}}
-    # Unset: unknown in the first preview, DECRYPTED once deployed (tests/unit/test_policy_outputs.py).
+    # Unset: unknown in the first preview, DECRYPTED once deployed (tests/unit/policy/trainplane_policies/test_policy_outputs.py).
     assert violations(gcp_recs, encryption.NAME, strict) == {
         encryption.NAME: [
             f"gcp:container/cluster:Cluster ml-dev-cluster-gke: databaseEncryption is {state} "
