@@ -265,10 +265,7 @@ def test_diag_image_is_the_dcgm_the_operator_chart_pins():
 
     from components.incluster.gpu_health import DCGM_IMAGE
 
-    values = (
-        ROOT.parent
-        / "shared/reference/charts/gpu-operator-v26.7.0.values.yaml"
-    )
+    values = ROOT.parent / "shared/reference/charts/gpu-operator-v26.7.0.values.yaml"
     if not values.exists():
         pytest.skip("upstream chart defaults not on this machine")
     dcgm = yaml.safe_load(values.read_text())["dcgm"]

@@ -59,13 +59,7 @@ def test_verify_fails_a_handler_that_does_not_tolerate_the_gpu_taint():
 
 # Verbatim copy of aws/aws-node-termination-handler tag v1.25.6 (77ca841)
 # config/helm/aws-node-termination-handler/values.yaml (chart 0.27.6): not in ../shared/reference/charts.
-VALUES = (
-    ROOT
-    / "tests"
-    / "data"
-    / "charts"
-    / "aws-node-termination-handler-0.27.6.values.yaml"
-)
+VALUES = ROOT / "tests" / "data" / "charts" / "aws-node-termination-handler-0.27.6.values.yaml"
 
 
 def test_facts_and_sent_values_match_the_charts_own_values():
