@@ -11,7 +11,8 @@ venv: $(STAMP)
 
 # Reinstall only when the dependency list changes. torch==2.13.0 resolves to the local CPU wheel.
 # The policy pack's SDK (extra `policy`, for
-# tests/unit/policy/trainplane_policies/test_policy_pack.py) goes in without its dependencies: pulumi-policy 1.21.0 pins protobuf~=5.29.5, and resolving that would downgrade protobuf
+# tests/unit/policy/trainplane_policies/test_policy_pack.py) goes in without its dependencies:
+# pulumi-policy 1.21.0 pins protobuf~=5.29.5, and resolving that would downgrade protobuf
 # and the Google clients the trainer extra gets today (google-api-core 2.44, googleapis-common-protos 1.76:
 # protobuf >= 6.33.5) for the whole suite. It ships no generated protobuf code of
 # its own (its RPC types are pulumi's, pulumi.runtime.proto, built for protobuf < 7), so it runs on the
