@@ -143,14 +143,18 @@ class Proc:
         self.out = workdir / f"{name}.out"
         self.err = workdir / f"{name}.err"
         self.args = args
-        e_ = env(**(extra_env or {}))
+        child_env = env(**(extra_env or {}))
         with open(self.out, "wb") as o, open(self.err, "wb") as e, open(os.devnull, "rb") as i:
             self.p: Any
-            if warm and WARM and eligible(args, e_, starter().env, [i.fileno(), o.fileno(), e.fileno()]):
-                self.p = procs.adopt(starter().start(args, workdir, e_, [i, o, e]))
+            if (
+                warm
+                and WARM
+                and eligible(args, child_env, starter().env, [i.fileno(), o.fileno(), e.fileno()])
+            ):
+                self.p = procs.adopt(starter().start(args, workdir, child_env, [i, o, e]))
             else:
                 self.p = procs.spawn(
-                    [PY, *args], cwd=workdir, stdout=o, stderr=e, env=e_, start_new_session=new_session
+                    [PY, *args], cwd=workdir, stdout=o, stderr=e, env=child_env, start_new_session=new_session
                 )
 
     def events(self, name: str | None = None) -> list[dict[str, Any]]:

@@ -27,8 +27,10 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import socket
 import struct
+import subprocess
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -315,8 +317,6 @@ class WarmPopen:
         if self.returncode is None:
             msg = self._message(timeout)
             if msg is None:
-                import subprocess
-
                 raise subprocess.TimeoutExpired(self.args, timeout or 0)
             self._done(msg)
         assert self.returncode is not None
@@ -331,11 +331,7 @@ class WarmPopen:
             os.kill(self.pid, sig)
 
     def terminate(self) -> None:
-        import signal
-
         self.send_signal(signal.SIGTERM)
 
     def kill(self) -> None:
-        import signal
-
         self.send_signal(signal.SIGKILL)

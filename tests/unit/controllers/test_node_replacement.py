@@ -17,8 +17,14 @@ from contract.recovery import (
     QUARANTINED_AT_ANNOTATION,
 )
 from controllers import node_return as nr
-from infra import stackfile
-from tests.helpers.plans import FLEET_JOB_STACKS, FLEET_STACKS, JOB_STACKS, ROOT, planned, stack_files
+from tests.helpers.plans import (
+    FLEET_JOB_STACKS,
+    FLEET_STACKS,
+    JOB_STACKS,
+    planned,
+    platform_object,
+    stack_files,
+)
 
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
 pytestmark = pytest.mark.plans
@@ -39,7 +45,7 @@ PLATFORMS = sorted(
 def cloud_of(stack: str) -> str:
     """The cloud a stack file names: parametrizing by it plans nothing while the tests are collected (each
     xdist worker collects; planning the ten platforms there cost each of them 20 s of a CPU)."""
-    return str(stackfile.load(stack, ROOT).object("trainplane:platform")["cloud"])
+    return str(platform_object(stack)["cloud"])
 
 
 def stacks_of(cloud: str) -> list[str]:
