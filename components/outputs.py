@@ -29,6 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from components.catalog import catalog
 from components.spec import Capacity
+from contract.rack import CHANNEL_DEVICE_CLASS, CLIQUE_LABEL, KUEUE_CHANNEL_RESOURCE
 
 # What a job stack falls back to when neither the platform nor its backend says how long pods may take.
 DEFAULT_GRACE_SECONDS = 120
@@ -110,6 +111,24 @@ class NodeReplacement(_Output):
     repair_conditions: dict[str, int] = Field(default_factory=dict)
 
 
+class RackDomain(_Output):
+    """The NVLink domain a pool's nodes belong to when it spans nodes (GB200/GB300 NVL72 racks).
+
+    GPUs of different nodes reach each other over NVLink only through a ComputeDomain of the NVIDIA DRA
+    driver (contract/rack.py); the backend that built the pool says how big one domain is, the in-cluster
+    layer installs the driver and maps its channel class in Kueue, and the job builder gives each job one
+    ComputeDomain and places its pods within one clique when they fit."""
+
+    # GPUs and nodes of one NVLink domain (72 and 18 for an NVL72 rack of 4-GPU nodes).
+    gpus: int
+    nodes: int
+    # The node label naming a node's clique (GPU Feature Discovery), a level of the pool's topology.
+    clique_label: str = CLIQUE_LABEL
+    # The DeviceClass of a workload's channel claim, and what Kueue counts it as (its deviceClassMappings).
+    channel_device_class: str = CHANNEL_DEVICE_CLASS
+    kueue_resource: str = KUEUE_CHANNEL_RESOURCE
+
+
 class NodePoolInfo(_Output):
     """What a workload needs to know to land on a pool: its labels, taints and GPU shape.
 
@@ -154,6 +173,8 @@ class NodePoolInfo(_Output):
     workload_annotations: dict[str, str] = Field(default_factory=dict)
     # How a node of the pool that stays quarantined is replaced (the GPU health controller reads it).
     replacement: NodeReplacement = Field(default_factory=NodeReplacement)
+    # The multi-node NVLink domain of the pool's nodes (NVL72 racks); None: NVLink stays within a node.
+    rack: RackDomain | None = None
 
 
 class StorageHandle(_Output):

@@ -9,6 +9,7 @@ metric, recording-rule and alert names).
 
 - recovery.py: the GPU health loop's names (quarantine, return, the goodput series) and its XID signal;
 - idle.py: idle reclaim's names and the permissions it needs;
+- rack.py: rack-scale GPUs (NVL72): the ComputeDomain API, DeviceClasses, the clique label;
 - quota.py: how a flavor's GPUs are split across the teams' ClusterQueues (the plan and the Capacity Block
   window controller apply the same rule).
 
