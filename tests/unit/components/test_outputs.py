@@ -17,6 +17,7 @@ from components.outputs import (
     NodeReplacement,
     PlatformOutputs,
     PodFabric,
+    RackDomain,
     StorageHandle,
     TaintInfo,
 )
@@ -155,6 +156,7 @@ def test_the_platform_exports_its_backends_pool_and_storage_records_themselves(e
         provisioning_class="example.com/queued",
         workload_annotations={"x": "y"},
         replacement=NodeReplacement(autoscaler_unneeded_minutes=7, repair_conditions={"Ready": 5}),
+        rack=RackDomain(gpus=72, nodes=18),
     )
     storage = StorageHandle(
         name="datasets",
