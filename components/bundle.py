@@ -137,6 +137,10 @@ class CloudProfile:
     csi_charts: tuple[CsiChart, ...] = ()
     # Seconds between SIGTERM and SIGKILL for training pods when a job names none (preemption notice).
     preemption_grace_seconds: int = 120
+    # Helm values of the NVIDIA DRA driver (chart dra-driver-nvidia-gpu) that differ on this cloud, merged
+    # over the neutral ones when a pool has rack-scale GPUs (NodePoolInfo.rack): where the node image keeps
+    # the GPU driver (`nvidiaDriverRoot`), and whatever else the cloud's images need.
+    dra_driver_values: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
