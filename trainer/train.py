@@ -23,7 +23,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer import lifecycle, peerloss
-from trainer.build import build_loader, build_model, build_optimizer, build_scheduler, vocab_size, wrap_model
+from trainer.build import (
+    build_loader,
+    build_model,
+    build_optimizer,
+    build_scheduler,
+    uses_bf16,
+    vocab_size,
+    wrap_model,
+)
 from trainer.checkpoint import Group
 from trainer.checkpoint.manager import Checkpointer, CollectiveConfigError, SaveFailed, probe_collectively
 from trainer.config import ConfigError, TrainConfig, load_config, parse_args
@@ -126,7 +134,7 @@ class Trainer:
         self.reporter = StepReporter(
             cfg, ctx, self.metrics, self.log, self._flops_per_token(), self._recorder()
         )
-        bf16 = cfg.precision == "bf16" or (cfg.precision == "auto" and ctx.cuda)
+        bf16 = uses_bf16(cfg, ctx)
         self.autocast: contextlib.AbstractContextManager[Any] = (
             torch.autocast(ctx.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
         )
