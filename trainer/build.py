@@ -51,6 +51,12 @@ def uses_bf16(cfg: TrainConfig, ctx: DistContext) -> bool:
     return cfg.precision == "bf16" or (cfg.precision == "auto" and ctx.cuda)
 
 
+def compiles(cfg: TrainConfig, ctx: DistContext) -> bool:
+    """`compile` as set, else on a GPU (where it pays: fused kernels) and not on a CPU (where the compile
+    time is not won back in the steps of a test or a small run)."""
+    return cfg.compile if cfg.compile is not None else ctx.cuda
+
+
 def fsdp_mixed_precision(cfg: TrainConfig, ctx: DistContext) -> Any:
     """FSDP2's MixedPrecisionPolicy. In bf16 it gathers the parameters in bf16 (half the all-gather bytes,
     and the matmuls need not cast them) and reduces the gradients in fp32, over fp32 sharded parameters for
@@ -66,12 +72,19 @@ def fsdp_mixed_precision(cfg: TrainConfig, ctx: DistContext) -> Any:
 def wrap_model(
     model: nn.Module, cfg: TrainConfig, ctx: DistContext, clock: StepClock
 ) -> tuple[nn.Module, Any]:
-    """DDP, or FSDP2 ``fully_shard`` per block and root; then ``torch.compile`` if asked.
+    """``torch.compile`` per block when compiling, then DDP, or FSDP2 ``fully_shard`` per block and root.
 
-    Returns the wrapped module (what holds the parameters, for the optimizer and gradient sync) and the
-    callable the forward pass goes through (the compiled one when compiling).
+    Compiling each block in place before wrapping, as torchtitan does (apply_compile before apply_fsdp in
+    torchtitan/models/llama3/infra/parallelize.py; nanoGPT compiles before DDP too): compiling the DDP
+    wrapper instead makes dynamo break the graph at every gradient bucket (DDPOptimizer), and in-place
+    `Module.compile` keeps the state-dict keys (no `_orig_mod.`). A model without `blocks` (a plug-in) is
+    compiled whole, in place. Returns the wrapped module (what holds the parameters, for the optimizer and
+    gradient sync) and the callable the forward pass goes through.
     """
     model.to(ctx.device)
+    if compiles(cfg, ctx):
+        for m in getattr(model, "blocks", None) or [model]:
+            m.compile(backend=cfg.compile_backend)
     if cfg.parallelism == "fsdp":
         from torch.distributed.fsdp import fully_shard
 
@@ -83,8 +96,7 @@ def wrap_model(
     else:
         wrapped = DDP(model, device_ids=[ctx.local_rank] if ctx.cuda else None)
     attach(wrapped, clock)
-    forward = torch.compile(wrapped, backend=cfg.compile_backend) if cfg.compile else wrapped
-    return wrapped, forward
+    return wrapped, wrapped
 
 
 def build_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.Optimizer:

@@ -48,6 +48,7 @@ from trainer.data import build_dataset
 from trainer.distributed import DistContext, init_process_groups
 from trainer.goodput import HighWater, PhaseClock, redone_until
 from trainer.metrics import EventLog, Metrics, Progress
+from trainer.model import GPT
 from trainer.preemption import PreemptionFlag
 from trainer.reporting import SampleRecorder, StepReporter, StepResult
 from trainer.state import ModelState, OptimizerState, TrainState, seed_rank
@@ -288,8 +289,11 @@ class Trainer:
         if last and not isinstance(self.model, DDP):
             self.model.set_requires_gradient_sync(True)  # type: ignore[operator]  # FSDP2
         with self._sync_ctx(last), self.autocast:
-            logits = self.forward(x[:, :-1])
-            micro = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1))
+            if isinstance(self.raw_model, GPT):  # the loss inside the model's forward (trainer/loss.py)
+                micro = self.forward(x[:, :-1], x[:, 1:])
+            else:  # a plug-in model returns logits
+                logits = self.forward(x[:, :-1])
+                micro = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1))
         (micro / self.accum).backward()
         return micro.detach() / self.accum
 

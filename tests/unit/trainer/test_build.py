@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import torch
 
-from trainer.build import build_model, build_optimizer, fsdp_mixed_precision, uses_bf16
+from trainer.build import build_model, build_optimizer, compiles, fsdp_mixed_precision, uses_bf16
 from trainer.config import TrainConfig
 
 
@@ -33,3 +33,9 @@ def test_fsdp_gathers_bf16_and_reduces_fp32_only_when_the_step_is_bf16():
     assert (fp32.param_dtype, fp32.reduce_dtype) == (None, None)
     asked = fsdp_mixed_precision(TrainConfig(parallelism="fsdp", precision="bf16"), cpu)  # type: ignore[arg-type]
     assert asked.param_dtype == torch.bfloat16
+
+
+def test_compile_is_on_by_default_on_a_gpu_only_and_as_set_otherwise():
+    gpu, cpu = SimpleNamespace(cuda=True), SimpleNamespace(cuda=False)
+    assert [compiles(TrainConfig(), c) for c in (gpu, cpu)] == [True, False]  # type: ignore[arg-type]
+    assert compiles(TrainConfig(compile=True), cpu) and not compiles(TrainConfig(compile=False), gpu)  # type: ignore[arg-type]
