@@ -243,11 +243,14 @@ class NodePool(pulumi.ComponentResource):
             # The machine's local SSDs become the node's ephemeral storage (image layers, emptyDir scratch).
             node_config["ephemeral_storage_local_ssd_config"] = {"local_ssd_count": local_ssds}
 
-        placement_policy = {"type": "COMPACT"} if pool.placement == "compact" else None
+        placement_policy: dict | None = {"type": "COMPACT"} if pool.placement == "compact" else None
         network_config = fabric_network_config(fabric, args.fabric_networks, args.rdma_networks)
         if rack:
             assert shape is not None
-            placement_policy = {"type": PLACEMENT_TYPE, "policy_name": self._workload_policy(name, args, shape)}
+            placement_policy = {
+                "type": PLACEMENT_TYPE,
+                "policy_name": self._workload_policy(name, args, shape),
+            }
             network_config = dranet_network_config()
         # initial_node_count is per zone; the autoscaler then keeps the whole pool within min..max.
         initial = math.ceil(pool.min_nodes / max(len(zones), 1)) if pool.min_nodes else 0
@@ -329,7 +332,10 @@ class NodePool(pulumi.ComponentResource):
             project=place.project,
             region=place.region,
             description=f"trainplane NVL72 topology of node pool {args.pool.name}",
-            workload_policy={"type": WORKLOAD_POLICY_TYPE, "accelerator_topology": accelerator_topology(shape)},
+            workload_policy={
+                "type": WORKLOAD_POLICY_TYPE,
+                "accelerator_topology": accelerator_topology(shape),
+            },
             opts=pulumi.ResourceOptions(parent=self),
         )
         return policy.name

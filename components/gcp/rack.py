@@ -25,7 +25,7 @@ Pure (no pulumi_gcp): node_pool.py builds the pool from these pieces, rules.py c
   workload policies" (accelerator topology): A4X and A4X Max are organised in sub-blocks, a 1x72 slice is one
   NVLink domain of 18 instances. The clique label (contract/rack.py) goes between the sub-block and the host.
 - Arm: GKE selects the arm64 node image from the machine type and taints Arm nodes
-  `kubernetes.io/arch=arm64:NoSchedule` (GKE "Arm workloads"; gke-a4x.yaml@v1.95.0 job templates tolerate it);
+  `kubernetes.io/arch=arm64:NoSchedule` (GKE "Prepare an Arm workload for deployment"; gke-a4x.yaml@v1.95.0 job templates tolerate it);
   a job's image must be arm64 (or multi-arch).
 """
 
@@ -47,7 +47,8 @@ PLACEMENT_TYPE = "COMPACT"
 # DRANET (gke-node-pool/main.tf@v1.95.0, enable_dranet_actual).
 ACCELERATOR_NETWORK_PROFILE = "auto"
 DRANET_LABEL = "cloud.google.com/gke-networking-dra-driver"
-# GKE's taint on Arm nodes (GKE "Prepare an Arm workload for deployment"; gke-a4x.yaml@v1.95.0 tolerates it).
+# GKE's taint on Arm nodes (GKE "Prepare an Arm workload for deployment", cloud.google.com/kubernetes-engine/
+# docs/how-to/prepare-arm-workloads-for-deployment; gke-a4x.yaml@v1.95.0 job templates tolerate it).
 ARM_TAINT = TaintInfo(key="kubernetes.io/arch", value="arm64", effect="NoSchedule")
 # Kubernetes minor rack pools need: DRA is GA (resource.k8s.io/v1) from 1.34 and the DRA driver for GPUs
 # needs 1.34.2 (../shared/FACTS.md "NVL72"); the spec pins minors, GKE picks the channel's newest patch.
@@ -164,7 +165,12 @@ def dra_driver_values() -> dict[str, Any]:
             },
             "tolerations": [
                 {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                {"key": ARM_TAINT.key, "operator": "Equal", "value": ARM_TAINT.value, "effect": ARM_TAINT.effect},
+                {
+                    "key": ARM_TAINT.key,
+                    "operator": "Equal",
+                    "value": ARM_TAINT.value,
+                    "effect": ARM_TAINT.effect,
+                },
             ],
         },
     }
