@@ -24,6 +24,9 @@ Pure (no pulumi_gcp): node_pool.py builds the pool from these pieces, rules.py c
   gce-topology-subblock, (gke-nodepool), gce-topology-host, kubernetes.io/hostname; Compute Engine "About
   workload policies" (accelerator topology): A4X and A4X Max are organised in sub-blocks, a 1x72 slice is one
   NVLink domain of 18 instances. The clique label (contract/rack.py) goes between the sub-block and the host.
+- GPU driver: as every trainplane GPU pool, `INSTALLATION_DISABLED` and `gke-no-default-nvidia-gpu-device-plugin`
+  (node_pool.py), which GKE "Prepare GKE infrastructure for DRA workloads" (kubernetes-engine/docs/how-to/
+  set-up-dra) requires of a DRA GPU pool; the COS installer puts the driver in /home/kubernetes/bin/nvidia.
 - Arm: GKE selects the arm64 node image from the machine type and taints Arm nodes
   `kubernetes.io/arch=arm64:NoSchedule` (GKE "Prepare an Arm workload for deployment"; gke-a4x.yaml@v1.95.0 job templates tolerate it);
   a job's image must be arm64 (or multi-arch).
