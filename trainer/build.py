@@ -34,7 +34,7 @@ def build_model(cfg: TrainConfig) -> nn.Module:
         return GPT(gpt_config(cfg.model, cfg.seq_len, cfg.dropout, cfg.model_args))
     except KeyError:
         raise ConfigError(
-            f"config error: model: unknown {cfg.model!r}; presets: tiny, mini, gpt-small, or module:function"
+            f"config error: model: unknown {cfg.model!r}; presets: tiny, mini, gpt-small, gpt-1b, or module:function"
         ) from None
     except TypeError as e:
         raise ConfigError(f"config error: modelArgs: {e}") from None

@@ -1,6 +1,6 @@
 """A GPT-style decoder in one readable file (pre-norm, tied embeddings, causal SDPA attention).
 
-Presets range from ``tiny`` (tests, ~0.1M parameters) to ``gpt-small`` (GPT-2 small, ~124M).
+Presets range from ``tiny`` (tests, ~0.1M parameters) to ``gpt-small`` (GPT-2 small, ~124M) and ``gpt-1b``.
 A user's own model plugs in through ``model: "package.module:factory"``: the factory is called as
 ``factory(cfg)`` with the TrainConfig and returns an ``nn.Module`` mapping token ids ``(B, T)`` to logits
 ``(B, T, vocab)``. The trainer computes the next-token cross-entropy itself.
@@ -39,6 +39,9 @@ PRESETS: dict[str, GPTConfig] = {
     "mini": GPTConfig(vocab_size=256, n_layer=4, n_head=4, d_model=256),
     # ~124M parameters with the GPT-2 vocabulary padded to a multiple of 64; byte corpora use ids < 256.
     "gpt-small": GPTConfig(vocab_size=50304, n_layer=12, n_head=12, d_model=768),
+    # ~1.1B parameters (12 x 20 x 2048^2 in the blocks, 103M in the tied embedding): the GPU bench's larger
+    # model, whose matmuls are big enough for the GPU to approach its peak; AdamW state fits one 80 GB GPU.
+    "gpt-1b": GPTConfig(vocab_size=50304, n_layer=20, n_head=16, d_model=2048),
 }
 
 
