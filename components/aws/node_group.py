@@ -44,6 +44,7 @@ from components.aws.capacity import (
     topology_levels,
 )
 from components.aws.efa import EFA_RESOURCE, efa_pod_env
+from components.aws.ultraserver import rack_domain, rack_topology
 from components.aws.node_image import (
     ACCELERATOR_LABEL,
     accelerator_label,
@@ -342,6 +343,9 @@ class NodePool(pulumi.ComponentResource):
             efa_security_group=efa_sg,
             autoscaler_tags=tuple(asg_tags),
         )
+        # An NVL72 pool's NVLink domain (components/aws/ultraserver.py); GPU Feature Discovery labels its
+        # nodes with their clique, the level just above the host in the pool's topology.
+        rack = rack_domain(shapes)
         self.info = NodePoolInfo(
             name=pool.name,
             gpu=pool.gpu,
@@ -359,8 +363,9 @@ class NodePool(pulumi.ComponentResource):
             node_vcpus=min(s.vcpus for s in shapes) or None,
             node_memory_gib=min(s.memory_gib for s in shapes) or None,
             reservation=pool.reservation,
-            topology_levels=topology_levels(s.name for s in shapes),
+            topology_levels=rack_topology(topology_levels(s.name for s in shapes), rack),
             replacement=node_replacement(pool),
+            rack=rack,
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 
