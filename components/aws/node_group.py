@@ -44,12 +44,12 @@ from components.aws.capacity import (
     topology_levels,
 )
 from components.aws.efa import EFA_RESOURCE, efa_pod_env
-from components.aws.ultraserver import rack_domain, rack_topology
 from components.aws.node_image import (
     ACCELERATOR_LABEL,
     accelerator_label,
     ami_type,
 )
+from components.aws.ultraserver import rack_domain, rack_topology
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape, catalog
 from components.outputs import NodeReplacement

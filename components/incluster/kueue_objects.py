@@ -52,7 +52,9 @@ def device_class_mappings(pools: Sequence[NodePoolInfo]) -> list[dict[str, Any]]
     `exactly.count` devices of its class (pkg/dra/claims.go countDevicesPerClass; AllocationMode All is
     refused), per pod: a training pod's one channel is 1 of KUEUE_CHANNEL_RESOURCE.
     """
-    racks = sorted({(p.rack.kueue_resource, p.rack.channel_device_class) for p in pools if p.rack is not None})
+    racks = sorted(
+        {(p.rack.kueue_resource, p.rack.channel_device_class) for p in pools if p.rack is not None}
+    )
     by_name: dict[str, list[str]] = {}
     for name, cls in racks:
         by_name.setdefault(name, []).append(cls)

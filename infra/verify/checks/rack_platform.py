@@ -1,0 +1,131 @@
+"""rack-platform: a platform with rack-scale pools (GB200/GB300 NVL72, NodePoolInfo.rack) can run a job
+across its nodes over NVLink (docs/rack-scale.md).
+
+Rules, each failure line naming it:
+- whole-rack: a rack pool's maxNodes is a whole number of racks (RackDomain.nodes; the cloud's rules say
+  which smaller UltraServers it sells: components/aws/ultraserver.py);
+- dra-kubernetes: the cluster's Kubernetes is new enough for the DRA driver's ComputeDomains
+  (resource.k8s.io/v1, >= 1.34: dra-driver-nvidia-gpu@v0.4.1 docs/prerequisites.md, 1.34.2);
+- dra-driver: the dra-driver-nvidia-gpu release exists with computeDomains on and its kubelet plugin
+  admitted to every rack pool's nodes (its affinity names the pool);
+- never-admitted: Kueue's configuration maps the channel DeviceClass (`resources.deviceClassMappings`),
+  without which Kueue >= 0.18 never admits a claim of it (kueue#10504);
+- channel-quota: every ClusterQueue admitting a rack flavor covers the channel resource with a quota.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from components.bundle import POOL_LABEL
+from components.outputs import NodePoolInfo
+from infra.verify.context import Context
+from infra.verify.report import CheckResult
+
+DRA_CHART = "dra-driver-nvidia-gpu"
+KUEUE_CHART = "kueue"
+MIN_MINOR = (1, 34)
+
+
+def rack_findings(
+    pools: Sequence[NodePoolInfo],
+    kubernetes_version: str | None,
+    dra_values: Mapping[str, Any] | None,
+    kueue_config: Mapping[str, Any] | None,
+    cluster_queues: Mapping[str, Mapping[str, Any]],
+    flavor_labels: Mapping[str, Mapping[str, str]],
+) -> Iterable[str]:
+    racks = [p for p in pools if p.rack is not None]
+    if not racks:
+        return
+    for p in racks:
+        assert p.rack is not None
+        if p.max_nodes % p.rack.nodes and p.max_nodes % max(1, p.rack.nodes // 2):
+            yield f"whole-rack: pool {p.name}: maxNodes {p.max_nodes} is not a whole UltraServer ({p.rack.nodes} nodes per NVL72 rack)"
+    if kubernetes_version:
+        minor = tuple(int(x) for x in kubernetes_version.split(".")[:2])
+        if minor < MIN_MINOR:
+            yield f"dra-kubernetes: Kubernetes {kubernetes_version} is too old for DRA ComputeDomains (>= 1.34.2)"
+    if dra_values is None:
+        yield f"dra-driver: no {DRA_CHART} release: rack pools {', '.join(p.name for p in racks)} get no ComputeDomains"
+    else:
+        cd = ((dra_values.get("resources") or {}).get("computeDomains") or {}).get("enabled", True)
+        if not cd:
+            yield f"dra-driver: {DRA_CHART} has resources.computeDomains.enabled false"
+        admitted = _plugin_pools(dra_values)
+        for p in racks:
+            if admitted is not None and p.labels.get(POOL_LABEL, p.name) not in admitted:
+                yield f"dra-driver: the kubelet plugin's affinity leaves out rack pool {p.name}"
+    resources = {p.rack.kueue_resource: p.rack.channel_device_class for p in racks if p.rack}
+    if kueue_config is not None:
+        mapped = {
+            cls
+            for m in ((kueue_config.get("resources") or {}).get("deviceClassMappings") or [])
+            for cls in m.get("deviceClassNames") or []
+        }
+        for cls in sorted(set(resources.values()) - mapped):
+            yield (
+                f"never-admitted: Kueue's deviceClassMappings lacks {cls}: every job claiming a channel would "
+                "never be admitted (kueue#10504)"
+            )
+    # The flavors whose nodes are a rack pool's: their nodeLabels are all among the pool's labels.
+    rack_flavors = {
+        name
+        for name, labels in flavor_labels.items()
+        if labels and any(all(p.labels.get(k) == v for k, v in labels.items()) for p in racks)
+    }
+    for name, spec in sorted(cluster_queues.items()):
+        for group in spec.get("resourceGroups") or []:
+            for f in group.get("flavors") or []:
+                if f.get("name") not in rack_flavors:
+                    continue
+                quota = {r.get("name"): str(r.get("nominalQuota")) for r in f.get("resources") or []}
+                for res in sorted(resources):
+                    if res not in (group.get("coveredResources") or []) or quota.get(res) in (None, "0"):
+                        yield (
+                            f"channel-quota: ClusterQueue {name} admits rack flavor {f.get('name')} without "
+                            f"quota for {res}: its jobs' channel claims never fit"
+                        )
+
+
+def _plugin_pools(values: Mapping[str, Any]) -> set[str] | None:
+    """The pools the kubelet plugin's required node affinity admits by trainplane's pool label; None when
+    it does not select by pool (the chart's default: every GPU node)."""
+    terms = (
+        (((values.get("kubeletPlugin") or {}).get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+        or {}
+    ).get("nodeSelectorTerms") or []
+    pools: set[str] = set()
+    for t in terms:
+        for e in t.get("matchExpressions") or []:
+            if e.get("key") == POOL_LABEL and e.get("operator") == "In":
+                pools |= set(e.get("values") or [])
+    return pools if terms else None
+
+
+def run(ctx: Context) -> CheckResult:
+    res = CheckResult("rack-platform")
+    plan = ctx.platform
+    pools = list(plan.node_pools)
+    if not any(p.rack is not None for p in pools):
+        res.skipped = "no rack-scale pool"
+        return res
+    dra = next(iter(plan.releases(DRA_CHART)), None)
+    kueue = next(iter(plan.releases(KUEUE_CHART)), None)
+    config = None
+    if kueue is not None:
+        raw = ((kueue.values.get("managerConfig") or {}).get("controllerManagerConfigYaml")) or ""
+        config = yaml.safe_load(raw) if isinstance(raw, str) and raw else {}
+    queues = {o.name: dict(o.spec) for o in plan.objects("ClusterQueue")}
+    flavors = {o.name: dict(o.spec.get("nodeLabels") or {}) for o in plan.objects("ResourceFlavor")}
+    res.examined.append(f"{sum(p.rack is not None for p in pools)} rack pools, {len(queues)} ClusterQueues")
+    for line in rack_findings(
+        pools, plan.kubernetes_version, dra.values if dra else None, config, queues, flavors
+    ):
+        res.fail(line)
+    return res

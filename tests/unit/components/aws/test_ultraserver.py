@@ -1,0 +1,48 @@
+"""UltraServer rules: a rack pool is sized in whole UltraServers, on Kubernetes >= 1.34."""
+
+from __future__ import annotations
+
+from components.aws.ultraserver import check_rack_pool, rack_domain, rack_topology
+from components.catalog import catalog
+from components.spec import NodePoolSpec
+
+SHAPE = catalog().machine("aws", "p6e-gb200.36xlarge")
+
+
+def _pool(**kw) -> NodePoolSpec:
+    return NodePoolSpec(name="gb", gpu="GB200", gpusPerNode=4, capacity="capacity-block", **kw)
+
+
+def test_whole_ultraservers_pass_and_others_name_the_key() -> None:
+    assert SHAPE is not None
+    assert (
+        list(
+            check_rack_pool(
+                _pool(minNodes=0, maxNodes=18), SHAPE, "1.35", "platform.nodePools[1]", "platform"
+            )
+        )
+        == []
+    )
+    assert list(check_rack_pool(_pool(minNodes=0, maxNodes=9), SHAPE, "1.35", "p", "platform")) == []
+    (line,) = check_rack_pool(
+        _pool(minNodes=0, maxNodes=10), SHAPE, "1.35", "platform.nodePools[1]", "platform"
+    )
+    assert line.startswith("platform.nodePools[1].maxNodes: 10 is not a whole number")
+
+
+def test_kubernetes_floor() -> None:
+    assert SHAPE is not None
+    (line,) = check_rack_pool(_pool(maxNodes=18), SHAPE, "1.33", "p", "platform")
+    assert line.startswith("platform.cluster.kubernetesVersion: 1.33 is too old")
+
+
+def test_rack_domain_and_clique_level() -> None:
+    assert SHAPE is not None
+    rack = rack_domain([SHAPE])
+    assert rack is not None and (rack.gpus, rack.nodes) == (72, 18)
+    assert rack_topology(("a", "kubernetes.io/hostname"), rack) == (
+        "a",
+        "nvidia.com/gpu.clique",
+        "kubernetes.io/hostname",
+    )
+    assert rack_topology(("a", "kubernetes.io/hostname"), None) == ("a", "kubernetes.io/hostname")
