@@ -345,7 +345,7 @@ class NodePool(pulumi.ComponentResource):
         )
         # An NVL72 pool's NVLink domain (components/aws/ultraserver.py); GPU Feature Discovery labels its
         # nodes with their clique, the level just above the host in the pool's topology.
-        rack = rack_domain(shapes)
+        rack = rack_domain(shapes, pool.effective_max_nodes)
         self.info = NodePoolInfo(
             name=pool.name,
             gpu=pool.gpu,

@@ -47,12 +47,17 @@ def rack_shape(shapes: Sequence[MachineShape]) -> MachineShape | None:
     return shape
 
 
-def rack_domain(shapes: Sequence[MachineShape]) -> RackDomain | None:
-    """The NVLink domain a pool's nodes join (72 GPUs, 18 nodes for NVL72), from the catalog."""
+def rack_domain(shapes: Sequence[MachineShape], max_nodes: int) -> RackDomain | None:
+    """The NVLink domain a pool's nodes join: the largest UltraServer its maxNodes is a whole number of
+    (u-p6e-gb200x72: 72 GPUs on 18 nodes; u-p6e-gb200x36: 36 GPUs on 9), else the catalog's whole rack
+    (nvlinkDomain; the rules refuse such a pool)."""
     shape = rack_shape(shapes)
     if shape is None:
         return None
-    return RackDomain(gpus=shape.nvlink_domain, nodes=shape.nvlink_domain // shape.gpus)
+    sizes = ULTRASERVER_NODES.get(shape.name, (shape.nvlink_domain // shape.gpus,))
+    nodes = next((n for n in sorted(sizes, reverse=True) if max_nodes and max_nodes % n == 0), None)
+    nodes = nodes or shape.nvlink_domain // shape.gpus
+    return RackDomain(gpus=nodes * shape.gpus, nodes=nodes)
 
 
 def check_rack_pool(

@@ -2,8 +2,8 @@
 across its nodes over NVLink (docs/rack-scale.md).
 
 Rules, each failure line naming it:
-- whole-rack: a rack pool's maxNodes is a whole number of racks (RackDomain.nodes; the cloud's rules say
-  which smaller UltraServers it sells: components/aws/ultraserver.py);
+- whole-rack: a rack pool's minNodes and maxNodes are whole numbers of its NVLink domain (RackDomain.nodes,
+  which the backend sets to the unit the cloud sells: e.g. components/aws/ultraserver.py);
 - dra-kubernetes: the cluster's Kubernetes is new enough for the DRA driver's ComputeDomains
   (resource.k8s.io/v1, >= 1.34: dra-driver-nvidia-gpu@v0.4.1 docs/prerequisites.md, 1.34.2);
 - dra-driver: the dra-driver-nvidia-gpu release exists with computeDomains on and its kubelet plugin
@@ -38,39 +38,62 @@ def rack_findings(
     cluster_queues: Mapping[str, Mapping[str, Any]],
     flavor_labels: Mapping[str, Mapping[str, str]],
 ) -> Iterable[str]:
+    """Every rule's failures over the platform's typed pools and rendered objects (module doc)."""
     racks = [p for p in pools if p.rack is not None]
     if not racks:
         return
+    yield from _whole_racks(racks)
+    if kubernetes_version and tuple(int(x) for x in kubernetes_version.split(".")[:2]) < MIN_MINOR:
+        yield f"dra-kubernetes: Kubernetes {kubernetes_version} is too old for DRA ComputeDomains (>= 1.34.2)"
+    yield from _dra_driver(racks, dra_values)
+    yield from _never_admitted(racks, kueue_config)
+    yield from _channel_quota(racks, cluster_queues, flavor_labels)
+
+
+def _whole_racks(racks: Sequence[NodePoolInfo]) -> Iterable[str]:
     for p in racks:
         assert p.rack is not None
-        if p.max_nodes % p.rack.nodes and p.max_nodes % max(1, p.rack.nodes // 2):
-            yield f"whole-rack: pool {p.name}: maxNodes {p.max_nodes} is not a whole UltraServer ({p.rack.nodes} nodes per NVL72 rack)"
-    if kubernetes_version:
-        minor = tuple(int(x) for x in kubernetes_version.split(".")[:2])
-        if minor < MIN_MINOR:
-            yield f"dra-kubernetes: Kubernetes {kubernetes_version} is too old for DRA ComputeDomains (>= 1.34.2)"
-    if dra_values is None:
+        for key, n in (("minNodes", p.min_nodes), ("maxNodes", p.max_nodes)):
+            if n % p.rack.nodes:
+                yield (
+                    f"whole-rack: pool {p.name}: {key} {n} is not a whole number of its NVLink domains "
+                    f"({p.rack.nodes} nodes, {p.rack.gpus} GPUs each): a rack is bought whole"
+                )
+
+
+def _dra_driver(racks: Sequence[NodePoolInfo], values: Mapping[str, Any] | None) -> Iterable[str]:
+    if values is None:
         yield f"dra-driver: no {DRA_CHART} release: rack pools {', '.join(p.name for p in racks)} get no ComputeDomains"
-    else:
-        cd = ((dra_values.get("resources") or {}).get("computeDomains") or {}).get("enabled", True)
-        if not cd:
-            yield f"dra-driver: {DRA_CHART} has resources.computeDomains.enabled false"
-        admitted = _plugin_pools(dra_values)
-        for p in racks:
-            if admitted is not None and p.labels.get(POOL_LABEL, p.name) not in admitted:
-                yield f"dra-driver: the kubelet plugin's affinity leaves out rack pool {p.name}"
-    resources = {p.rack.kueue_resource: p.rack.channel_device_class for p in racks if p.rack}
-    if kueue_config is not None:
-        mapped = {
-            cls
-            for m in ((kueue_config.get("resources") or {}).get("deviceClassMappings") or [])
-            for cls in m.get("deviceClassNames") or []
-        }
-        for cls in sorted(set(resources.values()) - mapped):
-            yield (
-                f"never-admitted: Kueue's deviceClassMappings lacks {cls}: every job claiming a channel would "
-                "never be admitted (kueue#10504)"
-            )
+        return
+    if not ((values.get("resources") or {}).get("computeDomains") or {}).get("enabled", True):
+        yield f"dra-driver: {DRA_CHART} has resources.computeDomains.enabled false"
+    admitted = _plugin_pools(values)
+    for p in racks:
+        if admitted is not None and p.labels.get(POOL_LABEL, p.name) not in admitted:
+            yield f"dra-driver: the kubelet plugin's affinity leaves out rack pool {p.name}"
+
+
+def _never_admitted(racks: Sequence[NodePoolInfo], config: Mapping[str, Any] | None) -> Iterable[str]:
+    if config is None:
+        return
+    mapped = {
+        cls
+        for m in ((config.get("resources") or {}).get("deviceClassMappings") or [])
+        for cls in m.get("deviceClassNames") or []
+    }
+    for cls in sorted({p.rack.channel_device_class for p in racks if p.rack} - mapped):
+        yield (
+            f"never-admitted: Kueue's deviceClassMappings lacks {cls}: every job claiming a channel would "
+            "never be admitted (kueue#10504)"
+        )
+
+
+def _channel_quota(
+    racks: Sequence[NodePoolInfo],
+    cluster_queues: Mapping[str, Mapping[str, Any]],
+    flavor_labels: Mapping[str, Mapping[str, str]],
+) -> Iterable[str]:
+    resources = sorted({p.rack.kueue_resource for p in racks if p.rack})
     # The flavors whose nodes are a rack pool's: their nodeLabels are all among the pool's labels.
     rack_flavors = {
         name
@@ -79,12 +102,13 @@ def rack_findings(
     }
     for name, spec in sorted(cluster_queues.items()):
         for group in spec.get("resourceGroups") or []:
+            covered = group.get("coveredResources") or []
             for f in group.get("flavors") or []:
                 if f.get("name") not in rack_flavors:
                     continue
                 quota = {r.get("name"): str(r.get("nominalQuota")) for r in f.get("resources") or []}
-                for res in sorted(resources):
-                    if res not in (group.get("coveredResources") or []) or quota.get(res) in (None, "0"):
+                for res in resources:
+                    if res not in covered or quota.get(res) in (None, "0"):
                         yield (
                             f"channel-quota: ClusterQueue {name} admits rack flavor {f.get('name')} without "
                             f"quota for {res}: its jobs' channel claims never fit"

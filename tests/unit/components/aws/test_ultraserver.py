@@ -38,8 +38,10 @@ def test_kubernetes_floor() -> None:
 
 def test_rack_domain_and_clique_level() -> None:
     assert SHAPE is not None
-    rack = rack_domain([SHAPE])
+    rack = rack_domain([SHAPE], 36)
     assert rack is not None and (rack.gpus, rack.nodes) == (72, 18)
+    small = rack_domain([SHAPE], 9)
+    assert small is not None and (small.gpus, small.nodes) == (36, 9)
     assert rack_topology(("a", "kubernetes.io/hostname"), rack) == (
         "a",
         "nvidia.com/gpu.clique",
