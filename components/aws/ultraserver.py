@@ -93,3 +93,8 @@ def rack_topology(levels: Sequence[str], rack: RackDomain | None) -> tuple[str, 
     if rack is None or not levels or rack.clique_label in levels:
         return tuple(levels)
     return (*levels[:-1], rack.clique_label, levels[-1])
+
+
+def ultraserver_count(max_nodes: int, rack: RackDomain) -> int:
+    """How many UltraServers (NVLink domains) a pool of `max_nodes` holds: what its Capacity Block buys."""
+    return max_nodes // rack.nodes
