@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from components.aws.cost import cost_assumptions
 from components.aws.ultraserver import check_rack_pool, rack_domain, rack_topology
 from components.catalog import catalog
-from components.spec import NodePoolSpec
+from components.spec import NodePoolSpec, PlatformSpec
+from tests.helpers.plans import platform_object
 
 SHAPE = catalog().machine("aws", "p6e-gb200.36xlarge")
 
@@ -48,3 +50,10 @@ def test_rack_domain_and_clique_level() -> None:
         "kubernetes.io/hostname",
     )
     assert rack_topology(("a", "kubernetes.io/hostname"), None) == ("a", "kubernetes.io/hostname")
+
+
+def test_plan_costs_the_block_in_whole_ultraservers() -> None:
+    spec = PlatformSpec.model_validate(platform_object("aws-gb200"))
+    (line,) = cost_assumptions(spec)
+    assert line.startswith("gb200-block: 1 UltraServer(s) of 18 p6e-gb200.36xlarge nodes (72 GB200 GPUs")
+    assert "EC2 lists no price" in line
