@@ -23,6 +23,7 @@ rule here is the minor and the patch floor is noted for the operator (docs/rack-
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterable, Sequence
 
 from components.catalog import MachineShape
@@ -98,3 +99,33 @@ def rack_topology(levels: Sequence[str], rack: RackDomain | None) -> tuple[str, 
 def ultraserver_count(max_nodes: int, rack: RackDomain) -> int:
     """How many UltraServers (NVLink domains) a pool of `max_nodes` holds: what its Capacity Block buys."""
     return max_nodes // rack.nodes
+
+
+# The host's own IMEX service must not run where the DRA driver runs IMEX in its compute-domain daemons:
+# "On all GPU nodes where the nvidia-imex-* packages are installed, the nvidia-imex.service systemd unit must
+# be disabled" (kubernetes-sigs/dra-driver-nvidia-gpu@v0.4.1 docs/prerequisites.md). The EKS AL2023 NVIDIA
+# AMI installs the nvidia-imex package (awslabs/amazon-eks-ami@81fec2e, 2026-07-23,
+# templates/al2023/provisioners/install-nvidia-driver.sh) and enables only nvidia-fabricmanager and
+# nvidia-persistenced there; whether the package's own preset enables the unit was not confirmed, so rack
+# nodes disable and mask it at boot, as the driver's docs say. A managed node group's launch template takes
+# user data as MIME multi-part, which EKS merges with its own (EKS user guide, "Customize managed nodes with
+# launch templates", user data).
+IMEX_BOUNDARY = "==TRAINPLANE-RACK=="
+IMEX_SCRIPT = (
+    "#!/bin/bash\nsystemctl disable --now nvidia-imex.service || true\nsystemctl mask nvidia-imex.service\n"
+)
+
+
+def rack_user_data(rack: RackDomain | None) -> str | None:
+    """The launch template's user data (base64 MIME) of a rack pool's nodes; None for every other pool."""
+    if rack is None:
+        return None
+    mime = (
+        "MIME-Version: 1.0\n"
+        f'Content-Type: multipart/mixed; boundary="{IMEX_BOUNDARY}"\n\n'
+        f"--{IMEX_BOUNDARY}\n"
+        'Content-Type: text/x-shellscript; charset="us-ascii"\n\n'
+        f"{IMEX_SCRIPT}\n"
+        f"--{IMEX_BOUNDARY}--\n"
+    )
+    return base64.b64encode(mime.encode()).decode()

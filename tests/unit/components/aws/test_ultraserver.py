@@ -57,3 +57,15 @@ def test_plan_costs_the_block_in_whole_ultraservers() -> None:
     (line,) = cost_assumptions(spec)
     assert line.startswith("gb200-block: 1 UltraServer(s) of 18 p6e-gb200.36xlarge nodes (72 GB200 GPUs")
     assert "EC2 lists no price" in line
+
+
+def test_rack_nodes_mask_the_host_imex_service() -> None:
+    import base64
+
+    from components.aws.ultraserver import rack_user_data
+    from components.outputs import RackDomain
+
+    assert rack_user_data(None) is None
+    mime = base64.b64decode(rack_user_data(RackDomain(gpus=72, nodes=18)) or "").decode()
+    assert 'Content-Type: text/x-shellscript; charset="us-ascii"' in mime
+    assert "systemctl mask nvidia-imex.service" in mime
