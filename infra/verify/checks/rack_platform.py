@@ -153,3 +153,33 @@ def run(ctx: Context) -> CheckResult:
     ):
         res.fail(line)
     return res
+
+
+def fleet_findings(
+    manager: str,
+    manager_config: Mapping[str, Any] | None,
+    workers: Sequence[tuple[str, Sequence[NodePoolInfo], bool]],
+) -> Iterable[str]:
+    """A fleet whose workers have rack pools (workers: name, pools, whether it runs the DRA driver).
+
+    MultiKueue copies jobs to the workers but syncs no DeviceClasses (../shared/FACTS.md, kueue#10504), so
+    each worker with rack pools runs the driver itself (fleet-dra-driver), and the manager, which admits
+    the job first against its own quota, must map the channel class too (fleet-never-admitted)."""
+    classes: set[str] = set()
+    for name, pools, has_driver in workers:
+        racks = [p for p in pools if p.rack is not None]
+        classes |= {p.rack.channel_device_class for p in racks if p.rack}
+        if racks and not has_driver:
+            yield f"fleet-dra-driver: worker {name} has rack pools but no {DRA_CHART} release"
+    if manager_config is None:
+        return
+    mapped = {
+        cls
+        for m in ((manager_config.get("resources") or {}).get("deviceClassMappings") or [])
+        for cls in m.get("deviceClassNames") or []
+    }
+    for cls in sorted(classes - mapped):
+        yield (
+            f"fleet-never-admitted: manager {manager}'s Kueue does not map {cls}: a rack job is admitted on the "
+            "manager first and would never be (kueue#10504)"
+        )

@@ -76,4 +76,3 @@ def test_no_rack_pool_no_driver_no_mapping() -> None:
     assert "resources" not in yaml.safe_load(
         kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
     )
-

@@ -79,3 +79,14 @@ def test_dra_driver_missing_or_not_on_rack_nodes() -> None:
     terms["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] = ["system"]
     found = list(rack_findings(pools, version, dra, config, queues, flavors))
     assert any(f.startswith("dra-driver: the kubelet plugin") for f in found)
+
+
+def test_fleet_worker_without_driver_and_manager_without_mapping() -> None:
+    from infra.verify.checks.rack_platform import fleet_findings
+
+    pools = list(_plan().node_pools)
+    found = list(fleet_findings("mgr", {}, [("w1", pools, False)]))
+    assert any(f.startswith("fleet-dra-driver: worker w1") for f in found)
+    assert any(f.startswith("fleet-never-admitted: manager mgr") for f in found)
+    _, _, _, config, _, _ = _parts()
+    assert list(fleet_findings("mgr", config, [("w1", pools, True)])) == []
