@@ -69,3 +69,16 @@ def test_rack_nodes_mask_the_host_imex_service() -> None:
     mime = base64.b64decode(rack_user_data(RackDomain(gpus=72, nodes=18)) or "").decode()
     assert 'Content-Type: text/x-shellscript; charset="us-ascii"' in mime
     assert "systemctl mask nvidia-imex.service" in mime
+
+
+def test_the_aws_rules_name_the_pool_key_of_a_partial_ultraserver() -> None:
+    from components.aws import rules
+
+    obj = platform_object("aws-gb200")
+    obj["nodePools"][1]["maxNodes"] = 12
+    spec = PlatformSpec.model_validate(obj)
+    lines = list(rules.check_pool(spec, spec.node_pools[1], "platform.nodePools[1]"))
+    assert lines == [
+        "platform.nodePools[1].maxNodes: 12 is not a whole number of p6e-gb200.36xlarge UltraServers (9 or 18 "
+        "nodes each; EC2 sells them as Capacity Blocks of whole UltraServers)"
+    ]
