@@ -49,6 +49,12 @@ CHARTS: dict[str, Chart] = {
     "kueue": Chart("oci://registry.k8s.io/kueue/charts", "kueue", "0.19.2"),
     # kubernetes-sigs/jobset tag v0.12.0 (charts/jobset); the runtime of fixed-size training jobs.
     "jobset": Chart("oci://registry.k8s.io/jobset/charts", "jobset", "0.12.0"),
+    # kubernetes-sigs/dra-driver-nvidia-gpu tag v0.4.1 (764900e), deployments/helm/dra-driver-nvidia-gpu
+    # (chart and app 0.4.1; published at oci://registry.k8s.io/dra-driver-nvidia/charts): the ComputeDomains of
+    # rack-scale pools (components/incluster/dra_driver.py).
+    "dra-driver-nvidia-gpu": Chart(
+        "oci://registry.k8s.io/dra-driver-nvidia/charts", "dra-driver-nvidia-gpu", "0.4.1"
+    ),
     "aws-fsx-csi-driver": Chart(
         "https://kubernetes-sigs.github.io/aws-fsx-csi-driver", "aws-fsx-csi-driver", "1.17.0"
     ),

@@ -34,6 +34,11 @@ class AwsBackend(CatalogBackend):
     system_pool = {"name": "system", "instanceType": "m6i.xlarge", "minNodes": 2, "maxNodes": 3}
     default_region = "us-east-1"
 
+    def cost_assumptions(self, spec: PlatformSpec) -> list[str]:
+        from components.aws.cost import cost_assumptions
+
+        return cost_assumptions(spec)
+
     def machine_type_problem(self, name: str, known: Sequence[str]) -> str | None:
         from components.aws.regions import instance_type_problem
 

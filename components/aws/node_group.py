@@ -49,6 +49,7 @@ from components.aws.node_image import (
     accelerator_label,
     ami_type,
 )
+from components.aws.ultraserver import rack_domain, rack_topology, rack_user_data
 from components.bundle import NodePoolInfo, TaintInfo, gpu_taint, pool_labels
 from components.catalog import MachineShape, catalog
 from components.outputs import NodeReplacement
@@ -245,6 +246,9 @@ class NodePool(pulumi.ComponentResource):
             )
             placement = aws.ec2.LaunchTemplatePlacementArgs(group_name=group.name)
 
+        # An NVL72 pool's NVLink domain (components/aws/ultraserver.py); GPU Feature Discovery labels its
+        # nodes with their clique, the level just above the host in the pool's topology.
+        rack = rack_domain(shapes, pool.effective_max_nodes)
         template = aws.ec2.LaunchTemplate(
             f"{name}-lt",
             description=f"Nodes of {self.node_group_name}",
@@ -272,6 +276,8 @@ class NodePool(pulumi.ComponentResource):
             # (components.aws.capacity).
             instance_type=template_instance_type(pool, [s.name for s in shapes]),
             **launch_template_capacity(pool),
+            # Rack nodes: the host's nvidia-imex service off (the DRA driver runs IMEX).
+            user_data=rack_user_data(rack),
             tag_specifications=[
                 aws.ec2.LaunchTemplateTagSpecificationArgs(resource_type=kind, tags=tags)
                 for kind in ("instance", "volume")
@@ -359,8 +365,9 @@ class NodePool(pulumi.ComponentResource):
             node_vcpus=min(s.vcpus for s in shapes) or None,
             node_memory_gib=min(s.memory_gib for s in shapes) or None,
             reservation=pool.reservation,
-            topology_levels=topology_levels(s.name for s in shapes),
+            topology_levels=rack_topology(topology_levels(s.name for s in shapes), rack),
             replacement=node_replacement(pool),
+            rack=rack,
         )
         self.register_outputs({"nodeGroupName": self.node_group_name})
 

@@ -56,6 +56,11 @@ EKS_PROFILE = CloudProfile(
     gpu_operator_values={"driver": {"enabled": False}, "toolkit": {"enabled": False}},
     csi_charts=(FSX_CSI_CHART,),
     preemption_grace_seconds=120,
+    # The EKS NVIDIA AMIs (AL2023, Bottlerocket) install the GPU driver on the host (hence the GPU operator's
+    # driver is off above), so the DRA driver finds it at "/" (dra-driver-nvidia-gpu@v0.4.1
+    # deployments/helm/dra-driver-nvidia-gpu/values.yaml `nvidiaDriverRoot`: "For driver installed directly
+    # on a host, a value of `/` is used"; /run/nvidia/driver is the GPU operator's driver container).
+    dra_driver_values={"nvidiaDriverRoot": "/"},
 )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from components.aws.autoscaler_images import IMAGE_TAGS, image_problem
 from components.aws.capacity_blocks import CAPACITY_BLOCK_TYPES
 from components.aws.regions import aws_zone_problems
+from components.aws.ultraserver import check_rack_pool, rack_shape
 from components.catalog import catalog
 from components.regions import region_problems
 from components.spec.base import Spec
@@ -107,12 +108,22 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
     yield from _check_capacity(spec, pool, path, shape_known)
     if not pool.gpu and pool.efa:
         yield f"{path}.efa: EFA is for GPU pools"
+    rack = rack_shape(_pool_shapes(pool)) if shape_known else None
+    if rack is not None:
+        yield from check_rack_pool(pool, rack, spec.cluster.kubernetes_version, path, path.split(".", 1)[0])
     if shape_known and pool.efa:
         from components.backends import backend  # the registry: this module is the backend's own rules
 
         shape = backend(spec.cloud).machine_of(pool)
         if shape is not None and shape.efa_interfaces == 0:
             yield f"{path}.efa: {shape.name} has no EFA interfaces; EFA needs e.g. p4d, p5, p5e, p5en"
+
+
+def _pool_shapes(pool: NodePoolSpec) -> list:
+    if pool.instance_type:
+        shape = catalog().machine("aws", pool.instance_type)
+        return [shape] if shape is not None else []
+    return catalog().shapes("aws", pool.gpu, pool.gpus_per_node) if pool.gpu else []
 
 
 def _check_capacity(spec: PlatformSpec, pool: NodePoolSpec, path: str, shape_known: bool) -> Iterable[str]:

@@ -109,6 +109,11 @@ def gpu_operator_values(op: GpuOperatorSpec, health: GpuHealthSpec, bundle: Clus
                 "data": plugin,
             }
         }
+    if any(p.rack is not None for p in bundle.node_pools):
+        # GPU Feature Discovery labels each rack node with its NVLink clique (nvidia.com/gpu.clique), which
+        # ComputeDomains and clique placement need (dra-driver-nvidia-gpu@v0.4.1 docs/prerequisites.md);
+        # on by default in the chart (gpu-operator@v26.7.0 values.yaml `gfd.enabled`), said out loud here.
+        values["gfd"] = {"enabled": True}
     # The cloud's own values (driver, toolkit, CDI) win over the cloud-neutral ones.
     return deep_merge(values, bundle.profile.gpu_operator_values)
 

@@ -41,7 +41,27 @@ KUEUE_FRAMEWORKS = ("batch/job", "jobset.x-k8s.io/jobset")
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 
 
-def manager_config(queueing: QueueingSpec | None = None) -> str:
+def device_class_mappings(pools: Sequence[NodePoolInfo]) -> list[dict[str, Any]]:
+    """Kueue's `resources.deviceClassMappings` for the pools' DRA claims: the ComputeDomain channel class as
+    one logical resource when a pool is a rack (NodePoolInfo.rack).
+
+    Kueue >= 0.18 never admits a workload whose claim names an unmapped DeviceClass (kueue#10504). Schema:
+    kueue v0.19.2 apis/config/v1beta2/configuration_types.go Resources.DeviceClassMappings (name,
+    deviceClassNames); pkg/config/validation.go validateDeviceClassMappings: both names must be qualified
+    names (IsLabelKey), at most 16 mappings of at most 8 classes. Kueue counts each request of a claim as its
+    `exactly.count` devices of its class (pkg/dra/claims.go countDevicesPerClass; AllocationMode All is
+    refused), per pod: a training pod's one channel is 1 of KUEUE_CHANNEL_RESOURCE.
+    """
+    racks = sorted(
+        {(p.rack.kueue_resource, p.rack.channel_device_class) for p in pools if p.rack is not None}
+    )
+    by_name: dict[str, list[str]] = {}
+    for name, cls in racks:
+        by_name.setdefault(name, []).append(cls)
+    return [{"name": n, "deviceClassNames": classes} for n, classes in by_name.items()]
+
+
+def manager_config(queueing: QueueingSpec | None = None, pools: Sequence[NodePoolInfo] = ()) -> str:
     """Kueue's Configuration (chart value managerConfig.controllerManagerConfigYaml) with waitForPodsReady.
 
     Topology-aware scheduling (beta, on by default since 0.14) and the ProvisioningRequest admission check
@@ -83,6 +103,9 @@ def manager_config(queueing: QueueingSpec | None = None) -> str:
     }
     if queueing.fleet_manager:
         config["multiKueue"] = multikueue_config(queueing.fleet_dispatcher)
+    mappings = device_class_mappings(pools)
+    if mappings:
+        config["resources"] = {"deviceClassMappings": mappings}
     return yaml.safe_dump(config, sort_keys=False)
 
 
@@ -182,6 +205,12 @@ def flavors(pools: Sequence[NodePoolInfo]) -> list[Flavor]:
                 extended[res] = extended.get(res, 0) + count * m.max_nodes
                 if m.gpus_per_node:
                     per_gpu[res] = max(per_gpu.get(res, 0.0), count / m.gpus_per_node)
+            if m.rack is not None and m.gpus_per_node:
+                # One ComputeDomain channel per training pod, one pod per node (device_class_mappings): the
+                # flavor holds as many channels as nodes. Quota only: pods claim it, never request it.
+                res = m.rack.kueue_resource
+                extended[res] = extended.get(res, 0) + m.max_nodes
+                per_gpu[res] = max(per_gpu.get(res, 0.0), 1 / m.gpus_per_node)
         out.append(
             Flavor(
                 name=name,

@@ -7,6 +7,9 @@ from components.bundle import MONITORING_NAMESPACE
 GPU_OPERATOR_NAMESPACE = "gpu-operator"
 KUEUE_NAMESPACE = "kueue-system"
 JOBSET_NAMESPACE = "jobset-system"
+# The NVIDIA DRA driver (ComputeDomains), release and namespace as its install guide names them
+# (kubernetes-sigs/dra-driver-nvidia-gpu@v0.4.1 docs/install.md: helm install dra-driver-nvidia-gpu ... --namespace dra-driver-nvidia-gpu).
+DRA_DRIVER_NAMESPACE = "dra-driver-nvidia-gpu"
 
 # Helm release names are fixed (not auto-suffixed) so in-cluster service names are predictable.
 GPU_OPERATOR_RELEASE = "gpu-operator"
@@ -15,6 +18,7 @@ LOKI_RELEASE = "loki"
 ALLOY_RELEASE = "alloy"
 KUEUE_RELEASE = "kueue"
 JOBSET_RELEASE = "jobset"
+DRA_DRIVER_RELEASE = "dra-driver-nvidia-gpu"
 
 # Trainer pods expose Prometheus metrics on this named port; the PodMonitor scrapes it and the team
 # NetworkPolicy admits the monitoring namespace to it.

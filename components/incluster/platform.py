@@ -14,6 +14,7 @@ import pulumi_kubernetes as k8s
 
 from components.bundle import MONITORING_NAMESPACE, ClusterBundle, owner_labels, team_namespace
 from components.incluster.cost_rules import PoolPrice
+from components.incluster.dra_driver import DraDriver, DraDriverArgs, rack_pools
 from components.incluster.fabric import FabricObjects, FabricObjectsArgs
 from components.incluster.gpu_operator import GpuOperator, GpuOperatorArgs
 from components.incluster.jobset import JobSetController, JobSetControllerArgs
@@ -48,6 +49,8 @@ class InClusterResources:
     jobset: JobSetController
     # The pools' GPU fabric objects; None when the cloud profile has none.
     fabric: FabricObjects | None = None
+    # The NVIDIA DRA driver's ComputeDomains; None without rack-scale pools.
+    dra_driver: DraDriver | None = None
 
 
 class InClusterPlatform(pulumi.ComponentResource):
@@ -151,6 +154,12 @@ class InClusterPlatform(pulumi.ComponentResource):
             if bundle.profile.fabric_objects
             else None
         )
+        # Rack-scale pools (NVL72) reach across nodes over NVLink only through the DRA driver's ComputeDomains.
+        self.dra_driver = (
+            DraDriver(f"{name}-dra-driver", DraDriverArgs(bundle=bundle), child)
+            if rack_pools(bundle.node_pools)
+            else None
+        )
         self.resources = InClusterResources(
             teams=self.teams,
             volumes=self.volumes,
@@ -161,5 +170,6 @@ class InClusterPlatform(pulumi.ComponentResource):
             queueing=self.queueing,
             jobset=self.jobset,
             fabric=self.fabric,
+            dra_driver=self.dra_driver,
         )
         self.register_outputs({"namespaces": [team for team in self.teams]})

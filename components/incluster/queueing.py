@@ -108,7 +108,9 @@ class Queueing(pulumi.ComponentResource):
         )
         chart = CHARTS["kueue"]
         values: dict[str, Any] = {
-            "managerConfig": {"controllerManagerConfigYaml": manager_config(args.queueing)}
+            "managerConfig": {
+                "controllerManagerConfigYaml": manager_config(args.queueing, args.bundle.node_pools)
+            }
         }
         waits = list(bundle.ready)
         if args.prometheus is not None:

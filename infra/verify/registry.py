@@ -106,6 +106,11 @@ REGISTRY: tuple[Check, ...] = (
         _C + "k8s_support:run",
     ),
     Check(
+        "rack-platform",
+        "rack-scale pools are whole UltraServers, have the DRA driver on their nodes, Kubernetes >= 1.34, and Kueue maps and quotas their channels",
+        _C + "rack_platform:run",
+    ),
+    Check(
         "cloud",
         "create calls the cloud refuses, or makes too early",
         _C + "create_rules:run",

@@ -27,6 +27,7 @@ import yaml
 
 from infra.verify import facts as F
 from infra.verify.checks.fleet_refusal import check_refusals
+from infra.verify.checks.rack_platform import DRA_CHART, fleet_findings
 from infra.verify.context import Context
 from infra.verify.fleet_model import MANAGER, FleetPlan
 from infra.verify.report import CheckResult
@@ -112,6 +113,10 @@ def _check_manager(result: CheckResult, fleet: FleetPlan) -> None:
             manager.stack,
         )
     _check_kueue_config(result, fleet)
+    # Rack-scale workers: MultiKueue syncs no DeviceClasses (docs/rack-scale.md "A fleet").
+    workers = [(w.name, w.plan.node_pools, bool(w.plan.releases(DRA_CHART))) for w in fleet.workers]
+    for line in fleet_findings(manager.stack, manager_kueue_config(fleet), workers):
+        result.fail(line, manager.stack)
     if not manager.releases("jobset"):
         result.fail(
             f"manager platform {manager.stack} does not run JobSet: the manager holds each job's JobSet",
