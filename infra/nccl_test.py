@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from components.outputs import READ_KEYS, PlatformOutputs
-from contract.rack import COMPUTE_DOMAIN_API_VERSION
 from components.spec import JobSpec
+from contract.rack import COMPUTE_DOMAIN_API_VERSION
 from trainer.collectives import COLLECTIVES, Result, find_result
 
 JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -125,7 +125,9 @@ def build(
     manifest["spec"]["failurePolicy"] = {"maxRestarts": 0}
     domain = None
     if job_rack(job_pools(pre, platform)) is not None:
-        domain = compute_domain(name, manifest["metadata"]["namespace"], manifest["metadata"].get("labels") or {})
+        domain = compute_domain(
+            name, manifest["metadata"]["namespace"], manifest["metadata"].get("labels") or {}
+        )
     return Preflight(
         name=name,
         namespace=manifest["metadata"]["namespace"],

@@ -187,4 +187,6 @@ def _rack_note(job: JobSpec, outputs: dict[str, Any] | None) -> str | None:
     from components.outputs import PlatformOutputs
     from components.stack_outputs import READ_KEYS
 
-    return rack_note(job, PlatformOutputs.model_validate({k: v for k, v in outputs.items() if k in READ_KEYS}))
+    return rack_note(
+        job, PlatformOutputs.model_validate({k: v for k, v in outputs.items() if k in READ_KEYS})
+    )

@@ -17,7 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.incluster.compute_domain import compute_domain, job_rack
+from components.incluster.compute_domain import compute_domain, compute_domain_name, job_rack
 from components.incluster.job_pod import (
     CONFIG_FILE,
     MASTER_PORT,
@@ -33,7 +33,7 @@ from components.incluster.job_runtime import elastic_job, is_elastic, training_j
 from components.incluster.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
 from components.incluster.observability import trainer_pod_monitor
 from components.outputs import PlatformOutputs
-from components.spec import JobSpec
+from components.spec import ConfigError, JobSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,6 +119,16 @@ class TrainingJob(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         if args.on_manager:
             from components.job_fleet import on_manager
+
+            if job_rack(job_pools(job, platform)) is not None:
+                # MultiKueue copies the JobSet alone to a worker; its ComputeDomain would not be there.
+                raise ConfigError(
+                    [
+                        f"job.nodePool: a fleet job cannot run on a rack-scale pool yet (MultiKueue copies the "
+                        f"JobSet to the worker without the ComputeDomain {compute_domain_name(job.name)} its "
+                        "pods claim from); run it on the platform stack"
+                    ]
+                )
 
             config_yaml = yaml.safe_dump(trainer_config(job), sort_keys=False)
             self.job = _register(name, on_manager(manifest, config_yaml), child)

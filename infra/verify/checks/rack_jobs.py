@@ -94,7 +94,11 @@ def shared_domains(jobs: Iterable[tuple[str, list[K8sObject]]]) -> list[str]:
         for cd in domains:
             for seen, key, what in (
                 (by_name, (cd.namespace, cd.name), f"ComputeDomain {cd.namespace}/{cd.name}"),
-                (by_template, (cd.namespace, _template_of(cd)), f"claim template {cd.namespace}/{_template_of(cd)}"),
+                (
+                    by_template,
+                    (cd.namespace, _template_of(cd)),
+                    f"claim template {cd.namespace}/{_template_of(cd)}",
+                ),
             ):
                 other = seen.setdefault(key, job)
                 if other != job:

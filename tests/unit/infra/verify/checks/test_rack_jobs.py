@@ -93,7 +93,9 @@ def test_clique_span_a_job_larger_than_a_rack_that_requires_no_spanning_level():
     pod, pool, domains = _job(36)
     pod.job.spec["template"]["metadata"]["annotations"].pop(REQUIRED_TOPOLOGY)
     lines = pod_problems(pod, pool, domains)
-    assert lines and lines[0].startswith("[clique-span] team research job gpt-small on rack pool gb200: 36 pods")
+    assert lines and lines[0].startswith(
+        "[clique-span] team research job gpt-small on rack pool gb200: 36 pods"
+    )
 
 
 def test_clique_span_a_job_larger_than_a_rack_held_at_the_clique():
