@@ -178,7 +178,7 @@ def test_a_kubeconfig_that_cannot_be_used_is_one_line_exit_2(tmp_path, capsys):
 def test_a_rack_preflight_brings_its_own_compute_domain_and_has_no_invented_floor():
     from components.incluster.compute_domain import claim_template_name
     from components.spec import JobSpec
-    from tests.unit.components.incluster.test_rack_jobs import rack_job, rack_platform
+    from tests.helpers.rack_jobs import rack_job, rack_platform
 
     pf = build(JobSpec.load(rack_job(18)), rack_platform())
     assert pf.fabric == fabrics.MNNVL and pf.floor_gbps is None

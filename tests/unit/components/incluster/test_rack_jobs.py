@@ -5,8 +5,6 @@ beyond aws-dev's recorded plan."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from components.incluster.compute_domain import (
@@ -20,50 +18,10 @@ from components.incluster.placement import REQUIRED_TOPOLOGY, named_levels
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 from contract.rack import CLIQUE_LABEL, COMPUTE_DOMAIN_API_VERSION, COMPUTE_DOMAIN_KIND
-from tests.unit.components.incluster.test_job_placement import (
-    build,
-    h100_pool,
-    job,
-    platform,
-    pod_of,
-    problems_of,
-)
+from tests.helpers.jobs import job_object, platform_outputs
+from tests.helpers.rack_jobs import EKS_LEVELS, build, pod_of, problems_of, rack_job, rack_platform
 
 pytestmark = pytest.mark.plans
-
-EKS_LEVELS = [
-    "topology.k8s.aws/network-node-layer-1",
-    "topology.k8s.aws/network-node-layer-2",
-    "topology.k8s.aws/network-node-layer-3",
-    CLIQUE_LABEL,
-    "kubernetes.io/hostname",
-]
-
-
-def rack_pool(nodes: int = 36, levels: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    """A whole-rack GB200 pool (18 nodes of 4 GPUs per NVLink domain), fixed size so Kueue TAS can place."""
-    pool = h100_pool("gb200", "capacity-block", minNodes=nodes, maxNodes=nodes, **extra)
-    pool.update(
-        gpu="GB200",
-        gpusPerNode=4,
-        machineTypes=["p6e-gb200.36xlarge"],
-        topologyLevels=EKS_LEVELS if levels is None else levels,
-        rack={"gpus": 72, "nodes": 18},
-    )
-    return pool
-
-
-def rack_platform(**kw: Any) -> PlatformOutputs:
-    outputs = platform(rack_pool(**kw))
-    team = outputs.team("research")
-    assert team is not None
-    return outputs.model_copy(
-        update={"teams": [t.model_copy(update={"gpu_quota": 1000}) for t in outputs.teams]}
-    )
-
-
-def rack_job(nodes: int = 18, **extra: Any) -> dict[str, Any]:
-    return job(nodePool="gb200", nodes={"min": nodes, "max": nodes}, gpusPerNode=4, **extra)
 
 
 def test_named_levels_name_the_clique_by_its_label():
@@ -118,7 +76,9 @@ def test_a_job_within_a_rack_says_so():
 
 
 def test_a_job_off_rack_pools_has_no_claims():
-    pod = pod_of(build(job(nodePool="h100", spot=True), platform()))
+    raw = job_object()
+    outputs = PlatformOutputs.model_validate(platform_outputs("aws-dev"))
+    pod = pod_of(build(raw, outputs))
     assert "resourceClaims" not in pod["spec"]
     assert all("claims" not in c["resources"] for c in pod["spec"]["containers"])
 

@@ -17,8 +17,7 @@ from components.outputs import NodePoolInfo
 from infra.verify.checks.rack_jobs import pod_problems, shared_domains
 from infra.verify.jobs import TrainingPod
 from infra.verify.model import K8sObject
-from tests.unit.components.incluster.test_job_placement import build
-from tests.unit.components.incluster.test_rack_jobs import rack_job, rack_platform
+from tests.helpers.rack_jobs import build, rack_job, rack_platform
 
 pytestmark = pytest.mark.plans
 
