@@ -24,6 +24,10 @@ class BackendDefaults:
 
     name: str
     support_calendar: str | None = None
+    # Seconds between SIGTERM and SIGKILL for training pods when a job names none: 120, the longest notice a
+    # built-in cloud gives (EC2 Spot's two minutes), so a preemption checkpoint fits on a cloud that does not
+    # say; a backend whose cloud gives less or more sets its own.
+    preemption_grace_seconds: int = 120
     # The cloud's section of the platform spec (its keys as pydantic models, components/spec/sections.py).
     # An installed backend's is found beside its module (<package>.spec_keys), before any backend is
     # imported; a backend a program registers brings it here, and PlatformSpec.load composes it on top.

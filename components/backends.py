@@ -60,7 +60,9 @@ __all__ = [
 
 # name -> "module:attribute" (imported on first use) or the backend itself: the installed entry points,
 # sorted by name, then what programs registered after them.
-_REGISTRY: PluginRegistry[CloudBackend] = PluginRegistry(ENTRY_POINT_GROUP, "cloud backend", "BACKEND")
+_REGISTRY: PluginRegistry[CloudBackend] = PluginRegistry(
+    ENTRY_POINT_GROUP, "cloud backend", "BACKEND", CloudBackend
+)
 
 
 def installed_backends() -> dict[str, str]:

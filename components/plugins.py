@@ -23,10 +23,13 @@ T = TypeVar("T", bound=Named)
 class PluginRegistry(Generic[T]):
     """name -> plug-in: "module:attribute" until first asked (imported then), or the object itself."""
 
-    def __init__(self, group: str, kind: str, attribute: str) -> None:
+    def __init__(self, group: str, kind: str, attribute: str, protocol: type | None = None) -> None:
         self.group = group  # the entry-point group
         self.kind = kind  # what a plug-in is, in messages ("cloud backend")
         self.attribute = attribute  # the module attribute when an entry names none
+        # The protocol a plug-in implements: one that lacks a member is refused when it is first asked for,
+        # in one line naming what it lacks, not with an AttributeError wherever the member is first read.
+        self.protocol = protocol
         # None until first asked; then the installed entries and what programs registered after them.
         self.entries: dict[str, str | T] | None = None
 
@@ -50,6 +53,8 @@ class PluginRegistry(Generic[T]):
         return self.entries
 
     def register(self, name: str, plugin: str | T) -> None:
+        if not isinstance(plugin, str):
+            self._check_members(plugin, name)
         self.loaded()[name] = plugin
 
     def unregister(self, name: str) -> None:
@@ -67,6 +72,20 @@ class PluginRegistry(Generic[T]):
             loaded: Any = getattr(importlib.import_module(module), attribute or self.attribute)
             if loaded.name != name:
                 raise ValueError(f"{entry} provides {self.kind} {loaded.name!r}, registered as {name!r}")
+            self._check_members(loaded, f"{name} ({entry})")
             entries[name] = loaded
             return loaded  # type: ignore[no-any-return]
         return entry
+
+    def _check_members(self, plugin: object, label: str) -> None:
+        if self.protocol is None:
+            return
+        members = {n for n in vars(self.protocol) if not n.startswith("_")} | set(
+            getattr(self.protocol, "__annotations__", {})
+        )
+        missing = sorted(m for m in members if not hasattr(plugin, m))
+        if missing:
+            raise ValueError(
+                f"{self.kind} {label} lacks {', '.join(missing)}: a {self.protocol.__name__} defines them "
+                f"({self.protocol.__module__})"
+            )

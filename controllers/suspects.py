@@ -31,6 +31,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from contract.exits import EXIT_HANG as EXIT_HANG
 from contract.recovery import (
     ALERT_STRAGGLER,
     EVENT_STRAGGLER,
@@ -39,9 +40,6 @@ from contract.recovery import (
 )
 from controllers.node_return import parse_time
 
-# trainer/contract.py EXIT_HANG (as timeout(1)); the trainer package is not in the controller image
-# (controllers/ imports none of it), so the value is repeated here and tests/unit/controllers/test_suspects.py keeps it equal.
-EXIT_HANG = 124
 # The instant query the controller runs against Prometheus for (a).
 STRAGGLER_QUERY = f'ALERTS{{alertname="{ALERT_STRAGGLER}",alertstate="firing"}}'
 STRAGGLER_REASON = "Straggler"

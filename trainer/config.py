@@ -117,7 +117,8 @@ class TrainConfig(_Model):
     seed: int = 1234
     parallelism: Literal["ddp", "fsdp"] = "ddp"
     precision: Literal["auto", "fp32", "bf16"] = "auto"
-    compile: bool = False
+    # None: on a GPU, off on a CPU (trainer.build.compiles).
+    compile: bool | None = None
     # torch.compile's backends for training that need nothing beyond torch (of the 23 that torch 2.13's
     # torch._dynamo.list_backends(exclude_tags=()) names, the rest are debugging, testing or optional
     # openxla/tvm): a misspelt one is refused at load, not at the first forward of a job holding its GPUs.

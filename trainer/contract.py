@@ -48,15 +48,29 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ValidationError
 
-# ---- exit codes ----------------------------------------------------------------------------------
-EXIT_OK: Final = 0
-EXIT_CRASH: Final = 1
-EXIT_CONFIG: Final = 2
-EXIT_SAVE_FAILED: Final = 74  # sysexits.h EX_IOERR
-EXIT_PEER_LOST: Final = 75  # sysexits.h EX_TEMPFAIL: a peer node vanished; trainer/peerloss.py
-EXIT_HANG: Final = 124  # as timeout(1)
-EXIT_PREEMPTED: Final = 143  # 128 + SIGTERM, what Kubernetes and Lightning read as "terminated"
+from contract.exits import (
+    EXIT_CONFIG as EXIT_CONFIG,
+)
+from contract.exits import (
+    EXIT_CRASH as EXIT_CRASH,
+)
+from contract.exits import (
+    EXIT_HANG as EXIT_HANG,
+)
+from contract.exits import (
+    EXIT_OK as EXIT_OK,
+)
+from contract.exits import (
+    EXIT_PEER_LOST as EXIT_PEER_LOST,
+)
+from contract.exits import (
+    EXIT_PREEMPTED as EXIT_PREEMPTED,
+)
+from contract.exits import (
+    EXIT_SAVE_FAILED as EXIT_SAVE_FAILED,
+)
 
+# ---- what the platform does with each exit code (the codes: contract/exits.py) ---------------------
 # For the job's failure policy (Kubernetes podFailurePolicy: Ignore, FailJob; everything else Count).
 RETRY_WITHOUT_COUNTING: Final[tuple[int, ...]] = (EXIT_PREEMPTED,)
 FAIL_JOB_NOW: Final[tuple[int, ...]] = (EXIT_CONFIG,)

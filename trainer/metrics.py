@@ -15,24 +15,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_serv
 
 from contract.recovery import PHASE_SECONDS, PHASES, STEPS_REDONE
 
-# Dense bf16 peak FLOP/s per GPU (vendor datasheets); MFU is only reported for these.
-GPU_PEAK_BF16 = {
-    "H100": 989e12,
-    "H200": 989e12,
-    "B200": 2250e12,
-    "A100": 312e12,
-    "L40S": 362e12,
-    "A10G": 70e12,
-    "L4": 121e12,
-}
-
-
-def gpu_peak_flops(device_name: str) -> float | None:
-    for key, peak in GPU_PEAK_BF16.items():
-        if key in device_name.upper():
-            return peak
-    return None
-
 
 class Metrics:
     """The trainer's metrics in their own registry (tests can run several trainers in one process)."""
@@ -45,7 +27,9 @@ class Metrics:
         self.step = Gauge("trainplane_step", "Last completed optimizer step", registry=r)
         self.loss = Gauge("trainplane_loss", "Training loss of the last step (mean over ranks)", registry=r)
         self.tokens_per_second = Gauge(
-            "trainplane_tokens_per_second", "Tokens per second over the last step, all ranks", registry=r
+            "trainplane_tokens_per_second",
+            "Tokens per second since the previous step ended (wall time), all ranks",
+            registry=r,
         )
         self.tokens = Counter(
             "trainplane_tokens", "Tokens trained on by this process's job since start", registry=r

@@ -16,6 +16,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from trainer.loss import linear_cross_entropy
+
 
 @dataclass(frozen=True)
 class GPTConfig:
@@ -90,12 +92,16 @@ class GPT(nn.Module):
         elif isinstance(m, nn.Embedding):
             nn.init.normal_(m.weight, 0.0, 0.02)
 
-    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+    def forward(self, idx: torch.Tensor, targets: torch.Tensor | None = None) -> torch.Tensor:
+        """The logits; or, given the targets, the mean cross-entropy, without materialising the logits
+        (trainer/loss.py): what training calls, so the loss is part of the forward the wrappers see."""
         t = idx.shape[1]
         pos = torch.arange(t, device=idx.device)
         x = self.drop(self.tok(idx) + self.pos(pos))
         for block in self.blocks:
             x = block(x)
+        if targets is not None:
+            return linear_cross_entropy(self.ln_f(x), self.head.weight, targets)
         return self.head(self.ln_f(x))
 
 

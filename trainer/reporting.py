@@ -14,7 +14,8 @@ import torch.distributed as dist
 
 from trainer.config import TrainConfig
 from trainer.distributed import DistContext
-from trainer.metrics import EventLog, Metrics, gpu_peak_flops
+from trainer.metrics import EventLog, Metrics
+from trainer.peaks import gpu_peak
 
 
 @dataclass(frozen=True)
@@ -69,9 +70,15 @@ class StepReporter:
         self.cfg, self.ctx, self.metrics, self.log = cfg, ctx, metrics, log
         self.recorder = recorder
         self.tokens_per_step = cfg.global_batch_size * cfg.seq_len
-        peak = gpu_peak_flops(torch.cuda.get_device_name(ctx.device)) if ctx.cuda else None
-        # FLOPs per second at 100% utilisation of the whole job; MFU only where the GPU peak is known
-        self.job_peak = peak * ctx.world_size if peak and flops_per_token else None
+        peak = gpu_peak(torch.cuda.get_device_name(ctx.device)) if ctx.cuda else None
+        # FLOPs per second at 100% utilisation of the whole job; MFU only where the exact part's peak is
+        # known (trainer/peaks.py: the formula and its sources)
+        self.job_peak = peak.flops * ctx.world_size if peak and flops_per_token else None
+        # When the previous step of this attempt was reported: throughput and MFU are over the wall time
+        # from one step's end to the next one's, so what runs between steps (checkpoint saves, logging)
+        # counts as well as the step's data loading and vote. The attempt's first step has no previous one:
+        # its own time (trainer.train.StepResult.seconds, data included).
+        self._last_end: float | None = None
         self.flops_per_step = (flops_per_token or 0.0) * self.tokens_per_step
         # Each node's exporting process (local rank 0) publishes the compute times of its own node's ranks
         # (every rank has all of them from the step's vote), so the scrape labels each rank's series with
@@ -88,15 +95,19 @@ class StepReporter:
     def step_done(self, step: int, res: StepResult, lr: float) -> None:
         """Step ``step`` (0-based) finished; ``step + 1`` steps are done."""
         done, m, dt = step + 1, self.metrics, res.seconds
+        now = time.perf_counter()
+        wall = res.seconds if self._last_end is None else now - self._last_end
+        self._last_end = now
         m.step.set(done)
         m.loss.set(res.loss)
         m.step_seconds.set(dt)
-        m.tokens_per_second.set(self.tokens_per_step / dt)
+        m.tokens_per_second.set(self.tokens_per_step / wall)
         m.tokens.inc(self.tokens_per_step)
         for r in self.node_ranks:
             m.rank_step_seconds.labels(rank=str(r)).set(res.rank_seconds[r])
-        if self.job_peak:
-            m.mfu.set(self.flops_per_step / dt / self.job_peak)
+        mfu = self.flops_per_step / wall / self.job_peak if self.job_peak else None
+        if mfu is not None:
+            m.mfu.set(mfu)
         if self.recorder is not None:
             self.recorder.write(step, res.indices)
         if done % self.cfg.log_interval == 0 or done == self.cfg.steps:
@@ -104,9 +115,11 @@ class StepReporter:
                 "step_done",
                 loss=round(res.loss, 6),
                 step_s=round(dt, 5),
+                wall_s=round(wall, 5),
                 compute_s=round(float(res.rank_seconds[self.ctx.rank]), 5),
-                tokens_per_s=round(self.tokens_per_step / dt, 1),
+                tokens_per_s=round(self.tokens_per_step / wall, 1),
                 lr=lr,
+                **({} if mfu is None else {"mfu": round(mfu, 4)}),
             )
 
     def close(self) -> None:

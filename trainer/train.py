@@ -23,7 +23,15 @@ from torch import nn
 from torch.nn.parallel import DistributedDataParallel as DDP
 
 from trainer import lifecycle, peerloss
-from trainer.build import build_loader, build_model, build_optimizer, build_scheduler, vocab_size, wrap_model
+from trainer.build import (
+    build_loader,
+    build_model,
+    build_optimizer,
+    build_scheduler,
+    uses_bf16,
+    vocab_size,
+    wrap_model,
+)
 from trainer.checkpoint import Group
 from trainer.checkpoint.manager import Checkpointer, CollectiveConfigError, SaveFailed, probe_collectively
 from trainer.config import ConfigError, TrainConfig, load_config, parse_args
@@ -40,6 +48,7 @@ from trainer.data import build_dataset
 from trainer.distributed import DistContext, init_process_groups
 from trainer.goodput import HighWater, PhaseClock, redone_until
 from trainer.metrics import EventLog, Metrics, Progress
+from trainer.model import GPT
 from trainer.preemption import PreemptionFlag
 from trainer.reporting import SampleRecorder, StepReporter, StepResult
 from trainer.state import ModelState, OptimizerState, TrainState, seed_rank
@@ -126,7 +135,7 @@ class Trainer:
         self.reporter = StepReporter(
             cfg, ctx, self.metrics, self.log, self._flops_per_token(), self._recorder()
         )
-        bf16 = cfg.precision == "bf16" or (cfg.precision == "auto" and ctx.cuda)
+        bf16 = uses_bf16(cfg, ctx)
         self.autocast: contextlib.AbstractContextManager[Any] = (
             torch.autocast(ctx.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
         )
@@ -280,8 +289,11 @@ class Trainer:
         if last and not isinstance(self.model, DDP):
             self.model.set_requires_gradient_sync(True)  # type: ignore[operator]  # FSDP2
         with self._sync_ctx(last), self.autocast:
-            logits = self.forward(x[:, :-1])
-            micro = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1))
+            if isinstance(self.raw_model, GPT):  # the loss inside the model's forward (trainer/loss.py)
+                micro = self.forward(x[:, :-1], x[:, 1:])
+            else:  # a plug-in model returns logits
+                logits = self.forward(x[:, :-1])
+                micro = F.cross_entropy(logits.float().reshape(-1, logits.size(-1)), x[:, 1:].reshape(-1))
         (micro / self.accum).backward()
         return micro.detach() / self.accum
 

@@ -35,6 +35,18 @@ from components.gcp.capacity import (
 )
 from components.gcp.fabric import GkeFabric, fabric_of, pod_fabric
 from components.gcp.naming import GcpPlacement
+from components.gcp.rack import (
+    ARM_TAINT,
+    DRANET_LABEL,
+    PLACEMENT_TYPE,
+    RACK_TOPOLOGY_LEVELS,
+    WORKLOAD_POLICY_TYPE,
+    accelerator_topology,
+    dranet_network_config,
+    is_rack,
+    rack_domain,
+    workload_policy_name,
+)
 from components.outputs import NodeReplacement
 from components.spec import NodePoolSpec
 
@@ -50,7 +62,7 @@ GKE_TAINT_EFFECTS = {
     "NoExecute": "NO_EXECUTE",
 }
 # Machine families whose boot disk must be Hyperdisk (no Persistent Disk support).
-HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-")
+HYPERDISK_ONLY_PREFIXES = ("a3-ultragpu-", "a4-", "a4x-")  # a4x: gke-a4x.yaml@v1.95.0 disk_type
 DEFAULT_GPU_DISK_GIB = 200  # training images (CUDA, PyTorch) are large
 DEFAULT_CPU_DISK_GIB = 50  # docs/configuration.md: 200 (GPU), 50 (CPU)
 # The type every GKE pool was registered as before all clouds' pools shared `NodePool`.
@@ -175,6 +187,7 @@ class NodePool(pulumi.ComponentResource):
         zones = pool_zones(pool, args.zones)
         is_gpu = pool.is_gpu and shape is not None and shape.accelerator_type is not None
         fabric = pool_fabric(machine_type, is_gpu)
+        rack = is_gpu and is_rack(shape)
 
         taints: tuple[TaintInfo, ...] = (gpu_taint(),) if is_gpu else ()
         taints += tuple(
@@ -186,6 +199,8 @@ class NodePool(pulumi.ComponentResource):
         node_labels = dict(labels)
         if is_gpu:
             node_labels[NO_DEFAULT_DEVICE_PLUGIN_LABEL] = "true"
+        if rack:
+            node_labels[DRANET_LABEL] = "true"  # GKE managed DRANET (components/gcp/rack.py)
         node_labels.update(capacity_node_labels(pool))
 
         node_config: dict = {
@@ -228,6 +243,15 @@ class NodePool(pulumi.ComponentResource):
             # The machine's local SSDs become the node's ephemeral storage (image layers, emptyDir scratch).
             node_config["ephemeral_storage_local_ssd_config"] = {"local_ssd_count": local_ssds}
 
+        placement_policy: dict | None = {"type": "COMPACT"} if pool.placement == "compact" else None
+        network_config = fabric_network_config(fabric, args.fabric_networks, args.rdma_networks)
+        if rack:
+            assert shape is not None
+            placement_policy = {
+                "type": PLACEMENT_TYPE,
+                "policy_name": self._workload_policy(name, args, shape),
+            }
+            network_config = dranet_network_config()
         # initial_node_count is per zone; the autoscaler then keeps the whole pool within min..max.
         initial = math.ceil(pool.min_nodes / max(len(zones), 1)) if pool.min_nodes else 0
         self.node_pool = gcp.container.NodePool(
@@ -254,8 +278,8 @@ class NodePool(pulumi.ComponentResource):
                 if is_gpu
                 else {"strategy": "SURGE", "max_surge": 1, "max_unavailable": 0}
             ),
-            placement_policy={"type": "COMPACT"} if pool.placement == "compact" else None,
-            network_config=fabric_network_config(fabric, args.fabric_networks, args.rdma_networks),
+            placement_policy=placement_policy,
+            network_config=network_config,
             node_config=node_config,
             **capacity_pool_args(pool),
             opts=pulumi.ResourceOptions(
@@ -281,7 +305,8 @@ class NodePool(pulumi.ComponentResource):
             max_nodes=pool.effective_max_nodes,
             labels=info_labels,
             # GKE's own taints for the capacity (queued provisioning) come after the declared ones.
-            taints=taints + capacity["taints"],
+            # GKE taints Arm nodes itself (rack machines are Grace, arm64): jobs and DaemonSets tolerate it.
+            taints=taints + capacity["taints"] + ((ARM_TAINT,) if rack else ()),
             machine_types=(machine_type,),
             node_vcpus=shape.vcpus if shape is not None else None,
             node_memory_gib=shape.memory_gib if shape is not None else None,
@@ -290,11 +315,30 @@ class NodePool(pulumi.ComponentResource):
             workload_annotations=capacity["workload_annotations"],
             fabric=pod_fabric(fabric) if fabric is not None else None,
             pod_env=dict(fabric.env) if fabric is not None else {},
-            topology_levels=topology_levels(machine_type, pool, is_gpu),
+            topology_levels=RACK_TOPOLOGY_LEVELS if rack else topology_levels(machine_type, pool, is_gpu),
             replacement=node_replacement(pool),
+            rack=rack_domain(shape) if rack and shape is not None else None,
         )
         self.resources = NodePoolResources(node_pool=self.node_pool)
         self.register_outputs({"name": self.node_pool.name})
+
+    def _workload_policy(self, name: str, args: NodePoolArgs, shape: MachineShape) -> pulumi.Output[str]:
+        """The rack pool's Compute Engine workload policy (HIGH_THROUGHPUT, accelerator topology 1x72), in
+        the pool's region (pulumi_gcp NodePoolPlacementPolicy.policy_name: same project and region)."""
+        place = args.placement
+        policy = gcp.compute.ResourcePolicy(
+            f"{name}-workload-policy",
+            name=workload_policy_name(place.cluster_name, args.pool.name),
+            project=place.project,
+            region=place.region,
+            description=f"trainplane NVL72 topology of node pool {args.pool.name}",
+            workload_policy={
+                "type": WORKLOAD_POLICY_TYPE,
+                "accelerator_topology": accelerator_topology(shape),
+            },
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        return policy.name
 
 
 # GKE's cluster autoscaler (every pool here has `autoscaling`) removes a node unneeded for 10 minutes, the

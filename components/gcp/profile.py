@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from components.bundle import CloudProfile, NetworkEndpoint, SystemObject
+from components.gcp.rack import dra_driver_values
 
 GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 # GKE admits pods of these priority classes only in kube-system unless a quota in the namespace names them.
@@ -177,6 +178,8 @@ def gke_profile(kubernetes_version: str, fabric_objects: tuple[SystemObject, ...
         fabric_objects=fabric_objects,
         # GKE gives non-system pods of a spot VM about 15-30 s by default (GKE docs, "Spot VMs").
         preemption_grace_seconds=30,
+        # The NVIDIA DRA driver on GKE's COS nodes, for A4X / A4X Max pools (components/gcp/rack.py).
+        dra_driver_values=dra_driver_values(),
     )
 
 

@@ -203,10 +203,15 @@ def check_pool(spec: PlatformSpec, pool: NodePoolSpec, path: str) -> Iterable[st
     problems, shape_known = check_catalog_pool(pool, path, "gcp", "machineType", pool.machine_type)
     yield from problems
     yield from _check_capacity(spec, pool, path)
-    if shape_known and pool.local_ssd_count:
-        from components.backends import backend  # the registry: this module is the backend's own rules
+    if not shape_known:
+        return
+    from components.backends import backend  # the registry: this module is the backend's own rules
+    from components.gcp.rack import check_rack, is_rack  # A4X / A4X Max (rack.py)
 
-        shape = backend(spec.cloud).machine_of(pool)
+    shape = backend(spec.cloud).machine_of(pool)
+    if shape is not None and is_rack(shape):
+        yield from check_rack(spec, pool, shape, path)
+    if pool.local_ssd_count:
         if shape is not None and shape.local_ssd_count and pool.local_ssd_count != shape.local_ssd_count:
             yield (
                 f"{path}.localSsdCount: {shape.name} comes with {shape.local_ssd_count} local SSDs, "

@@ -9,7 +9,7 @@
    from the GPU to pinned host memory;
 4. trainer.collectives (the NCCL preflight's sweep) over NCCL on this GPU (one rank: a smoke run of
    the code path, not a fabric figure).
-MFU = flops_per_token x tokens/s / the GPU's dense bf16 peak (trainer/metrics.py GPU_PEAK_BF16).
+MFU = flops_per_token x tokens/s over wall time / the exact part's dense bf16 peak (trainer/peaks.py).
 """
 
 from __future__ import annotations
@@ -127,8 +127,8 @@ def run_trainer(extra: list[str], steps: int) -> tuple[str, int]:
 def trainer_figures(parallelism: str, compiled: bool, steps: int) -> dict[str, Any]:
     import torch
 
-    from trainer.metrics import gpu_peak_flops
     from trainer.model import gpt_config
+    from trainer.peaks import gpu_peak
 
     log, rc = run_trainer(["--parallelism", parallelism, "--compile", str(compiled).lower()], steps)
     done = [e for e in events(log, "step_done")][SKIP:]
@@ -137,11 +137,12 @@ def trainer_figures(parallelism: str, compiled: bool, steps: int) -> dict[str, A
     tps = statistics.median(e["tokens_per_s"] for e in done)
     step_s = statistics.median(e["step_s"] for e in done)
     fpt = gpt_config("gpt-small", SEQ, 0.0, {}).flops_per_token()
-    peak = gpu_peak_flops(torch.cuda.get_device_name(0))
+    peak = gpu_peak(torch.cuda.get_device_name(0))
     return {
         "tokens_per_s": tps,
         "step_s": step_s,
-        "mfu": fpt * tps / peak if peak else None,
+        "mfu": fpt * tps / peak.flops if peak else None,
+        "gpu": peak.model if peak else torch.cuda.get_device_name(0),
         "steps_measured": len(done),
     }
 

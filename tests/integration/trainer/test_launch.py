@@ -172,7 +172,7 @@ def test_torch_compile_trains_and_checkpoints_clean_keys(tmp_path):
             "trainer",
             "--compile",
             "true",
-            # aot_eager: dynamo traces and wraps the model (OptimizedModule, `_orig_mod.` names) as inductor
+            # aot_eager: dynamo traces each block (compiled in place: no `_orig_mod.` names) as inductor
             # does, without generating and compiling C++ (inductor on CPU made this a 105 s test)
             "--compile-backend",
             "aot_eager",

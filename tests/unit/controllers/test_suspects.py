@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.incluster.job_pod import CONTAINER
 from components.incluster.names import JOB_LABEL
+from contract import exits as exit_codes
 from contract.recovery import (
     ALERT_STRAGGLER,
     EVENT_STRAGGLER,
@@ -171,9 +174,15 @@ def test_a_pod_without_a_node_or_trainer_container_shows_no_hang():
     assert exits(p) == []
 
 
-def test_the_exit_codes_are_the_trainer_contracts():
-    assert sx.EXIT_HANG == contract.EXIT_HANG
-    assert contract.EXIT_PEER_LOST != sx.EXIT_HANG
+def test_the_controller_and_the_trainer_read_one_set_of_exit_codes():
+    """The codes have one home, contract/exits.py (the controller image carries it, not the trainer): a code
+    redefined in the trainer's contract or the controller would drift from what the other reads."""
+    codes = {n: v for n, v in vars(exit_codes).items() if n.startswith("EXIT_") and isinstance(v, int)}
+    assert {n: v for n, v in vars(contract).items() if n.startswith("EXIT_") and isinstance(v, int)} == codes
+    assert sx.EXIT_HANG == codes["EXIT_HANG"] != codes["EXIT_PEER_LOST"]
+    for module in (contract, sx):
+        defined = re.findall(r"^(EXIT_\w+)\s*(?::[^=]*)?=", Path(str(module.__file__)).read_text(), re.M)
+        assert not set(defined) & set(codes), module
 
 
 @pytest.mark.integration  # starts a process (tests/helpers/tiers.py)
@@ -184,10 +193,13 @@ def test_the_decision_modules_run_on_the_standard_library_alone(tmp_path):
 
     import contract
     import controllers
-    from contract import recovery
+    from contract import exits, recovery
     from controllers import node_return
 
-    for package, modules in ((controllers, (controllers, sx, node_return)), (contract, (contract, recovery))):
+    for package, modules in (
+        (controllers, (controllers, sx, node_return)),
+        (contract, (contract, recovery, exits)),
+    ):
         (tmp_path / package.__name__).mkdir()
         for module in modules:
             shutil.copy(module.__file__, tmp_path / package.__name__)

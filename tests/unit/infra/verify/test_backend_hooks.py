@@ -8,7 +8,14 @@ import re
 
 import pytest
 
-from components.backends import BackendDefaults, CloudBackend, backend, backends
+from components.backends import (
+    BackendDefaults,
+    CloudBackend,
+    backend,
+    backend_names,
+    backends,
+    register_backend,
+)
 from infra.verify.verifier import CloudVerifier
 from tests.conftest import ROOT
 from tests.helpers.source_rules import cloud_branches
@@ -63,3 +70,22 @@ def test_an_existing_cluster_is_not_priced():
     existing = backend("kubernetes")
     assert existing.price_basis() is None
     assert backend("aws").price_basis() is not None
+
+
+def test_a_backend_that_lacks_a_hook_is_refused_in_one_line_when_registered():
+    """A third-party backend starts from BackendDefaults: it must write the hooks only its cloud can answer
+    (build, the checks, keys...), and every other member has a default (preemption_grace_seconds had none:
+    such a backend broke with an AttributeError when a job stack first read the platform's grace). One that
+    lacks a member is refused where it is registered, naming what it lacks."""
+
+    class Bare(BackendDefaults):
+        name = "bare"
+
+    with pytest.raises(ValueError) as refused:
+        register_backend("bare", Bare())
+    assert str(refused.value) == (
+        "cloud backend bare lacks build, check, check_pool, check_storage, keys, machine_of, twins: "
+        "a CloudBackend defines them (components.backend_protocol)"
+    )
+    assert "bare" not in backend_names()
+    assert Bare().preemption_grace_seconds == 120

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from components.backends import BackendDefaults, register_backend, unregister_backend
+from components.backends import register_backend, unregister_backend
+from components.kubernetes.backend import ExistingClusterBackend
 from components.outputs import NodePoolInfo
 from infra.verify import facts as F
 from infra.verify.charts import ChartModel
@@ -48,12 +49,10 @@ def test_the_outputs_cloud_wins_over_the_cluster_resource():
     assert (plan_.cloud, plan_.kubernetes_version) == ("gcp", "1.33")
 
 
-class _ToyBackend(BackendDefaults):
-    """A fourth cloud: the library's hooks are the defaults."""
+class _ToyBackend(ExistingClusterBackend):
+    """A fourth cloud whose library hooks are an existing cluster's (the test is about its verifier)."""
 
     name = "toy-v1"
-    # The protocol's one attribute BackendDefaults does not give (PlatformOutputs reads it for its default).
-    preemption_grace_seconds = 120
 
 
 class _ToyVerifier(VerifierDefaults):
