@@ -143,4 +143,6 @@ def rack_note(job: JobSpec, platform: PlatformOutputs) -> str | None:
         level = named_levels(levels).get(job.topology.level)
     else:
         level = rack_level(levels, rack, job.nodes.max)
+    if level is None and all(p.max_nodes <= rack.nodes for p in pools):
+        level = "no topology level needed: each of its pools is at most one rack"
     return rack_plan_line(job, rack, level)
