@@ -103,3 +103,21 @@ def test_a_job_larger_than_a_rack_without_a_level_above_the_clique_is_refused():
 def test_the_topology_key_still_picks_a_level_on_a_rack_pool():
     pod = pod_of(build(rack_job(topology={"level": "block", "mode": "required"}), rack_platform()))
     assert pod["metadata"]["annotations"][REQUIRED_TOPOLOGY] == EKS_LEVELS[0]
+
+
+def test_a_pool_of_one_rack_needs_no_topology_level_and_plan_says_so():
+    # A pool that scales from 0 gets no Kueue Topology (placement.tas_blocker), but at 18 nodes it is one rack.
+    outputs = rack_platform(nodes=18)
+    pool = next(p for p in outputs.node_pools if p.name == "gb200")
+    outputs = outputs.model_copy(
+        update={
+            "node_pools": [
+                p.model_copy(update={"min_nodes": 0}) if p.name == "gb200" else p for p in outputs.node_pools
+            ]
+        }
+    )
+    assert pool.rack is not None
+    pod = pod_of(build(rack_job(), outputs))
+    assert REQUIRED_TOPOLOGY not in (pod["metadata"].get("annotations") or {})
+    line = rack_note(JobSpec.load(rack_job()), outputs)
+    assert line is not None and "each of its pools is at most one rack" in line
