@@ -25,9 +25,9 @@ at v0.4.1 (the chart the platform installs) unless said otherwise:
   [{name, resourceClaimName|resourceClaimTemplateName}], ResourceRequirements.claims [{name, request}]),
   checked here against the pod template schema of the JobSet CRD (kubernetes-sigs/jobset@v0.12.0
   config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml, generated from the core/v1 types); the
-  Kubernetes 1.34 source itself was not read. Pod Security: neither field is among the fields the
-  baseline or restricted levels constrain as this project models them (infra/verify/checks/
-  pod_security.py); not confirmed against k8s.io/pod-security-admission's source.
+  Kubernetes 1.34 source itself was not read. Pod Security allows both at every level: none of the
+  baseline or restricted checks reads them (kubernetes/pod-security-admission@v0.34.9 policy/check_*.go:
+  no check looks at resourceClaims or container resources; restrictedVolumes sees only volumes).
 - placement: Kueue TAS `podset-required-topology` at the clique label (contract/rack.py CLIQUE_LABEL)
   when the job's nodes fit one rack (`RackDomain.nodes`), else at the level just above the clique: the job
   spans racks there, and says so (`rack_plan_line`). A pool whose topology has no level above the clique
