@@ -21,11 +21,10 @@ at v0.4.1 (the chart the platform installs) unless said otherwise:
   channel of the IMEX domain to each pod.
 - every GPU container claims the channel (`resources.claims: [{name}]`) beside `nvidia.com/gpu`, and the
   pod lists the claim (`resourceClaims: [{name, resourceClaimTemplateName}]`), as in
-  demo/specs/imex/nvbandwidth-test-job-1.yaml. Both are core/v1 pod fields (PodSpec.resourceClaims
-  [{name, resourceClaimName|resourceClaimTemplateName}], ResourceRequirements.claims [{name, request}]),
-  checked here against the pod template schema of the JobSet CRD (kubernetes-sigs/jobset@v0.12.0
-  config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml, generated from the core/v1 types); the
-  Kubernetes 1.34 source itself was not read. Pod Security allows both at every level: none of the
+  demo/specs/imex/nvbandwidth-test-job-1.yaml. Both are core/v1 fields in Kubernetes 1.34
+  (kubernetes/api@v0.34.10 core/v1/types.go: PodSpec.ResourceClaims []PodResourceClaim with
+  ResourceClaimTemplateName; ResourceRequirements.Claims []ResourceClaim{Name, Request}), and the render is
+  validated against the pod template schema of the JobSet CRD (kubernetes-sigs/jobset@v0.12.0). Pod Security allows both at every level: none of the
   baseline or restricted checks reads them (kubernetes/pod-security-admission@v0.34.9 policy/check_*.go:
   no check looks at resourceClaims or container resources; restrictedVolumes sees only volumes).
 - placement: Kueue TAS `podset-required-topology` at the clique label (contract/rack.py CLIQUE_LABEL)
