@@ -24,9 +24,10 @@ at v0.4.1 (the chart the platform installs) unless said otherwise:
   demo/specs/imex/nvbandwidth-test-job-1.yaml. Both are core/v1 fields in Kubernetes 1.34
   (kubernetes/api@v0.34.10 core/v1/types.go: PodSpec.ResourceClaims []PodResourceClaim with
   ResourceClaimTemplateName; ResourceRequirements.Claims []ResourceClaim{Name, Request}), and the render is
-  validated against the pod template schema of the JobSet CRD (kubernetes-sigs/jobset@v0.12.0). Pod Security allows both at every level: none of the
-  baseline or restricted checks reads them (kubernetes/pod-security-admission@v0.34.9 policy/check_*.go:
-  no check looks at resourceClaims or container resources; restrictedVolumes sees only volumes).
+  validated against the pod template schema of the JobSet CRD (kubernetes-sigs/jobset@v0.12.0). Pod
+  Security allows both at every level: none of the baseline or restricted checks reads them
+  (kubernetes/pod-security-admission@v0.34.9 policy/check_*.go: no check looks at resourceClaims or
+  container resources; restrictedVolumes sees only volumes).
 - placement: Kueue TAS `podset-required-topology` at the clique label (contract/rack.py CLIQUE_LABEL)
   when the job's nodes fit one rack (`RackDomain.nodes`), else at the level just above the clique: the job
   spans racks there, and says so (`rack_plan_line`). A pool whose topology has no level above the clique
