@@ -24,6 +24,14 @@ from dataclasses import dataclass
 from typing import Any
 
 EFA_RESOURCE = "vpc.amazonaws.com/efa"
+# A rack-scale pool's kind (GB200/GB300 NVL72): NCCL between its nodes goes over multi-node NVLink inside a
+# ComputeDomain (components/incluster/compute_domain.py), by itself where available (NCCL user guide,
+# troubleshooting/performance_and_tuning.rst, "Multi-node NVLink (MNNVL) issues"). No floor is kept for
+# it: no NVIDIA or cloud publication read for this table gives an nccl-tests bus bandwidth for a GB200
+# NVL72 rack (the NVIDIA GB200 NVL Multi-Node Tuning Guide's NCCL page shows how to run the tests, not a
+# figure; the only figure found, ~811 GB/s all_reduce on 2 nodes x 4 GPUs, is a third-party blog's single
+# run, lixueduan.com/posts/ai/13-gb200-mnnvl-nccl-test). The preflight runs and reports without a floor.
+MNNVL = "mnnvl"
 GIB = 1024**3
 MIB = 1024**2
 
@@ -146,8 +154,11 @@ def floor_gbps(kind: str, collective: str, machine_type: str | None = None) -> F
 
 
 def pool_fabric_kind(pool: Mapping[str, Any]) -> str | None:
-    """A platform output pool's fabric kind (`nodePools[]` entry): its `fabric.kind`, else "efa" when its
-    nodes carry EFA devices, else None (NCCL over the primary NIC: no floor)."""
+    """A platform output pool's fabric kind (`nodePools[]` entry): "mnnvl" on a rack-scale pool (its
+    nodes' GPUs reach each other over multi-node NVLink, `rack`), else its `fabric.kind`, else "efa" when
+    its nodes carry EFA devices, else None (NCCL over the primary NIC: no floor)."""
+    if pool.get("rack"):
+        return MNNVL
     fabric = pool.get("fabric") or {}
     if fabric.get("kind"):
         return str(fabric["kind"])

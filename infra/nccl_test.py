@@ -21,6 +21,7 @@ from typing import Any
 
 from components.outputs import READ_KEYS, PlatformOutputs
 from components.spec import JobSpec
+from contract.rack import COMPUTE_DOMAIN_API_VERSION
 from trainer.collectives import COLLECTIVES, Result, find_result
 
 JOBSET_GROUP, JOBSET_VERSION, JOBSET_PLURAL = "jobset.x-k8s.io", "v1alpha2", "jobsets"
@@ -59,6 +60,9 @@ class Preflight:
     floor_gbps: float | None
     floor_source: str | None
     manifest: dict[str, Any]
+    # On a rack-scale pool: the preflight's own ComputeDomain, created before the JobSet and deleted after
+    # it (components/incluster/compute_domain.py); the pods claim its channel.
+    compute_domain: dict[str, Any] | None = None
 
 
 def platform_outputs(outputs: dict[str, Any]) -> PlatformOutputs:
@@ -88,6 +92,7 @@ def build(
 ) -> Preflight:
     """The preflight JobSet for ``job`` (pure: no cluster). Without a collective: all_gather, unless only
     all_reduce has a published floor on the job's fabric (AWS publishes EFA figures for all_reduce)."""
+    from components.incluster.compute_domain import compute_domain, job_rack
     from components.incluster.job_pod import job_pools
     from components.incluster.job_runtime import launcher_args, training_jobset
 
@@ -118,6 +123,11 @@ def build(
     manifest = training_jobset(pre, platform, command=command)
     # A preflight is run once: any failure is the answer, never a restart.
     manifest["spec"]["failurePolicy"] = {"maxRestarts": 0}
+    domain = None
+    if job_rack(job_pools(pre, platform)) is not None:
+        domain = compute_domain(
+            name, manifest["metadata"]["namespace"], manifest["metadata"].get("labels") or {}
+        )
     return Preflight(
         name=name,
         namespace=manifest["metadata"]["namespace"],
@@ -129,6 +139,7 @@ def build(
         floor_gbps=minimum,
         floor_source=floor.source if floor is not None else None,
         manifest=manifest,
+        compute_domain=domain,
     )
 
 
@@ -173,9 +184,18 @@ def run_live(
     api = api if api is not None else connect(kubeconfig, context)
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
     group = (JOBSET_GROUP, JOBSET_VERSION, pf.namespace, JOBSET_PLURAL)
+    # The ComputeDomain (a rack pool) first: the driver makes the claim template the pods name from it.
+    cd_group = (*COMPUTE_DOMAIN_API_VERSION.split("/"), pf.namespace, "computedomains")
     try:
+        if pf.compute_domain is not None:
+            custom.create_namespaced_custom_object(*cd_group, pf.compute_domain)
         custom.create_namespaced_custom_object(*group, pf.manifest)
     except Exception as e:  # urllib3 connection errors, ApiException (401/403, no JobSet CRD)
+        if pf.compute_domain is not None:
+            try:
+                custom.delete_namespaced_custom_object(*cd_group, pf.compute_domain["metadata"]["name"])
+            except Exception:  # never created, or the cluster is unreachable: the error below says why
+                pass
         raise PreflightError(
             f"cannot create {pf.namespace}/{pf.name} on the cluster ({where}): {_first_line(e)}"
         ) from None
@@ -209,6 +229,8 @@ def run_live(
         custom.delete_namespaced_custom_object(
             *group, pf.name, body=client.V1DeleteOptions(propagation_policy="Foreground")
         )
+        if pf.compute_domain is not None:
+            custom.delete_namespaced_custom_object(*cd_group, pf.compute_domain["metadata"]["name"])
 
 
 def _first_line(e: Exception) -> str:

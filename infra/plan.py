@@ -164,11 +164,29 @@ def summarize_platform(result: RunResult, spec: PlatformSpec, today: date | None
 
 
 def summarize_job(
-    result: RunResult, job: JobSpec, cloud: str, platform: PlatformSpec | None, today: date | None = None
+    result: RunResult,
+    job: JobSpec,
+    cloud: str,
+    platform: PlatformSpec | None,
+    today: date | None = None,
+    outputs: dict[str, Any] | None = None,
 ) -> PlanSummary:
+    """`outputs`: the platform stack's outputs, for the job's rack line (a rack-scale pool)."""
     from components.placeholder_images import placeholder_note
 
     gpus = (job.nodes.min * job.gpus_per_node, job.nodes.max * job.gpus_per_node)
     summary = summarize(result, cloud, gpus, job_cost(job, platform, today))
-    summary.notes = [n for n in [placeholder_note(job.image, "job.image")] if n]
+    summary.notes = [n for n in [placeholder_note(job.image, "job.image"), _rack_note(job, outputs)] if n]
     return summary
+
+
+def _rack_note(job: JobSpec, outputs: dict[str, Any] | None) -> str | None:
+    if not outputs or not any(p.get("rack") for p in outputs.get("nodePools") or []):
+        return None
+    from components.incluster.compute_domain import rack_note
+    from components.outputs import PlatformOutputs
+    from components.stack_outputs import READ_KEYS
+
+    return rack_note(
+        job, PlatformOutputs.model_validate({k: v for k, v in outputs.items() if k in READ_KEYS})
+    )

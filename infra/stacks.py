@@ -137,7 +137,7 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None, today: date | Non
         return plan_fleet_job(sf, job, refs)
     outputs, platform_spec = job_platform(job, refs, sf)
     result = run_stack(sf, {**refs, job.platform_stack: outputs})
-    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec, today)
+    return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec, today, outputs)
 
 
 def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, Any]:

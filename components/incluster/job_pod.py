@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from components.incluster.compute_domain import container_claims, job_rack, pod_resource_claims, rack_level
 from components.incluster.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
 from components.incluster.placement import (
     PREFERRED_TOPOLOGY,
@@ -222,6 +223,9 @@ def trainer_container(
         },
         "volumeMounts": mounts,
     }
+    if pool.rack is not None:
+        # The ComputeDomain's IMEX channel beside the GPUs: multi-node NVLink (compute_domain.py).
+        c["resources"]["claims"] = container_claims()
     if command is None:
         # No command: the image's entry point is tini -> `python -m trainer.launch` (trainer/Dockerfile);
         # tini forwards signals and reaps orphans.
@@ -297,6 +301,10 @@ def topology_annotations(
     if len(levels) != 1 or not (lv := levels.pop()):
         return {}
     topo = job.topology
+    if (topo is None or not topo.level) and (rack := job_rack(pools)) is not None:
+        # A rack job stays within one NVLink clique, or spans cliques at the level above (compute_domain.py).
+        level = rack_level(lv, rack, job.nodes.max)
+        return {REQUIRED_TOPOLOGY: level} if level else {}
     label = named_levels(lv)[topo.level] if topo is not None and topo.level else default_level(lv)
     mode = topo.mode if topo is not None else "preferred"
     return {REQUIRED_TOPOLOGY if mode == "required" else PREFERRED_TOPOLOGY: label}
@@ -349,6 +357,8 @@ def pod_template(
         # Native sidecars (Kubernetes 1.29+): init containers that keep running beside the trainer, start
         # before it and stop after it, and never keep the pod (or the Job) from completing.
         spec["initContainers"] = [{**s, "restartPolicy": "Always"} for s in pool.fabric.sidecars]
+    if job_rack(pools) is not None:
+        spec["resourceClaims"] = pod_resource_claims(job.name)
     if subdomain is not None:
         spec["subdomain"] = subdomain
     metadata: dict[str, Any] = {"labels": {**job_labels(job), QUEUE_LABEL: team.local_queue}}

@@ -36,6 +36,8 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from contract.rack import CLIQUE_LABEL
+
 if TYPE_CHECKING:
     from components.outputs import NodePoolInfo
 
@@ -54,8 +56,10 @@ CAPACITY_ORDER: tuple[str, ...] = (
 )
 
 # A job's `topology.level` names, broadest first: the pool's levels above kubernetes.io/hostname, in order
-# (GKE cloud.google.com/gce-topology-block|subblock|host; EKS topology.k8s.aws/network-node-layer-1..3).
-LEVEL_NAMES: tuple[str, ...] = ("block", "subblock", "host")
+# (GKE cloud.google.com/gce-topology-block|subblock|host; EKS topology.k8s.aws/network-node-layer-1..3),
+# and "clique": the NVLink clique of a rack-scale pool (contract/rack.py CLIQUE_LABEL), which its backend
+# puts just above kubernetes.io/hostname and which is named by its label, not by its position.
+LEVEL_NAMES: tuple[str, ...] = ("block", "subblock", "host", "clique")
 
 # Kueue's podset annotations (kueue v0.19.2 apis/kueue/v1beta1/topology_types.go), set on the pod template.
 PREFERRED_TOPOLOGY = "kueue.x-k8s.io/podset-preferred-topology"
@@ -128,10 +132,20 @@ def topology_name(levels: Sequence[str]) -> str:
 
 
 def named_levels(levels: Sequence[str]) -> dict[str, str]:
-    """`block`, `subblock`, `host` -> the node label of that level: the levels above hostname, broadest
-    first. A topology with fewer levels lacks the tightest names."""
-    above = [lv for lv in levels if lv != HOSTNAME_LABEL]
-    return dict(zip(LEVEL_NAMES, above, strict=False))
+    """`block`, `subblock`, `host` -> the node label of that level: the levels above hostname (and the
+    clique), broadest first; a topology with fewer levels lacks the tightest names. `clique` -> the NVLink
+    clique label when the topology has it."""
+    above = [lv for lv in levels if lv not in (HOSTNAME_LABEL, CLIQUE_LABEL)]
+    named = dict(zip(LEVEL_NAMES[:3], above, strict=False))
+    if CLIQUE_LABEL in levels:
+        named["clique"] = CLIQUE_LABEL
+    return named
+
+
+def level_above(levels: Sequence[str], label: str) -> str | None:
+    """The level just broader than `label` in `levels` (broadest first), None when `label` is the broadest."""
+    i = list(levels).index(label)
+    return levels[i - 1] if i > 0 else None
 
 
 def default_level(levels: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
+from components.incluster.compute_domain import compute_domain, compute_domain_name, job_rack
 from components.incluster.job_pod import (
     CONFIG_FILE,
     MASTER_PORT,
@@ -24,6 +25,7 @@ from components.incluster.job_pod import (
     checkpoint_uri,
     config_map_name,
     job_labels,
+    job_pools,
     trainer_config,
     validate_trainer_config,
 )
@@ -31,7 +33,7 @@ from components.incluster.job_runtime import elastic_job, is_elastic, training_j
 from components.incluster.names import JOB_LABEL, TRAINER_METRICS_PORT, TRAINER_METRICS_PORT_NAME
 from components.incluster.observability import trainer_pod_monitor
 from components.outputs import PlatformOutputs
-from components.spec import JobSpec
+from components.spec import ConfigError, JobSpec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -52,6 +54,8 @@ class TrainingJobResources:
     pod_monitor: k8s.apiextensions.CustomResource | None
     # The elastic runtime's headless Service (a JobSet makes its own); None for a JobSet.
     service: k8s.core.v1.Service | None = None
+    # The job's ComputeDomain on a rack-scale pool (compute_domain.py); None elsewhere.
+    compute_domain: k8s.apiextensions.CustomResource | None = None
 
 
 def _register(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -116,6 +120,16 @@ class TrainingJob(pulumi.ComponentResource):
         if args.on_manager:
             from components.job_fleet import on_manager
 
+            if job_rack(job_pools(job, platform)) is not None:
+                # MultiKueue copies the JobSet alone to a worker; its ComputeDomain would not be there.
+                raise ConfigError(
+                    [
+                        f"job.nodePool: a fleet job cannot run on a rack-scale pool yet (MultiKueue copies the "
+                        f"JobSet to the worker without the ComputeDomain {compute_domain_name(job.name)} its "
+                        "pods claim from); run it on the platform stack"
+                    ]
+                )
+
             config_yaml = yaml.safe_dump(trainer_config(job), sort_keys=False)
             self.job = _register(name, on_manager(manifest, config_yaml), child)
             self.resources = TrainingJobResources(config=None, job=self.job, pod_monitor=None)
@@ -130,8 +144,21 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         service = _elastic_service(name, manifest, child) if is_elastic(job) else None
-        # The pods mount the ConfigMap by name: create it first.
-        self.job = _register(name, manifest, pulumi.ResourceOptions(parent=self, depends_on=[config_map]))
+        domain = None
+        if job_rack(job_pools(job, platform)) is not None:
+            cd = compute_domain(job.name, namespace, labels)
+            domain = k8s.apiextensions.CustomResource(
+                f"{name}-compute-domain",
+                api_version=cd["apiVersion"],
+                kind=cd["kind"],
+                metadata=cd["metadata"],
+                spec=cd["spec"],
+                opts=child,
+            )
+        # The pods mount the ConfigMap by name, and claim the channel of the ComputeDomain's template: create
+        # both first (and delete the job before them).
+        first: list[pulumi.Resource] = [config_map] + ([domain] if domain is not None else [])
+        self.job = _register(name, manifest, pulumi.ResourceOptions(parent=self, depends_on=first))
         # Scraped by the platform's Prometheus (it selects every PodMonitor); labels job and rank.
         monitor = k8s.apiextensions.CustomResource(
             f"{name}-metrics",
@@ -142,7 +169,7 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         self.resources = TrainingJobResources(
-            config=config_map, job=self.job, pod_monitor=monitor, service=service
+            config=config_map, job=self.job, pod_monitor=monitor, service=service, compute_domain=domain
         )
         self.outputs = self._outputs(job, platform, namespace)
         self.register_outputs(self.outputs)

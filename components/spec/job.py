@@ -58,8 +58,10 @@ class JobResources(Spec):
 class JobTopology(Spec):
     """Topology-aware placement (Kueue TAS) of the job's pods on its pools' topology levels."""
 
-    # block | subblock | host: the pool's levels above the node, broadest first; default the tightest.
-    level: Literal["block", "subblock", "host"] | None = None
+    # block | subblock | host: the pool's levels above the node, broadest first; clique: the NVLink clique
+    # of a rack-scale pool (NVL72). Default: the tightest; on a rack pool, the clique when the job fits one
+    # rack, else the level above it (components/incluster/compute_domain.py).
+    level: Literal["block", "subblock", "host", "clique"] | None = None
     # preferred: pack as tightly as possible, else spread; required: never outside one such domain.
     mode: Literal["preferred", "required"] = "preferred"
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from components.incluster.compute_domain import rack_level
 from components.incluster.placement import (
     CAPACITY_ORDER,
     capacity_rank,
@@ -26,7 +27,8 @@ if TYPE_CHECKING:
 
 def _shape(pool: NodePoolInfo) -> tuple[object, ...]:
     fabric = pool.fabric.exports() if pool.fabric is not None else None
-    return (repr(fabric), sorted(pool.extended_resources.items()), sorted(pool.pod_env.items()))
+    rack = pool.rack.exports() if pool.rack is not None else None
+    return (repr(fabric), sorted(pool.extended_resources.items()), sorted(pool.pod_env.items()), repr(rack))
 
 
 def check_pools(
@@ -42,8 +44,8 @@ def check_pools(
             )
         elif _shape(p) != _shape(first):
             problems.append(
-                f"{root}.nodePools: pools {first.name} and {p.name} differ in their fabric, extended resources "
-                "or fabric environment; one pod template cannot fit both"
+                f"{root}.nodePools: pools {first.name} and {p.name} differ in their fabric, extended resources, "
+                "fabric environment or NVLink rack; one pod template cannot fit both"
             )
     ranks = [capacity_rank(str(p.capacity)) for p in pools]
     if ranks != sorted(ranks):
@@ -55,7 +57,34 @@ def check_pools(
         )
     if job.topology is not None:
         problems += _check_topology(job, platform, pools, root)
+    if not problems:
+        problems += _check_rack(job, platform, pools, root)
     return problems
+
+
+def _check_rack(
+    job: JobSpec, platform: PlatformOutputs, pools: Sequence[NodePoolInfo], root: str
+) -> list[str]:
+    """A job on a rack-scale pool stays within one NVLink clique, or spans cliques at a level above it
+    (components/incluster/compute_domain.py); a level it asks for must hold all of its nodes."""
+    rack = pools[0].rack
+    if rack is None:
+        return []
+    nodes = job.nodes.max
+    level = job.topology.level if job.topology is not None else None
+    if level == "clique" and nodes > rack.nodes:
+        return [
+            f"{root}.topology.level: clique holds {rack.nodes} nodes (one NVLink rack of pool {pools[0].name}); "
+            f"the job asks for up to {nodes}: pick the level above it or fewer nodes"
+        ]
+    if level is None and nodes > rack.nodes:
+        levels = levels_of_pool_flavor(pools[0], platform.node_pools)
+        if rack_level(levels, rack, nodes) is None:
+            return [
+                f"{root}.nodes.max: {nodes} nodes do not fit one NVLink rack of pool {pools[0].name} "
+                f"({rack.nodes} nodes), and its topology has no level above the clique to span racks at"
+            ]
+    return []
 
 
 def _check_topology(

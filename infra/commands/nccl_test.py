@@ -41,7 +41,9 @@ def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
         err.print(f"  floor source: {pf.floor_source}", markup=False, highlight=False)
     if not live:
         err.print("  (nothing sent: add --kubeconfig to run it)", markup=False, highlight=False)
-        print(yaml.safe_dump(pf.manifest, sort_keys=False), end="")
+        # On a rack pool, its ComputeDomain first (the JobSet's pods claim from it).
+        docs = [pf.compute_domain, pf.manifest] if pf.compute_domain is not None else [pf.manifest]
+        print(yaml.safe_dump_all(docs, sort_keys=False), end="")
         return EXIT_OK
     try:
         result = run_live(

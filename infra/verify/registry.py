@@ -81,6 +81,11 @@ REGISTRY: tuple[Check, ...] = (
         _C + "fabric:run",
     ),
     Check(
+        "rack-jobs",
+        "each job on an NVL72 rack pool has its own ComputeDomain, claims its channel in every GPU container and stays in one clique or says where it spans",
+        _C + "rack_jobs:run",
+    ),
+    Check(
         "admission",
         "pod templates and Kueue/JobSet objects pass Pod Security and the controllers' webhooks",
         _C + "admission:run",

@@ -31,7 +31,11 @@ from tests.helpers.session import exclusive
 ROOT = Path(__file__).resolve().parents[2]
 STACKS = ROOT / "stacks"
 # Job stacks and the platform stack whose planned outputs they read.
-JOB_STACKS = {"gpt-small-aws-dev": "aws-dev", "gpt-small-aws-h100-reserved": "aws-h100-reserved"}
+JOB_STACKS = {
+    "gpt-small-aws-dev": "aws-dev",
+    "gpt-small-aws-h100-reserved": "aws-h100-reserved",
+    "gpt-small-aws-gb200": "aws-gb200",
+}
 # Fleet stacks and the platform stacks (manager first, then workers) whose planned outputs they read.
 FLEET_STACKS = {"fleet-research": ("aws-fleet-manager", "aws-h100-reserved", "gcp-h100-dws", "onprem-dev")}
 # Job stacks on a fleet (job.fleetStack) and that fleet stack: they read its outputs and its platforms'.

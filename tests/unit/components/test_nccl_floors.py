@@ -48,3 +48,9 @@ def test_pool_fabric_kind_from_platform_outputs():
     assert pool_fabric_kind({"fabric": {"kind": "tcpxo"}, "extendedResources": {}}) == "tcpxo"
     assert pool_fabric_kind({"extendedResources": {"vpc.amazonaws.com/efa": 32}}) == "efa"
     assert pool_fabric_kind({"name": "cpu"}) is None
+
+
+def test_a_rack_pool_is_mnnvl_and_has_no_floor_until_one_is_published():
+    assert pool_fabric_kind({"rack": {"gpus": 72, "nodes": 18}, "fabric": {"kind": "efa"}}) == "mnnvl"
+    with pytest.raises(KeyError, match="no NCCL all_reduce floor for fabric 'mnnvl'"):
+        floor_gbps("mnnvl", "all_reduce")

@@ -173,3 +173,17 @@ def test_a_kubeconfig_that_cannot_be_used_is_one_line_exit_2(tmp_path, capsys):
     assert cli.main(["nccl-test", JOB_STACK, "--kubeconfig", str(unreachable)]) == 2
     lines = capsys.readouterr().err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"cannot reach the cluster at http://127.0.0.1:{port}")
+
+
+def test_a_rack_preflight_brings_its_own_compute_domain_and_has_no_invented_floor():
+    from components.incluster.compute_domain import claim_template_name
+    from components.spec import JobSpec
+    from tests.helpers.rack_jobs import rack_job, rack_platform
+
+    pf = build(JobSpec.load(rack_job(18)), rack_platform())
+    assert pf.fabric == fabrics.MNNVL and pf.floor_gbps is None
+    assert pf.compute_domain is not None and pf.compute_domain["metadata"]["namespace"] == pf.namespace
+    pod, trainer = _container(pf.manifest)
+    template = pf.compute_domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
+    assert template == claim_template_name(pf.name) == pod["resourceClaims"][0]["resourceClaimTemplateName"]
+    assert trainer["resources"]["claims"] == [{"name": pod["resourceClaims"][0]["name"]}]

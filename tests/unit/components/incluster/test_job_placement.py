@@ -191,7 +191,7 @@ BAD_TOPOLOGY = [
     ),
     (
         {"nodePool": "h100-res", "topology": {"level": "rack"}},
-        "job.topology.level: 'rack' is not allowed; allowed: 'block', 'subblock' or 'host'",
+        "job.topology.level: 'rack' is not allowed; allowed: 'block', 'subblock', 'host' or 'clique'",
     ),
 ]
 
