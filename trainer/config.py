@@ -99,7 +99,9 @@ class WatchdogConfig(_Model):
 
 class TrainConfig(_Model):
     job_name: str = "trainplane"
-    model: str = Field(default="tiny", description="preset name (tiny, mini, gpt-small, gpt-1b) or 'module:function'")
+    model: str = Field(
+        default="tiny", description="preset name (tiny, mini, gpt-small, gpt-1b) or 'module:function'"
+    )
     model_args: dict[str, Any] = Field(default_factory=dict)
     dataset: str = Field(default="synthetic", description="'synthetic', 'bytes' or 'module:function'")
     data_paths: list[str] = Field(default_factory=list, description="files or globs for dataset=bytes")

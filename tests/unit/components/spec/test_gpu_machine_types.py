@@ -71,7 +71,15 @@ def test_cpu_machine_types_the_provider_knows_stay_cpu_pools():
 @pytest.mark.parametrize("capacity", ["on-demand", "spot"])
 def test_ultraserver_nodes_come_only_as_capacity_blocks(capacity):
     (line,) = problems_with_pool(
-        "aws-dev", {"instanceType": "p6e-gb200.36xlarge", "gpu": "GB200", "capacity": capacity}
+        "aws-dev",
+        # A whole UltraServer of 4-GPU nodes, so that the capacity is the one problem.
+        {
+            "instanceType": "p6e-gb200.36xlarge",
+            "gpu": "GB200",
+            "gpusPerNode": 4,
+            "maxNodes": 18,
+            "capacity": capacity,
+        },
     )
     assert line == (
         "platform.nodePools[2].capacity: p6e-gb200.36xlarge is sold only as Capacity Blocks (UltraServers); "

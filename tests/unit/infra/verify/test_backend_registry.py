@@ -62,7 +62,9 @@ def test_each_installed_clouds_spec_section_is_the_module_beside_its_backend():
 
 
 PLUGIN = """
-class PluginBackend:
+from components.kubernetes.backend import ExistingClusterBackend
+
+class PluginBackend(ExistingClusterBackend):  # a cloud of its own, answering as an existing cluster
     name = "plug"
 
 BACKEND = PluginBackend()
