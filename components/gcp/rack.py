@@ -134,46 +134,11 @@ def spec_root(path: str) -> str:
 
 
 def dra_driver_values() -> dict[str, Any]:
-    """The DRA driver's values on GKE (chart dra-driver-nvidia-gpu 0.4.1, every key in its values.yaml):
-
-    - `nvidiaDriverRoot`: GKE's COS nodes keep the driver in /home/kubernetes/bin/nvidia (values.yaml: "For
-      driver installed directly on a host, a value of `/` is used"; the driver root is where the host's
-      driver tree lives, here GKE's; cluster-toolkit@v1.95.0 modules/management/kubectl-apply/main.tf
-      `install_nvidia_dra_driver` sets the same path).
-    - `kubeletPlugin.affinity`: the chart's default selects nodes by NFD or GPU-operator labels; on GKE the
-      plugin goes to the rack accelerators by `cloud.google.com/gke-accelerator` and arm64 (kubectl-apply
-      main.tf@v1.95.0).
-    - `kubeletPlugin.tolerations`: the chart's default (nvidia.com/gpu) plus GKE's Arm taint (same source).
-    """
-    return {
-        "nvidiaDriverRoot": GKE_NVIDIA_DIR,
-        "kubeletPlugin": {
-            "affinity": {
-                "nodeAffinity": {
-                    "requiredDuringSchedulingIgnoredDuringExecution": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {
-                                        "key": GKE_ACCELERATOR_LABEL,
-                                        "operator": "In",
-                                        "values": ["nvidia-gb200", "nvidia-gb300"],
-                                    },
-                                    {"key": "kubernetes.io/arch", "operator": "In", "values": ["arm64"]},
-                                ]
-                            }
-                        ]
-                    }
-                }
-            },
-            "tolerations": [
-                {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"},
-                {
-                    "key": ARM_TAINT.key,
-                    "operator": "Equal",
-                    "value": ARM_TAINT.value,
-                    "effect": ARM_TAINT.effect,
-                },
-            ],
-        },
-    }
+    """The DRA driver's values on GKE (chart dra-driver-nvidia-gpu 0.4.1): `nvidiaDriverRoot`, as GKE's COS
+    nodes keep the driver in /home/kubernetes/bin/nvidia (values.yaml: "For driver installed directly on a
+    host, a value of `/` is used"; the driver root is where the host's driver tree lives, here GKE's;
+    cluster-toolkit@v1.95.0 modules/management/kubectl-apply/main.tf `install_nvidia_dra_driver` sets the same
+    path). The kubelet plugin's placement is the neutral one (components/incluster/dra_driver.py: the rack
+    pools' nodes by their pool label, tolerating each of their taints, GKE's Arm taint included, which
+    NodePoolInfo.taints carries), so nothing of it is GKE's own."""
+    return {"nvidiaDriverRoot": GKE_NVIDIA_DIR}

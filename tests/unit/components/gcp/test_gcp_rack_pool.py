@@ -59,3 +59,16 @@ def test_a4x_pool_exports_its_rack_clique_level_and_arm_taint():
     assert {"key": "kubernetes.io/arch", "value": "arm64", "effect": "NoSchedule"} in out["taints"]
     system = next(p for p in plan("gcp-gb200").outputs["nodePools"] if p["name"] == "system")
     assert system["rack"] is None
+
+
+def test_the_dra_driver_runs_on_the_a4x_nodes_tolerating_gkes_arm_taint():
+    result = plan("gcp-gb200")
+    (release,) = [r for r in result.of_type("kubernetes:helm.sh/v3:Release") if "dra-driver" in r.name]
+    values = release.inputs["values"]
+    assert values["nvidiaDriverRoot"] == "/home/kubernetes/bin/nvidia"
+    (term,) = values["kubeletPlugin"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert {"key": "trainplane.dev/pool", "operator": "In", "values": ["gb200"]} in term["matchExpressions"]
+    tolerated = {t["key"] for t in values["kubeletPlugin"]["tolerations"] if t["operator"] == "Exists"}
+    assert "kubernetes.io/arch" in tolerated
