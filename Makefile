@@ -5,7 +5,7 @@ BIN     := $(VENV)/bin
 STAMP   := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast test-plans test-integration lint plan bench campaign dist image image-controller image-trainer clean
+.PHONY: venv demo test test-fast test-plans test-integration lint plan bench bench-gpu bench-gpu-wheels campaign dist image image-controller image-trainer clean
 
 venv: $(STAMP)
 
@@ -68,6 +68,20 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_plan.py --markdown
 	$(BIN)/python tests/benchmarks/bench_trainer.py
+
+# The GPU bench (issue 34; tests/benchmarks/bench_gpu.py, docs/BENCHMARKS.md): gpt-small and gpt-1b, eager and
+# compiled, DDP and FSDP2 on one GPU, the trainer beside a bare loop, the async save's stall beside its copy
+# floor; under 8 minutes on one H100/H200 (--budget-s 420 skips what would not fit, and says so). It runs
+# where the GPU is, on that machine's own CUDA torch (a CUDA build cannot travel: gigabytes): `make
+# bench-gpu-wheels` here first puts the trainer's other dependencies in .whl/ (git-ignored; carry it), then
+# `make bench-gpu` there installs them offline beside that torch and writes build/bench-gpu.{json,md}.
+BENCH_GPU_DEPS := pydantic pyyaml 'prometheus-client>=0.26,<0.27' fsspec==2026.7.0 'rich>=15,<16'
+bench-gpu-wheels:
+	$(PY) -m pip download -q --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d .whl $(BENCH_GPU_DEPS)
+
+bench-gpu:
+	python3 -m pip install -q --no-index --find-links .whl $(BENCH_GPU_DEPS)
+	python3 tests/benchmarks/bench_gpu.py --json build/bench-gpu.json --markdown build/bench-gpu.md
 
 # The fault campaign (issue 19): a scripted day (1440 virtual minutes, a checkpoint every 10) of spot
 # preemptions, an XID 79 quarantine, a hang, a straggler, a failed checkpoint write and a lost node, on real
