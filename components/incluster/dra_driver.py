@@ -46,12 +46,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.bundle import POOL_LABEL, ClusterBundle, NodePoolInfo
-from components.charts import CHARTS
+from components.incluster.chart_release import ChartInNamespace, ChartResources, release_in_namespace
 from components.incluster.gpu_operator import deep_merge
-from components.incluster.names import DRA_DRIVER_NAMESPACE, DRA_DRIVER_RELEASE, RELEASE_TIMEOUT_S
+from components.incluster.names import DRA_DRIVER_NAMESPACE, DRA_DRIVER_RELEASE
 
 
 def rack_pools(pools: Sequence[NodePoolInfo]) -> tuple[NodePoolInfo, ...]:
@@ -92,37 +91,26 @@ class DraDriverArgs:
     bundle: ClusterBundle
 
 
-@dataclass(frozen=True, kw_only=True)
-class DraDriverResources:
-    namespace: k8s.core.v1.Namespace
-    release: k8s.helm.v3.Release
-
-
 class DraDriver(pulumi.ComponentResource):
     """The pinned dra-driver-nvidia-gpu release (ComputeDomains only) in its own privileged namespace."""
 
-    resources: DraDriverResources
+    resources: ChartResources
 
     def __init__(self, name: str, args: DraDriverArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:DraDriver", name, None, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns",
-            metadata={
-                "name": DRA_DRIVER_NAMESPACE,
-                "labels": {"pod-security.kubernetes.io/enforce": "privileged", **args.bundle.owner_labels},
-            },
-            opts=pulumi.ResourceOptions(parent=self),
+        # The kubelet plugin is privileged (host paths, the driver's devices); the DaemonSet waits for no node
+        # (a Capacity Block pool has none outside its dates), the controller for the system nodes.
+        self.resources = release_in_namespace(
+            self,
+            name,
+            "release",
+            args.bundle,
+            ChartInNamespace(
+                chart="dra-driver-nvidia-gpu",
+                namespace=DRA_DRIVER_NAMESPACE,
+                release=DRA_DRIVER_RELEASE,
+                values=dra_driver_values(args.bundle),
+                pod_security="privileged",
+            ),
         )
-        release = k8s.helm.v3.Release(
-            f"{name}-release",
-            name=DRA_DRIVER_RELEASE,
-            namespace=ns.metadata["name"],
-            **CHARTS["dra-driver-nvidia-gpu"].release_args(),
-            values=dra_driver_values(args.bundle),
-            timeout=RELEASE_TIMEOUT_S,
-            # Its controller needs nodes to run on before Helm's wait can succeed; the kubelet plugin's
-            # DaemonSet waits for nothing (a Capacity Block pool has no nodes outside its dates).
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.bundle.ready)),
-        )
-        self.resources = DraDriverResources(namespace=ns, release=release)
-        self.register_outputs({"release": release.name})
+        self.register_outputs({"release": self.resources.release.name})

@@ -19,11 +19,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.bundle import ClusterBundle
-from components.charts import CHARTS
-from components.incluster.names import JOBSET_NAMESPACE, JOBSET_RELEASE, RELEASE_TIMEOUT_S
+from components.incluster.chart_release import ChartInNamespace, ChartResources, release_in_namespace
+from components.incluster.names import JOBSET_NAMESPACE, JOBSET_RELEASE
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -31,43 +30,33 @@ class JobSetControllerArgs:
     bundle: ClusterBundle
 
 
-@dataclass(frozen=True, kw_only=True)
-class JobSetControllerResources:
-    namespace: k8s.core.v1.Namespace
-    release: k8s.helm.v3.Release
-
-
 class JobSetController(pulumi.ComponentResource):
     """The pinned JobSet release in its own namespace."""
 
-    resources: JobSetControllerResources
+    resources: ChartResources
 
     def __init__(self, name: str, args: JobSetControllerArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__("trainplane:kubernetes:JobSetController", name, None, opts)
-        ns = k8s.core.v1.Namespace(
-            f"{name}-ns",
-            metadata={"name": JOBSET_NAMESPACE, "labels": dict(args.bundle.owner_labels)},
-            opts=pulumi.ResourceOptions(parent=self),
+        self.resources = release_in_namespace(
+            self,
+            name,
+            "jobset",
+            args.bundle,
+            ChartInNamespace(
+                chart="jobset",
+                namespace=JOBSET_NAMESPACE,
+                release=JOBSET_RELEASE,
+                # The chart's defaults (one controller replica with leader election, its own certificates),
+                # but the image pinned to the release: the chart's values.yaml at v0.12.0 names the staging
+                # repository and tag `main` (../shared/reference/charts/jobset-0.12.0.values.yaml); the
+                # release's own manifests use registry.k8s.io/jobset/jobset:v0.12.0.
+                values={
+                    "image": {
+                        "repository": "registry.k8s.io/jobset/jobset",
+                        "tag": "v0.12.0",
+                        "pullPolicy": "IfNotPresent",
+                    }
+                },
+            ),
         )
-        release = k8s.helm.v3.Release(
-            f"{name}-jobset",
-            name=JOBSET_RELEASE,
-            namespace=ns.metadata["name"],
-            **CHARTS["jobset"].release_args(),
-            # The chart's defaults (one controller replica with leader election, its own certificates),
-            # but the image pinned to the release: the chart's values.yaml at v0.12.0 names the staging
-            # repository and tag `main` (../shared/reference/charts/jobset-0.12.0.values.yaml); the
-            # release's own manifests use registry.k8s.io/jobset/jobset:v0.12.0.
-            values={
-                "image": {
-                    "repository": "registry.k8s.io/jobset/jobset",
-                    "tag": "v0.12.0",
-                    "pullPolicy": "IfNotPresent",
-                }
-            },
-            timeout=RELEASE_TIMEOUT_S,
-            # Its controller pod needs nodes to run on before Helm's wait can succeed.
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.bundle.ready)),
-        )
-        self.resources = JobSetControllerResources(namespace=ns, release=release)
-        self.register_outputs({"release": release.name})
+        self.register_outputs({"release": self.resources.release.name})
