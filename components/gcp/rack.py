@@ -16,7 +16,7 @@ Pure (no pulumi_gcp): node_pool.py builds the pool from these pieces, rules.py c
   trainplane cluster: components/gcp/cluster.py ADVANCED_DATAPATH). GKE docs "Allocate network resources by
   using GKE managed DRANET": the networking-dra-driver DaemonSet runs on GPU nodes with DRANET enabled and
   GKE >= 1.34.1-gke.1829001 installs its DeviceClasses. Until v1.90.0 the blueprint attached 1 extra gVNIC
-  network and one RoCE VPC of 4 subnets instead (docs/rack-scale-gcp.md).
+  network and one RoCE VPC of 4 subnets instead (docs/rack-scale.md "GKE").
 - A4X Max: GKE >= 1.34.3-gke.1318000 (components/gcp/data/catalog.yaml, GKE "Create a custom AI-optimized GKE
   cluster with A4X Max"); modelled with the same DRANET settings. UNCONFIRMED: gke-a4x-max-bm.yaml@v1.95.0
   sets the DRANET label by hand but attaches its own IDPF network and a `<zone>-vpc-roce-metal` VPC.
