@@ -10,7 +10,7 @@ from typing import Any
 
 from components.incluster.job_runtime import training_jobset
 from components.outputs import PlatformOutputs
-from components.spec import JobSpec
+from components.spec import ConfigError, JobSpec, check_job
 from infra.mockcloud import RunResult, run_program
 from tests.helpers.jobset_sim import PodOutcome, job_failure, jobset_rule
 from tests.helpers.plans import ROOT, planned
@@ -160,3 +160,17 @@ def fabric_plan() -> RunResult:
     pool = next(p for p in outputs["nodePools"] if p["name"] == "h100")
     pool.update(fabric=copy.deepcopy(FABRIC), podEnv={"FABRIC_PLUGIN": "/usr/local/fabric/lib64"})
     return plan_job(job_object(), {REF: outputs})
+
+
+def build(raw: dict[str, Any], outputs: PlatformOutputs) -> dict[str, Any]:
+    """The JobSet of a job block on a platform's outputs, after the same checks `plan` runs (ConfigError)."""
+    spec = JobSpec.load(raw)
+    problems = check_job(spec, outputs)
+    if problems:
+        raise ConfigError(problems)
+    return training_jobset(spec, outputs)
+
+
+def pod_of(js: dict[str, Any]) -> dict[str, Any]:
+    """The pod template of a JobSet's (only) replicated job."""
+    return js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]  # type: ignore[no-any-return]

@@ -8,11 +8,10 @@ from typing import Any
 
 import pytest
 
-from components.incluster.job_runtime import training_jobset
 from components.outputs import PlatformOutputs
-from components.spec import ConfigError, JobSpec, check_job
+from components.spec import ConfigError
 from contract.rack import CLIQUE_LABEL
-from tests.helpers.jobs import job_object, platform_outputs
+from tests.helpers.jobs import build, job_object, platform_outputs
 
 EKS_LEVELS = [
     "topology.k8s.aws/network-node-layer-1",
@@ -55,18 +54,6 @@ def rack_job(nodes: int = 18, **extra: Any) -> dict[str, Any]:
     raw.pop("spot")
     raw.update(nodePool="gb200", nodes={"min": nodes, "max": nodes}, gpusPerNode=4, **extra)
     return raw
-
-
-def build(raw: dict[str, Any], outputs: PlatformOutputs) -> dict[str, Any]:
-    spec = JobSpec.load(raw)
-    problems = check_job(spec, outputs)
-    if problems:
-        raise ConfigError(problems)
-    return training_jobset(spec, outputs)
-
-
-def pod_of(js: dict[str, Any]) -> dict[str, Any]:
-    return js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]  # type: ignore[no-any-return]
 
 
 def problems_of(raw: dict[str, Any], outputs: PlatformOutputs) -> list[str]:

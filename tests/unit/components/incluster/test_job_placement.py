@@ -13,8 +13,8 @@ from components.incluster.job_runtime import training_jobset
 from components.incluster.kueue_objects import flavors
 from components.incluster.placement import PREFERRED_TOPOLOGY, REQUIRED_TOPOLOGY
 from components.outputs import PlatformOutputs
-from components.spec import ConfigError, JobSpec, check_job
-from tests.helpers.jobs import job_object, platform_outputs
+from components.spec import ConfigError, JobSpec
+from tests.helpers.jobs import build, job_object, platform_outputs, pod_of
 
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
 pytestmark = pytest.mark.plans
@@ -56,18 +56,6 @@ def job(**changes: Any) -> dict[str, Any]:
     raw.pop("nodePool")
     raw.update(changes)
     return raw
-
-
-def build(raw: dict[str, Any], outputs: PlatformOutputs) -> dict[str, Any]:
-    spec = JobSpec.load(raw)
-    problems = check_job(spec, outputs)
-    if problems:
-        raise ConfigError(problems)
-    return training_jobset(spec, outputs)
-
-
-def pod_of(js: dict[str, Any]) -> dict[str, Any]:
-    return js["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]
 
 
 def problems_of(raw: dict[str, Any], outputs: PlatformOutputs) -> list[str]:

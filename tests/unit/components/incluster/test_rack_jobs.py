@@ -18,8 +18,8 @@ from components.incluster.placement import REQUIRED_TOPOLOGY, named_levels
 from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 from contract.rack import CLIQUE_LABEL, COMPUTE_DOMAIN_API_VERSION, COMPUTE_DOMAIN_KIND
-from tests.helpers.jobs import job_object, platform_outputs
-from tests.helpers.rack_jobs import EKS_LEVELS, build, pod_of, problems_of, rack_job, rack_platform
+from tests.helpers.jobs import build, job_object, platform_outputs, pod_of
+from tests.helpers.rack_jobs import EKS_LEVELS, problems_of, rack_job, rack_platform
 
 pytestmark = pytest.mark.plans
 

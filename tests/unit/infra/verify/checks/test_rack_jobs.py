@@ -17,7 +17,8 @@ from components.outputs import NodePoolInfo
 from infra.verify.checks.rack_jobs import pod_problems, shared_domains
 from infra.verify.jobs import TrainingPod
 from infra.verify.model import K8sObject
-from tests.helpers.rack_jobs import build, rack_job, rack_platform
+from tests.helpers.jobs import build
+from tests.helpers.rack_jobs import rack_job, rack_platform
 
 pytestmark = pytest.mark.plans
 
