@@ -65,8 +65,15 @@ def _register(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions)
         )
     # A JobSet is another resource type than the Job a fixed-size job stack registered before: the
     # engine replaces a deployed Job with the JobSet, which is right for a job (no alias).
+    return _custom_resource(f"{name}-jobset", manifest, opts)
+
+
+def _custom_resource(
+    resource_name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions
+) -> k8s.apiextensions.CustomResource:
+    """A custom resource registered as its manifest says (apiVersion, kind, metadata, spec)."""
     return k8s.apiextensions.CustomResource(
-        f"{name}-jobset",
+        resource_name,
         api_version=manifest["apiVersion"],
         kind=manifest["kind"],
         metadata=manifest["metadata"],
@@ -146,14 +153,8 @@ class TrainingJob(pulumi.ComponentResource):
         service = _elastic_service(name, manifest, child) if is_elastic(job) else None
         domain = None
         if job_rack(job_pools(job, platform)) is not None:
-            cd = compute_domain(job.name, namespace, labels)
-            domain = k8s.apiextensions.CustomResource(
-                f"{name}-compute-domain",
-                api_version=cd["apiVersion"],
-                kind=cd["kind"],
-                metadata=cd["metadata"],
-                spec=cd["spec"],
-                opts=child,
+            domain = _custom_resource(
+                f"{name}-compute-domain", compute_domain(job.name, namespace, labels), child
             )
         # The pods mount the ConfigMap by name, and claim the channel of the ComputeDomain's template: create
         # both first (and delete the job before them).
