@@ -94,10 +94,7 @@ def serve(path: str, parent: int) -> None:
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:  # a fork keeps only the forking thread: a library's pool would be half there
         sys.exit(f"warm starter: {threads} threads after importing {', '.join(PRELOAD)}; a fork is unsafe")
-    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path + ".tmp")
-    os.rename(path + ".tmp", path)  # a client connects only once the imports are done
-    srv.listen(64)
+    srv = _listen(path)
     waiting: dict[int, socket.socket] = {}
     while os.getppid() == parent:
         ready, _, _ = select.select([srv], [], [], 0.05)
@@ -107,6 +104,19 @@ def serve(path: str, parent: int) -> None:
         _reap(waiting)
     for conn in waiting.values():
         conn.close()
+
+
+def _listen(path: str) -> socket.socket:
+    """A socket that accepts connections at `path` from the moment `path` exists.
+
+    Clients wait for the path to appear and then connect at once: the socket listens under a temporary
+    name first, and only then takes its name (a client that connected between the rename and listen()
+    was refused: ECONNREFUSED, seen once in CI)."""
+    srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    srv.bind(path + ".tmp")
+    srv.listen(64)
+    os.rename(path + ".tmp", path)
+    return srv
 
 
 def _start(srv: socket.socket, conn: socket.socket, waiting: dict[int, socket.socket]) -> None:
