@@ -127,6 +127,11 @@ class TrainConfig(_Model):
     compile_backend: Literal["inductor", "cudagraphs", "aot_eager", "eager"] = Field(
         default="inductor", description="torch.compile backend (aot_eager: the same tracing, no C++ codegen)"
     )
+    # Steps between the ranks' agreements on finished steps (loss, preemption signal, compute times: one
+    # host sync and one all-reduce; trainer/vote.py). None: every step on a CPU, where there is no queue of
+    # kernels for the sync to drain; on a GPU as many steps as take about a second, re-measured at each
+    # vote. A preemption signal is acted on at the next vote: no step is lost either way.
+    vote_every_steps: int | None = Field(default=None, ge=1, le=100)
     num_workers: int = Field(default=0, ge=0)
     threads: int | None = Field(default=None, ge=1, description="torch intra-op threads per process")
     checkpoint: CheckpointConfig = CheckpointConfig()
@@ -151,6 +156,12 @@ class TrainConfig(_Model):
                     f"solution for any allowed world size {self.world_sizes}"
                 )
         return self
+
+    def vote_every(self, cuda: bool) -> int | None:
+        """Steps between the ranks' votes; None: about a second of steps, measured (on a GPU)."""
+        if self.vote_every_steps is not None:
+            return self.vote_every_steps
+        return None if cuda else 1
 
     def accumulation(self, world_size: int) -> int:
         """Micro-batches per rank per step so that the global batch holds at this world size."""

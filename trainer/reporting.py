@@ -20,13 +20,16 @@ from trainer.peaks import gpu_peak
 
 @dataclass(frozen=True)
 class StepResult:
-    """One optimizer step as every rank agreed on it in the step's all-reduce."""
+    """One optimizer step as every rank agreed on it at a vote (trainer/vote.py)."""
 
     loss: float  # mean over ranks
     preempt: bool  # some rank received a preemption signal
-    seconds: float  # wall time of the step, vote included
+    seconds: float  # wall time of the step on this rank (a vote after it counts in the next wall_s)
     rank_seconds: list[float]  # every rank's own compute time, by global rank
     indices: list[int] = field(default_factory=list)  # dataset indices this rank trained on (if recorded)
+    # time.perf_counter() at the step's end on this rank; None: when it is reported (steps agreed in an
+    # interval are reported together at the vote: trainer/vote.py)
+    ended: float | None = None
 
 
 class SampleRecorder:
@@ -95,7 +98,7 @@ class StepReporter:
     def step_done(self, step: int, res: StepResult, lr: float) -> None:
         """Step ``step`` (0-based) finished; ``step + 1`` steps are done."""
         done, m, dt = step + 1, self.metrics, res.seconds
-        now = time.perf_counter()
+        now = time.perf_counter() if res.ended is None else res.ended
         wall = res.seconds if self._last_end is None else now - self._last_end
         self._last_end = now
         m.step.set(done)
@@ -113,6 +116,7 @@ class StepReporter:
         if done % self.cfg.log_interval == 0 or done == self.cfg.steps:
             self.log(
                 "step_done",
+                step=done,  # set here: a step agreed at a later vote is reported after later events
                 loss=round(res.loss, 6),
                 step_s=round(dt, 5),
                 wall_s=round(wall, 5),

@@ -3,12 +3,12 @@
 Wall time per step is the same on every rank: everyone waits for the slowest rank in DDP's gradient
 all-reduce. What differs is when each rank *finished computing*: DDP calls its communication hook for a
 bucket as soon as this rank's gradients for it are ready, before any waiting for peers. So a rank's own
-time is (step start -> its last bucket ready) + (backward returned -> the step's vote), the second part
+time is (step start -> its last bucket ready) + (backward returned -> the step's end), the second part
 being gradient clipping and the optimizer step, both local. On a GPU the marks are CUDA events on the
 compute stream (host timestamps only say when work was queued); on a CPU they are host timestamps.
 
 FSDP has no such hook (its all-gathers in forward already wait for peers), and a process without DDP
-has no peers: there the time is step start -> the vote, which for FSDP includes waiting.
+has no peers: there the time is step start -> the step's end, which for FSDP includes waiting.
 """
 
 from __future__ import annotations
@@ -43,8 +43,11 @@ class StepClock:
     def backward_done(self) -> None:
         self._t["backward"] = self._now()
 
-    def before_vote(self) -> None:
+    def step_end(self) -> dict[str, Any]:
+        """Mark the end of the step's local work; its marks, read later by ``compute_seconds`` (on a GPU
+        reading them waits for the events, so it is done at the vote, not at every step)."""
         self._t["vote"] = self._now()
+        return self._t
 
     def _between(self, a: Any, b: Any) -> float:
         if self.cuda:
@@ -52,8 +55,8 @@ class StepClock:
             return a.elapsed_time(b) / 1000.0
         return b - a
 
-    def compute_seconds(self) -> float:
-        t = self._t
+    def compute_seconds(self, marks: dict[str, Any]) -> float:
+        t = marks
         if "ready" not in t or "backward" not in t:
             return self._between(t["start"], t["vote"])
         return self._between(t["start"], t["ready"]) + self._between(t["backward"], t["vote"])

@@ -2,9 +2,9 @@
 
 ``Trainer`` is shaped like torchtitan's: everything it trains with is declared and built once in
 ``__init__`` (process groups, model, optimizer, scheduler, data loader, metrics, checkpointer); ``run()``
-resumes and loops; ``train_step`` is one optimizer step (micro-batches, clipping, the step, the vote)
-and ``forward_backward`` one micro-batch. The checkpoint holds Statefuls (``trainer.state``) and the
-checkpoint store decides when a step is due. Exit codes are ``trainer.contract``'s.
+resumes and loops; ``train_step`` is one optimizer step (micro-batches, clipping, the update; the ranks
+agree on finished steps at votes, trainer/vote.py) and ``forward_backward`` one micro-batch. The
+checkpoint holds Statefuls (``trainer.state``) and the checkpoint store decides when a step is due. Exit codes are ``trainer.contract``'s.
 """
 
 from __future__ import annotations
@@ -50,9 +50,10 @@ from trainer.goodput import HighWater, PhaseClock, redone_until
 from trainer.metrics import EventLog, Metrics, Progress
 from trainer.model import GPT
 from trainer.preemption import PreemptionFlag
-from trainer.reporting import SampleRecorder, StepReporter, StepResult
+from trainer.reporting import SampleRecorder, StepReporter
 from trainer.state import ModelState, OptimizerState, TrainState, seed_rank
 from trainer.straggler import StepClock
+from trainer.vote import FinishedStep, StepVote
 from trainer.watchdog import Watchdog
 
 __all__ = ["CollectiveConfigError", "SaveFailed", "Trainer", "main"]
@@ -139,9 +140,17 @@ class Trainer:
         self.autocast: contextlib.AbstractContextManager[Any] = (
             torch.autocast(ctx.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
         )
-        # One collective per step carries the loss, the preemption vote (any rank signalled) and every
-        # rank's own compute time (each rank fills its slot; the sum gives all of them to all ranks).
-        self._vote = torch.zeros(2 + ctx.world_size, dtype=torch.float64)
+        # One collective per vote carries the steps' losses, the preemption vote (any rank signalled) and
+        # every rank's own compute time (each rank fills its slot; the sum gives all of them to all ranks).
+        self.vote = StepVote(
+            rank=ctx.rank,
+            world_size=ctx.world_size,
+            every=cfg.vote_every(ctx.cuda),
+            last_step=cfg.steps - 1,
+            signalled=lambda: self.flag.set,
+            compute_seconds=self.clock.compute_seconds,
+        )
+        self._lrs: list[float] = []  # the learning rate of each step not yet agreed
 
     def _publish_static_metrics(self) -> None:
         m = self.metrics
@@ -223,9 +232,8 @@ class Trainer:
                 redo = step < self._redo_until
                 self._data_phase = "redone" if redo else "data"
                 self.phases.switch("redone" if redo else "step")
-                result = self.train_step(batches)
-                loss = result.loss
-                code = self._step_done(step, result, progress)
+                code, agreed_loss = self._step_done(step, self.train_step(batches), progress)
+                loss = loss if agreed_loss is None else agreed_loss
                 if code is not None:
                     return code
         finally:
@@ -237,14 +245,24 @@ class Trainer:
         self.log("finished", loss=None if loss is None else round(loss, 6), steps=self.cfg.steps)
         return EXIT_OK
 
-    def _step_done(self, step: int, result: StepResult, progress: Progress) -> int | None:
-        """Report step ``step``, then checkpoint or preempt; an exit code if the run ends here."""
+    def _step_done(
+        self, step: int, finished: FinishedStep, progress: Progress
+    ) -> tuple[int | None, float | None]:
+        """Step ``step`` is done here: agree (at a vote step) and report, then checkpoint or preempt.
+
+        (an exit code if the run ends here, the newest agreed loss or None)."""
         done = step + 1
         self.train_state.advance(done, self.cfg.global_batch_size)
-        self.watchdog.step_done(result.seconds)
+        self.watchdog.step_done(finished.seconds)
         self.log.step = done
-        self.reporter.step_done(step, result, lr=float(self.scheduler.get_last_lr()[0]))
-        progress.update(done, result.loss)
+        self._lrs.append(float(self.scheduler.get_last_lr()[0]))
+        agreed = self.vote.add(step, finished)
+        lrs, self._lrs = self._lrs, self._lrs[len(agreed) :]
+        first = done - len(agreed)
+        for i, result in enumerate(agreed):
+            self.reporter.step_done(first + i, result, lr=lrs[i])
+            progress.update(first + i + 1, result.loss)
+        loss = agreed[-1].loss if agreed else None
         if done <= self._redo_until:
             self._steps_redone += 1
             self.metrics.steps_redone.inc()
@@ -254,15 +272,16 @@ class Trainer:
             self.checkpointer.poll()
         # At the last step a signal changes nothing: the final save is the checkpoint, and the run is
         # complete (exit 0), not preempted.
-        if result.preempt and done < self.cfg.steps:
-            return self._preempt(done)
+        if agreed and agreed[-1].preempt and done < self.cfg.steps:
+            return self._preempt(done), loss
         with self.phases.phase("checkpoint_save"):
             self.checkpointer.maybe_save(done)
-        return None
+        return None, loss
 
     # ---- one step ------------------------------------------------------------------------------
-    def train_step(self, batches: Iterator[Any]) -> StepResult:
-        """One optimizer step: ``accum`` micro-batches, clipping, the update, and the step's vote."""
+    def train_step(self, batches: Iterator[Any]) -> FinishedStep:
+        """One optimizer step: ``accum`` micro-batches, clipping, the update; its loss stays on the device
+        until the ranks agree on it (trainer/vote.py)."""
         t0 = time.perf_counter()
         self.clock.start()
         loss_sum = torch.zeros((), device=self.ctx.device)
@@ -279,9 +298,9 @@ class Trainer:
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        self.clock.before_vote()
-        loss, preempt, rank_seconds = self._agree(loss_sum)
-        return StepResult(loss, preempt, time.perf_counter() - t0, rank_seconds, seen)
+        marks = self.clock.step_end()
+        ended = time.perf_counter()
+        return FinishedStep(loss_sum, marks, ended - t0, ended, seen)
 
     def forward_backward(self, x: torch.Tensor, *, last: bool) -> torch.Tensor:
         """Forward and backward of one micro-batch (gradients sync on the ``last``); its share of the loss."""
@@ -304,15 +323,6 @@ class Trainer:
             return self.model.no_sync()
         self.model.set_requires_gradient_sync(False)  # type: ignore[operator]  # FSDP2: re-enabled for the last
         return contextlib.nullcontext()
-
-    def _agree(self, loss_sum: torch.Tensor) -> tuple[float, bool, list[float]]:
-        """The step's one all-reduce: mean loss, whether any rank was signalled, every rank's compute time."""
-        vote, world = self._vote, self.ctx.world_size
-        vote.zero_()
-        vote[0], vote[1] = float(loss_sum), float(self.flag.set)
-        vote[2 + self.ctx.rank] = self.clock.compute_seconds()
-        dist.all_reduce(vote)
-        return float(vote[0]) / world, bool(vote[1] > 0), vote[2:].tolist()
 
     # ---- endings -------------------------------------------------------------------------------
     def _preempt(self, done: int) -> int:
