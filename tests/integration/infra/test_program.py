@@ -4,18 +4,15 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from infra import stackfile
 from tests.helpers import procs
+from tests.helpers.checkers import SHARED_CHECKS, run_checker
 from tests.helpers.mockplan import platform_refs
 from tests.helpers.plans import ROOT, cached_run_program, stack_files
-
-SHARED_CHECKS = ROOT.parent / "shared" / "checks"
-
 
 STACK_NAMES = [p.name[len("Pulumi.") : -len(".yaml")] for p in stack_files()]
 
@@ -41,24 +38,15 @@ def test_independent_mock_runner_plans_every_stack(stack, mockplan, tmp_path):
     # The other independent checkers, on what the engine would be sent: nested provider inputs against the
     # SDKs' input types, Helm values against the pinned charts' defaults, custom resources against the
     # upstream CRD schemas (../shared/reference).
+    # (in this process: tests/helpers/checkers.py)
     for checker in ("provider_inputs.py", "helm_values_keys.py"):
-        proc = _check(checker, str(path))
-        assert proc.returncode == 0, f"{checker}: {proc.stdout[-2000:]}"
+        code, out = run_checker(checker, str(path))
+        assert code == 0, f"{checker}: {out[-2000:]}"
     from infra.render import render
 
     render(ours, tmp_path / "rendered")
-    proc = _check("crd_validate.py", str(tmp_path / "rendered"))
-    assert proc.returncode == 0, f"crd_validate.py: {proc.stdout[-2000:]}"
-
-
-def _check(checker: str, *args: str) -> subprocess.CompletedProcess:
-    return procs.run(
-        [sys.executable, str(SHARED_CHECKS / checker), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    code, out = run_checker("crd_validate.py", str(tmp_path / "rendered"))
+    assert code == 0, f"crd_validate.py: {out[-2000:]}"
 
 
 @pytest.mark.skipif(
