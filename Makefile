@@ -39,9 +39,14 @@ demo: $(STAMP)
 	  if [ -n "$$failed" ]; then echo "demo: failed:$$failed"; exit 1; fi
 
 # Lint (incl. complexity limits), format, types, the doctests of the library, then the suite: every tier
-# (testpaths: tests/unit and tests/integration).
-test: lint
-	$(BIN)/python -m pytest -q -p no:xdist --doctest-modules components contract controllers infra trainer
+# (testpaths: tests/unit and tests/integration). mypy (about 30 s from cold) and the doctests each keep one
+# core busy: they run side by side, and both must pass before the suite starts.
+test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy & types=$$!; \
+	  $(BIN)/python -m pytest -q -p no:xdist --doctest-modules components contract controllers infra trainer; \
+	  docs=$$?; wait $$types && test $$docs -eq 0
 	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 # The inner loop: the fast tier, tests with no tier marker (in-process logic: the spec, rules, catalog,
