@@ -5,6 +5,7 @@ what the fleet costs per month (each platform's own plan cost, infra/plan_cost.p
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from typing import Any
 
 from rich.console import Console
@@ -97,9 +98,11 @@ def summarize_fleet(
     spec: FleetSpec,
     platforms: dict[str, dict[str, Any]],
     specs: dict[str, PlatformSpec | None],
+    today: date | None = None,
 ) -> FleetSummary:
     """The fleet's summary from its offline run and its platforms' outputs (by stack name) and specs (by
-    stack name; None where only outputs are known: --ref)."""
+    stack name; None where only outputs are known: --ref). `today`: the plan's day, which prices each
+    platform's control plane (standard or extended support) and dates its prices, as a platform's plan does."""
     manager_out = platforms[spec.manager.platform_stack]
     manager_spec = specs.get(spec.manager.platform_stack)
     workers = [
@@ -110,7 +113,7 @@ def summarize_fleet(
     ordered = model.dispatch_order(spec, workers, manager.cloud)
     lines = []
     for i, w in enumerate(ordered):
-        cost = estimate_cost(s) if (s := specs.get(w.stack)) is not None else None
+        cost = estimate_cost(s, today) if (s := specs.get(w.stack)) is not None else None
         gpus = sum(p.gpus_per_node * p.max_nodes for p in w.platform.node_pools if p.gpu)
         lines.append(
             FleetWorkerLine(
@@ -156,7 +159,7 @@ def summarize_fleet(
         )
     gpus_max = sum(w.gpus_max for w in lines)
     plan = summarize(result, "fleet", (0, gpus_max), Cost(None, None, None, None, 0.0))
-    manager_cost = estimate_cost(manager_spec) if manager_spec is not None else None
+    manager_cost = estimate_cost(manager_spec, today) if manager_spec is not None else None
     return FleetSummary(
         plan,
         spec.name,

@@ -128,21 +128,21 @@ def plan_stack(stack: str, ref_pairs: list[str] | None = None, today: date | Non
         result = run_stack(sf)
         return result, summarize_platform(result, spec, today)
     if sf.object("trainplane:fleet") is not None:
-        return plan_fleet(sf, read_refs(ref_pairs or []))
+        return plan_fleet(sf, read_refs(ref_pairs or []), today)
     if sf.object("trainplane:job") is None:
         raise no_object_error(sf)
     job = validated(sf, "trainplane:job", JobSpec)
     refs = read_refs(ref_pairs or [])
     if job.on_fleet:
-        return plan_fleet_job(sf, job, refs)
+        return plan_fleet_job(sf, job, refs, today)
     outputs, platform_spec = job_platform(job, refs, sf)
     result = run_stack(sf, {**refs, job.platform_stack: outputs})
     return result, summarize_job(result, job, str(outputs.get("cloud")), platform_spec, today, outputs)
 
 
-def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
+def plan_fleet(sf: Any, refs: dict[str, Any], today: date | None = None) -> tuple[Any, Any]:
     """A fleet stack run offline on its manager's and workers' outputs (recorded with --ref, else planned
-    from their stack files), and its summary (infra/plan_fleet.py)."""
+    from their stack files), and its summary (infra/plan_fleet.py); `today` prices as plan_stack's does."""
     from components.spec import PlatformSpec
     from components.spec.fleet import FleetSpec
     from infra.plan_fleet import summarize_fleet
@@ -165,7 +165,7 @@ def plan_fleet(sf: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
             ]
         )
     result = run_stack(sf, {**refs, **platforms})
-    return result, summarize_fleet(result, spec, platforms, specs)
+    return result, summarize_fleet(result, spec, platforms, specs, today)
 
 
 def _fleet_platform(stack: str, refs: dict[str, Any], where: str) -> tuple[dict[str, Any], Any]:
@@ -256,7 +256,7 @@ def fleet_job_outputs(
     return run_stack(fsf, {**refs, **platforms}).outputs, platforms, specs
 
 
-def plan_fleet_job(sf: Any, job: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
+def plan_fleet_job(sf: Any, job: Any, refs: dict[str, Any], today: date | None = None) -> tuple[Any, Any]:
     """A job on a fleet run offline on its fleet's and platforms' outputs; its FleetJobSummary
     (infra/plan_fleet_job.py) says per worker whether it fits and why not."""
     from components.job_fleet_stack import FleetOutputs, fleet_problems
@@ -275,7 +275,7 @@ def plan_fleet_job(sf: Any, job: Any, refs: dict[str, Any]) -> tuple[Any, Any]:
     result = run_stack(sf, {**refs, job.fleet_stack: outputs, **platforms})
     first = next(f for f in fits if f.fits)
     worker = dict(zip([w[0] for w in workers], workers, strict=True))[first.name][2]
-    summary = summarize_job(result, job, worker.cloud, specs.get(first.stack))
+    summary = summarize_job(result, job, worker.cloud, specs.get(first.stack), today)
     return result, FleetJobSummary(
         summary, job.fleet_stack, [(f.name, f.stack, f.fits, f.problems) for f in fits]
     )

@@ -490,3 +490,19 @@ def test_a_worker_that_would_admit_another_workers_jobs_is_refused_in_one_line_p
     assert any(
         p.startswith("fleet.workers[0]: worker 'aws-h100' (aws-h100-reserved) would admit") for p in problems
     )
+
+
+def test_the_fleets_costs_are_its_platforms_own_plans_costs_on_the_plans_day(fleet_plan):
+    # The fleet priced its manager and workers without the plan's day: no price age, and a control plane in
+    # extended support priced at the standard rate. Now each is what that platform's own plan says that day.
+    from datetime import date
+
+    from infra.stacks import plan_stack
+
+    day = date(2026, 11, 28)
+    fleet = plan_stack(FLEET, today=day)[1]
+    manager = plan_stack(fleet.manager, today=day)[1]
+    assert fleet.manager_cost == manager.cost and fleet.manager_cost.price_age_months is not None
+    aws = next(w for w in fleet.workers if w.cloud == "aws")
+    own = plan_stack(aws.stack, today=day)[1].cost
+    assert (aws.min_hourly, aws.max_hourly) == (own.min_hourly, own.max_hourly)
