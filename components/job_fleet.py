@@ -7,6 +7,12 @@ adapter creates the remote object from the local one; the worker's own Kueue the
 - the job must fit at least one worker (`check_job` against that worker's PlatformOutputs);
 - where it fits several, its pod must be the same on each (pools' node labels and taints, the machine
   sizing, the fabric, the grace period): one pod template cannot be right for two unlike workers;
+- a job on NVL72 rack pools is refused: its pods claim a channel of the job's ComputeDomain, which the job
+  stack creates beside the JobSet and MultiKueue does not copy (kueue@v0.19.2
+  pkg/controller/jobs/jobset/jobset_multikueue_adapter.go SyncJob creates the remote JobSet from the local
+  one and nothing else), so on the worker the claim template never exists and the pods never start; the
+  manager, without the DRA driver's controller, has no claim template either, and its Kueue cannot count
+  the claim (pkg/dra/claims.go getClaimSpec fails). A rack job runs on its rack platform (platformStack);
 - `<scheme>://auto` names ONE platform's checkpoint bucket, resolved when the job stack deploys, and the
   manager cannot know which worker will admit the job: a fleet job gives an explicit URI (on an object
   store every fitting worker's identity reaches) or a path on a volume every fitting worker has.
@@ -75,6 +81,13 @@ def pod_differences(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     return out
 
 
+def _on_racks(job: JobSpec, platform: PlatformOutputs) -> bool:
+    from components.incluster.compute_domain import job_rack
+    from components.incluster.job_pod import job_pools
+
+    return job_rack(job_pools(job, platform)) is not None
+
+
 def _pod(job: JobSpec, platform: PlatformOutputs) -> dict[str, Any]:
     from components.incluster.job_pod import pod_template
 
@@ -110,6 +123,13 @@ def check_fleet_job(
         )
         fits.append(WorkerFit(name, stack, lines))
     fitting = [(f, p) for f, (_, _, p) in zip(fits, workers, strict=True) if f.fits]
+    racks = [f.name for f, p in fitting if _on_racks(job, p)]
+    if racks:
+        problems.append(
+            f"{root}.nodePools: on worker {', '.join(racks)} they are NVL72 rack pools, whose pods claim a channel "
+            "of the job's ComputeDomain, and MultiKueue copies only the JobSet to a worker, not the "
+            "ComputeDomain: the pods would never start; run a rack job on its platform (platformStack)"
+        )
     if not fitting:
         problems += [
             f"{root}: fits no worker of fleet {job.fleet_stack}; worker {f.name} ({f.stack}): {'; '.join(f.problems)}"

@@ -305,3 +305,19 @@ def test_a_job_on_an_existing_cluster_platform_reaches_it_through_the_ambient_ku
     assert provider.name == "platform-cluster"
     assert provider.inputs.get("context") == "lab-admin"
     assert "ambient kubeconfig" not in json.dumps(provider.inputs.get("kubeconfig") or "")
+
+
+def test_a_job_on_rack_pools_is_refused_on_a_fleet():
+    # MultiKueue copies the JobSet alone to the worker; the ComputeDomain its pods claim a channel of stays
+    # behind, so on the worker they would wait for a claim template that never comes.
+    rack = outputs("aws-gb200")
+    racked = [("gb200", "organization/trainplane/aws-gb200", rack), *workers()]
+    spec = job(nodePools=None, nodePool="gb200-block", nodes={"min": 18, "max": 18}, gpusPerNode=4, volumes=None,
+               trainer={"model": "gpt-small", "globalBatchSize": 576, "microBatchSize": 8, "steps": 10})  # fmt: skip
+    fits, problems = check_fleet_job(spec, racked)
+    assert [f.name for f in fits if f.fits] == ["gb200"]
+    assert problems == [
+        "job.nodePools: on worker gb200 they are NVL72 rack pools, whose pods claim a channel of the job's "
+        "ComputeDomain, and MultiKueue copies only the JobSet to a worker, not the ComputeDomain: the pods "
+        "would never start; run a rack job on its platform (platformStack)"
+    ]
