@@ -227,8 +227,9 @@ class Checkpointer:
     def before_optimizer_step(self) -> None:
         """Called by the trainer right before ``optimizer.step()``, the first call that changes the state a
         save in flight may still be copying in the background: wait for that copy (counted as blocking)."""
-        if self.store is not None:
-            self.store.wait_staged()
+        if self.store is not None and self.store.staging_in_flight:
+            with self.watchdog.paused("checkpoint_save"):  # a hang here is the save's, under its timeout
+                self.store.wait_staged()
 
     def _account(self, failed: bool, seen_here: bool) -> None:
         if not failed:

@@ -201,6 +201,11 @@ class CheckpointStore(CheckpointRoot):
         )
         return True
 
+    @property
+    def staging_in_flight(self) -> bool:
+        """Whether the save in flight may still be copying the live state (background staging)."""
+        return self._pending is not None and self._pending.staging is not None
+
     def wait_staged(self) -> float:
         """Wait until the save in flight no longer reads the live state (its copy is staged); the seconds
         waited, added to that save's blocking figure. Call before anything changes the state in place."""
