@@ -159,6 +159,9 @@ ENV_LAUNCH_DIR: Final = "TRAINPLANE_LAUNCH_DIR"  # workers leave status markers 
 ENV_LAUNCHER_PID: Final = "TRAINPLANE_LAUNCHER_PID"  # workers die when this process does
 # Tests only: seconds rank 0 waits between DCP finishing and writing a synchronous save's manifest.
 ENV_FAULT_COMMIT_DELAY: Final = "TRAINPLANE_FAULT_COMMIT_DELAY_S"
+# Tests only: "background" stages async saves with DCP's DefaultStager in its own thread on CPU too (the
+# path GPUs take), instead of the synchronous CPU stager.
+ENV_CKPT_STAGING: Final = "TRAINPLANE_CKPT_STAGING"
 # Seconds between writes of the goodput high-water mark (trainer/goodput.py; default 30, tests use 0).
 ENV_HIGH_WATER_INTERVAL: Final = "TRAINPLANE_HIGH_WATER_INTERVAL_S"
 

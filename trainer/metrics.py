@@ -42,6 +42,9 @@ class Metrics:
         self.save_seconds = Gauge(
             "trainplane_checkpoint_save_seconds", "Duration of the last committed checkpoint save", registry=r
         )
+        # Every wait of the training thread for the last save: for the previous save to commit, the
+        # all-reduce agreeing on its outcome, the save call, and a background copy's wait before the next
+        # optimizer step (trainer/checkpoint/manager.py).
         self.save_blocking_seconds = Gauge(
             "trainplane_checkpoint_save_blocking_seconds", "Time the last save blocked training", registry=r
         )

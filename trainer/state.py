@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import pickle
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -30,16 +30,22 @@ from torch.distributed.checkpoint.state_dict import (
 class TrainState:
     """Progress of the job, carried across restarts and resizes.
 
-    ``rng`` holds the pickled RNG states of every rank at the save (gathered, stored once), so that a
-    resume at the same world size gives each rank back exactly its own streams.
+    Each rank saves its own RNG states (pickled, ``own_rng``) under its own key ``rng_rank_<rank>``, so
+    that a resume at the same world size gives each rank back exactly its own streams without gathering
+    them: DCP keeps one copy of items with the same key across ranks (its planner dedups by key, torch
+    2.13 torch/distributed/checkpoint/_dedup_save_plans.py, called by default_planner.py
+    ``create_global_plan``), and each rank's key is its own. ``rng`` is the older layout, every rank's
+    states gathered into one pickled list: still loaded from checkpoints that have it, never saved.
 
     >>> from torch.distributed.checkpoint.stateful import Stateful
-    >>> ts = TrainState(world_size=2)
+    >>> ts = TrainState(world_size=2, rank=1, own_rng=b"r1")
     >>> ts.advance(5, global_batch_size=8)
-    >>> again = TrainState()
+    >>> sorted(ts.state_dict())
+    ['preemptions', 'resumes', 'rng_rank_1', 'samples', 'step', 'world_size']
+    >>> again = TrainState(rank=1)
     >>> again.load_state_dict(ts.state_dict())
-    >>> isinstance(ts, Stateful), again == ts, again.samples
-    (True, True, 40)
+    >>> isinstance(ts, Stateful), again == ts, again.samples, again.own_rng
+    (True, True, 40, b'r1')
     """
 
     step: int = 0
@@ -47,7 +53,13 @@ class TrainState:
     world_size: int = 1
     preemptions: int = 0
     resumes: int = 0
-    rng: bytes = b""
+    rng: bytes = b""  # an older checkpoint's gathered RNG states of every rank (loaded, never saved)
+    own_rng: bytes = b""  # this rank's pickled RNG states, set just before each save
+    rank: int = field(default=0, compare=False)  # this process's rank: which RNG key is its own
+
+    @property
+    def rng_key(self) -> str:
+        return f"rng_rank_{self.rank}"
 
     def state_dict(self) -> dict[str, Any]:
         return {
@@ -56,23 +68,40 @@ class TrainState:
             "world_size": self.world_size,
             "preemptions": self.preemptions,
             "resumes": self.resumes,
-            "rng": self.rng,
+            self.rng_key: self.own_rng,
         }
+
+    def load_layout(self, saved: set[str], prefix: str = "train.") -> dict[str, Any]:
+        """What to load from a checkpoint whose keys are ``saved``: the RNG keys it has (this rank's own,
+        the older gathered list), never one it lacks (a rank beyond its world size, an older layout)."""
+        sd = self.state_dict()
+        if prefix + self.rng_key not in saved:
+            del sd[self.rng_key]
+        if prefix + "rng" in saved:
+            sd["rng"] = b""
+        return sd
 
     def load_state_dict(self, sd: dict[str, Any]) -> None:
         self.step, self.samples = int(sd["step"]), int(sd["samples"])
         self.world_size = int(sd["world_size"])
         self.preemptions, self.resumes = int(sd["preemptions"]), int(sd["resumes"])
-        self.rng = bytes(sd["rng"])
+        self.rng = bytes(sd.get("rng", b""))
+        self.own_rng = bytes(sd.get(self.rng_key, b""))
 
     def advance(self, step: int, global_batch_size: int) -> None:
         """``step`` optimizer steps are done."""
         self.step, self.samples = step, step * global_batch_size
 
-    def rank_rng(self, rank: int) -> dict[str, Any]:
-        """The RNG states rank ``rank`` had at the save (raises if the blob does not unpickle)."""
+    def saved_rng(self) -> dict[str, Any]:
+        """The RNG states this rank had at the save: its own key, else the older gathered list (raises if
+        neither is there or the blob does not unpickle)."""
+        if self.own_rng:
+            own: dict[str, Any] = pickle.loads(self.own_rng)
+            return own
+        if not self.rng:
+            raise KeyError(f"no RNG states saved for rank {self.rank}")
         states: list[dict[str, Any]] = pickle.loads(self.rng)
-        return states[rank]
+        return states[self.rank]
 
 
 class ModelState:

@@ -295,6 +295,7 @@ class Trainer:
         self.clock.backward_done()
         if self.cfg.grad_clip:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.checkpointer.before_optimizer_step()
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)

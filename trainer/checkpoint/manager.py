@@ -2,9 +2,17 @@
 
 The ``CheckpointStore`` knows how to save and when a step is due; this class knows what the job agrees on
 around it: which checkpoint to resume from (verified and loaded collectively, damaged ones set aside),
-whether the training config may differ from the checkpoint's, every rank's RNG streams (gathered into
-the train state at each save), and whether saves keep failing (``checkpoint.maxConsecutiveFailures`` in
-a row ends the run with 74). Without ``checkpoint.uri`` it does nothing and resume starts at step 0.
+whether the training config may differ from the checkpoint's, every rank's RNG streams (each rank's under
+its own key of the train state, ``rng_rank_<rank>``), and whether saves keep failing
+(``checkpoint.maxConsecutiveFailures`` in a row ends the run with 74). Without ``checkpoint.uri`` it does
+nothing and resume starts at step 0.
+
+The blocking figure of a save (``blocking_s`` of ``checkpoint_save_started``, so far, and of
+``checkpoint_committed``/``checkpoint_shards_written``, ``SaveResult.blocking_seconds`` and the gauge
+``trainplane_checkpoint_save_blocking_seconds``, in full) is every wait the training thread makes for it:
+waiting for the previous save to commit, the collective that agrees on that save's outcome, the save call
+itself (state dicts, planning of a synchronous save, an inline copy) and, with background staging, the wait
+for the copy before the next optimizer step (``before_optimizer_step``).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import torch
 import torch.distributed as dist
 from torch.distributed.checkpoint.stateful import Stateful
 
@@ -62,6 +71,7 @@ class Checkpointer:
     ) -> None:
         self.cfg, self.group, self.log, self.metrics, self.watchdog = cfg, group, log, metrics, watchdog
         self.train_state = train_state
+        train_state.rank = group.rank  # which RNG key of the train state is this rank's
         # checkpoint keys in the order every checkpoint so far was written: model, optim, sched, train
         self.states: dict[str, Stateful] = {**states, "train": train_state}
         self.store = CheckpointStore.for_run(cfg, group, log) if cfg.checkpoint.uri else None
@@ -91,11 +101,11 @@ class Checkpointer:
                 self._check_config(cand)
                 t0 = time.perf_counter()
                 problem = store.verify(cand)
-                rngs: list[dict[str, Any]] = []
+                rng: dict[str, Any] | None = None
                 if problem is None:
-                    problem, rngs = self._load(cand)
+                    problem, rng = self._load(cand)
                 if problem is None:
-                    return self._resumed(cand, rngs, time.perf_counter() - t0)
+                    return self._resumed(cand, rng, time.perf_counter() - t0)
                 self.metrics.load_failures.inc()
                 store.mark_skipped(cand.step, problem)
         tried = ", ".join(str(c.step) for c in cands) or "none passed the size check"
@@ -115,29 +125,35 @@ class Checkpointer:
         uri = self.store.uri if self.store is not None else ""
         raise CollectiveConfigError(config_change_error(cand.step, uri, stored, current))
 
-    def _load(self, cand: Candidate) -> tuple[str | None, list[dict[str, Any]]]:
-        """Load one candidate into the states: (the problem agreed by all ranks or None, every rank's RNG)."""
+    def _load(self, cand: Candidate) -> tuple[str | None, dict[str, Any] | None]:
+        """Load one candidate into the states: (the problem agreed by all ranks or None, this rank's RNG
+        states, None where the checkpoint has none for this rank: it was saved at another world size)."""
         assert self.store is not None
         problem: str | None = None
-        rngs: list[dict[str, Any]] = []
+        rng: dict[str, Any] | None = None
+        ts = self.train_state
         try:
             loaded = materialise(self.states)  # the layout to load into; DCP fills it in place
+            # only the RNG keys the checkpoint has: this rank's own, or an older checkpoint's gathered list
+            loaded["train"] = ts.load_layout(self.store.saved_keys(cand))
             self.store.load(loaded, cand)
             for key, obj in self.states.items():
                 obj.load_state_dict(loaded[key])
-            rngs = pickle.loads(self.train_state.rng)
+            if ts.world_size == self.group.world_size:
+                rng = ts.saved_rng()
         except CheckpointError as e:
             problem = f"load failed: {e}"
         except Exception as e:  # unpickling, a missing key, a shape mismatch...
             problem = f"load failed: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
-        return self.store.agree(problem), rngs
+        return self.store.agree(problem), rng
 
-    def _resumed(self, cand: Candidate, rngs: list[dict[str, Any]], dt: float) -> int:
+    def _resumed(self, cand: Candidate, rng: dict[str, Any] | None, dt: float) -> int:
         ts, world, rank = self.train_state, self.group.world_size, self.group.rank
         saved_world = ts.world_size
         ts.resumes += 1
-        if saved_world == world:
-            set_rng_state(rngs[rank])
+        ts.rng = ts.own_rng = b""  # saved again at the next save, by each rank under its own key
+        if saved_world == world and rng is not None:
+            set_rng_state(rng)
         else:
             # Per-rank streams cannot be split or merged; re-derive them. Data order is unaffected (it
             # depends only on seed, epoch and offset); only dropout-like noise differs from a fixed-size run.
@@ -180,25 +196,40 @@ class Checkpointer:
         """Save at ``step``; returns whether a synchronous save committed (collective). Raises SaveFailed."""
         assert self.store is not None and self.train_state.step == step
         with self.watchdog.paused("checkpoint_save"):
+            t0 = time.perf_counter()  # from here on, every wait counts in this save's blocking figure
             # The previous async save runs collectives on the group in its own thread; gloo cannot
-            # interleave two threads' collectives on one group, so it must be finished before we gather.
+            # interleave two threads' collectives on one group, so it must be finished before ours.
             self.store.wait()
             self.poll()
             mine = self.store.take_outcome()
-            # One gather carries every rank's RNG states (stored once, in the train state) and the
-            # outcome of the previous (async) save: failed for the job if it failed on any rank.
-            gathered: list[Any] = [None] * self.group.world_size
-            dist.all_gather_object(gathered, (rng_state(), mine), group=self.group.pg)
-            outcomes = [g[1] for g in gathered if g[1] is not None]
-            if outcomes:
-                self._account(failed=any(outcomes), seen_here=mine is True)
-            self.train_state.rng = pickle.dumps([g[0] for g in gathered])
-            ok = self.store.save(self.states, step, asynchronous=asynchronous)
+            # The outcome of the previous (async) save, agreed by one int: failed for the job if it
+            # failed on any rank (2), committed (1), nothing new anywhere (0).
+            agreed = self._agree_outcome(mine)
+            if agreed:
+                self._account(failed=agreed == 2, seen_here=mine is True)
+            self.train_state.own_rng = pickle.dumps(rng_state())  # saved under this rank's own key
+            blocked = time.perf_counter() - t0
+            ok = self.store.save(self.states, step, asynchronous=asynchronous, blocked=blocked)
             if not asynchronous:
                 self.store.take_outcome()  # a sync save's outcome is collective already: account it now
                 self.poll()
                 self._account(failed=not ok, seen_here=not ok)
             return ok
+
+    def _agree_outcome(self, mine: bool | None) -> int:
+        """The job's view of the previous save: the max over ranks of 0 (nothing new), 1 (committed)
+        and 2 (failed)."""
+        code = torch.tensor([0 if mine is None else 2 if mine else 1], dtype=torch.int64)
+        if self.group.pg is not None or dist.is_initialized():
+            dist.all_reduce(code, op=dist.ReduceOp.MAX, group=self.group.pg)
+        return int(code.item())
+
+    def before_optimizer_step(self) -> None:
+        """Called by the trainer right before ``optimizer.step()``, the first call that changes the state a
+        save in flight may still be copying in the background: wait for that copy (counted as blocking)."""
+        if self.store is not None and self.store.staging_in_flight:
+            with self.watchdog.paused("checkpoint_save"):  # a hang here is the save's, under its timeout
+                self.store.wait_staged()
 
     def _account(self, failed: bool, seen_here: bool) -> None:
         if not failed:

@@ -170,7 +170,13 @@ class CheckpointRoot:
         except (Exception, CheckpointException) as e:  # CheckpointException derives from BaseException
             raise CheckpointError(one_line(e)) from None
 
-    # ---- damaged, torn and old checkpoints -----------------------------------------------------
+    def saved_keys(self, cand: Candidate) -> set[str]:
+        """The checkpoint's flattened keys (``train.step``, ``train.rng_rank_0``...), from DCP's metadata."""
+        reader = make_reader(self._url(cand.step), local=self.local)
+        return set(reader.read_metadata().state_dict_metadata)
+
+        # ---- damaged, torn and old checkpoints -----------------------------------------------------
+
     def mark_skipped(self, step: int, reason: str) -> None:
         """Move a committed checkpoint that resume cannot use out of the way; never delete it.
 

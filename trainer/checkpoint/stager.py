@@ -1,4 +1,9 @@
-"""Staging for async saves: the state is copied into CPU memory, then written in the background."""
+"""Staging for async saves: the state is copied into CPU memory, then written in the background.
+
+On a GPU the copy itself runs in the background too (DCP's DefaultStager with ``use_async_staging``, torch
+2.13 torch/distributed/checkpoint/staging.py): ``dcp.async_save`` then returns an ``AsyncSaveResponse``
+whose ``staging_completion`` the trainer waits for only before the next optimizer step.
+"""
 
 from __future__ import annotations
 
@@ -22,18 +27,34 @@ class ReusableStager(DefaultStager):
         inner = getattr(self, "_state_dict_stager", None)
         return inner is None or bool(getattr(inner, "_deepcopy_dispatch", True))
 
+    def stage(self, state_dict: Any, **kwargs: Any) -> Any:
+        # Called on the training thread. DCP's staging stream does not wait for the compute stream by
+        # itself: the copies must start after the kernels that wrote the state (the optimizer step
+        # just queued) have run, so the staging stream waits for the current stream first.
+        stream = getattr(self, "_staging_stream", None)
+        if stream is not None:
+            stream.wait_stream(torch.accelerator.current_stream())
+        return super().stage(state_dict, **kwargs)
 
-def default_stager() -> ReusableStager:
+    @property
+    def background(self) -> bool:
+        """Whether ``stage`` returns at once (a Future) and copies in DCP's staging thread."""
+        return bool(self._config.use_async_staging)
+
+
+def default_stager(background: bool | None = None) -> ReusableStager:
     """DCP's stager for what ``_CpuStager`` does not handle (GPU tensors, DTensor, ShardedTensor).
 
-    Pinned memory only helps device-to-host copies, so it is used only with CUDA.
+    With CUDA: pinned, reused buffers, non-blocking copies on DCP's staging stream, in DCP's staging
+    thread (``background``). Without: plain CPU buffers; ``background`` (tests) still stages in DCP's
+    thread (DCP requires an accelerator only for non-blocking copies).
     """
     cuda = torch.cuda.is_available()
     return ReusableStager(
         StagingOptions(
             use_pinned_memory=cuda,
             use_shared_memory=False,
-            use_async_staging=False,
+            use_async_staging=cuda if background is None else background,
             use_non_blocking_copy=cuda,
         )
     )

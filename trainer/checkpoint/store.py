@@ -2,8 +2,9 @@
 
 A save is committed when rank 0 has written the manifest after DCP returned; retention runs after each
 commit. One save is in flight at a time (the checkpoint process group is shared); an async save blocks
-the loop only for staging the state into CPU memory, and its failure is collected later, at a step
-boundary (``take_outcome``).
+the loop only for staging the state into CPU memory (on a GPU, not even that: the copy runs in DCP's
+staging thread and the trainer waits for it before the next optimizer step, ``wait_staged``), and its
+failure is collected later, at a step boundary (``take_outcome``).
 """
 
 from __future__ import annotations
@@ -13,11 +14,12 @@ import time
 import traceback
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint import CheckpointException
+from torch.distributed.checkpoint.state_dict_saver import AsyncSaveResponse
 from torch.distributed.checkpoint.stateful import Stateful
 
 from trainer.checkpoint.manifest import (
@@ -32,7 +34,7 @@ from trainer.checkpoint.manifest import (
 from trainer.checkpoint.root import CheckpointRoot, Group
 from trainer.checkpoint.stager import ReusableStager, _CpuStager, default_stager
 from trainer.checkpoint.writers import make_writer
-from trainer.contract import ENV_FAULT_COMMIT_DELAY
+from trainer.contract import ENV_CKPT_STAGING, ENV_FAULT_COMMIT_DELAY
 
 if TYPE_CHECKING:
     from trainer.config import TrainConfig
@@ -60,6 +62,17 @@ class SaveSchedule:
     def asynchronous(self, step: int) -> bool:
         """The final save is synchronous: the run is complete only once it committed."""
         return self.async_save and not self.is_last(step)
+
+
+@dataclass
+class _InFlight:
+    """The async save in flight: its commit (a Future of the pool), DCP's staging Future while the copy
+    may still run in the background, and what the training thread has waited for it so far."""
+
+    step: int
+    commit: Future[SaveResult]
+    staging: Future[None] | None
+    blocked: float
 
 
 def _shard_bytes(writer: Any) -> int | None:
@@ -97,7 +110,7 @@ class CheckpointStore(CheckpointRoot):
         self.schedule = schedule or SaveSchedule()
         self._fields = ManifestFields(self.world_size, config_hash, config or {})
         self._pool: ThreadPoolExecutor | None = None
-        self._pending: tuple[int, Future[SaveResult]] | None = None
+        self._pending: _InFlight | None = None
         self._stagers: tuple[_CpuStager, ReusableStager] | None = None
         self.last_result: SaveResult | None = None
         # Outcome of the newest finished save that the trainer has not collected yet: True failed,
@@ -137,41 +150,78 @@ class CheckpointStore(CheckpointRoot):
         return self.schedule.asynchronous(step)
 
     # ---- save / commit -------------------------------------------------------------------------
-    def save(self, state: Mapping[str, Any], step: int, *, asynchronous: bool) -> bool:
+    def save(self, state: Mapping[str, Any], step: int, *, asynchronous: bool, blocked: float = 0.0) -> bool:
         """Save ``state`` (plain values or Statefuls) as step ``step``.
 
-        Async returns once the state is copied (staged), True; its failure is collected later
-        (``take_outcome``). A synchronous save returns whether it committed, the same answer on every rank
-        (a collective): callers rely on it to decide between 143 and a failure.
+        Async returns once the state is copied (staged), or with background staging once the copy
+        started, True; its failure is collected later (``take_outcome``). A synchronous save returns
+        whether it committed, the same answer on every rank (a collective): callers rely on it to decide
+        between 143 and a failure. ``blocked``: seconds the training thread already waited for this save
+        (the previous save, the outcome collective), counted in its blocking figure.
         """
+        t0 = time.perf_counter()
         self.wait()  # saves are serialised: one in flight at a time, and the group is shared
+        blocked += time.perf_counter() - t0
         plain = materialise(state)
         if asynchronous:
-            return self._save_async(plain, step)
-        return self._save_sync(plain, step)
+            return self._save_async(plain, step, blocked)
+        return self._save_sync(plain, step, blocked)
 
     def _writer(self, step: int) -> Any:
         return make_writer(
             self._url(step), local=self.local, checksums=self.checksums, thread_count=self.thread_count
         )
 
-    def _save_async(self, state: dict[str, Any], step: int) -> bool:
+    def _save_async(self, state: dict[str, Any], step: int, blocked: float) -> bool:
         t0 = time.perf_counter()
         writer = self._writer(step)
         cpu, default = self._stager_pair()
-        stager = cpu if _CpuStager.handles(state) else default
+        stager = cpu if _CpuStager.handles(state) and not default.background else default
         try:
-            fut = dcp.async_save(state, storage_writer=writer, process_group=self.pg, async_stager=stager)
+            res = dcp.async_save(state, storage_writer=writer, process_group=self.pg, async_stager=stager)
         except (Exception, CheckpointException) as e:
             self._failed(step, e)
             return False
-        blocking = time.perf_counter() - t0
-        commit = self._commit_pool().submit(self._finish_async, fut, writer, step, t0, blocking)
-        self._pending = (step, commit)
-        self._log("checkpoint_save_started", ckpt_step=step, mode="async", blocking_s=round(blocking, 4))
+        # torch 2.13 state_dict_saver.async_save: a stager whose ``stage`` returns a Future (background
+        # staging) gives an AsyncSaveResponse(staging_completion, upload_completion); otherwise one Future.
+        staging, upload = (
+            (res.staging_completion, res.upload_completion)
+            if isinstance(res, AsyncSaveResponse)
+            else (None, res)
+        )
+        call = time.perf_counter() - t0
+        commit = self._commit_pool().submit(self._finish_async, upload, writer, step, t0)
+        self._pending = _InFlight(step, commit, staging, blocked + call)
+        self._log(
+            "checkpoint_save_started",
+            ckpt_step=step,
+            mode="async",
+            staging="background" if staging is not None else "inline",
+            blocking_s=round(blocked + call, 4),  # so far: a background copy's wait is added later
+        )
         return True
 
-    def _save_sync(self, state: dict[str, Any], step: int) -> bool:
+    @property
+    def staging_in_flight(self) -> bool:
+        """Whether the save in flight may still be copying the live state (background staging)."""
+        return self._pending is not None and self._pending.staging is not None
+
+    def wait_staged(self) -> float:
+        """Wait until the save in flight no longer reads the live state (its copy is staged); the seconds
+        waited, added to that save's blocking figure. Call before anything changes the state in place."""
+        p = self._pending
+        if p is None or p.staging is None:
+            return 0.0
+        t0 = time.perf_counter()
+        try:
+            p.staging.result()
+        except Exception as e:  # the upload fails with it and is collected as the save's failure
+            self._log("checkpoint_staging_failed", ckpt_step=p.step, error=one_line(e))
+        dt = time.perf_counter() - t0
+        p.staging, p.blocked = None, p.blocked + dt
+        return dt
+
+    def _save_sync(self, state: dict[str, Any], step: int, blocked: float) -> bool:
         t0 = time.perf_counter()
         writer = self._writer(step)
         self._log("checkpoint_save_started", ckpt_step=step, mode="sync")
@@ -193,32 +243,33 @@ class CheckpointStore(CheckpointRoot):
         dt = time.perf_counter() - t0
         if self.rank == 0:  # deleting old multi-GB checkpoints need not hold up training
             self._commit_pool().submit(self.prune, step)
-        self._done(SaveResult(step, nbytes, dt, dt))
+        self._done(SaveResult(step, nbytes, dt, blocked + dt))
         return True
 
-    def _finish_async(self, fut: Any, writer: Any, step: int, t0: float, blocking: float) -> SaveResult:
+    def _finish_async(self, fut: Any, writer: Any, step: int, t0: float) -> SaveResult:
         fut.result()
         nbytes = self._commit(step, getattr(writer, "crcs", None)) if self.rank == 0 else _shard_bytes(writer)
-        res = SaveResult(step, nbytes, time.perf_counter() - t0, blocking)
+        # the blocking figure is the training thread's to add up (``wait``): 0 here
+        res = SaveResult(step, nbytes, time.perf_counter() - t0, 0.0)
         if self.rank == 0:
             self.prune(step)
         return res
 
     def poll(self) -> None:
         """Report a finished async save; cheap, called at step boundaries."""
-        if self._pending is not None and self._pending[1].done():
+        if self._pending is not None and self._pending.commit.done():
             self.wait()
 
     def wait(self) -> None:
         """Block until the in-flight async save (if any) is written and committed."""
         if self._pending is None:
             return
-        step, commit = self._pending
-        self._pending = None
+        # no wait_staged here: the commit follows the upload, which follows the staging
+        p, self._pending = self._pending, None
         try:
-            self._done(commit.result())
+            self._done(replace(p.commit.result(), blocking_seconds=p.blocked))
         except (Exception, CheckpointException) as e:  # CheckpointException derives from BaseException
-            self._failed(step, e)
+            self._failed(p.step, e)
 
     def take_outcome(self) -> bool | None:
         """True if the newest finished save failed here, False if it committed, None if nothing new."""
@@ -272,10 +323,11 @@ class CheckpointStore(CheckpointRoot):
         # One stager for the whole run: it caches its CPU staging buffers by source storage, so after the
         # first save an async save is a copy into warm memory instead of allocating (and page-faulting)
         # the whole state again.
+        background = True if os.environ.get(ENV_CKPT_STAGING) == "background" else None
         if self._stagers is None:
-            self._stagers = (_CpuStager(), default_stager())
+            self._stagers = (_CpuStager(), default_stager(background))
         elif not self._stagers[1].usable():
-            self._stagers = (self._stagers[0], default_stager())
+            self._stagers = (self._stagers[0], default_stager(background))
         return self._stagers
 
     def close(self) -> None:

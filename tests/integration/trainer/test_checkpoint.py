@@ -208,3 +208,84 @@ def test_a_stager_closed_by_dcp_after_a_save_is_replaced_for_the_next(tmp_path):
     staged = second.stage(state)
     assert torch.equal(staged["w"], state["w"]) and staged["kind"] is torch.Tensor
     second.close()
+
+
+def _store(tmp_path: Path, logged: list[tuple[str, dict]]) -> CheckpointStore:
+    return CheckpointStore(
+        str(tmp_path / "ckpt"), keep=5, config_hash="h", log=lambda ev, **kw: logged.append((ev, kw))
+    )
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_the_blocking_figure_counts_the_wait_for_the_previous_save(tmp_path, monkeypatch):
+    """Save 2 waits for save 1's slow commit: its blocking figure holds that wait and what the caller had
+    already waited (``blocked``: the outcome collective), not only the save call."""
+    import time
+
+    import torch
+
+    logged: list[tuple[str, dict]] = []
+    store = _store(tmp_path, logged)
+    commit = store._commit
+
+    def slow_commit(step: int, *a, **kw):
+        if step == 1:
+            time.sleep(0.6)
+        return commit(step, *a, **kw)
+
+    monkeypatch.setattr(store, "_commit", slow_commit)
+    state = {"model": {"w": torch.randn(64, 64)}, "train": {"step": 1}}
+    try:
+        assert store.save(state, 1, asynchronous=True)
+        assert store.save(state, 2, asynchronous=True, blocked=0.25)
+        store.wait()
+    finally:
+        store.close()
+    started = {kw["ckpt_step"]: kw for ev, kw in logged if ev == "checkpoint_save_started"}
+    assert started[2]["blocking_s"] >= 0.25 + 0.5, started
+    committed = {kw["ckpt_step"]: kw for ev, kw in logged if ev == "checkpoint_committed"}
+    assert committed[2]["blocking_s"] >= 0.75 and store.last_result is not None
+    assert store.last_result.step == 2 and store.last_result.blocking_seconds >= 0.75
+    assert store.committed_steps() == [1, 2]
+
+
+@pytest.mark.filterwarnings("ignore:torch.distributed is disabled")
+def test_background_staging_waits_before_the_state_changes_and_counts_the_wait(tmp_path, monkeypatch):
+    """TRAINPLANE_CKPT_STAGING=background: DCP's DefaultStager copies in its own thread (the GPU path, on
+    CPU); ``wait_staged`` (the trainer calls it before optimizer.step) waits for the copy, the wait is in
+    the save's blocking figure, and what is written is the state at the save, not the state changed after."""
+    import time
+
+    import torch
+    import torch.distributed.checkpoint as dcp
+
+    from trainer.checkpoint.writers import make_reader
+    from trainer.contract import ENV_CKPT_STAGING
+
+    monkeypatch.setenv(ENV_CKPT_STAGING, "background")
+    logged: list[tuple[str, dict]] = []
+    store = _store(tmp_path, logged)
+    _, stager = store._stager_pair()
+    assert stager.background
+    stage = stager._stage
+
+    def slow_stage(sd, **kw):
+        time.sleep(0.4)
+        return stage(sd, **kw)
+
+    monkeypatch.setattr(stager, "_stage", slow_stage)
+    w = torch.randn(64, 64)
+    saved = w.clone()
+    try:
+        assert store.save({"model": {"w": w}, "train": {"step": 1}}, 1, asynchronous=True)
+        (started,) = [kw for ev, kw in logged if ev == "checkpoint_save_started"]
+        assert started["staging"] == "background" and started["blocking_s"] < 0.4
+        assert store.wait_staged() >= 0.3
+        w.add_(1.0)  # the optimizer step: after the copy, it must not reach the checkpoint
+        store.wait()
+    finally:
+        store.close()
+    assert store.last_result is not None and store.last_result.blocking_seconds >= 0.3
+    back = {"model": {"w": torch.zeros(64, 64)}}
+    dcp.load(back, storage_reader=make_reader(str(tmp_path / "ckpt" / "step-1"), local=True))
+    assert torch.equal(back["model"]["w"], saved)

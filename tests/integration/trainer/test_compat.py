@@ -72,10 +72,14 @@ def _tensors(state: dict[str, Any]) -> dict[str, Any]:
 
 
 def _rng_states(state: dict[str, Any]) -> list[Any]:
-    """Every rank's RNG states, comparable with == (the pickled blob's bytes may differ for equal states)."""
+    """Every rank's RNG states, comparable with == (the pickled blob's bytes may differ for equal states):
+    today's checkpoints hold each rank's under its own key ``rng_rank_<rank>``, older ones one gathered list."""
+    train = state["train"]
+    ranks = sorted(int(k.removeprefix("rng_rank_")) for k in train if k.startswith("rng_rank_"))
+    blobs = [pickle.loads(train[f"rng_rank_{r}"]) for r in ranks] if ranks else pickle.loads(train["rng"])
     return [
         (r["python"], [x.tolist() if hasattr(x, "tolist") else x for x in r["numpy"]], r["torch"].tolist())
-        for r in pickle.loads(state["train"]["rng"])
+        for r in blobs
     ]
 
 
