@@ -151,6 +151,11 @@ class Trainer:
             compute_seconds=self.clock.compute_seconds,
         )
         self._lrs: list[float] = []  # the learning rate of each step not yet agreed
+        # A background checkpoint copy may still read the state during the next step: parameters and the
+        # optimizer's moments change only in optimizer.step(), but a model's buffers may change in its
+        # forward (BatchNorm's running statistics, DDP's buffer broadcast), so such a model waits for the copy
+        # before its forward. The built-in GPT has none.
+        self._buffers = any(True for _ in self.raw_model.buffers())
 
     def _publish_static_metrics(self) -> None:
         m = self.metrics
@@ -284,6 +289,8 @@ class Trainer:
         until the ranks agree on it (trainer/vote.py)."""
         t0 = time.perf_counter()
         self.clock.start()
+        if self._buffers:
+            self.checkpointer.before_state_changes()
         loss_sum = torch.zeros((), device=self.ctx.device)
         seen: list[int] = []
         for a in range(self.accum):
@@ -295,7 +302,7 @@ class Trainer:
         self.clock.backward_done()
         if self.cfg.grad_clip:
             nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
-        self.checkpointer.before_optimizer_step()
+        self.checkpointer.before_state_changes()
         self.optimizer.step()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)

@@ -12,7 +12,7 @@ The blocking figure of a save (``blocking_s`` of ``checkpoint_save_started``, so
 ``trainplane_checkpoint_save_blocking_seconds``, in full) is every wait the training thread makes for it:
 waiting for the previous save to commit, the collective that agrees on that save's outcome, the save call
 itself (state dicts, planning of a synchronous save, an inline copy) and, with background staging, the wait
-for the copy before the next optimizer step (``before_optimizer_step``).
+for the copy before the next change to the saved state (``before_state_changes``).
 """
 
 from __future__ import annotations
@@ -224,9 +224,10 @@ class Checkpointer:
             dist.all_reduce(code, op=dist.ReduceOp.MAX, group=self.group.pg)
         return int(code.item())
 
-    def before_optimizer_step(self) -> None:
-        """Called by the trainer right before ``optimizer.step()``, the first call that changes the state a
-        save in flight may still be copying in the background: wait for that copy (counted as blocking)."""
+    def before_state_changes(self) -> None:
+        """Called by the trainer right before the first call that changes, in place, the state a save in
+        flight may still be copying in the background (``optimizer.step()``; the forward too for a model with
+        buffers): wait for that copy (counted as blocking)."""
         if self.store is not None and self.store.staging_in_flight:
             with self.watchdog.paused("checkpoint_save"):  # a hang here is the save's, under its timeout
                 self.store.wait_staged()
