@@ -30,6 +30,7 @@ class StepResult:
     # time.perf_counter() at the step's end on this rank; None: when it is reported (steps agreed in an
     # interval are reported together at the vote: trainer/vote.py)
     ended: float | None = None
+    lr: float = 0.0  # the learning rate the step used
 
 
 class SampleRecorder:

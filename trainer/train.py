@@ -150,7 +150,6 @@ class Trainer:
             signalled=lambda: self.flag.set,
             compute_seconds=self.clock.compute_seconds,
         )
-        self._lrs: list[float] = []  # the learning rate of each step not yet agreed
         # A background checkpoint copy may still read the state during the next step: parameters and the
         # optimizer's moments change only in optimizer.step(), but a model's buffers may change in its
         # forward (BatchNorm's running statistics, DDP's buffer broadcast), so such a model waits for the copy
@@ -260,12 +259,10 @@ class Trainer:
         self.train_state.advance(done, self.cfg.global_batch_size)
         self.watchdog.step_done(finished.seconds)
         self.log.step = done
-        self._lrs.append(float(self.scheduler.get_last_lr()[0]))
         agreed = self.vote.add(step, finished)
-        lrs, self._lrs = self._lrs, self._lrs[len(agreed) :]
         first = done - len(agreed)
         for i, result in enumerate(agreed):
-            self.reporter.step_done(first + i, result, lr=lrs[i])
+            self.reporter.step_done(first + i, result, lr=result.lr)
             progress.update(first + i + 1, result.loss)
         loss = agreed[-1].loss if agreed else None
         if done <= self._redo_until:
@@ -308,7 +305,8 @@ class Trainer:
         self.optimizer.zero_grad(set_to_none=True)
         marks = self.clock.step_end()
         ended = time.perf_counter()
-        return FinishedStep(loss_sum, marks, ended - t0, ended, seen)
+        lr = float(self.scheduler.get_last_lr()[0])
+        return FinishedStep(loss_sum, marks, ended - t0, ended, lr, seen)
 
     def forward_backward(self, x: torch.Tensor, *, last: bool) -> torch.Tensor:
         """Forward and backward of one micro-batch (gradients sync on the ``last``); its share of the loss."""

@@ -44,6 +44,7 @@ class FinishedStep:
     marks: dict[str, Any]  # trainer.straggler.StepClock marks: the compute time is read at the vote
     seconds: float  # this rank's wall time of the step
     ended: float  # time.perf_counter() at the step's end
+    lr: float  # the learning rate the step used
     indices: list[int] = field(default_factory=list)
 
 
@@ -100,6 +101,7 @@ class StepVote:
                 rank_seconds,
                 p.indices,
                 ended=p.ended,
+                lr=p.lr,
             )
             for i, p in enumerate(pending)
         ]

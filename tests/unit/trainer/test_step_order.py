@@ -42,7 +42,7 @@ def _trainer(model: nn.Module, log: _Recorder) -> Any:
         model=model,
         checkpointer=SimpleNamespace(before_state_changes=log.note("wait for the copy")),
         optimizer=SimpleNamespace(step=log.note("optimizer.step"), zero_grad=lambda **k: None),
-        scheduler=SimpleNamespace(step=lambda: None),
+        scheduler=SimpleNamespace(step=lambda: None, get_last_lr=lambda: [1e-3]),
         _buffers=any(True for _ in model.buffers()),
     )
 

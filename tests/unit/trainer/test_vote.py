@@ -25,7 +25,7 @@ def _vote(every: int | None, last_step: int, signal_at: int | None = None) -> tu
 
 def _finished(step: int, seconds: float = 0.5) -> FinishedStep:
     ended = 100.0 + seconds * (step + 1)
-    return FinishedStep(torch.tensor(float(step)), {"compute": 0.25}, seconds, ended, [step])
+    return FinishedStep(torch.tensor(float(step)), {"compute": 0.25}, seconds, ended, 1e-3 * step, [step])
 
 
 def test_every_n_steps_votes_at_the_first_step_then_every_n_and_always_at_the_last() -> None:
@@ -42,6 +42,9 @@ def test_every_n_steps_votes_at_the_first_step_then_every_n_and_always_at_the_la
                 _finished(s).ended for s in range(step - len(agreed) + 1, step + 1)
             ]
             assert all(r.rank_seconds == [0.25] for r in agreed)
+            assert [r.lr for r in agreed] == [
+                _finished(s).lr for s in range(step - len(agreed) + 1, step + 1)
+            ]
     assert voted == [0, 4, 8, 9]
     assert len(calls) == 4
 
