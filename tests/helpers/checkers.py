@@ -20,7 +20,8 @@ SHARED_CHECKS = ROOT.parent / "shared" / "checks"
 
 
 @cache
-def _module(script: str) -> ModuleType:
+def checker_module(script: str) -> ModuleType:
+    """The checker ``script`` imported once per process (its functions, for a test that needs one part)."""
     path = SHARED_CHECKS / script
     spec = importlib.util.spec_from_file_location(f"shared_checks_{path.stem}", path)
     assert spec is not None and spec.loader is not None, f"cannot load {path}"
@@ -31,7 +32,7 @@ def _module(script: str) -> ModuleType:
 
 def run_checker(script: str, *args: str) -> tuple[int, str]:
     """(exit code, stdout) of ``script ARGS`` as its ``__main__`` would give them."""
-    main = _module(script).main
+    main = checker_module(script).main
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         try:

@@ -15,10 +15,11 @@ from pathlib import Path
 
 from infra import stackfile
 from tests.helpers import procs
+from tests.helpers.checkers import SHARED_CHECKS
 from tests.helpers.plans import ROOT
 from tests.helpers.session import exclusive
 
-MOCKPLAN = ROOT.parent / "shared" / "checks" / "mockplan.py"
+MOCKPLAN = SHARED_CHECKS / "mockplan.py"
 
 
 def platform_refs(stack: str) -> list[tuple[str, str]]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from components.catalog import catalog
 from components.charts import CHARTS
 from components.spec import NodePoolSpec
 from tests.helpers.aws import NODE_GROUP, one, plan
+from tests.helpers.checkers import SHARED_CHECKS, checker_module
 from tests.helpers.plans import ROOT
 
 # The plans tier: these tests run the Pulumi program under the mock engine (make test-fast skips them).
@@ -21,7 +21,6 @@ pytestmark = pytest.mark.plans
 EFA = "vpc.amazonaws.com/efa"
 LT = "aws:ec2/launchTemplate:LaunchTemplate"
 REFERENCE = ROOT.parent / "shared" / "reference" / "charts"
-CHECKS = ROOT.parent / "shared" / "checks"
 
 
 def _efa_pools():
@@ -105,13 +104,11 @@ def test_device_plugin_chart_is_pinned_by_the_app_version_it_ships():
 
 
 @pytest.mark.skipif(
-    not (CHECKS / "helm_values_keys.py").exists(), reason="../shared is not beside this checkout"
+    not (SHARED_CHECKS / "helm_values_keys.py").exists(), reason="../shared is not beside this checkout"
 )
 @pytest.mark.parametrize("chart", ["cluster-autoscaler", "aws-efa-k8s-device-plugin"])
 def test_aws_chart_values_are_keys_of_the_pinned_chart(chart):
-    spec = importlib.util.spec_from_file_location("helm_values_keys", CHECKS / "helm_values_keys.py")
-    checker = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(checker)
+    checker = checker_module("helm_values_keys.py")
     pinned = CHARTS[chart]
     defaults = Path(REFERENCE / f"{chart}-{pinned.version}.values.yaml")
     assert defaults.exists(), (
