@@ -25,6 +25,13 @@ STEPS = 24
 pytestmark = pytest.mark.slow
 
 
+def assert_matches_reference(run, ref):
+    """The run's final checkpoint equals the uninterrupted reference's bit for bit, and each step trained on
+    the same samples."""
+    assert_bitwise(final_state(run / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
+    assert samples_by_step(run / "samples") == samples_by_step(ref / "samples")
+
+
 def test_sigterm_at_random_step_then_resume_is_bitwise_exact(tmp_path, corpus, reference):
     # dropout > 0 makes the result depend on the restored per-rank RNG streams, not only on the weights.
     # The ranks agree every 4 steps (voteEverySteps; on a GPU the default is about a second of steps; the
@@ -58,8 +65,7 @@ def test_sigterm_at_random_step_then_resume_is_bitwise_exact(tmp_path, corpus, r
     resumed = second.events("resumed")
     assert {e["ckpt_step"] for e in resumed} == {preempt_step} and len(resumed) == 2
 
-    assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
-    assert samples_by_step(tmp_path / "samples") == samples_by_step(ref / "samples")
+    assert_matches_reference(tmp_path, ref)
 
     def losses(evs: list[dict]) -> dict[int, float]:
         return {e["step"]: e["loss"] for e in evs if e["event"] == "step_done" and e["rank"] == 0}
@@ -94,8 +100,7 @@ def test_kill9_of_one_worker_restarts_from_last_checkpoint_bitwise(tmp_path, cor
     assert {e["restart_count"] for e in starts} == {0, 1}
     resumed = run.events("resumed")
     assert resumed and all(e["ckpt_step"] >= 8 for e in resumed)
-    assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
-    assert samples_by_step(tmp_path / "samples") == samples_by_step(ref / "samples")
+    assert_matches_reference(tmp_path, ref)
 
 
 def test_resume_from_a_background_staged_async_save_is_bitwise_exact(tmp_path, corpus, reference):
@@ -133,5 +138,4 @@ def test_resume_from_a_background_staged_async_save_is_bitwise_exact(tmp_path, c
     resumed = second.events("resumed")
     assert {e["ckpt_step"] for e in resumed} == {8} and len(resumed) == 2
     assert not second.events("rng_reseeded")
-    assert_bitwise(final_state(tmp_path / "ckpt", STEPS), final_state(ref / "ckpt", STEPS))
-    assert samples_by_step(tmp_path / "samples") == samples_by_step(ref / "samples")
+    assert_matches_reference(tmp_path, ref)
