@@ -175,8 +175,7 @@ class CheckpointRoot:
         reader = make_reader(self._url(cand.step), local=self.local)
         return set(reader.read_metadata().state_dict_metadata)
 
-        # ---- damaged, torn and old checkpoints -----------------------------------------------------
-
+    # ---- damaged, torn and old checkpoints -----------------------------------------------------
     def mark_skipped(self, step: int, reason: str) -> None:
         """Move a committed checkpoint that resume cannot use out of the way; never delete it.
 
