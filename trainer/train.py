@@ -4,7 +4,8 @@
 ``__init__`` (process groups, model, optimizer, scheduler, data loader, metrics, checkpointer); ``run()``
 resumes and loops; ``train_step`` is one optimizer step (micro-batches, clipping, the update; the ranks
 agree on finished steps at votes, trainer/vote.py) and ``forward_backward`` one micro-batch. The
-checkpoint holds Statefuls (``trainer.state``) and the checkpoint store decides when a step is due. Exit codes are ``trainer.contract``'s.
+checkpoint holds Statefuls (``trainer.state``) and the checkpoint store decides when a step is due. Exit
+codes are ``trainer.contract``'s.
 """
 
 from __future__ import annotations
