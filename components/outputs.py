@@ -29,7 +29,7 @@ from pydantic.alias_generators import to_camel
 
 from components.catalog import catalog
 from components.spec import Capacity
-from contract.rack import CHANNEL_DEVICE_CLASS, CLIQUE_LABEL, KUEUE_CHANNEL_RESOURCE
+from contract.rack import CHANNEL_DEVICE_CLASS, CLIQUE_LABEL, KUEUE_CHANNEL_RESOURCE, KUEUE_RDMA_NIC_RESOURCE
 
 # What a job stack falls back to when neither the platform nor its backend says how long pods may take.
 DEFAULT_GRACE_SECONDS = 120
@@ -127,6 +127,13 @@ class RackDomain(_Output):
     # The DeviceClass of a workload's channel claim, and what Kueue counts it as (its deviceClassMappings).
     channel_device_class: str = CHANNEL_DEVICE_CLASS
     kueue_resource: str = KUEUE_CHANNEL_RESOURCE
+    # The DRA DeviceClass a node's RDMA NICs are claimed from where a network DRA driver hands them out (the
+    # backend names it); None where the NICs come another way (a device plugin's extended resource, e.g. EFA).
+    # Each training pod (one per node) claims `nics_per_node` of them beside its channel, and Kueue counts
+    # them as `nic_kueue_resource` (components/incluster/compute_domain.py).
+    nic_device_class: str | None = None
+    nics_per_node: int = 0
+    nic_kueue_resource: str = KUEUE_RDMA_NIC_RESOURCE
 
 
 class NodePoolInfo(_Output):

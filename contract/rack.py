@@ -35,3 +35,10 @@ CLIQUE_LABEL = "nvidia.com/gpu.clique"
 # through `resources.deviceClassMappings` of its configuration and never admits a workload whose class is
 # not mapped (kueue#10504); the ClusterQueues that admit rack jobs need quota for this name.
 KUEUE_CHANNEL_RESOURCE = "compute-domain.nvidia.com/channel"
+
+# The logical resource Kueue counts a pool's RDMA NICs as where a network DRA driver hands them to pods
+# through a DeviceClass (the backend names the class: components/outputs.py RackDomain.nic_device_class).
+# Kueue maps that class to this name (`deviceClassMappings`, several mappings allowed: kueue v0.19.2
+# pkg/config/validation.go validateDeviceClassMappings) and counts each ExactCount request as its `count`
+# (pkg/dra/claims.go countDevicesPerClass); ClusterQueues admitting such a pool's jobs need quota for it.
+KUEUE_RDMA_NIC_RESOURCE = "trainplane.dev/rdma-nic"

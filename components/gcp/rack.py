@@ -70,6 +70,26 @@ RACK_TOPOLOGY_LEVELS = (
     CLIQUE_LABEL,
     "kubernetes.io/hostname",
 )
+# The DeviceClass of DRANET's RDMA NICs: GKE >= 1.34.1-gke.1829001 installs it on DRANET clusters (GKE
+# "Allocate network resources by using GKE managed DRANET", docs.cloud.google.com/kubernetes-engine/docs/
+# how-to/allocate-network-resources-dra: "the mrdma.google.com class for RDMA-capable devices");
+# cluster-toolkit@v1.95.0 modules/compute/gke-node-pool/variables.tf `dranet_device_class_name` default
+# "mrdma.google.com" (netdev.google.com is for non-RDMA machines).
+DRANET_RDMA_DEVICE_CLASS = "mrdma.google.com"
+# RDMA NICs DRANET hands out per node, which a training pod (one per node) claims all of, with allocationMode
+# ExactCount: Kueue 0.19.2 refuses `All` (pkg/dra/claims.go countDevicesPerClass), which
+# cluster-toolkit@v1.95.0 gke-node-pool/resource-claim-template.yaml.tftpl uses by default (variables.tf
+# `dranet_allocation_mode` "All"), so the count is written out.
+DRANET_RDMA_NICS = {
+    # Compute Engine "Networking and GPU machines" (docs.cloud.google.com/compute/docs/gpus/gpu-network-bandwidth):
+    # A4X has 4 NVIDIA ConnectX-7 NICs for GPU-to-GPU traffic (MRDMA virtual functions); the catalog's
+    # gpuNics (components/gcp/data/catalog.yaml) says 4 too.
+    "a4x-highgpu-4g": 4,
+    # cluster-toolkit@v1.95.0 examples/gke-a4x-max-bm/nccl-jobset-example.yaml: ResourceClaimTemplate with
+    # deviceClassName mrdma.google.com, allocationMode ExactCount, count 8 (4 ConnectX-8 SuperNICs in an
+    # 8-way rail-aligned topology, "Networking and GPU machines"). UNCONFIRMED on a running A4X Max node.
+    "a4x-maxgpu-4g-metal": 8,
+}
 GKE_NVIDIA_DIR = "/home/kubernetes/bin/nvidia"
 GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
 
@@ -80,8 +100,15 @@ def is_rack(shape: MachineShape | None) -> bool:
 
 
 def rack_domain(shape: MachineShape) -> RackDomain:
-    """The NVLink domain of a rack machine: 72 GPUs, 18 nodes of 4 for A4X / A4X Max."""
-    return RackDomain(gpus=shape.nvlink_domain, nodes=shape.nvlink_domain // shape.gpus)
+    """The NVLink domain of a rack machine: 72 GPUs, 18 nodes of 4 for A4X / A4X Max; its RDMA NICs come from
+    DRANET (every rack pool has it: node_pool.py), claimed from DRANET_RDMA_DEVICE_CLASS. A rack machine
+    missing from DRANET_RDMA_NICS is a KeyError: its NIC count must be looked up, not guessed."""
+    return RackDomain(
+        gpus=shape.nvlink_domain,
+        nodes=shape.nvlink_domain // shape.gpus,
+        nic_device_class=DRANET_RDMA_DEVICE_CLASS,
+        nics_per_node=DRANET_RDMA_NICS[shape.name],
+    )
 
 
 def accelerator_topology(shape: MachineShape) -> str:

@@ -32,6 +32,17 @@ at v0.4.1 (the chart the platform installs) unless said otherwise:
   when the job's nodes fit one rack (`RackDomain.nodes`), else at the level just above the clique: the job
   spans racks there, and says so (`rack_plan_line`). A pool whose topology has no level above the clique
   cannot hold a larger job (check_job refuses it: components/spec/job_pools.py).
+- RDMA NICs through a network DRA driver (`RackDomain.nic_device_class`, e.g. GKE managed DRANET): the job
+  also gets a ResourceClaimTemplate of its own in its namespace (`nic_claim_template`), created before its
+  pods like the ComputeDomain, with one request of `nics_per_node` devices of that class (allocationMode
+  ExactCount: Kueue 0.19.2 refuses All, kubernetes-sigs/kueue@v0.19.2 pkg/dra/claims.go
+  countDevicesPerClass), and every GPU container claims it beside the channel, as
+  GoogleCloudPlatform/cluster-toolkit@v1.95.0 examples/gke-a4x/nccl-jobset-example.yaml does (pod
+  `resourceClaims` [compute-domain-channel, rdma], container `resources.claims` naming both) and
+  examples/gke-a4x-max-bm/nccl-jobset-example.yaml (its template: ExactCount, count 8). Without the claim
+  the pod gets no RDMA NIC and NCCL falls back to the node's TCP network. Schema: kubernetes/api@v0.34.9
+  resource/v1/types.go ResourceClaimTemplateSpec{metadata, spec: ResourceClaimSpec{devices: DeviceClaim{
+  requests: []DeviceRequest{name, exactly: ExactDeviceRequest{deviceClassName, allocationMode, count}}}}}.
 - NCCL: no environment. NCCL uses multi-node NVLink within one NVLink domain by itself when it is
   available (NCCL user guide, troubleshooting/performance_and_tuning.rst "Multi-node NVLink (MNNVL)
   issues": NCCL_MNNVL_ENABLE only needs setting to turn it off); the pool's fabric env (EFA/RDMA between
@@ -55,6 +66,12 @@ if TYPE_CHECKING:
 CLAIM_NAME = "compute-domain-channel"
 # allocationMode: the CRD's enum All|Single, default Single (see the module docstring).
 ALLOCATION_MODE = "Single"
+# The pod's name for its RDMA NIC claim, and the request's name in the job's template (the names
+# cluster-toolkit@v1.95.0 uses: examples/gke-a4x/nccl-jobset-example.yaml `rdma`,
+# modules/compute/gke-node-pool/resource-claim-template.yaml.tftpl `req-mrdma` without the vendor).
+NIC_CLAIM_NAME = "rdma"
+NIC_REQUEST_NAME = "rdma-nics"
+RESOURCE_API_VERSION = "resource.k8s.io/v1"  # DRA GA (Kubernetes 1.34, the rack pools' floor)
 
 
 def compute_domain_name(job_name: str) -> str:
@@ -88,14 +105,61 @@ def compute_domain(job_name: str, namespace: str, labels: dict[str, str]) -> dic
     }
 
 
-def pod_resource_claims(job_name: str) -> list[dict[str, str]]:
-    """PodSpec.resourceClaims of a job pod on a rack pool."""
-    return [{"name": CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(job_name)}]
+def nic_claim_template_name(job_name: str) -> str:
+    """The job's own ResourceClaimTemplate of its pods' RDMA NICs."""
+    return f"{job_name}-rdma"
 
 
-def container_claims() -> list[dict[str, str]]:
+def nic_claim_template(
+    job_name: str, namespace: str, labels: dict[str, str], rack: RackDomain
+) -> dict[str, Any] | None:
+    """The job's ResourceClaimTemplate for the RDMA NICs of a node (module docstring); None when the rack's
+    NICs come without a DRA claim."""
+    if rack.nic_device_class is None or rack.nics_per_node <= 0:
+        return None
+    return {
+        "apiVersion": RESOURCE_API_VERSION,
+        "kind": "ResourceClaimTemplate",
+        "metadata": {
+            "name": nic_claim_template_name(job_name),
+            "namespace": namespace,
+            "labels": dict(labels),
+        },
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": NIC_REQUEST_NAME,
+                            "exactly": {
+                                "deviceClassName": rack.nic_device_class,
+                                "allocationMode": "ExactCount",
+                                "count": rack.nics_per_node,
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+
+
+def _claims_nics(rack: RackDomain | None) -> bool:
+    return rack is not None and rack.nic_device_class is not None and rack.nics_per_node > 0
+
+
+def pod_resource_claims(job_name: str, rack: RackDomain | None = None) -> list[dict[str, str]]:
+    """PodSpec.resourceClaims of a job pod on a rack pool: the channel, and the RDMA NICs where the rack's
+    NICs are claimed."""
+    out = [{"name": CLAIM_NAME, "resourceClaimTemplateName": claim_template_name(job_name)}]
+    if _claims_nics(rack):
+        out.append({"name": NIC_CLAIM_NAME, "resourceClaimTemplateName": nic_claim_template_name(job_name)})
+    return out
+
+
+def container_claims(rack: RackDomain | None = None) -> list[dict[str, str]]:
     """ResourceRequirements.claims of every GPU container of a job pod on a rack pool."""
-    return [{"name": CLAIM_NAME}]
+    return [{"name": CLAIM_NAME}] + ([{"name": NIC_CLAIM_NAME}] if _claims_nics(rack) else [])
 
 
 def rack_level(levels: Sequence[str], rack: RackDomain, nodes: int) -> str | None:

@@ -224,8 +224,9 @@ def trainer_container(
         "volumeMounts": mounts,
     }
     if pool.rack is not None:
-        # The ComputeDomain's IMEX channel beside the GPUs: multi-node NVLink (compute_domain.py).
-        c["resources"]["claims"] = container_claims()
+        # The ComputeDomain's IMEX channel beside the GPUs: multi-node NVLink; and the node's RDMA NICs where a
+        # network DRA driver hands them out (compute_domain.py).
+        c["resources"]["claims"] = container_claims(pool.rack)
     if command is None:
         # No command: the image's entry point is tini -> `python -m trainer.launch` (trainer/Dockerfile);
         # tini forwards signals and reaps orphans.
@@ -357,8 +358,8 @@ def pod_template(
         # Native sidecars (Kubernetes 1.29+): init containers that keep running beside the trainer, start
         # before it and stop after it, and never keep the pod (or the Job) from completing.
         spec["initContainers"] = [{**s, "restartPolicy": "Always"} for s in pool.fabric.sidecars]
-    if job_rack(pools) is not None:
-        spec["resourceClaims"] = pod_resource_claims(job.name)
+    if (rack := job_rack(pools)) is not None:
+        spec["resourceClaims"] = pod_resource_claims(job.name, rack)
     if subdomain is not None:
         spec["subdomain"] = subdomain
     metadata: dict[str, Any] = {"labels": {**job_labels(job), QUEUE_LABEL: team.local_queue}}

@@ -50,10 +50,17 @@ def device_class_mappings(pools: Sequence[NodePoolInfo]) -> list[dict[str, Any]]
     deviceClassNames); pkg/config/validation.go validateDeviceClassMappings: both names must be qualified
     names (IsLabelKey), at most 16 mappings of at most 8 classes. Kueue counts each request of a claim as its
     `exactly.count` devices of its class (pkg/dra/claims.go countDevicesPerClass; AllocationMode All is
-    refused), per pod: a training pod's one channel is 1 of KUEUE_CHANNEL_RESOURCE.
+    refused), per pod: a training pod's one channel is 1 of KUEUE_CHANNEL_RESOURCE. Where a rack's RDMA NICs
+    come from a network DRA driver (RackDomain.nic_device_class), that class is mapped too, as its own
+    logical resource (KUEUE_RDMA_NIC_RESOURCE): a pod's NIC claim counts `nics_per_node`.
     """
     racks = sorted(
         {(p.rack.kueue_resource, p.rack.channel_device_class) for p in pools if p.rack is not None}
+        | {
+            (p.rack.nic_kueue_resource, p.rack.nic_device_class)
+            for p in pools
+            if p.rack is not None and p.rack.nic_device_class is not None
+        }
     )
     by_name: dict[str, list[str]] = {}
     for name, cls in racks:
@@ -211,6 +218,11 @@ def flavors(pools: Sequence[NodePoolInfo]) -> list[Flavor]:
                 res = m.rack.kueue_resource
                 extended[res] = extended.get(res, 0) + m.max_nodes
                 per_gpu[res] = max(per_gpu.get(res, 0.0), 1 / m.gpus_per_node)
+                if m.rack.nic_device_class is not None and m.rack.nics_per_node:
+                    # Each pod's RDMA NIC claim: all of its node's NICs (compute_domain.py nic_claim_template).
+                    nic = m.rack.nic_kueue_resource
+                    extended[nic] = extended.get(nic, 0) + m.rack.nics_per_node * m.max_nodes
+                    per_gpu[nic] = max(per_gpu.get(nic, 0.0), m.rack.nics_per_node / m.gpus_per_node)
         out.append(
             Flavor(
                 name=name,

@@ -17,7 +17,12 @@ import pulumi
 import pulumi_kubernetes as k8s
 import yaml
 
-from components.incluster.compute_domain import compute_domain, compute_domain_name, job_rack
+from components.incluster.compute_domain import (
+    compute_domain,
+    compute_domain_name,
+    job_rack,
+    nic_claim_template,
+)
 from components.incluster.job_pod import (
     CONFIG_FILE,
     MASTER_PORT,
@@ -56,6 +61,9 @@ class TrainingJobResources:
     service: k8s.core.v1.Service | None = None
     # The job's ComputeDomain on a rack-scale pool (compute_domain.py); None elsewhere.
     compute_domain: k8s.apiextensions.CustomResource | None = None
+    # The job's ResourceClaimTemplate of its pods' RDMA NICs where a network DRA driver hands them out
+    # (compute_domain.py nic_claim_template); None elsewhere.
+    nic_claims: k8s.resource.v1.ResourceClaimTemplate | None = None
 
 
 def _register(name: str, manifest: dict[str, Any], opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
@@ -151,14 +159,18 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         service = _elastic_service(name, manifest, child) if is_elastic(job) else None
-        domain = None
-        if job_rack(job_pools(job, platform)) is not None:
+        domain, nics = None, None
+        if (rack := job_rack(job_pools(job, platform))) is not None:
             domain = _custom_resource(
                 f"{name}-compute-domain", compute_domain(job.name, namespace, labels), child
             )
-        # The pods mount the ConfigMap by name, and claim the channel of the ComputeDomain's template: create
-        # both first (and delete the job before them).
-        first: list[pulumi.Resource] = [config_map] + ([domain] if domain is not None else [])
+            if (template := nic_claim_template(job.name, namespace, labels, rack)) is not None:
+                nics = k8s.resource.v1.ResourceClaimTemplate(
+                    f"{name}-rdma", metadata=template["metadata"], spec=template["spec"], opts=child
+                )
+        # The pods mount the ConfigMap by name, and claim the channel of the ComputeDomain's template and
+        # the RDMA NICs of theirs: create them first (and delete the job before them).
+        first: list[pulumi.Resource] = [r for r in (config_map, domain, nics) if r is not None]
         self.job = _register(name, manifest, pulumi.ResourceOptions(parent=self, depends_on=first))
         # Scraped by the platform's Prometheus (it selects every PodMonitor); labels job and rank.
         monitor = k8s.apiextensions.CustomResource(
@@ -170,7 +182,12 @@ class TrainingJob(pulumi.ComponentResource):
             opts=child,
         )
         self.resources = TrainingJobResources(
-            config=config_map, job=self.job, pod_monitor=monitor, service=service, compute_domain=domain
+            config=config_map,
+            job=self.job,
+            pod_monitor=monitor,
+            service=service,
+            compute_domain=domain,
+            nic_claims=nics,
         )
         self.outputs = self._outputs(job, platform, namespace)
         self.register_outputs(self.outputs)

@@ -1,5 +1,5 @@
 """Rack-scale (GB200 NVL72) job fixtures: aws-dev's recorded outputs with a whole-rack GB200 pool carrying
-`rack`, until a reference platform stack has one, and the job builder's JobSet on them."""
+`rack` (optionally with DRANET's RDMA NIC claim), and the job builder's JobSet on them."""
 
 from __future__ import annotations
 
@@ -22,8 +22,15 @@ EKS_LEVELS = [
 ]
 
 
-def rack_pool(nodes: int = 36, levels: list[str] | None = None) -> dict[str, Any]:
-    """A whole-rack GB200 pool (18 nodes of 4 GPUs per NVLink domain), fixed size so Kueue TAS can place."""
+# A rack whose RDMA NICs come from a network DRA driver, as GKE managed DRANET's on A4X (components/gcp/rack.py).
+DRANET_RACK = {"nicDeviceClass": "mrdma.google.com", "nicsPerNode": 4}
+
+
+def rack_pool(
+    nodes: int = 36, levels: list[str] | None = None, rack: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A whole-rack GB200 pool (18 nodes of 4 GPUs per NVLink domain), fixed size so Kueue TAS can place;
+    `rack`: more RackDomain keys (DRANET_RACK: its NICs claimed through DRA)."""
     pool = copy.deepcopy(next(p for p in platform_outputs("aws-dev")["nodePools"] if p["name"] == "h100"))
     pool.update(
         name="gb200",
@@ -34,7 +41,7 @@ def rack_pool(nodes: int = 36, levels: list[str] | None = None) -> dict[str, Any
         gpusPerNode=4,
         machineTypes=["p6e-gb200.36xlarge"],
         topologyLevels=EKS_LEVELS if levels is None else levels,
-        rack={"gpus": 72, "nodes": 18},
+        rack={"gpus": 72, "nodes": 18, **(rack or {})},
     )
     pool["labels"].update({"trainplane.dev/pool": "gb200", "trainplane.dev/capacity": "capacity-block"})
     return pool

@@ -9,8 +9,11 @@ Rules, each failure line naming it:
 - dra-driver: the dra-driver-nvidia-gpu release exists with computeDomains on and its kubelet plugin
   admitted to every rack pool's nodes (its affinity names the pool);
 - never-admitted: Kueue's configuration maps the channel DeviceClass (`resources.deviceClassMappings`),
-  without which Kueue >= 0.18 never admits a claim of it (kueue#10504);
-- channel-quota: every ClusterQueue admitting a rack flavor covers the channel resource with a quota.
+  without which Kueue >= 0.18 never admits a claim of it (kueue#10504), and, where a rack pool's RDMA NICs
+  come from a network DRA driver (RackDomain.nic_device_class: GKE managed DRANET), that class too: every
+  job on the pool claims its NICs (components/incluster/compute_domain.py);
+- channel-quota: every ClusterQueue admitting a rack flavor covers the channel resource with a quota, and
+  (rdma-quota) the RDMA NIC resource where the pool's NICs are claimed.
 """
 
 from __future__ import annotations
@@ -86,6 +89,13 @@ def _never_admitted(racks: Sequence[NodePoolInfo], config: Mapping[str, Any] | N
             f"never-admitted: Kueue's deviceClassMappings lacks {cls}: every job claiming a channel would "
             "never be admitted (kueue#10504)"
         )
+    for p in racks:
+        cls = p.rack.nic_device_class if p.rack else None
+        if cls is not None and cls not in mapped:
+            yield (
+                f"never-admitted: Kueue's deviceClassMappings lacks {cls}, the RDMA NIC class of rack pool "
+                f"{p.name}: every job on it claims its NICs and would never be admitted (kueue#10504)"
+            )
 
 
 def _channel_quota(
@@ -94,6 +104,7 @@ def _channel_quota(
     flavor_labels: Mapping[str, Mapping[str, str]],
 ) -> Iterable[str]:
     resources = sorted({p.rack.kueue_resource for p in racks if p.rack})
+    nics = sorted({p.rack.nic_kueue_resource for p in racks if p.rack and p.rack.nic_device_class})
     # The flavors whose nodes are a rack pool's: their nodeLabels are all among the pool's labels.
     rack_flavors = {
         name
@@ -112,6 +123,12 @@ def _channel_quota(
                         yield (
                             f"channel-quota: ClusterQueue {name} admits rack flavor {f.get('name')} without "
                             f"quota for {res}: its jobs' channel claims never fit"
+                        )
+                for res in nics:
+                    if res not in covered or quota.get(res) in (None, "0"):
+                        yield (
+                            f"rdma-quota: ClusterQueue {name} admits rack flavor {f.get('name')} without "
+                            f"quota for {res}: its jobs' RDMA NIC claims never fit"
                         )
 
 

@@ -90,3 +90,55 @@ def test_fleet_worker_without_driver_and_manager_without_mapping() -> None:
     assert any(f.startswith("fleet-never-admitted: manager mgr") for f in found)
     _, _, _, config, _, _ = _parts()
     assert list(fleet_findings("mgr", config, [("w1", pools, True)])) == []
+
+
+@cache
+def _gke_plan():
+    return plan_from_stack("gcp-gb200")
+
+
+def _gke_parts():
+    plan = _gke_plan()
+    kueue = plan.releases("kueue")[0].values
+    config = yaml.safe_load(kueue["managerConfig"]["controllerManagerConfigYaml"])
+    queues = {o.name: copy.deepcopy(dict(o.spec)) for o in plan.objects("ClusterQueue")}
+    flavors = {o.name: dict(o.spec.get("nodeLabels") or {}) for o in plan.objects("ResourceFlavor")}
+    dra = dict(plan.releases("dra-driver-nvidia-gpu")[0].values)
+    return list(plan.node_pools), plan.kubernetes_version, dra, config, queues, flavors
+
+
+def test_gke_rack_platform_maps_and_queues_dranets_rdma_nics() -> None:
+    (res,) = [c for c in verify(_gke_plan(), ("rack-platform",)).checks if c.name == "rack-platform"]
+    assert res.status == "pass", res.failures
+    pools, _, _, config, queues, _ = _gke_parts()
+    rack = next(p.rack for p in pools if p.rack)
+    assert (rack.nic_device_class, rack.nics_per_node) == ("mrdma.google.com", 4)
+    assert {"name": rack.nic_kueue_resource, "deviceClassNames": ["mrdma.google.com"]} in config["resources"][
+        "deviceClassMappings"
+    ]
+    (queue,) = queues.values()
+    quota = {r["name"]: r["nominalQuota"] for r in queue["resourceGroups"][0]["flavors"][0]["resources"]}
+    assert quota[rack.nic_kueue_resource] == "72"  # 4 NICs x 18 nodes, as the team's 72 GPUs
+
+
+def test_never_admitted_without_the_dranet_class_mapping() -> None:
+    pools, version, dra, config, queues, flavors = _gke_parts()
+    config["resources"]["deviceClassMappings"] = [
+        m
+        for m in config["resources"]["deviceClassMappings"]
+        if "mrdma.google.com" not in m["deviceClassNames"]
+    ]
+    found = list(rack_findings(pools, version, dra, config, queues, flavors))
+    assert found == [
+        "never-admitted: Kueue's deviceClassMappings lacks mrdma.google.com, the RDMA NIC class of rack pool "
+        "gb200: every job on it claims its NICs and would never be admitted (kueue#10504)"
+    ]
+
+
+def test_rdma_quota_missing() -> None:
+    pools, version, dra, config, queues, flavors = _gke_parts()
+    for spec in queues.values():
+        for group in spec["resourceGroups"]:
+            group["coveredResources"].remove("trainplane.dev/rdma-nic")
+    found = list(rack_findings(pools, version, dra, config, queues, flavors))
+    assert found and all(f.startswith("rdma-quota: ClusterQueue") for f in found)
