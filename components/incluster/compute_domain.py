@@ -181,16 +181,22 @@ def racks_spanned(rack: RackDomain, nodes: int) -> int:
 def rack_plan_line(job: JobSpec, rack: RackDomain, level: str | None) -> str:
     """One line for `trainplane plan`: where the job's pods go on the rack pool."""
     nodes = job.nodes.max
+    nics = (
+        f"; {rack.nics_per_node} RDMA NICs per pod of {rack.nic_device_class} (ResourceClaimTemplate "
+        f"{nic_claim_template_name(job.name)})"
+        if _claims_nics(rack)
+        else ""
+    )
     if nodes <= rack.nodes:
         return (
             f"rack: {nodes} pods x {job.gpus_per_node} GPUs within one NVLink clique of {rack.nodes} nodes "
             f"({level or 'no topology level: placement is not enforced'}); ComputeDomain "
-            f"{compute_domain_name(job.name)}"
+            f"{compute_domain_name(job.name)}{nics}"
         )
     return (
         f"rack: {nodes} pods span {racks_spanned(rack, nodes)} NVLink cliques of {rack.nodes} nodes, kept "
         f"within {level or 'no level (none above the clique)'}; NVLink inside each clique, the pool's "
-        f"network between them; ComputeDomain {compute_domain_name(job.name)}"
+        f"network between them; ComputeDomain {compute_domain_name(job.name)}{nics}"
     )
 
 

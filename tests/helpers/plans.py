@@ -35,6 +35,7 @@ JOB_STACKS = {
     "gpt-small-aws-dev": "aws-dev",
     "gpt-small-aws-h100-reserved": "aws-h100-reserved",
     "gpt-small-aws-gb200": "aws-gb200",
+    "gpt-small-gcp-gb200": "gcp-gb200",
 }
 # Fleet stacks and the platform stacks (manager first, then workers) whose planned outputs they read.
 FLEET_STACKS = {"fleet-research": ("aws-fleet-manager", "aws-h100-reserved", "gcp-h100-dws", "onprem-dev")}

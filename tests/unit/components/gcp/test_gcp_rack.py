@@ -10,6 +10,8 @@ import pytest
 from components.catalog import catalog
 from components.gcp.profile import gke_profile
 from components.gcp.rack import (
+    DRANET_RDMA_DEVICE_CLASS,
+    DRANET_RDMA_NICS,
     RACK_TOPOLOGY_LEVELS,
     accelerator_topology,
     is_rack,
@@ -45,6 +47,23 @@ def test_a4x_machines_are_racks_of_18_nodes_of_4_gpus(machine, gpu):
     domain = rack_domain(shape)
     assert (domain.gpus, domain.nodes) == (72, 18)
     assert accelerator_topology(shape) == "1x72"
+
+
+@pytest.mark.parametrize(("machine", "nics"), [("a4x-highgpu-4g", 4), ("a4x-maxgpu-4g-metal", 8)])
+def test_a4x_racks_claim_every_dranet_rdma_nic_of_a_node(machine, nics):
+    shape = catalog().machine("gcp", machine)
+    assert shape is not None
+    domain = rack_domain(shape)
+    assert (domain.nic_device_class, domain.nics_per_node) == (DRANET_RDMA_DEVICE_CLASS, nics)
+    assert DRANET_RDMA_DEVICE_CLASS == "mrdma.google.com"
+    # The catalog's GPU NICs (Compute Engine "Networking and GPU machines") agree with DRANET's count.
+    assert shape.gpu_nics == nics
+
+
+def test_every_gcp_rack_machine_has_its_dranet_nic_count():
+    c = catalog()
+    racks = {n for n in c.machine_names("gcp") if is_rack(c.machine("gcp", n))}
+    assert racks and racks <= set(DRANET_RDMA_NICS)
 
 
 def test_an_8_gpu_nvlink_node_is_no_rack():

@@ -1,12 +1,13 @@
 """Rack-scale pools in the cluster: the DRA driver's ComputeDomain half on the rack nodes only, GPU Feature
-Discovery on, Kueue mapping the channel class and quota for it; none of it without a rack pool."""
+Discovery on, Kueue mapping the channel class (and on GKE DRANET's RDMA class) and quota for them; none of it
+without a rack pool."""
 
 from __future__ import annotations
 
 import pytest
 import yaml
 
-from contract.rack import CHANNEL_DEVICE_CLASS, KUEUE_CHANNEL_RESOURCE
+from contract.rack import CHANNEL_DEVICE_CLASS, KUEUE_CHANNEL_RESOURCE, KUEUE_RDMA_NIC_RESOURCE
 from tests.helpers.plans import planned
 
 pytestmark = pytest.mark.plans
@@ -76,3 +77,19 @@ def test_no_rack_pool_no_driver_no_mapping() -> None:
     assert "resources" not in yaml.safe_load(
         kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"]
     )
+
+
+def test_kueue_on_gke_maps_dranets_rdma_class_too_and_queues_have_nic_quota() -> None:
+    (kueue,) = _release("gcp-gb200", "/kueue")
+    config = yaml.safe_load(kueue.inputs["values"]["managerConfig"]["controllerManagerConfigYaml"])
+    assert config["resources"]["deviceClassMappings"] == [
+        {"name": KUEUE_CHANNEL_RESOURCE, "deviceClassNames": [CHANNEL_DEVICE_CLASS]},
+        {"name": KUEUE_RDMA_NIC_RESOURCE, "deviceClassNames": ["mrdma.google.com"]},
+    ]
+    (queue,) = [r for r in planned("gcp-gb200").resources if r.type.endswith(":ClusterQueue")]
+    (group,) = queue.inputs["spec"]["resourceGroups"]
+    assert KUEUE_RDMA_NIC_RESOURCE in group["coveredResources"]
+    (flavor,) = group["flavors"]
+    quota = {r["name"]: r["nominalQuota"] for r in flavor["resources"]}
+    # pretrain's 72 GPUs: 18 pods, each claiming one channel and the 4 RDMA NICs of its node.
+    assert (quota[KUEUE_CHANNEL_RESOURCE], quota[KUEUE_RDMA_NIC_RESOURCE]) == ("18", "72")

@@ -9,9 +9,12 @@ import pytest
 
 from components.incluster.compute_domain import (
     CLAIM_NAME,
+    NIC_CLAIM_NAME,
     claim_template_name,
     compute_domain,
     compute_domain_name,
+    nic_claim_template,
+    nic_claim_template_name,
     rack_note,
 )
 from components.incluster.placement import REQUIRED_TOPOLOGY, named_levels
@@ -19,7 +22,7 @@ from components.outputs import PlatformOutputs
 from components.spec import JobSpec
 from contract.rack import CLIQUE_LABEL, COMPUTE_DOMAIN_API_VERSION, COMPUTE_DOMAIN_KIND
 from tests.helpers.jobs import build, job_object, platform_outputs, pod_of
-from tests.helpers.rack_jobs import EKS_LEVELS, problems_of, rack_job, rack_platform
+from tests.helpers.rack_jobs import DRANET_RACK, EKS_LEVELS, problems_of, rack_job, rack_platform
 
 pytestmark = pytest.mark.plans
 
@@ -121,3 +124,60 @@ def test_a_pool_of_one_rack_needs_no_topology_level_and_plan_says_so():
     assert REQUIRED_TOPOLOGY not in (pod["metadata"].get("annotations") or {})
     line = rack_note(JobSpec.load(rack_job()), outputs)
     assert line is not None and "each of its pools is at most one rack" in line
+
+
+def test_a_rack_whose_nics_come_from_dra_gets_a_nic_template_of_its_own():
+    rack = rack_platform(rack=DRANET_RACK).pool("gb200").rack  # type: ignore[union-attr]
+    assert rack is not None
+    assert nic_claim_template("gpt-small", "research", {"a": "b"}, rack) == {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "gpt-small-rdma", "namespace": "research", "labels": {"a": "b"}},
+        "spec": {
+            "spec": {
+                "devices": {
+                    "requests": [
+                        {
+                            "name": "rdma-nics",
+                            "exactly": {
+                                "deviceClassName": "mrdma.google.com",
+                                "allocationMode": "ExactCount",
+                                "count": 4,
+                            },
+                        }
+                    ]
+                }
+            }
+        },
+    }
+    # A rack whose NICs come another way (EFA's device plugin on AWS) gets none.
+    aws_rack = rack_platform().pool("gb200").rack  # type: ignore[union-attr]
+    assert aws_rack is not None and nic_claim_template("gpt-small", "research", {}, aws_rack) is None
+
+
+def test_every_gpu_container_of_a_dranet_rack_job_claims_the_nics_beside_the_channel():
+    outputs = rack_platform(rack=DRANET_RACK)
+    spec = pod_of(build(rack_job(), outputs))["spec"]
+    assert spec["resourceClaims"] == [
+        {"name": CLAIM_NAME, "resourceClaimTemplateName": claim_template_name("gpt-small")},
+        {"name": NIC_CLAIM_NAME, "resourceClaimTemplateName": nic_claim_template_name("gpt-small")},
+    ]
+    gpu = [c for c in spec["containers"] if c["resources"]["limits"].get("nvidia.com/gpu")]
+    assert gpu and all(
+        c["resources"]["claims"] == [{"name": CLAIM_NAME}, {"name": NIC_CLAIM_NAME}] for c in gpu
+    )
+    job = JobSpec.load(rack_job())
+    assert rack_note(job, outputs).endswith(  # type: ignore[union-attr]
+        "; 4 RDMA NICs per pod of mrdma.google.com (ResourceClaimTemplate gpt-small-rdma)"
+    )
+
+
+def test_the_gke_rack_job_stack_creates_its_nic_template_before_the_jobset():
+    from tests.helpers.plans import one, planned, upstream
+
+    result = planned("gpt-small-gcp-gb200")
+    template = one(result, "kubernetes:resource.k8s.io/v1:ResourceClaimTemplate")
+    jobset = one(result, "kubernetes:jobset.x-k8s.io/v1alpha2:JobSet")
+    assert template.urn in upstream(result, jobset)
+    assert template.inputs["metadata"]["name"] == "gpt-small-rdma"
+    assert template.inputs["metadata"]["namespace"] == jobset.inputs["metadata"]["namespace"]
