@@ -63,6 +63,9 @@ class Preflight:
     # On a rack-scale pool: the preflight's own ComputeDomain, created before the JobSet and deleted after
     # it (components/incluster/compute_domain.py); the pods claim its channel.
     compute_domain: dict[str, Any] | None = None
+    # Where the rack's RDMA NICs come from a network DRA driver (GKE DRANET): the preflight's own
+    # ResourceClaimTemplate of them, created and deleted with the ComputeDomain; the pods claim it too.
+    nic_claim_template: dict[str, Any] | None = None
 
 
 def platform_outputs(outputs: dict[str, Any]) -> PlatformOutputs:
@@ -92,7 +95,7 @@ def build(
 ) -> Preflight:
     """The preflight JobSet for ``job`` (pure: no cluster). Without a collective: all_gather, unless only
     all_reduce has a published floor on the job's fabric (AWS publishes EFA figures for all_reduce)."""
-    from components.incluster.compute_domain import compute_domain, job_rack
+    from components.incluster.compute_domain import compute_domain, job_rack, nic_claim_template
     from components.incluster.job_pod import job_pools
     from components.incluster.job_runtime import launcher_args, training_jobset
 
@@ -123,11 +126,11 @@ def build(
     manifest = training_jobset(pre, platform, command=command)
     # A preflight is run once: any failure is the answer, never a restart.
     manifest["spec"]["failurePolicy"] = {"maxRestarts": 0}
-    domain = None
-    if job_rack(job_pools(pre, platform)) is not None:
-        domain = compute_domain(
-            name, manifest["metadata"]["namespace"], manifest["metadata"].get("labels") or {}
-        )
+    domain, nics = None, None
+    if (rack := job_rack(job_pools(pre, platform))) is not None:
+        namespace, labels = manifest["metadata"]["namespace"], manifest["metadata"].get("labels") or {}
+        domain = compute_domain(name, namespace, labels)
+        nics = nic_claim_template(name, namespace, labels, rack)
     return Preflight(
         name=name,
         namespace=manifest["metadata"]["namespace"],
@@ -140,6 +143,7 @@ def build(
         floor_source=floor.source if floor is not None else None,
         manifest=manifest,
         compute_domain=domain,
+        nic_claim_template=nics,
     )
 
 
@@ -178,6 +182,7 @@ def run_live(
     `api`: a client from `connect` (else one is made from kubeconfig and context)."""
     from kubernetes import client
 
+    from components.incluster.compute_domain import RESOURCE_API_VERSION
     from components.incluster.job_pod import CONTAINER
 
     where = kubeconfig or "default kubeconfig"
@@ -186,14 +191,17 @@ def run_live(
     group = (JOBSET_GROUP, JOBSET_VERSION, pf.namespace, JOBSET_PLURAL)
     # The ComputeDomain (a rack pool) first: the driver makes the claim template the pods name from it.
     cd_group = (*COMPUTE_DOMAIN_API_VERSION.split("/"), pf.namespace, "computedomains")
+    # The RDMA NIC template (resource.k8s.io/v1, built in): the custom objects API serves any group's path.
+    nic_group = (*RESOURCE_API_VERSION.split("/"), pf.namespace, "resourceclaimtemplates")
+    before = [(g, o) for g, o in ((cd_group, pf.compute_domain), (nic_group, pf.nic_claim_template)) if o]
     try:
-        if pf.compute_domain is not None:
-            custom.create_namespaced_custom_object(*cd_group, pf.compute_domain)
+        for g, obj in before:
+            custom.create_namespaced_custom_object(*g, obj)
         custom.create_namespaced_custom_object(*group, pf.manifest)
     except Exception as e:  # urllib3 connection errors, ApiException (401/403, no JobSet CRD)
-        if pf.compute_domain is not None:
+        for g, obj in before:
             try:
-                custom.delete_namespaced_custom_object(*cd_group, pf.compute_domain["metadata"]["name"])
+                custom.delete_namespaced_custom_object(*g, obj["metadata"]["name"])
             except Exception:  # never created, or the cluster is unreachable: the error below says why
                 pass
         raise PreflightError(
@@ -229,8 +237,8 @@ def run_live(
         custom.delete_namespaced_custom_object(
             *group, pf.name, body=client.V1DeleteOptions(propagation_policy="Foreground")
         )
-        if pf.compute_domain is not None:
-            custom.delete_namespaced_custom_object(*cd_group, pf.compute_domain["metadata"]["name"])
+        for g, obj in before:
+            custom.delete_namespaced_custom_object(*g, obj["metadata"]["name"])
 
 
 def _first_line(e: Exception) -> str:

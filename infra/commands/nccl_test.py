@@ -41,8 +41,8 @@ def cmd_nccl_test(args: argparse.Namespace, console: Console) -> int:
         err.print(f"  floor source: {pf.floor_source}", markup=False, highlight=False)
     if not live:
         err.print("  (nothing sent: add --kubeconfig to run it)", markup=False, highlight=False)
-        # On a rack pool, its ComputeDomain first (the JobSet's pods claim from it).
-        docs = [pf.compute_domain, pf.manifest] if pf.compute_domain is not None else [pf.manifest]
+        # On a rack pool, its ComputeDomain (and RDMA NIC template) first: the JobSet's pods claim from them.
+        docs = [d for d in (pf.compute_domain, pf.nic_claim_template) if d is not None] + [pf.manifest]
         print(yaml.safe_dump_all(docs, sort_keys=False), end="")
         return EXIT_OK
     try:

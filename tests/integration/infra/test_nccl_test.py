@@ -24,10 +24,12 @@ class FakeCluster:
 
     jobsets: dict = {}
     deleted: list = []
+    posted: list = []
     log = ""
 
     @classmethod
     def post(cls, req: Request) -> tuple[int, dict]:
+        cls.posted.append(req.path)
         obj = req.body
         obj["status"] = {"conditions": [{"type": "Completed", "status": "True"}]}
         cls.jobsets[obj["metadata"]["name"]] = obj
@@ -58,7 +60,7 @@ class FakeCluster:
 @pytest.fixture
 def cluster(tmp_path):
     server = FakeApiServer(FakeCluster)
-    FakeCluster.jobsets, FakeCluster.deleted = {}, []
+    FakeCluster.jobsets, FakeCluster.deleted, FakeCluster.posted = {}, [], []
     yield server.kubeconfig(tmp_path / "config")
     server.close()
 
@@ -83,3 +85,24 @@ def test_a_preflight_without_a_result_is_a_failed_check_exit_1(cluster, capsys):
     FakeCluster.log = "the pod never got to the sweep\n"
     assert cli.main(["nccl-test", JOB_STACK, "--nodes", "2", "--kubeconfig", cluster]) == 1
     assert "no result from rank 0" in capsys.readouterr().err
+
+
+def test_a_dranet_rack_preflight_creates_its_domain_and_nic_template_first_and_deletes_them(cluster):
+    from components.spec import JobSpec
+    from tests.helpers.rack_jobs import DRANET_RACK, rack_job, rack_platform
+
+    pf = build(JobSpec.load(rack_job(18)), rack_platform(rack=DRANET_RACK))
+    FakeCluster.log = f"{RESULT_PREFIX} {Result('all_gather', 72, 'nccl', [], 1.0).to_json()}\n"
+    run_live(pf, kubeconfig=cluster, context=None, poll_s=0)
+    ns = pf.namespace
+    assert FakeCluster.posted == [
+        f"/apis/resource.nvidia.com/v1beta1/namespaces/{ns}/computedomains",
+        f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaimtemplates",
+        f"/apis/jobset.x-k8s.io/v1alpha2/namespaces/{ns}/jobsets",
+    ]
+    assert pf.compute_domain is not None and pf.nic_claim_template is not None
+    assert FakeCluster.deleted == [
+        pf.name,
+        pf.compute_domain["metadata"]["name"],
+        pf.nic_claim_template["metadata"]["name"],
+    ]

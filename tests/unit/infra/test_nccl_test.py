@@ -187,3 +187,24 @@ def test_a_rack_preflight_brings_its_own_compute_domain_and_has_no_invented_floo
     template = pf.compute_domain["spec"]["channel"]["resourceClaimTemplate"]["name"]
     assert template == claim_template_name(pf.name) == pod["resourceClaims"][0]["resourceClaimTemplateName"]
     assert trainer["resources"]["claims"] == [{"name": pod["resourceClaims"][0]["name"]}]
+
+
+def test_a_dranet_rack_preflight_brings_its_own_nic_template_and_claims_it():
+    from components.incluster.compute_domain import nic_claim_template_name
+    from components.spec import JobSpec
+    from tests.helpers.rack_jobs import DRANET_RACK, rack_job, rack_platform
+
+    pf = build(JobSpec.load(rack_job(18)), rack_platform(rack=DRANET_RACK))
+    assert pf.nic_claim_template is not None
+    assert pf.nic_claim_template["metadata"] == {
+        "name": nic_claim_template_name(pf.name),
+        "namespace": pf.namespace,
+        "labels": pf.manifest["metadata"]["labels"],
+    }
+    pod, trainer = _container(pf.manifest)
+    assert [c["resourceClaimTemplateName"] for c in pod["resourceClaims"]][1] == nic_claim_template_name(
+        pf.name
+    )
+    assert [c["name"] for c in trainer["resources"]["claims"]] == [c["name"] for c in pod["resourceClaims"]]
+    # An AWS rack (EFA through its device plugin) has none.
+    assert build(JobSpec.load(rack_job(18)), rack_platform()).nic_claim_template is None
