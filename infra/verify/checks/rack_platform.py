@@ -90,10 +90,10 @@ def _never_admitted(racks: Sequence[NodePoolInfo], config: Mapping[str, Any] | N
             "never be admitted (kueue#10504)"
         )
     for p in racks:
-        cls = p.rack.nic_device_class if p.rack else None
-        if cls is not None and cls not in mapped:
+        nic = p.rack.nic_device_class if p.rack else None
+        if nic is not None and nic not in mapped:
             yield (
-                f"never-admitted: Kueue's deviceClassMappings lacks {cls}, the RDMA NIC class of rack pool "
+                f"never-admitted: Kueue's deviceClassMappings lacks {nic}, the RDMA NIC class of rack pool "
                 f"{p.name}: every job on it claims its NICs and would never be admitted (kueue#10504)"
             )
 
