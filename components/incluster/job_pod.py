@@ -276,10 +276,15 @@ def node_placement(job_name: str, pools: list[NodePoolInfo]) -> dict[str, Any]:
         return out
     common = common_labels(pools)
     out["nodeSelector"] = common
+    # Sorted by key: a job stack reads the pools' labels through a StackReference, whose outputs reach the
+    # program as a map in no stable order (the same plan gave capacity before pool in one process and pool
+    # before capacity in another); a list in that order would change the JobSet at every `pulumi up`.
     terms = [
         {
             "matchExpressions": [
-                {"key": k, "operator": "In", "values": [v]} for k, v in p.labels.items() if k not in common
+                {"key": k, "operator": "In", "values": [v]}
+                for k, v in sorted(p.labels.items())
+                if k not in common
             ]
         }
         for p in pools

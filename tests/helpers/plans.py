@@ -128,8 +128,7 @@ def cached_run_program(
     """infra.mockcloud.run_program, once per test process for the same inputs (read-only results): the
     reference stacks' plans that `planned` and the in-process CLI (tests/helpers/cli.py) share."""
     tiers.note(tiers.PLANS)
-    # Key order counts: the same outputs in another order (a dump's sorted JSON) plan to a different order
-    # of labels in what the program sends, so they are another plan, not this one.
+    # The exact inputs, key order included: a plan is shared only with a request of the very same inputs.
     key = json.dumps(
         [dict(config), stack, stack_refs, sorted(secret_keys or []), str(program)],
         default=repr,

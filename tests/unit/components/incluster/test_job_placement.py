@@ -95,11 +95,10 @@ def test_a_job_on_several_pools_fits_their_flavors_only_and_in_the_platforms_ord
     # The GPU kind only in the nodeSelector; one affinity term per pool; every pool's taints tolerated.
     assert pod["spec"]["nodeSelector"] == {"trainplane.dev/gpu": "H100"}
     terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert [t["matchExpressions"][0]["values"] for t in terms["nodeSelectorTerms"]] == [
-        ["h100-res"],
-        ["h100-od"],
-        ["h100"],
-    ]
+    assert [
+        [e["values"] for e in t["matchExpressions"] if e["key"] == "trainplane.dev/pool"]
+        for t in terms["nodeSelectorTerms"]
+    ] == [[["h100-res"]], [["h100-od"]], [["h100"]]]
     assert pod["spec"]["tolerations"] == [
         {"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule", "operator": "Equal"}
     ]
@@ -111,6 +110,18 @@ def test_a_job_on_several_pools_fits_their_flavors_only_and_in_the_platforms_ord
     # A job on two of the three pools does not fit the third pool's flavor.
     two = pod_of(build(job(nodePools=["h100-res", "h100-od"]), outputs))
     assert [kueue_fits(two, f.node_labels) for f in fl] == [True, True, False]
+
+
+def test_the_jobset_does_not_depend_on_the_order_of_the_pools_labels():
+    # A job stack reads the pools through a StackReference: their labels arrive as a map in no stable order
+    # (one plan had capacity before pool in one process and the reverse in another). The JobSet must be the
+    # same either way, or every `pulumi up` of the job would change it.
+    outputs = platform(*three())
+    flipped = copy.deepcopy(outputs.model_dump(by_alias=True))
+    for pool in flipped["nodePools"]:
+        pool["labels"] = dict(reversed(list(pool["labels"].items())))
+    raw = job(nodePools=["h100-res", "h100-od", "h100"])
+    assert build(raw, PlatformOutputs.model_validate(flipped)) == build(raw, outputs)
 
 
 def test_a_single_pool_job_keeps_its_pools_labels():
