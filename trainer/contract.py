@@ -157,6 +157,9 @@ PLATFORM_ENV: Final[tuple[str, ...]] = (
 # Set by the launcher for its workers; the platform never sets these.
 ENV_LAUNCH_DIR: Final = "TRAINPLANE_LAUNCH_DIR"  # workers leave status markers there
 ENV_LAUNCHER_PID: Final = "TRAINPLANE_LAUNCHER_PID"  # workers die when this process does
+# Launcher: "0" starts every worker as a fresh interpreter instead of forking it from the launcher's zygote
+# (trainer/zygote.py).
+ENV_ZYGOTE: Final = "TRAINPLANE_ZYGOTE"
 # Tests only: seconds rank 0 waits between DCP finishing and writing a synchronous save's manifest.
 ENV_FAULT_COMMIT_DELAY: Final = "TRAINPLANE_FAULT_COMMIT_DELAY_S"
 # Tests only: "background" stages async saves with DCP's DefaultStager in its own thread on CPU too (the

@@ -58,6 +58,7 @@ from trainer.contract import (
 )
 from trainer.envscript import apply_env_script
 from trainer.metrics import json_line
+from trainer.zygote import start_zygote
 
 FORWARDED = "SIGTERM,SIGINT,SIGHUP,SIGQUIT,SIGUSR1"
 
@@ -325,6 +326,7 @@ def _run_group(tr_args: Any) -> tuple[int, str]:
         os.environ[ENV_LAUNCH_DIR] = status
         os.environ[ENV_LAUNCHER_PID] = str(os.getpid())
         preempted, finished = Path(status, lifecycle.PREEMPTED), Path(status, lifecycle.FINISHED)
+        zygote = start_zygote()
         try:
             torchrun.run(tr_args)
             return EXIT_OK, ""
@@ -342,6 +344,9 @@ def _run_group(tr_args: Any) -> tuple[int, str]:
                 raise
             first = (str(e).strip().splitlines() or [""])[0][:200]
             return EXIT_PEER_LOST, f"rendezvous failed: {type(e).__name__}: {first}"
+        finally:
+            if zygote is not None:
+                zygote.stop()  # torchrun has stopped every worker it started
 
 
 def main(argv: list[str] | None = None) -> int:

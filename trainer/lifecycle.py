@@ -14,7 +14,9 @@ Markers from an earlier incarnation of the group are cleared by local rank 0 whe
 
 Workers also die with their launcher: torchrun starts each worker in its own session, so a launcher
 killed with SIGKILL (or OOM-killed) would leave them training and writing checkpoints into the root that a
-relaunch uses too. Each worker asks the kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``).
+relaunch uses too. Each worker asks the kernel for SIGKILL when its parent dies (``PR_SET_PDEATHSIG``): the
+launcher, or the launcher's zygote that forked it (trainer/zygote.py), which dies with the launcher in turn;
+``TRAINPLANE_LAUNCHER_PID`` names that parent.
 """
 
 from __future__ import annotations

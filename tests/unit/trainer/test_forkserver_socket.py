@@ -1,4 +1,5 @@
-"""tests/helpers/warm.py: the starter's socket accepts from the moment its path exists."""
+"""trainer/forkserver.py: the server's socket (the launcher's zygote, the tests' starter) accepts from the
+moment its path exists."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import warm
+from trainer import forkserver
 
 
 def test_the_starters_socket_listens_before_it_takes_the_name_clients_wait_for(
@@ -30,9 +31,9 @@ def test_the_starters_socket_listens_before_it_takes_the_name_clients_wait_for(
             probe.close()
         rename(src, dst)
 
-    monkeypatch.setattr(warm.os, "rename", rename_after_a_connect)
+    monkeypatch.setattr(forkserver.os, "rename", rename_after_a_connect)
     path = str(tmp_path / "starter.sock")
-    srv = warm._listen(path)
+    srv = forkserver._listen(path)
     try:
         assert accepted_at_rename == [True]
         assert os.path.exists(path) and not os.path.exists(path + ".tmp")

@@ -1,0 +1,80 @@
+"""trainer/zygote.py: the launcher forks its workers from a zygote that has imported torch, and starts them
+fresh where a fork cannot honour the start (the exit codes, restarts and signals through the zygote are the
+rest of this folder's tests: every launcher of theirs uses it)."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+from tests.helpers.trainer import ENDLESS, launch
+
+
+def _ppid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _workers(run) -> list[int]:
+    run.wait_for(lambda e: e["event"] == "step_done" and e["step"] >= 2)
+    pids = [e["pid"] for e in run.events("start")]
+    assert len(pids) == 2
+    return pids
+
+
+def test_workers_are_forked_from_the_zygote_in_sessions_of_their_own_and_die_with_the_launcher(tmp_path):
+    run = launch(tmp_path, "run", 2, [*ENDLESS, "--checkpoint.uri", str(tmp_path / "ckpt")])
+    workers = _workers(run)
+    try:
+        zygotes = {_ppid(p) for p in workers}
+        assert len(zygotes) == 1
+        (zygote,) = zygotes
+        # the zygote is the launcher's child; each worker leads a session of its own, as torchrun's Popen
+        # makes them (torchrun signals a worker's group); that they train at all shows each was told the
+        # zygote is the parent it dies with (trainer/lifecycle.py: a worker whose parent is not the one named
+        # takes its launcher for dead and stops)
+        assert zygote != run.p.pid and _ppid(zygote) == run.p.pid
+        assert all(os.getsid(p) == p for p in workers)
+        # a SIGTERM to the launcher's group reaches the zygote too: it must not die of it (its workers would
+        # die with it, before their preemption checkpoint)
+        os.kill(zygote, signal.SIGTERM)
+        time.sleep(0.5)
+        assert _alive(zygote) and all(_alive(p) for p in workers)
+        os.kill(run.p.pid, signal.SIGKILL)  # the launcher alone: the zygote, then the workers, die with it
+        run.p.wait(10)
+        deadline = time.monotonic() + 15
+        while any(_alive(p) for p in [zygote, *workers]) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not any(_alive(p) for p in [zygote, *workers]), "the zygote or a worker outlived the launcher"
+    finally:
+        run.kill_tree()
+        for p in workers:
+            if _alive(p):
+                os.kill(p, signal.SIGKILL)
+
+
+def test_without_the_zygote_or_with_another_startup_environment_workers_start_fresh(tmp_path):
+    # TRAINPLANE_ZYGOTE=0: torchrun's own start; an env script that sets LD_LIBRARY_PATH (read by the loader
+    # when a process starts, which a fork cannot redo): fresh too, and both still train.
+    script = tmp_path / "env.sh"
+    script.write_text(f"export LD_LIBRARY_PATH={tmp_path}\n")
+    cases = {"off": {"TRAINPLANE_ZYGOTE": "0"}, "ld": {"TRAINPLANE_ENV_SCRIPT": str(script)}}
+    for name, extra in cases.items():
+        run = launch(tmp_path, name, 2, [*ENDLESS, "--checkpoint.uri", str(tmp_path / name)], extra_env=extra)
+        try:
+            workers = _workers(run)
+            assert {_ppid(p) for p in workers} == {run.p.pid}, name
+            if name == "off":  # off is said nowhere; a zygote that cannot serve is not used silently
+                assert "fresh interpreters" not in run.err.read_text()
+        finally:
+            run.kill_tree()
+            run.wait(30)
