@@ -112,11 +112,17 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test under tests/integration/ is in the integration tier (its marker); with --fast, the tests
-    of the other tiers in a fast module are deselected."""
+    """Every test under tests/integration/ is in the integration tier (its marker), and runs first; with
+    --fast, the tests of the other tiers in a fast module are deselected.
+
+    First: xdist's worksteal gives each worker a contiguous half of this order and lets an idle worker steal
+    from the end of the other's queue. The integration tier holds the long tests (launchers, servers,
+    operators, the fault campaign); run last, as in collection order, the run ended on a worker finishing
+    one of them alone. First, the run ends on short unit tests that the two workers share."""
     for item in items:
         if INTEGRATION_DIR in item.path.parents:
             item.add_marker(pytest.mark.integration)
+    items.sort(key=lambda item: INTEGRATION_DIR not in item.path.parents)  # stable: each tier keeps its order
     if config.getoption("--fast"):
         fast, heavy = [], []
         for item in items:
