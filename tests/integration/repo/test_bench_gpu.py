@@ -4,6 +4,7 @@ its dry mode takes every part through the same code on the CPU (issue 34, point 
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 from tests.conftest import ROOT
@@ -15,8 +16,11 @@ def test_the_dry_bench_runs_every_part_and_writes_its_json_and_table(tmp_path):
     # One trainer run that takes the compiled FSDP2 path of the larger workload, plus the bare loop, the
     # checkpoint stall beside its copy floor and the collectives sweep: the rest are the same function.
     cmd = [sys.executable, "tests/benchmarks/bench_gpu.py", "--dry", "--runs", "gpt-1b fsdp compiled"]
+    # OMP_NUM_THREADS as a pod with more than one GPU has it (torchrun's default for its workers): the
+    # launchers' workers are forked from their zygote (trainer/zygote.py), as they would be there.
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = procs.run([*cmd, "--json", str(out), "--markdown", str(table)], cwd=ROOT, capture_output=True,
-                     text=True, timeout=400)  # fmt: skip
+                     text=True, timeout=400, env=env)  # fmt: skip
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     result = json.loads(out.read_text())
     assert result["dry"] is True and list(result["runs"]) == ["gpt-1b fsdp compiled"]
