@@ -92,6 +92,20 @@ def pod_env(job: JobSpec, pool: NodePoolInfo, reserved: set[str]) -> list[dict[s
     ]
 
 
+def launcher_env(job: JobSpec, pool: NodePoolInfo) -> list[dict[str, Any]]:
+    """OMP_NUM_THREADS=1 for a launcher of more than one worker, unless the job or the fabric sets it.
+
+    torchrun sets exactly this for its workers when the environment has none and there is more than one per
+    node (torch@v2.13.0 torch/distributed/run.py config_from_args), so the workers see no change. Set for the
+    launcher too, it lets the launcher fork its workers from its zygote: OpenMP (and OpenBLAS, which starts a
+    thread pool when loaded without it) read it when torch loads, before the launcher can set it, and a
+    worker whose start-up value differs from its launcher's is started fresh (trainer/zygote.py).
+    """
+    if job.gpus_per_node <= 1 or "OMP_NUM_THREADS" in job.env or "OMP_NUM_THREADS" in pool.pod_env:
+        return []
+    return [{"name": "OMP_NUM_THREADS", "value": "1"}]
+
+
 def pod_resources(job: JobSpec, pool: NodePoolInfo) -> tuple[str, str, str]:
     """CPU, memory and /dev/shm for one pod: the job's values, or its GPU share of the node's machine."""
     share = job.gpus_per_node / max(pool.gpus_per_node or job.gpus_per_node, 1)
@@ -231,6 +245,7 @@ def trainer_container(
         # No command: the image's entry point is tini -> `python -m trainer.launch` (trainer/Dockerfile);
         # tini forwards signals and reaps orphans.
         c["args"] = args
+        c["env"] += launcher_env(job, pool)
     else:
         c["command"] = list(command)
     return c

@@ -174,6 +174,18 @@ def test_pod_spec_carries_resources_selectors_tolerations_volumes_identity_and_f
     assert env["NODE_RANK"] == {
         "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
     }
+    # torchrun's own default for more than one worker, set for the launcher too: its zygote forks the workers
+    assert env["OMP_NUM_THREADS"] == "1"
+
+
+def test_the_jobs_own_omp_setting_wins_and_one_worker_per_pod_keeps_the_default():
+    own = job_object()
+    own["env"] = {**own.get("env", {}), "OMP_NUM_THREADS": "4"}
+    names = [e["name"] for e in container(plan_job(own))["env"]]
+    assert names.count("OMP_NUM_THREADS") == 1 and env_of(plan_job(own))["OMP_NUM_THREADS"] == "4"
+    single = job_object()
+    single["gpusPerNode"] = 1
+    assert "OMP_NUM_THREADS" not in env_of(plan_job(single))  # torchrun sets none for one worker either
 
 
 def test_trainer_config_map_holds_the_trainer_block_and_the_job_decisions():
