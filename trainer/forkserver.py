@@ -80,6 +80,8 @@ def serve(path: str, parent: int, preload: Sequence[str] = PRELOAD) -> None:
     threads = len(os.listdir("/proc/self/task"))
     if threads != 1:  # a fork keeps only the forking thread: a library's pool would be half there
         sys.exit(f"zygote: {threads} threads after importing {', '.join(preload)}; a fork is unsafe")
+    if not _children_can_use_cuda():
+        sys.exit("zygote: CUDA was initialized before the fork; a forked worker could not use the GPU")
     srv = _listen(path)
     waiting: dict[int, socket.socket] = {}
     while os.getppid() == parent:
@@ -90,6 +92,21 @@ def serve(path: str, parent: int, preload: Sequence[str] = PRELOAD) -> None:
         _reap(waiting)
     for conn in waiting.values():
         conn.close()
+
+
+def _children_can_use_cuda() -> bool:
+    """Whether a child of this process may still initialize CUDA. Once a process has asked CUDA for its
+    devices or initialized it, torch marks every later fork "bad" and refuses CUDA there ("Cannot re-initialize
+    CUDA in forked subprocess"; torch/csrc/cuda/Module.cpp registers the fork handler from getDeviceCount
+    and lazy init). Nothing the launcher or PRELOAD runs should do so; a probe child says whether it did."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return True
+    pid = os.fork()
+    if pid == 0:
+        os._exit(1 if torch.cuda._is_in_bad_fork() else 0)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
 
 
 def _listen(path: str) -> socket.socket:

@@ -9,7 +9,7 @@ import signal
 import time
 from pathlib import Path
 
-from tests.helpers.trainer import ENDLESS, launch
+from tests.helpers.trainer import ENDLESS, env, launch
 
 
 def _ppid(pid: int) -> int:
@@ -79,3 +79,23 @@ def test_a_worker_whose_startup_environment_differs_starts_fresh_and_trains(tmp_
     finally:
         run.kill_tree()
         run.wait(30)
+
+
+def test_a_zygote_whose_children_could_not_use_cuda_refuses_to_serve(tmp_path):
+    # What torch does after a device count or CUDA init in the parent: every later fork is "bad" and refuses
+    # CUDA. Faked here (a CPU build): the server must exit with the reason rather than fork broken workers.
+    import sys
+
+    from tests.helpers import procs
+
+    code = (
+        "import torch; torch.cuda._is_in_bad_fork = lambda: True\n"
+        "from trainer.forkserver import serve; import os\n"
+        f"serve({str(tmp_path / 'z.sock')!r}, os.getppid(), ('torch',))\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    done = procs.run(
+        [sys.executable, "-c", code], cwd=root, env=env(), capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and not (tmp_path / "z.sock").exists()
+    assert "CUDA was initialized before the fork" in done.stderr
