@@ -22,7 +22,8 @@ What a fork cannot give is never approximated; torchrun starts the worker itself
   workers when the pod's environment has none (set it in the pod to have the zygote);
 - it is not ``python [-u] -m MODULE`` with the launcher's interpreter (a NUMA binding wraps it);
 - the launcher had threads at the fork (OpenBLAS starts a pool when it loads without OMP_NUM_THREADS), or the
-  zygote could not start: said on stderr;
+  zygote could not start or would not serve (CUDA initialized before the fork: forkserver.serve): said on
+  stderr;
 - ``TRAINPLANE_ZYGOTE=0``.
 A forked worker's command line (``ps``) is the launcher's: its parent is the zygote, a child of the launcher.
 """

@@ -93,13 +93,14 @@ def pod_env(job: JobSpec, pool: NodePoolInfo, reserved: set[str]) -> list[dict[s
 
 
 def launcher_env(job: JobSpec, pool: NodePoolInfo) -> list[dict[str, Any]]:
-    """OMP_NUM_THREADS=1 for a launcher of more than one worker, unless the job or the fabric sets it.
+    """OMP_NUM_THREADS=1 for a pod of more than one GPU (one worker each), unless the job or the fabric sets it.
 
     torchrun sets exactly this for its workers when the environment has none and there is more than one per
-    node (torch@v2.13.0 torch/distributed/run.py config_from_args), so the workers see no change. Set for the
-    launcher too, it lets the launcher fork its workers from its zygote: OpenMP (and OpenBLAS, which starts a
-    thread pool when loaded without it) read it when torch loads, before the launcher can set it, and a
-    worker whose start-up value differs from its launcher's is started fresh (trainer/zygote.py).
+    node (torch@v2.13.0 torch/distributed/run.py config_from_args), so the workers see no change (a job's
+    command, e.g. the NCCL preflight, runs its processes under torchrun too). Set for the launcher as well,
+    it lets the launcher fork its workers from its zygote: OpenMP (and OpenBLAS, which starts a thread pool
+    when loaded without it) read it when torch loads, before the launcher can set it, and a worker whose
+    start-up value differs from its launcher's is started fresh (trainer/zygote.py).
     """
     if job.gpus_per_node <= 1 or "OMP_NUM_THREADS" in job.env or "OMP_NUM_THREADS" in pool.pod_env:
         return []
@@ -177,7 +178,7 @@ def _env(job: JobSpec, platform: PlatformOutputs, pool: NodePoolInfo, grace: int
     uri = checkpoint_uri(job, platform)
     if uri is not None:
         env.append({"name": contract.ENV_CHECKPOINT_URI, "value": uri})
-    return env + pod_env(job, pool, {e["name"] for e in env})
+    return env + launcher_env(job, pool) + pod_env(job, pool, {e["name"] for e in env})
 
 
 def _volumes(job: JobSpec, pool: NodePoolInfo, shm: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -245,7 +246,6 @@ def trainer_container(
         # No command: the image's entry point is tini -> `python -m trainer.launch` (trainer/Dockerfile);
         # tini forwards signals and reaps orphans.
         c["args"] = args
-        c["env"] += launcher_env(job, pool)
     else:
         c["command"] = list(command)
     return c
