@@ -91,6 +91,15 @@ def adopt(proc: Any) -> Any:
     return proc
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` still runs: a zombie is dead (only its parent's wait is missing)."""
+    try:
+        state = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
 def kill(proc: subprocess.Popen[Any]) -> None:
     """SIGKILL the process group `proc` leads (it and what it started), reap it and unregister it."""
     try:

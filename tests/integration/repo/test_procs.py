@@ -19,20 +19,10 @@ from tests.helpers.plans import ROOT
 LAUNCHER = 'sleep 300 & echo $! > "$1"; wait'
 
 
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie is dead: only its parent's wait is missing.
-    stat = Path(f"/proc/{pid}/stat")
-    return stat.exists() and stat.read_text().split(") ", 1)[1][:1] != "Z"
-
-
 def gone_within(pid: int, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if not alive(pid):
+        if not procs.alive(pid):
             return True
         time.sleep(0.05)
     return False
@@ -73,7 +63,7 @@ def test_the_groups_of_a_killed_test_process_are_killed_by_its_reaper(tmp_path: 
     try:
         worker = wait_for_file(pidfile)
         wait_for_file(spawned)
-        assert alive(worker)
+        assert procs.alive(worker)
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(10)
         assert gone_within(worker, 60), "the worker outlived the killed test process"

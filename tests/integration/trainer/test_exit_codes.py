@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from tests.helpers import procs
 from tests.helpers.trainer import ENDLESS, PLUGIN, Proc, launch
 from trainer.checkpoint import ENV_FAULT_COMMIT_DELAY
 from trainer.launch import failure_code
@@ -177,14 +177,6 @@ def test_missing_data_path_is_one_line_exit_2_before_workers_start(tmp_path):
     assert [e["event"] for e in run.events()] == ["launcher_exit"]  # no worker started
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
-
-
 @pytest.mark.slow
 def test_workers_die_with_a_launcher_killed_by_sigkill(tmp_path):
     run = launch(tmp_path, "run", 2, [*ENDLESS, "--checkpoint.uri", str(tmp_path / "ckpt")])
@@ -195,10 +187,10 @@ def test_workers_die_with_a_launcher_killed_by_sigkill(tmp_path):
         os.kill(run.p.pid, signal.SIGKILL)  # the launcher alone, not its session
         run.p.wait(10)
         deadline = time.monotonic() + 15
-        while any(_alive(p) for p in workers) and time.monotonic() < deadline:
+        while any(procs.alive(p) for p in workers) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(_alive(p) for p in workers), "workers outlived their launcher"
+        assert not any(procs.alive(p) for p in workers), "workers outlived their launcher"
     finally:
         for p in workers:
-            if _alive(p):
+            if procs.alive(p):
                 os.kill(p, signal.SIGKILL)

@@ -9,19 +9,12 @@ import signal
 import time
 from pathlib import Path
 
+from tests.helpers import procs
 from tests.helpers.trainer import ENDLESS, env, launch
 
 
 def _ppid(pid: int) -> int:
     return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError):
-        return False
-    return state != "Z"
 
 
 def _workers(run) -> list[int]:
@@ -48,17 +41,19 @@ def test_workers_are_forked_from_the_zygote_in_sessions_of_their_own_and_die_wit
         # die with it, before their preemption checkpoint)
         os.kill(zygote, signal.SIGTERM)
         time.sleep(0.5)
-        assert _alive(zygote) and all(_alive(p) for p in workers)
+        assert procs.alive(zygote) and all(procs.alive(p) for p in workers)
         os.kill(run.p.pid, signal.SIGKILL)  # the launcher alone: the zygote, then the workers, die with it
         run.p.wait(10)
         deadline = time.monotonic() + 15
-        while any(_alive(p) for p in [zygote, *workers]) and time.monotonic() < deadline:
+        while any(procs.alive(p) for p in [zygote, *workers]) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not any(_alive(p) for p in [zygote, *workers]), "the zygote or a worker outlived the launcher"
+        assert not any(procs.alive(p) for p in [zygote, *workers]), (
+            "the zygote or a worker outlived the launcher"
+        )
     finally:
         run.kill_tree()
         for p in workers:
-            if _alive(p):
+            if procs.alive(p):
                 os.kill(p, signal.SIGKILL)
 
 
@@ -85,8 +80,6 @@ def test_a_zygote_whose_children_could_not_use_cuda_refuses_to_serve(tmp_path):
     # What torch does after a device count or CUDA init in the parent: every later fork is "bad" and refuses
     # CUDA. Faked here (a CPU build): the server must exit with the reason rather than fork broken workers.
     import sys
-
-    from tests.helpers import procs
 
     code = (
         "import torch; torch.cuda._is_in_bad_fork = lambda: True\n"
